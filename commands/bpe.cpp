@@ -1,0 +1,12 @@
+// `lmkit bpe`: placeholder until its issue lands; says so and fails.
+#include "commands.h"
+
+namespace lmkit::cli {
+
+RunFn SetupBpe(CLI::App& sub, const GlobalOptions& g) {
+  (void)sub;
+  (void)g;
+  return [] { return ReportError("bpe", Status::Unsupported("", "not implemented yet")); };
+}
+
+}  // namespace lmkit::cli

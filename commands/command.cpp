@@ -1,0 +1,91 @@
+#include "command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+
+#include "lmkit/common/thread_pool.h"
+
+namespace lmkit::cli {
+
+unsigned GlobalOptions::ResolvedThreads() const { return threads == 0 ? DefaultThreadCount() : threads; }
+
+int ReportError(const std::string& command, const Status& status) {
+  std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), status.ToString().c_str());
+  if (status.code() == ErrorCode::kUsage) return kExitUsage;
+  if (status.code() == ErrorCode::kCancelled) return kExitInterrupted;
+  return kExitFailure;
+}
+
+int UsageError(const std::string& command, const std::string& message) {
+  std::string m = message;
+  for (char& c : m)
+    if (c == '\n') c = ' ';
+  if (command.empty()) {
+    std::fprintf(stderr, "lmkit: %s\n", m.c_str());
+  } else {
+    std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), m.c_str());
+  }
+  return kExitUsage;
+}
+
+void Note(const GlobalOptions& g, const std::string& command, const std::string& message) {
+  if (g.quiet) return;
+  std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), message.c_str());
+}
+
+void NoteCpuFallbackOnce(const GlobalOptions& g, const std::string& command, const std::string& why) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  Note(g, command, why + "; using the CPU path");
+}
+
+void PrintJson(const Json& doc) {
+  std::string s = DumpJson(doc, 2);
+  s.push_back('\n');
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+void PrintText(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g) {
+  return std::make_unique<TerminalProgress>(STDERR_FILENO, !g.quiet);
+}
+
+namespace {
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+}  // namespace
+
+std::string NearestName(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = 4;
+  for (const auto& c : candidates) {
+    if (!name.empty() && c.rfind(name, 0) == 0) return c;  // a prefix ("quant" -> "quantize")
+    size_t d = EditDistance(name, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace lmkit::cli

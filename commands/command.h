@@ -1,0 +1,56 @@
+// What every subcommand file in commands/ shares: the global options, the registration signature and the helpers that
+// turn core results into stdout/stderr/exit codes. Only this layer prints or decides exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "exit_codes.h"
+#include "lmkit/common/json.h"
+#include "lmkit/common/progress.h"
+#include "lmkit/common/status.h"
+
+namespace lmkit::cli {
+
+struct GlobalOptions {
+  bool json = false;     // one JSON document on stdout instead of text
+  unsigned threads = 0;  // 0 = all CPUs this process may use
+  bool quiet = false;    // no progress and no notes on stderr (errors still print)
+
+  unsigned ResolvedThreads() const;
+};
+
+// A subcommand's setup adds its options to `sub` and returns the function main() calls when it was chosen. That
+// function returns an exit code (exit_codes.h). `name` is the full command name for messages ("bpe train").
+using RunFn = std::function<int()>;
+using SetupFn = RunFn (*)(CLI::App& sub, const GlobalOptions& globals);
+
+struct CommandSpec {
+  const char* name;
+  const char* summary;  // one line, shown by `lmkit --help`
+  SetupFn setup;
+};
+
+// Prints `lmkit <command>: <subject>: <message>` on stderr and returns the exit code for the status.
+int ReportError(const std::string& command, const Status& status);
+// Prints `lmkit <command>: <message>` on stderr and returns kExitUsage.
+int UsageError(const std::string& command, const std::string& message);
+// A note on stderr (suppressed by --quiet), e.g. "no CUDA device; using the CPU path".
+void Note(const GlobalOptions& g, const std::string& command, const std::string& message);
+// Prints the CPU-fallback note at most once per process.
+void NoteCpuFallbackOnce(const GlobalOptions& g, const std::string& command, const std::string& why);
+
+// Writes one JSON document (pretty, newline-terminated) on stdout.
+void PrintJson(const Json& doc);
+// Writes text on stdout exactly as given.
+void PrintText(const std::string& text);
+
+// A progress sink for stderr: draws only when stderr is a terminal and --quiet is off.
+std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g);
+
+// Nearest name from `candidates` within edit distance 3 (or a prefix match), or "" when nothing is close.
+std::string NearestName(const std::string& name, const std::vector<std::string>& candidates);
+
+}  // namespace lmkit::cli

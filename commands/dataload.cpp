@@ -1,0 +1,12 @@
+// `lmkit dataload`: placeholder until its issue lands; says so and fails.
+#include "commands.h"
+
+namespace lmkit::cli {
+
+RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
+  (void)sub;
+  (void)g;
+  return [] { return ReportError("dataload", Status::Unsupported("", "not implemented yet")); };
+}
+
+}  // namespace lmkit::cli

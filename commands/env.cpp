@@ -1,0 +1,59 @@
+// `lmkit env`: what this machine offers lmkit (CPU, memory, CUDA devices).
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "lmkit/common/progress.h"
+#include "lmkit/common/sysinfo.h"
+#include "lmkit/common/thread_pool.h"
+#include "lmkit/cuda/device.h"
+#include "lmkit/version.h"
+
+namespace lmkit::cli {
+
+RunFn SetupEnv(CLI::App& sub, const GlobalOptions& g) {
+  sub.description("CPU model and cores, memory, and CUDA devices (name, memory, compute capability, driver)");
+  return [&g] {
+    cuda::DeviceList devs = cuda::ListCudaDevices();
+    if (g.json) {
+      Json j;
+      j["lmkit_version"] = LMKIT_VERSION;
+      j["cpu"] = {{"model", CpuModelName()}, {"cores", DefaultThreadCount()}};
+      j["memory_bytes"] = TotalMemoryBytes();
+      Json cj;
+      cj["built_with_cuda"] = cuda::CudaBuildEnabled();
+      cj["driver_version"] = devs.driver_version;
+      cj["runtime_version"] = devs.runtime_version;
+      cj["devices"] = Json::array();
+      for (const auto& d : devs.devices) {
+        cj["devices"].push_back({{"index", d.index},
+                                 {"name", d.name},
+                                 {"memory_bytes", d.total_memory_bytes},
+                                 {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+                                 {"multiprocessors", d.multiprocessors},
+                                 {"memory_bandwidth_gbs", d.memory_bandwidth_gbs}});
+      }
+      if (devs.devices.empty()) cj["why_none"] = devs.why_none;
+      j["cuda"] = cj;
+      PrintJson(j);
+      return static_cast<int>(kExitOk);
+    }
+    std::string out;
+    out += fmt::format("lmkit    {}\n", LMKIT_VERSION);
+    out += fmt::format("cpu      {} ({} cores usable)\n", CpuModelName(), DefaultThreadCount());
+    out += fmt::format("memory   {}\n", FormatBytes(static_cast<double>(TotalMemoryBytes())));
+    out += fmt::format("cuda     {}\n", cuda::CudaBuildEnabled() ? "built in" : "not built in");
+    if (devs.devices.empty()) {
+      out += fmt::format("devices  {}\n", devs.why_none);
+    } else {
+      out += fmt::format("driver   {}.{}\n", devs.driver_version / 1000, devs.driver_version % 1000 / 10);
+      for (const auto& d : devs.devices)
+        out += fmt::format("device {} {}  {}  sm_{}{}  {} SMs\n", d.index, d.name,
+                           FormatBytes(static_cast<double>(d.total_memory_bytes)), d.cc_major, d.cc_minor,
+                           d.multiprocessors);
+    }
+    PrintText(out);
+    return static_cast<int>(kExitOk);
+  };
+}
+
+}  // namespace lmkit::cli

@@ -1,0 +1,12 @@
+// `lmkit flops`: placeholder until its issue lands; says so and fails.
+#include "commands.h"
+
+namespace lmkit::cli {
+
+RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
+  (void)sub;
+  (void)g;
+  return [] { return ReportError("flops", Status::Unsupported("", "not implemented yet")); };
+}
+
+}  // namespace lmkit::cli

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds (warnings are errors) and runs
+# every test, then does it again under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+jobs=$(nproc)
+
+echo "== release build (CUDA: AUTO) =="
+cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMKIT_WERROR=ON >/dev/null
+cmake --build build/ci -j "$jobs"
+(cd build/ci && ctest --output-on-failure -j "$jobs")
+
+echo "== ASan + UBSan build =="
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DLMKIT_SANITIZE=ON \
+  -DLMKIT_CUDA=OFF -DLMKIT_WERROR=ON >/dev/null
+cmake --build build/asan -j "$jobs"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build/asan && ctest --output-on-failure -j "$jobs")

@@ -1,0 +1,213 @@
+#include "lmkit/common/atomic_file.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace lmkit {
+namespace {
+
+// A fixed registry that a signal handler can walk without allocating: slot state 0 = free, 1 = claimed (path being
+// written), 2 = live (path valid). Sized for the most files one command keeps open at once (bpe train writes three).
+constexpr int kSlots = 64;
+constexpr size_t kPathMax = 4096;
+std::atomic<int> g_state[kSlots];
+char g_paths[kSlots][kPathMax];
+
+int Register(const std::string& temp) {
+  if (temp.size() >= kPathMax) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = 0;
+    if (g_state[i].compare_exchange_strong(expected, 1)) {
+      std::memcpy(g_paths[i], temp.c_str(), temp.size() + 1);
+      g_state[i].store(2);
+      return i;
+    }
+  }
+  return -1;  // registry full: the file is still removed on normal error paths, just not on a signal
+}
+
+void Unregister(int slot) {
+  if (slot >= 0) g_state[slot].store(0);
+}
+
+extern "C" void OnInterrupt(int sig) {
+  for (int i = 0; i < kSlots; ++i)
+    if (g_state[i].load() == 2) ::unlink(g_paths[i]);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+std::string DirName(const std::string& path) {
+  auto pos = path.rfind('/');
+  if (pos == std::string::npos) return ".";
+  if (pos == 0) return "/";
+  return path.substr(0, pos);
+}
+
+constexpr size_t kBufferSize = 1 << 20;
+
+}  // namespace
+
+void InstallInterruptCleanup() {
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+Result<AtomicFile> AtomicFile::Create(const std::string& path) {
+  if (path.empty()) return Status::Usage("empty output path");
+  std::string dir = DirName(path);
+  std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  if (base.empty()) return Status::InvalidInput(path, "output path names a directory");
+  std::string templ = (dir == "/" ? std::string("/") : dir + "/") + "." + base + ".tmp.XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  int fd = ::mkstemp(buf.data());
+  if (fd < 0) {
+    int e = errno;
+    return Status::FromErrno(path, "cannot create output in " + dir, e);
+  }
+  ::fchmod(fd, 0644);  // mkstemp makes 0600; outputs are ordinary files
+  AtomicFile f;
+  f.path_ = path;
+  f.temp_path_ = buf.data();
+  f.fd_ = fd;
+  f.slot_ = Register(f.temp_path_);
+  f.buffer_.reserve(kBufferSize);
+  return f;
+}
+
+AtomicFile::AtomicFile(AtomicFile&& o) noexcept
+    : path_(std::move(o.path_)),
+      temp_path_(std::move(o.temp_path_)),
+      fd_(o.fd_),
+      slot_(o.slot_),
+      written_(o.written_),
+      buffer_(std::move(o.buffer_)) {
+  o.fd_ = -1;
+  o.slot_ = -1;
+}
+
+AtomicFile& AtomicFile::operator=(AtomicFile&& o) noexcept {
+  if (this != &o) {
+    Abort();
+    path_ = std::move(o.path_);
+    temp_path_ = std::move(o.temp_path_);
+    fd_ = o.fd_;
+    slot_ = o.slot_;
+    written_ = o.written_;
+    buffer_ = std::move(o.buffer_);
+    o.fd_ = -1;
+    o.slot_ = -1;
+  }
+  return *this;
+}
+
+AtomicFile::~AtomicFile() { Abort(); }
+
+Status AtomicFile::Flush() {
+  size_t off = 0;
+  while (off < buffer_.size()) {
+    ssize_t n = ::write(fd_, buffer_.data() + off, buffer_.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(path_, "write failed", errno);
+    }
+    off += static_cast<size_t>(n);
+  }
+  written_ += buffer_.size();
+  buffer_.clear();
+  return Status::Ok();
+}
+
+Status AtomicFile::Write(const void* data, size_t size) {
+  if (fd_ < 0) return Status::Internal("write to a closed AtomicFile");
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  if (size >= kBufferSize) {
+    LMKIT_RETURN_IF_ERROR(Flush());
+    size_t off = 0;
+    while (off < size) {
+      ssize_t n = ::write(fd_, p + off, size - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno(path_, "write failed", errno);
+      }
+      off += static_cast<size_t>(n);
+    }
+    written_ += size;
+    return Status::Ok();
+  }
+  if (buffer_.size() + size > kBufferSize) LMKIT_RETURN_IF_ERROR(Flush());
+  buffer_.insert(buffer_.end(), p, p + size);
+  return Status::Ok();
+}
+
+Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t size) {
+  if (fd_ < 0) return Status::Internal("write to a closed AtomicFile");
+  LMKIT_RETURN_IF_ERROR(Flush());
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  size_t off = 0;
+  while (off < size) {
+    ssize_t n = ::pwrite(fd_, p + off, size - off, static_cast<off_t>(offset + off));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(path_, "write failed", errno);
+    }
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status AtomicFile::Commit() {
+  if (fd_ < 0) return Status::Internal("commit of a closed AtomicFile");
+  Status st = Flush();
+  if (st.ok() && ::fsync(fd_) != 0) st = Status::FromErrno(path_, "fsync failed", errno);
+  if (st.ok() && ::close(fd_) != 0) st = Status::FromErrno(path_, "close failed", errno);
+  else if (!st.ok()) ::close(fd_);
+  fd_ = -1;
+  if (st.ok() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) st = Status::FromErrno(path_, "rename failed", errno);
+  if (!st.ok()) {
+    ::unlink(temp_path_.c_str());
+    Unregister(slot_);
+    slot_ = -1;
+    return st;
+  }
+  Unregister(slot_);
+  slot_ = -1;
+  // Make the rename itself durable.
+  int dfd = ::open(DirName(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+void AtomicFile::Abort() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(temp_path_.c_str());
+  }
+  Unregister(slot_);
+  slot_ = -1;
+  buffer_.clear();
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path));
+  LMKIT_RETURN_IF_ERROR(f.Write(content));
+  return f.Commit();
+}
+
+}  // namespace lmkit

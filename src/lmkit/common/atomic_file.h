@@ -1,0 +1,62 @@
+// Atomic output files: a reader sees either the old file or the complete new one, never a half-written one.
+//
+// Contract: AtomicFile::Create opens a temporary file next to the destination (same directory, so rename(2) is atomic).
+// Write() appends through a buffer; Commit() flushes, fsyncs, renames onto the destination and fsyncs the directory.
+// If Commit() is not reached (an error, an early return, a destroyed object) the temporary file is removed and an
+// existing destination file is untouched. InstallInterruptCleanup() makes SIGINT/SIGTERM remove every live temporary
+// file before the process dies. Not thread-safe per object; distinct objects may be used from distinct threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmkit/common/status.h"
+
+namespace lmkit {
+
+class AtomicFile {
+ public:
+  // Errors: kIo when the directory does not exist or is not writable (the subject is `path`).
+  static Result<AtomicFile> Create(const std::string& path);
+
+  AtomicFile() = default;
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&& other) noexcept;
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();  // aborts when not committed
+
+  Status Write(const void* data, size_t size);
+  Status Write(std::string_view s) { return Write(s.data(), s.size()); }
+  // Writes at an absolute offset of the temporary file (after flushing the buffer); for writers that fill a header
+  // last. Does not move the append position.
+  Status WriteAt(uint64_t offset, const void* data, size_t size);
+  uint64_t bytes_written() const { return written_ + buffer_.size(); }
+
+  Status Commit();
+  void Abort();
+
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  Status Flush();
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  int slot_ = -1;  // index in the interrupt-cleanup registry
+  uint64_t written_ = 0;
+  std::vector<uint8_t> buffer_;
+};
+
+// Writes `content` to `path` atomically.
+Status WriteFileAtomically(const std::string& path, std::string_view content);
+
+// Installs SIGINT/SIGTERM handlers that unlink live temporary files, then re-raise the signal with the default action
+// (so the exit status says "killed by signal"). Call once from main().
+void InstallInterruptCleanup();
+
+}  // namespace lmkit

@@ -1,0 +1,120 @@
+#include "lmkit/common/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+namespace lmkit {
+
+Result<MappedFile> MappedFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT) return Status::NotFound(path, "no such file");
+    return Status::FromErrno(path, "cannot open", e);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Status::FromErrno(path, "cannot stat", e);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidInput(path, S_ISDIR(st.st_mode) ? "is a directory, expected a file" : "not a regular file");
+  }
+  MappedFile f;
+  f.path_ = path;
+  f.size_ = static_cast<size_t>(st.st_size);
+  if (f.size_ > 0) {
+    void* p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      return Status::FromErrno(path, "cannot mmap", e);
+    }
+    f.data_ = static_cast<uint8_t*>(p);
+  }
+  ::close(fd);  // the mapping keeps the file referenced
+  return f;
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept : path_(std::move(o.path_)), data_(o.data_), size_(o.size_) {
+  o.data_ = nullptr;
+  o.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    path_ = std::move(o.path_);
+    data_ = o.data_;
+    size_ = o.size_;
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { Reset(); }
+
+void MappedFile::Reset() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+void MappedFile::Advise(Advice advice, size_t offset, size_t length) const {
+  if (data_ == nullptr || offset >= size_) return;
+  if (length > size_ - offset) length = size_ - offset;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t begin = offset / page * page;
+  size_t end = offset + length;
+  int a = MADV_NORMAL;
+  switch (advice) {
+    case Advice::kNormal: a = MADV_NORMAL; break;
+    case Advice::kSequential: a = MADV_SEQUENTIAL; break;
+    case Advice::kRandom: a = MADV_RANDOM; break;
+    case Advice::kWillNeed: a = MADV_WILLNEED; break;
+    case Advice::kDontNeed: a = MADV_DONTNEED; break;
+  }
+  (void)::madvise(data_ + begin, end - begin, a);
+}
+
+Result<std::string> ReadFileToString(const std::string& path) {
+  int fd = 0;
+  if (path != "-") {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      if (e == ENOENT) return Status::NotFound(path, "no such file");
+      return Status::FromErrno(path, "cannot open", e);
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      return Status::InvalidInput(path, "is a directory, expected a file");
+    }
+  }
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      if (fd != 0) ::close(fd);
+      return Status::FromErrno(path == "-" ? "<stdin>" : path, "read failed", e);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  if (fd != 0) ::close(fd);
+  return out;
+}
+
+}  // namespace lmkit

@@ -1,0 +1,53 @@
+// The CLI contract of docs/cli.md: help, version, unknown commands, exit codes, one-line errors.
+#include <catch2/catch.hpp>
+
+#include "lmkit/common/json.h"
+#include "lmkit/version.h"
+#include "support/run_lmkit.h"
+
+using lmkit::test::RunLmkit;
+
+TEST_CASE("cli: --version prints the version and exits 0", "[cli]") {
+  auto r = RunLmkit({"--version"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "lmkit " LMKIT_VERSION "\n");
+}
+
+TEST_CASE("cli: --help lists every subcommand", "[cli]") {
+  auto r = RunLmkit({"--help"});
+  CHECK(r.exit_code == 0);
+  for (const char* name : {"bpe", "flops", "memory", "calibrate", "quantize", "dataload", "inspect", "env"})
+    CHECK(r.out.find(name) != std::string::npos);
+}
+
+TEST_CASE("cli: unknown subcommand suggests the nearest and exits 2", "[cli]") {
+  auto r = RunLmkit({"inspcet", "x"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "lmkit: unknown command 'inspcet'; did you mean 'inspect'? (see 'lmkit --help')\n");
+  auto far = RunLmkit({"zzzzzzzz"});
+  CHECK(far.exit_code == 2);
+  CHECK(far.err.find("did you mean") == std::string::npos);
+}
+
+TEST_CASE("cli: no subcommand and unknown flags are usage errors", "[cli]") {
+  CHECK(RunLmkit({}).exit_code == 2);
+  auto r = RunLmkit({"env", "--no-such-flag"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.rfind("lmkit env: ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("cli: env --json is one JSON document", "[cli][env]") {
+  auto r = RunLmkit({"env", "--json"});
+  REQUIRE(r.exit_code == 0);
+  auto j = lmkit::ParseJson(r.out, "stdout");
+  REQUIRE(j.ok());
+  CHECK((*j)["cpu"]["cores"].get<int>() >= 1);
+  CHECK((*j)["memory_bytes"].get<uint64_t>() > 0);
+  CHECK((*j)["cuda"]["devices"].is_array());
+  // Global flags may come before the subcommand too.
+  auto r2 = RunLmkit({"--json", "env"});
+  REQUIRE(r2.exit_code == 0);
+  CHECK(lmkit::ParseJson(r2.out, "stdout").ok());
+}

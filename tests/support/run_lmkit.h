@@ -1,0 +1,39 @@
+// Test helpers shared by every test file: run the built lmkit binary and capture stdout, stderr and the exit code;
+// make scratch directories; find fixtures.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lmkit::test {
+
+struct RunResult {
+  int exit_code = -1;  // 128+signal when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+// Runs LMKIT_BINARY with `args` (no shell), feeding `stdin_data` on standard input.
+RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdin_data = "");
+
+// A fresh empty directory under $TMPDIR, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string TestData(const std::string& relative);  // tests/data/<relative>
+std::string RepoPath(const std::string& relative);  // <repo>/<relative>
+std::string ReadAll(const std::string& path);       // whole file; "" when missing
+void WriteAll(const std::string& path, const std::string& content);
+std::vector<std::string> ListDir(const std::string& path);  // names, sorted
+
+}  // namespace lmkit::test

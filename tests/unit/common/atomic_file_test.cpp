@@ -1,0 +1,72 @@
+#include "lmkit/common/atomic_file.h"
+
+#include <catch2/catch.hpp>
+
+#include "support/run_lmkit.h"
+
+using lmkit::AtomicFile;
+using lmkit::test::ListDir;
+using lmkit::test::ReadAll;
+using lmkit::test::TempDir;
+using lmkit::test::WriteAll;
+
+TEST_CASE("atomic file: commit replaces the destination with the full content", "[common][atomic]") {
+  TempDir dir;
+  std::string path = dir.file("out.bin");
+  WriteAll(path, "old");
+  {
+    auto f = AtomicFile::Create(path);
+    REQUIRE(f.ok());
+    REQUIRE(f->Write("hello ").ok());
+    std::string big(3 << 20, 'x');  // larger than the buffer: exercises the direct-write path
+    REQUIRE(f->Write(big).ok());
+    // Until Commit the old content is what a reader sees.
+    CHECK(ReadAll(path) == "old");
+    REQUIRE(f->Commit().ok());
+  }
+  std::string got = ReadAll(path);
+  CHECK(got.size() == 6 + (3u << 20));
+  CHECK(got.substr(0, 6) == "hello ");
+  CHECK(ListDir(dir.path()) == std::vector<std::string>{"out.bin"});
+}
+
+TEST_CASE("atomic file: abandoning leaves no file and keeps the old one", "[common][atomic]") {
+  TempDir dir;
+  std::string path = dir.file("out.txt");
+  WriteAll(path, "keep me");
+  {
+    auto f = AtomicFile::Create(path);
+    REQUIRE(f.ok());
+    REQUIRE(f->Write("partial").ok());
+  }  // destroyed without Commit
+  CHECK(ReadAll(path) == "keep me");
+  CHECK(ListDir(dir.path()) == std::vector<std::string>{"out.txt"});
+
+  std::string fresh = dir.file("new.txt");
+  {
+    auto f = AtomicFile::Create(fresh);
+    REQUIRE(f.ok());
+    REQUIRE(f->Write("partial").ok());
+    f->Abort();
+  }
+  CHECK(ListDir(dir.path()) == std::vector<std::string>{"out.txt"});
+}
+
+TEST_CASE("atomic file: WriteAt patches a header after the body", "[common][atomic]") {
+  TempDir dir;
+  std::string path = dir.file("h.bin");
+  auto f = AtomicFile::Create(path);
+  REQUIRE(f.ok());
+  REQUIRE(f->Write("????body").ok());
+  REQUIRE(f->WriteAt(0, "HEAD", 4).ok());
+  REQUIRE(f->Write("!").ok());
+  REQUIRE(f->Commit().ok());
+  CHECK(ReadAll(path) == "HEADbody!");
+}
+
+TEST_CASE("atomic file: a missing directory is an I/O error naming the path", "[common][atomic]") {
+  auto f = AtomicFile::Create("/nonexistent-lmkit-dir/x.bin");
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.status().code() == lmkit::ErrorCode::kIo);
+  CHECK(f.status().ToString().find("/nonexistent-lmkit-dir/x.bin") != std::string::npos);
+}

@@ -1,0 +1,93 @@
+#include "lmkit/common/status.h"
+
+#include <catch2/catch.hpp>
+
+#include "lmkit/common/json.h"
+#include "lmkit/common/mapped_file.h"
+#include "lmkit/common/thread_pool.h"
+#include "support/run_lmkit.h"
+
+using namespace lmkit;
+
+namespace {
+Result<int> Half(int x) {
+  if (x % 2 != 0) return Status::InvalidInput("x", "odd value " + std::to_string(x));
+  return x / 2;
+}
+Result<int> Quarter(int x) {
+  LMKIT_ASSIGN_OR_RETURN(int h, Half(x));
+  LMKIT_ASSIGN_OR_RETURN(int q, Half(h));
+  return q;
+}
+}  // namespace
+
+TEST_CASE("status: one line, subject first", "[common][status]") {
+  Status s = Status::InvalidInput("model.safetensors", "header length 99 is past\nthe end");
+  CHECK(s.ToString() == "model.safetensors: header length 99 is past the end");
+  CHECK(Status::Usage("bad flag").ToString() == "bad flag");
+  CHECK(Status::InvalidInput("", "m").WithSubject("f").ToString() == "f: m");
+  CHECK(Status::InvalidInput("f", "m").Annotate("tensor a").ToString() == "f: tensor a: m");
+  CHECK(Status::Ok().ok());
+}
+
+TEST_CASE("result: propagation through ASSIGN_OR_RETURN", "[common][status]") {
+  auto q = Quarter(8);
+  REQUIRE(q.ok());
+  CHECK(*q == 2);
+  auto bad = Quarter(6);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "odd value 3");
+}
+
+TEST_CASE("json: malformed input names the subject and offset", "[common][json]") {
+  auto r = ParseJson("{\"a\": [1, 2", "cfg.json");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().ToString().rfind("cfg.json: malformed JSON at byte", 0) == 0);
+  auto ok = ParseJson("{\"b\": 1, \"a\": 2}", "x");
+  REQUIRE(ok.ok());
+  CHECK(DumpJson(*ok, -1) == "{\"b\":1,\"a\":2}");  // insertion order kept
+}
+
+TEST_CASE("thread pool: every index exactly once, any thread count", "[common][threads]") {
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    ThreadPool pool(threads);
+    CHECK(pool.size() == threads);
+    std::vector<int> hits(1000, 0);
+    for (int round = 0; round < 3; ++round)
+      pool.ParallelFor(hits.size(), [&](size_t i, unsigned w) {
+        REQUIRE(w < threads);
+        hits[i] += 1;
+      });
+    for (int h : hits) REQUIRE(h == 3);
+  }
+}
+
+TEST_CASE("thread pool: an exception reaches the caller", "[common][threads]") {
+  ThreadPool pool(2);
+  CHECK_THROWS_AS(pool.ParallelFor(10, [](size_t i, unsigned) {
+                    if (i == 7) throw std::runtime_error("boom");
+                  }),
+                  std::runtime_error);
+  // The pool is still usable afterwards.
+  std::atomic<int> n{0};
+  pool.ParallelFor(5, [&](size_t, unsigned) { ++n; });
+  CHECK(n == 5);
+}
+
+TEST_CASE("mapped file: content, empty file, missing file, directory", "[common][mmap]") {
+  test::TempDir dir;
+  test::WriteAll(dir.file("a"), "abc");
+  test::WriteAll(dir.file("empty"), "");
+  auto a = MappedFile::Open(dir.file("a"));
+  REQUIRE(a.ok());
+  CHECK(a->view() == "abc");
+  auto e = MappedFile::Open(dir.file("empty"));
+  REQUIRE(e.ok());
+  CHECK(e->size() == 0);
+  auto m = MappedFile::Open(dir.file("missing"));
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().code() == ErrorCode::kNotFound);
+  auto d = MappedFile::Open(dir.path());
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.status().message().find("directory") != std::string::npos);
+}
