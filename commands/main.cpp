@@ -24,6 +24,13 @@ const CommandSpec kCommands[] = {
     {"env", "CPU, memory and CUDA devices of this machine", SetupEnv},
 };
 
+// Command groups whose first positional word must be one of these (for the did-you-mean check).
+struct GroupSpec {
+  const char* group;
+  std::vector<std::string> children;
+};
+const GroupSpec kGroups[] = {{"bpe", {"train", "encode", "decode"}}};
+
 // Global options that take a value, so the scan for the subcommand name can skip it.
 bool TakesValue(const char* arg) { return std::strcmp(arg, "--threads") == 0 || std::strcmp(arg, "-j") == 0; }
 
@@ -45,6 +52,25 @@ int Main(int argc, char** argv) {
       std::string near = NearestName(word, names);
       return UsageError("", "unknown command '" + word + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
                                 " (see 'lmkit --help')");
+    }
+    for (const auto& g : kGroups) {
+      if (word != g.group) continue;
+      for (int k = i + 1; k < argc; ++k) {
+        if (argv[k][0] == '-') {
+          if (TakesValue(argv[k])) ++k;
+          continue;
+        }
+        std::string child = argv[k];
+        bool ok = false;
+        for (const auto& c : g.children) ok = ok || c == child;
+        if (!ok) {
+          std::string near = NearestName(child, g.children);
+          return UsageError(word, "unknown command '" + child + "'" +
+                                      (near.empty() ? "" : "; did you mean '" + near + "'?") + " (see 'lmkit " + word +
+                                      " --help')");
+        }
+        break;
+      }
     }
     break;
   }

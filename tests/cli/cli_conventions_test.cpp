@@ -51,3 +51,12 @@ TEST_CASE("cli: env --json is one JSON document", "[cli][env]") {
   REQUIRE(r2.exit_code == 0);
   CHECK(lmkit::ParseJson(r2.out, "stdout").ok());
 }
+
+TEST_CASE("cli: unknown command inside a group suggests the nearest", "[cli]") {
+  auto r = RunLmkit({"bpe", "trian"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit bpe: unknown command 'trian'; did you mean 'train'? (see 'lmkit bpe --help')\n");
+  auto missing = RunLmkit({"bpe"});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.rfind("lmkit bpe: ", 0) == 0);
+}
