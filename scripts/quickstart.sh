@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# README's first command: install dependencies, build lmkit, and run its main jobs on shipped data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMKIT_TESTS=OFF >/dev/null
+cmake --build build/release -j "$(nproc)"
+lm=build/release/lmkit
+out=$(mktemp -d /tmp/lmkit-quickstart.XXXXXX)
+set -x
+$lm env
+$lm bpe train data/samples/corpus.en --vocab-size 500 --special-token '<|endoftext|>' -o "$out/tok" --json
+head -4 "$out/tok/merges.txt"
+$lm bpe encode --tokenizer gpt2 data/samples/corpus.en -o "$out/corpus.bin" --json
+$lm flops gpt2 --seq-len 1024
