@@ -95,6 +95,7 @@ class NpyStreamWriter {
   // Patches the shape to (elements_written,) and renames into place.
   Status Commit();
   uint64_t elements_written() const { return elements_; }
+  const std::string& path() const { return out_.path(); }
 
  private:
   AtomicFile out_;
