@@ -17,12 +17,14 @@ namespace {
 
 // A .npy image with the given version, header text (used verbatim) and data bytes.
 std::string NpyImage(int major, const std::string& dict, size_t data_bytes) {
-  std::string s = "\x93NUMPY";
+  std::string s("\x93NUMPY", 6);
   s.push_back(static_cast<char>(major));
   s.push_back('\0');
   uint32_t n = static_cast<uint32_t>(dict.size());
   for (int i = 0; i < (major == 1 ? 2 : 4); ++i) s.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  return s + dict + std::string(data_bytes, '\x02');
+  s.append(dict);
+  s.append(data_bytes, '\x02');
+  return s;
 }
 
 lmkit::Result<NpyHeader> Parse(const std::string& img) {
@@ -37,8 +39,11 @@ TEST_CASE("npy: WriteNpy output is byte-identical to numpy.save", "[io][npy]") {
   int32_t data[3] = {0, 1, 2};
   REQUIRE(WriteNpy(dir.file("a.npy"), DType::kI32, {3}, {reinterpret_cast<uint8_t*>(data), 12}).ok());
   std::string dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }";
-  std::string expected = std::string("\x93NUMPY\x01\x00\x76\x00", 10) + dict + std::string(128 - 10 - dict.size() - 1, ' ') +
-                         "\n" + std::string(reinterpret_cast<char*>(data), 12);
+  std::string expected("\x93NUMPY\x01\x00\x76\x00", 10);
+  expected.append(dict);
+  expected.append(128 - 10 - dict.size() - 1, ' ');
+  expected.push_back('\n');
+  expected.append(reinterpret_cast<char*>(data), 12);
   CHECK(ReadAll(dir.file("a.npy")) == expected);
 }
 
@@ -56,7 +61,10 @@ TEST_CASE("npy: every npy-representable dtype and shape round-trips; data is 64-
       for (auto d : shape) n *= d;
       std::vector<uint8_t> bytes(n * DTypeSize(t));
       for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + k);
-      std::string path = dir.file("t" + std::to_string(k++) + ".npy");
+      std::string name = std::to_string(k++);
+      name.insert(0, 1, 't');
+      name.append(".npy");
+      std::string path = dir.file(name);
       REQUIRE(WriteNpy(path, t, shape, bytes).ok());
       auto f = NpyFile::Open(path);
       REQUIRE(f.ok());
@@ -112,7 +120,9 @@ TEST_CASE("npy: unsupported arrays get a clear kUnsupported", "[io][npy]") {
   CHECK(str.status().code() == ErrorCode::kUnsupported);
   auto rec = Parse(NpyImage(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4));
   CHECK(rec.status().code() == ErrorCode::kUnsupported);
-  auto v4 = Parse(NpyImage(1, "{}", 0).replace(6, 1, "\x04"));
+  std::string v4_image = NpyImage(1, "{}", 0);
+  v4_image[6] = 4;
+  auto v4 = Parse(v4_image);
   CHECK(v4.status().code() == ErrorCode::kUnsupported);
   // A one-byte big-endian type is just a byte: accepted.
   CHECK(Parse(NpyImage(1, "{'descr': '>u1', 'fortran_order': False, 'shape': (1,), }", 1)).ok());
@@ -150,9 +160,9 @@ TEST_CASE("npy: malformed headers are kInvalidInput naming the defect", "[io][np
       {NpyImage(1, "{'descr': '<f4, 'fortran_order': False, 'shape': (2,)}", 8),
        "malformed header dict: expected ',' or '}' at byte 17"},
       {NpyImage(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk", 8),
-       "unexpected text after the header dict at byte 57"},
+       "unexpected text after the header dict at byte 56"},
       {NpyImage(1, "{'descr': '<f4', 'fortran_order': Falsey, 'shape': (2,)}", 8),
-       "malformed header dict: unexpected character at byte 35"},
+       "malformed header dict: unexpected character at byte 34"},
       {NpyImage(1, "('descr', '<f4')", 8), "header is not a Python dict"},
       {NpyImage(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", 8),
        "malformed header dict: integer too large at byte 70"},
@@ -163,7 +173,7 @@ TEST_CASE("npy: malformed headers are kInvalidInput naming the defect", "[io][np
       {NpyImage(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'é': 1}", 8),
        "header of a v1/v2 .npy file is not ASCII"},
       {NpyImage(1, "{'descr': '<f4', 'fortran_order': False, 'shape': " + std::string(20, '(') + ")", 8),
-       "malformed header dict: nesting too deep at byte 60"},
+       "malformed header dict: nesting too deep at byte 58"},
   };
   for (const auto& c : cases) {
     INFO("expected: " << c.message);
