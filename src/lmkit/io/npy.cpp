@@ -23,8 +23,8 @@ struct PyValue {
   bool boolean = false;
   uint64_t integer = 0;
   bool negative = false;
-  std::vector<PyValue> items;                           // tuple / list
-  std::vector<std::pair<std::string, PyValue>> dict;    // dict (string keys only)
+  std::vector<PyValue> items;     // tuple / list elements, or dict values
+  std::vector<std::string> keys;  // dict keys (strings only), parallel to items
 };
 
 class PyLiteralParser {
@@ -159,12 +159,13 @@ class PyLiteralParser {
         if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) return FailAt("expected a string key");
         std::string key;
         if (!String(&key)) return false;
-        for (const auto& kv : out->dict)
-          if (kv.first == key) return Fail(fmt::format("duplicate key '{}' in the header dict", key));
+        for (const auto& k : out->keys)
+          if (k == key) return Fail(fmt::format("duplicate key '{}' in the header dict", key));
         if (!Eat(':')) return FailAt("expected ':'");
         PyValue v;
         if (!Value(&v, depth + 1)) return false;
-        out->dict.emplace_back(std::move(key), std::move(v));
+        out->keys.push_back(std::move(key));
+        out->items.push_back(std::move(v));
         if (Eat(',')) continue;
         if (Eat('}')) return true;
         return FailAt("expected ',' or '}'");
@@ -327,7 +328,9 @@ Result<NpyHeader> ParseNpyHeader(std::span<const uint8_t> file, const std::strin
   const PyValue* descr = nullptr;
   const PyValue* fortran = nullptr;
   const PyValue* shape = nullptr;
-  for (const auto& [k, v] : dict.dict) {
+  for (size_t i = 0; i < dict.keys.size(); ++i) {
+    const std::string& k = dict.keys[i];
+    const PyValue& v = dict.items[i];
     if (k == "descr") {
       descr = &v;
     } else if (k == "fortran_order") {
