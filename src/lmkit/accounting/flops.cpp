@@ -261,7 +261,9 @@ Result<FlopsReport> ComputeFlops(const ModelSpec& m, const FlopsOptions& o) {
   r.params = CountParameters(m);
   double tokens = static_cast<double>(r.tokens);
   r.six_nd = 6.0 * static_cast<double>(r.params.active) * tokens;
-  r.six_nd_non_embedding = 6.0 * static_cast<double>(r.params.non_embedding) * tokens;
+  // Kaplan's N: non-embedding parameters, counted per token (active) for MoE models.
+  r.six_nd_non_embedding =
+      6.0 * static_cast<double>(r.params.active - r.params.embedding - r.params.lm_head) * tokens;
   r.palm = TrainingFlopsPerTokenPalm(m, o.seq_len) * tokens;
   return r;
 }

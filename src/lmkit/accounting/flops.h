@@ -65,7 +65,7 @@ struct FlopsReport {
   uint64_t tokens = 0;         // batch x seq_len
   ParameterCounts params;
   // Estimates beside the full count, for the same tokens: 6·N·D with N = active parameters (all for dense models),
-  // 6·N·D with N = non-embedding parameters (Kaplan), and PaLM's (6N + 12·L·H·Q·T)·D (N = active parameters).
+  // 6·N·D with N = non-embedding active parameters (Kaplan), and PaLM's (6N + 12·L·H·Q·T)·D (N = active parameters).
   double six_nd = 0;
   double six_nd_non_embedding = 0;
   double palm = 0;
