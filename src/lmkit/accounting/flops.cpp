@@ -113,6 +113,9 @@ Status OverflowError() {
 Status CheckOptions(int64_t batch, int64_t seq) {
   if (batch <= 0) return Status::Usage("--batch must be positive");
   if (seq <= 0) return Status::Usage("--seq-len must be positive");
+  // Keeps batch x heads x layers and token counts exact in int64 (heads and layers are at most 2^14).
+  if (batch > (int64_t{1} << 31) || seq > (int64_t{1} << 31) || batch * seq > (int64_t{1} << 40))
+    return Status::Usage("--batch x --seq-len is implausibly large (over 2^40 tokens)");
   return Status::Ok();
 }
 

@@ -42,6 +42,8 @@ double KorthikantiLayer(double s, double b, double h, double a, Recompute r) {
   return s * b * h * (34.0 + 5.0 * a * s / h);
 }
 
+Status TooLarge() { return Status::Usage("the memory estimate exceeds 1e18 bytes; use a smaller batch or sequence"); }
+
 }  // namespace
 
 Result<Mode> ParseMode(const std::string& s) {
@@ -87,6 +89,8 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
   if (o.seq_len <= 0) return Status::Usage("--seq-len must be positive");
   if (o.gpus <= 0) return Status::Usage("--gpus must be positive");
   if (o.zero < 0 || o.zero > 3) return Status::Usage("--zero must be 0, 1, 2 or 3");
+  if (o.batch > (int64_t{1} << 31) || o.seq_len > (int64_t{1} << 31) || o.gpus > (int64_t{1} << 24))
+    return Status::Usage("--batch, --seq-len or --gpus is implausibly large");
   MemoryReport r;
   r.options = o;
   r.params = CountParameters(m);
@@ -145,6 +149,7 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
           "; plus final norm input and fp32 logits 4*s*b*V" +
           (e != 2.0 ? "; scaled to " + std::string(DtypeName(o.dtype)) : std::string());
     }
+    if (!(per_seq < 1e18)) return TooLarge();
     r.per_sequence = static_cast<uint64_t>(std::llround(per_seq));
     r.activations = r.per_sequence * static_cast<uint64_t>(o.batch);
     r.kv_cache = 0;  // training recomputes attention over the whole sequence; nothing is cached
@@ -164,8 +169,9 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
                                                                : int64_t{0}));
     double s = static_cast<double>(o.seq_len), h = static_cast<double>(m.d_model);
     double act_e = e >= 2 ? e : 2.0;
-    uint64_t act_seq = static_cast<uint64_t>(
-        std::llround((act_e * s * (2.0 * h + 2.0 * f) + 4.0 * static_cast<double>(m.vocab)) / static_cast<double>(n)));
+    double act = (act_e * s * (2.0 * h + 2.0 * f) + 4.0 * static_cast<double>(m.vocab)) / static_cast<double>(n);
+    if (!(act < 1e18) || !(static_cast<double>(kv_seq) < 1e18)) return TooLarge();
+    uint64_t act_seq = static_cast<uint64_t>(std::llround(act));
     r.kv_cache = kv_seq * static_cast<uint64_t>(o.batch);
     r.per_sequence = kv_seq + act_seq;
     r.activations = act_seq * static_cast<uint64_t>(o.batch);
@@ -173,6 +179,7 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
         "inference prefill working set (fused attention): residual and norm output 2*s*d, MLP gate/up 2*s*d_ff, fp32 "
         "logits of the last position";
   }
+  if (static_cast<double>(r.per_sequence) * static_cast<double>(o.batch) > 1e18) return TooLarge();
   r.overhead = o.overhead_bytes;
   r.fixed = r.weights + r.gradients + r.optimizer + r.overhead;
   r.total = r.fixed + r.per_sequence * static_cast<uint64_t>(o.batch);

@@ -373,6 +373,41 @@ Status ValidateModel(const ModelSpec& m, const std::string& subject) {
     LMKIT_RETURN_IF_ERROR(positive(m.mla_spec.qk_rope_head_dim, "qk_rope_head_dim"));
     LMKIT_RETURN_IF_ERROR(positive(m.mla_spec.v_head_dim, "v_head_dim"));
   }
+  // Bounds that keep every later int64/uint64 product exact (counts are checked again where they can still grow).
+  auto at_most = [&](int64_t v, int64_t cap, const char* field) -> Status {
+    if (v > cap)
+      return Status::InvalidInput(subject, std::string("field '") + field + "' is implausibly large (" +
+                                               std::to_string(v) + " > " + std::to_string(cap) + ")");
+    return Status::Ok();
+  };
+  constexpr int64_t kWidth = int64_t{1} << 22, kCount = int64_t{1} << 14;
+  LMKIT_RETURN_IF_ERROR(at_most(m.layers, kCount, "layers"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.heads, kCount, "attention heads"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.d_model, kWidth, "hidden size (d_model)"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.head_dim, kWidth, "head_dim"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.d_ff, kWidth, "intermediate size (d_ff)"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.vocab, kWidth * 16, "vocab_size"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.learned_positions, kWidth * 16, "n_positions"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.moe.routed_experts, kCount, "number of experts"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.moe.expert_d_ff, kWidth, "expert intermediate size"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.moe.shared_d_ff, kWidth * 16, "shared expert intermediate size"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.q_lora_rank, kWidth, "q_lora_rank"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.kv_lora_rank, kWidth, "kv_lora_rank"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.qk_nope_head_dim, kWidth, "qk_nope_head_dim"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.qk_rope_head_dim, kWidth, "qk_rope_head_dim"));
+  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.v_head_dim, kWidth, "v_head_dim"));
+  // The parameter count itself must fit comfortably in int64 (estimated in double, generously).
+  {
+    auto D = [](int64_t v) { return static_cast<double>(v); };
+    double w = std::max({D(m.d_model), D(m.q_dim()), D(m.heads) * D(m.mla_spec.qk_nope_head_dim + m.mla_spec.v_head_dim +
+                                                                         m.mla_spec.qk_rope_head_dim),
+                         D(m.mla_spec.kv_lora_rank + m.mla_spec.qk_rope_head_dim), D(m.mla_spec.q_lora_rank)});
+    double ffn = 3.0 * D(m.d_model) *
+                 (D(m.d_ff) + D(m.moe.routed_experts + 1) * D(m.moe.expert_d_ff) + D(m.moe.shared_d_ff) + 1.0);
+    double bound = D(m.layers) * (8.0 * w * w + ffn + D(m.moe.routed_experts) * D(m.d_model)) +
+                   D(m.vocab + m.learned_positions) * D(m.d_model) * 2.0;
+    if (bound > 1e18) return Status::InvalidInput(subject, "the model is implausibly large (over 1e18 parameters)");
+  }
   int64_t sum = 0;
   for (const auto& k : m.kinds) {
     if (k.window < 0) return Status::InvalidInput(subject, "field 'sliding_window' must not be negative");

@@ -139,4 +139,10 @@ TEST_CASE("params: config errors name the field", "[accounting][params]") {
   auto g = err(R"({"model_type": "llama", "hidden_size": "big", "num_attention_heads": 1,
                    "num_hidden_layers": 2, "intermediate_size": 11008, "vocab_size": 32000})");
   CHECK(g.message() == "field 'hidden_size' is not an integer");
+  auto h = err(R"({"model_type": "llama", "hidden_size": 4000000, "num_attention_heads": 1, "num_hidden_layers": 16000,
+                   "intermediate_size": 4000000, "vocab_size": 32000})");
+  CHECK(h.message() == "the model is implausibly large (over 1e18 parameters)");
+  auto i = err(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1, "num_hidden_layers": 100000,
+                   "intermediate_size": 128, "vocab_size": 32000})");
+  CHECK(i.message().find("'layers' is implausibly large") != std::string::npos);
 }
