@@ -152,6 +152,13 @@ TEST_CASE("flops cli: sweep prints one table and writes a valid SVG", "[accounti
   auto j = JsonOf(models);
   CHECK(j["sweep"]["points"].size() == 2);
   CHECK(j["sweep"]["points"][1]["components"]["router"].get<uint64_t>() > 0);
+  auto timed = JsonOf(RunLmkit({"flops", "--json", "llama-3-8b", "--sweep", "batch=1,8", "--gpu", "h100", "--mfu",
+                                "0.5", "--training"}));
+  auto& pts = timed["sweep"]["points"];
+  REQUIRE(pts.size() == 2);
+  CHECK(pts[1]["step_time"]["seconds"].get<double>() ==
+        Approx(pts[1]["training"].get<double>() / (989.4e12 * 0.5)));
+  CHECK(pts[1]["training"].get<uint64_t>() == 8 * pts[0]["training"].get<uint64_t>());
   CHECK(RunLmkit({"flops", "gpt2", "--sweep", "depth=1,2"}).exit_code == 2);
   CHECK(RunLmkit({"flops", "gpt2", "--svg", svg}).exit_code == 2);
 }

@@ -203,7 +203,15 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
         r.model = m;
         r.report = rep;
       }
-      r.sweep.push_back({v, std::move(rep)});
+      FlopsSweepPoint point{v, std::move(rep), std::nullopt};
+      if (r.gpu && req.mfu != 0) {
+        uint64_t f = req.training ? point.report.training : point.report.forward;
+        LMKIT_ASSIGN_OR_RETURN(StepTime st, EstimateStepTime(static_cast<double>(f),
+                                                             static_cast<double>(point.report.tokens), *r.gpu,
+                                                             req.dtype, req.mfu));
+        point.step = st;
+      }
+      r.sweep.push_back(std::move(point));
     }
     if (!req.svg_path.empty()) {
       std::vector<std::string> labels, series;
@@ -273,10 +281,19 @@ std::string RenderFlops(const FlopsResult& r, Format f) {
         t.numeric.push_back(true);
       }
     }
+    bool timed = !r.sweep.empty() && r.sweep.front().step.has_value();
+    if (timed) {
+      t.header.insert(t.header.end(), {r.training ? "training step" : "forward step", "tokens/s"});
+      t.numeric.insert(t.numeric.end(), {true, true});
+    }
     for (const auto& p : r.sweep) {
       std::vector<std::string> row = {p.label, Grouped(p.report.tokens), Grouped(p.report.forward),
                                       Grouped(p.report.training)};
       for (int c : comps) row.push_back(Percent(Share(p.report.component[c], p.report.forward)));
+      if (timed && p.step) {
+        row.push_back(Seconds(p.step->seconds));
+        row.push_back(Grouped(static_cast<uint64_t>(std::llround(p.step->tokens_per_s))));
+      }
       t.Add(row);
     }
     out += Sep(f) + RenderTable(t, st);
@@ -376,8 +393,10 @@ Json FlopsToJson(const FlopsResult& r) {
     for (const auto& p : r.sweep) {
       Json comps;
       for (int c = 0; c < kComponentCount; ++c) comps[ComponentName(static_cast<Component>(c))] = p.report.component[c];
-      pts.push_back({{"value", p.label}, {"tokens", p.report.tokens}, {"forward", p.report.forward},
-                     {"training", p.report.training}, {"components", comps}, {"params", ParamsJson(p.report.params)}});
+      Json pt = {{"value", p.label},       {"tokens", p.report.tokens}, {"forward", p.report.forward},
+                 {"training", p.report.training}, {"components", comps},     {"params", ParamsJson(p.report.params)}};
+      if (p.step) pt["step_time"] = {{"seconds", p.step->seconds}, {"tokens_per_s", p.step->tokens_per_s}};
+      pts.push_back(pt);
     }
     j["sweep"] = {{"variable", r.sweep_variable}, {"points", pts}};
     if (!r.svg_path.empty()) j["svg"] = r.svg_path;

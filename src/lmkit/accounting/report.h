@@ -53,6 +53,7 @@ struct FlopsRequest {
 struct FlopsSweepPoint {
   std::string label;
   FlopsReport report;
+  std::optional<StepTime> step;  // with --gpu and --mfu
 };
 
 struct FlopsResult {

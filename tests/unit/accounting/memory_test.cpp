@@ -73,7 +73,8 @@ TEST_CASE("memory: KV cache bytes per token in bf16", "[accounting][memory]") {
   };
   const Kv kv[] = {{"gpt2", 36864},           {"gpt2-xl", 307200},           {"llama-2-7b", 524288},
                    {"llama-3-8b", 131072},     {"mistral-7b-v0.1", 131072},   {"mixtral-8x7b-v0.1", 131072},
-                   {"qwen2.5-7b", 57344},      {"deepseek-v3", 70272}};
+                   {"qwen2.5-7b", 57344},      {"deepseek-v3", 70272},
+                   {"qwen3-30b-a3b", 2ULL * 48 * 4 * 128 * 2}};  // config head_dim 128, not 2048 / 32
   for (const auto& k : kv) {
     INFO(k.preset);
     CHECK(KvCacheBytes(Preset(k.preset), 1, 2.0) == k.per_token);
