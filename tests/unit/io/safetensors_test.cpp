@@ -107,7 +107,9 @@ TEST_CASE("safetensors: every dtype round-trips byte-identically, and the file f
     uint64_t b = it.value()["data_offsets"][0], e = it.value()["data_offsets"][1];
     CHECK(b == pos);
     CHECK(e - b == tensors[i].bytes.size());
-    CHECK(std::memcmp(raw.data() + 8 + n + b, tensors[i].bytes.data(), tensors[i].bytes.size()) == 0);
+    // Compare as strings: memcmp on an empty vector would pass a null pointer (UB even for size 0).
+    CHECK(std::string(raw.data() + 8 + n + b, raw.data() + 8 + n + e) ==
+          std::string(tensors[i].bytes.begin(), tensors[i].bytes.end()));
     pos = e;
     ++i;
   }
