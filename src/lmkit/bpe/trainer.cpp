@@ -25,6 +25,8 @@
 //    counts removed most memcmp calls (10% -> 4% of samples).
 //  - the merge loop was bound by cache misses on four parallel per-word arrays (44% of its samples on one load);
 //    packing [len, stamp, count, symbols] into one record took the merger from 28% to 21% of the run's samples.
+//  - look-ups run 8 pre-tokens behind the scanner with the slot prefetched (CountSpan): counting-only CPU time
+//    2.19 s -> 1.62 s (debmix, 1 thread, A/B alternated twice); 16 behind measured no better.
 //  - tried: a 4096-entry direct-mapped cache of short pre-tokens in front of the table; no measurable gain on this
 //    (heavily loaded) machine, so it was left out.
 #include "lmkit/bpe/trainer.h"
@@ -124,7 +126,19 @@ class PretokenTable {
     }
   }
 
+  // Pre-tokenizes `span` and counts its pre-tokens. The table look-ups run kAhead pre-tokens behind the scanner, with
+  // the slot of each pending pre-token prefetched when it is found, so the cache miss of a look-up overlaps with the
+  // scanning and hashing of the next ones (the look-up order, hence every entry id, is unchanged).
   void CountSpan(std::string_view span) {
+    struct Pending {
+      const char* p;
+      uint64_t prefix;
+      uint64_t h;
+      size_t len;
+    };
+    constexpr size_t kAhead = 8;
+    Pending ring[kAhead];
+    size_t head = 0, pending = 0;
     const char* base = span.data();
     const size_t n = span.size();
     size_t pos = 0;
@@ -138,11 +152,24 @@ class PretokenTable {
       } else {
         std::memcpy(&prefix, base + pos, len < 8 ? len : 8);
       }
-      const uint64_t h = Hash(prefix, base + pos, len);
+      const Pending next{base + pos, prefix, Hash(prefix, base + pos, len), len};
+      __builtin_prefetch(&slots_[next.h & (slots_.size() - 1)]);
       pos = end;
-      Add(base + end - len, len, prefix, h, 1);
+      if (pending == kAhead) {
+        const Pending& q = ring[head];
+        Add(q.p, q.len, q.prefix, q.h, 1);
+        ring[head] = next;
+        head = (head + 1) % kAhead;
+      } else {
+        ring[(head + pending++) % kAhead] = next;
+      }
+    }
+    for (size_t i = 0; i < pending; ++i) {
+      const Pending& q = ring[(head + i) % kAhead];
+      Add(q.p, q.len, q.prefix, q.h, 1);
     }
   }
+
 
   // Calls fn(key bytes, count) for every entry, in entry-id order.
   template <typename Fn>
