@@ -21,7 +21,8 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("inputs", o->inputs, "text files to train on, read in order as one stream ('-' = stdin)")->required();
   sub.add_option("--vocab-size", o->vocab_size, "vocabulary size: special tokens + 256 bytes + merges")->required();
   sub.add_option("--special-token", o->specials,
-                 "a special token (repeatable): split out of the text before training, never merged; ids 0, 1, ...");
+                 "a special token (repeatable): split out of the text before training, never merged; ids 0, 1, ...")
+      ->allow_extra_args(false);  // one value per flag, so a following input path is not taken as a special
   sub.add_option("-o,--output", o->out_dir, "directory for vocab.json, merges.txt and tokenizer.json")->required();
   return [o, &g] {
     const std::string cmd = "bpe train";

@@ -78,3 +78,18 @@ TEST_CASE("bpe train cli: errors", "[bpe][cli]") {
   CHECK(r.err.find("missing.txt") != std::string::npos);
   CHECK(lmkit::test::ListDir(dir.path()).empty());  // nothing written on failure
 }
+
+TEST_CASE("bpe train cli: --special-token takes one value, so inputs may follow it", "[bpe][cli]") {
+  TempDir dir;
+  auto r = RunLmkit({"bpe", "train", "--special-token", "<|endoftext|>", TestData("bpe/tinystories_sample.txt"),
+                     "--special-token", "<|x|>", "--vocab-size", "300", "-o", dir.path(), "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto j = lmkit::ParseJson(r.out, "stdout");
+  REQUIRE(j.ok());
+  CHECK((*j)["special_tokens"] == 2);
+  CHECK((*j)["input_bytes"] == ReadAll(TestData("bpe/tinystories_sample.txt")).size());
+  auto vocab = lmkit::ParseJson(ReadAll(dir.file("vocab.json")), "vocab.json");
+  REQUIRE(vocab.ok());
+  CHECK((*vocab)["<|x|>"] == 1);
+}

@@ -122,7 +122,7 @@ TEST_CASE("pretokenizer: scanner equals PCRE2 on generated Unicode text (propert
   RegexPretokenizer res[3] = {*RegexPretokenizer::Create(kAll[0]), *RegexPretokenizer::Create(kAll[1]),
                               *RegexPretokenizer::Create(kAll[2])};
   int mismatches = 0;
-  for (int iter = 0; iter < 6000 && mismatches < 5; ++iter) {
+  for (int iter = 0; iter < 20000 && mismatches < 5; ++iter) {
     std::string text;
     const int pieces = 1 + static_cast<int>(rng() % 24);
     // Bias each text towards a few pieces so that runs (of letters, spaces, marks...) form.
