@@ -1,12 +1,81 @@
-// `lmkit bpe train`: placeholder until its issue lands.
+// `lmkit bpe train INPUT... --vocab-size N [--special-token TOK]... -o DIR`: binds the flags to BpeTrainOptions, calls
+// TrainBpe then WriteTokenizerFiles, and prints a summary (text or --json).
+#include <fmt/format.h>
+
 #include "commands.h"
+#include "lmkit/bpe/byte_unicode.h"
+#include "lmkit/bpe/tokenizer_writer.h"
+#include "lmkit/bpe/trainer.h"
+#include "lmkit/common/sysinfo.h"
 
 namespace lmkit::cli {
 
 RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
-  (void)sub;
-  (void)g;
-  return [] { return ReportError("bpe train", Status::Unsupported("", "not implemented yet")); };
+  struct Options {
+    std::vector<std::string> inputs;
+    size_t vocab_size = 0;
+    std::vector<std::string> specials;
+    std::string out_dir;
+  };
+  auto o = std::make_shared<Options>();
+  sub.add_option("inputs", o->inputs, "text files to train on, read in order as one stream ('-' = stdin)")->required();
+  sub.add_option("--vocab-size", o->vocab_size, "vocabulary size: special tokens + 256 bytes + merges")->required();
+  sub.add_option("--special-token", o->specials,
+                 "a special token (repeatable): split out of the text before training, never merged; ids 0, 1, ...")
+      ->allow_extra_args(false);  // one value per flag, so a following input path is not taken as a special
+  sub.add_option("-o,--output", o->out_dir, "directory for vocab.json, merges.txt and tokenizer.json")->required();
+  return [o, &g] {
+    const std::string cmd = "bpe train";
+    bpe::BpeTrainOptions opt;
+    opt.inputs = o->inputs;
+    opt.vocab_size = o->vocab_size;
+    opt.special_tokens = o->specials;
+    opt.threads = g.ResolvedThreads();
+    auto progress = MakeProgress(g);
+    auto trained = bpe::TrainBpe(opt, progress.get());
+    if (!trained.ok()) return ReportError(cmd, trained.status());
+    const double tw = MonotonicSeconds();
+    Status st = bpe::WriteTokenizerFiles(trained->model, o->out_dir);
+    if (!st.ok()) return ReportError(cmd, st);
+    const double write_s = MonotonicSeconds() - tw;
+    const auto& m = trained->model;
+    const auto& s = trained->stats;
+    const std::string& longest = m.vocab[s.longest_token_id];
+    if (g.json) {
+      Json j;
+      j["input_bytes"] = s.input_bytes;
+      j["pretokens_total"] = s.pretokens_total;
+      j["pretokens_unique"] = s.pretokens_unique;
+      j["merges"] = m.merges.size();
+      j["vocab_size"] = m.vocab.size();
+      j["special_tokens"] = m.num_specials;
+      j["threads"] = opt.threads;
+      j["seconds"] = {{"read", s.read_seconds},
+                      {"pretokenize_count", s.count_seconds},
+                      {"merge", s.merge_seconds},
+                      {"write", write_s}};
+      j["peak_rss_bytes"] = PeakRssBytes();
+      j["longest_token"] = {{"id", s.longest_token_id},
+                            {"bytes", longest.size()},
+                            {"printable", bpe::BytesToPrintable(longest)}};
+      j["output"] = {o->out_dir + "/vocab.json", o->out_dir + "/merges.txt", o->out_dir + "/tokenizer.json"};
+      PrintJson(j);
+      return static_cast<int>(kExitOk);
+    }
+    std::string out;
+    out += fmt::format("trained {} merges, vocabulary {} ({} special + 256 bytes + merges)\n", m.merges.size(),
+                       m.vocab.size(), m.num_specials);
+    out += fmt::format("input   {} , {} pre-tokens ({} unique)\n", FormatBytes(static_cast<double>(s.input_bytes)),
+                       s.pretokens_total, s.pretokens_unique);
+    out += fmt::format("time    read {:.2f} s, pre-tokenize+count {:.2f} s, merge {:.2f} s, write {:.2f} s\n",
+                       s.read_seconds, s.count_seconds, s.merge_seconds, write_s);
+    out += fmt::format("memory  peak RSS {}\n", FormatBytes(static_cast<double>(PeakRssBytes())));
+    out += fmt::format("longest token id {} ({} bytes): {}\n", s.longest_token_id, longest.size(),
+                       bpe::BytesToPrintable(longest));
+    out += fmt::format("wrote   {0}/vocab.json {0}/merges.txt {0}/tokenizer.json\n", o->out_dir);
+    PrintText(out);
+    return static_cast<int>(kExitOk);
+  };
 }
 
 }  // namespace lmkit::cli

@@ -1,0 +1,112 @@
+// See tokenizer_writer.h. JSON is written by hand: nlohmann's ordered_json inserts in linear time per key, which is
+// quadratic for a 30k-entry vocabulary, and the output needs exact control (id order, one line) anyway.
+#include "lmkit/bpe/tokenizer_writer.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "lmkit/bpe/byte_unicode.h"
+#include "lmkit/common/atomic_file.h"
+
+namespace lmkit::bpe {
+
+namespace {
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+    } else {
+      out.push_back(ch);
+    }
+  }
+  out.push_back('"');
+}
+
+std::string Printable(const BpeModel& m, size_t id) { return BytesToPrintable(m.vocab[id]); }
+
+void AppendVocabObject(std::string& out, const BpeModel& m, const char* sep) {
+  out.push_back('{');
+  for (size_t id = 0; id < m.vocab.size(); ++id) {
+    if (id > 0) out += sep;
+    AppendJsonString(out, Printable(m, id));
+    out += fmt::format(": {}", id);
+  }
+  out.push_back('}');
+}
+
+}  // namespace
+
+std::string RenderVocabJson(const BpeModel& model) {
+  std::string out;
+  AppendVocabObject(out, model, ", ");
+  out.push_back('\n');
+  return out;
+}
+
+std::string RenderMergesTxt(const BpeModel& model) {
+  std::string out = "#version: 0.2\n";
+  for (const auto& [a, b] : model.merges) {
+    AppendPrintable(out, model.vocab[a]);
+    out.push_back(' ');
+    AppendPrintable(out, model.vocab[b]);
+    out.push_back('\n');
+  }
+  return out;
+}
+
+std::string RenderTokenizerJson(const BpeModel& model) {
+  std::string out = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [";
+  for (size_t i = 0; i < model.num_specials; ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    out += fmt::format("{{\"id\": {}, \"content\": ", i);
+    AppendJsonString(out, model.vocab[i]);
+    out += ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}";
+  }
+  out += model.num_specials > 0 ? "\n  ],\n" : "],\n";
+  out +=
+      "  \"normalizer\": null,\n"
+      "  \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, "
+      "\"use_regex\": true},\n"
+      "  \"post_processor\": null,\n"
+      "  \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, "
+      "\"use_regex\": true},\n"
+      "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": null,\n"
+      "    \"continuing_subword_prefix\": null,\n    \"end_of_word_suffix\": null,\n    \"fuse_unk\": false,\n"
+      "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": ";
+  AppendVocabObject(out, model, ",\n      ");
+  out += ",\n    \"merges\": [";
+  for (size_t i = 0; i < model.merges.size(); ++i) {
+    out += i == 0 ? "\n      " : ",\n      ";
+    std::string m;
+    AppendPrintable(m, model.vocab[model.merges[i].first]);
+    m.push_back(' ');
+    AppendPrintable(m, model.vocab[model.merges[i].second]);
+    AppendJsonString(out, m);
+  }
+  out += model.merges.empty() ? "]\n  }\n}\n" : "\n    ]\n  }\n}\n";
+  return out;
+}
+
+Status WriteTokenizerFiles(const BpeModel& model, const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (::mkdir(dir.c_str(), 0777) != 0) return Status::FromErrno(dir, "cannot create the output directory", errno);
+  } else if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidInput(dir, "is not a directory");
+  }
+  LMKIT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/vocab.json", RenderVocabJson(model)));
+  LMKIT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/merges.txt", RenderMergesTxt(model)));
+  LMKIT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/tokenizer.json", RenderTokenizerJson(model)));
+  return Status::Ok();
+}
+
+}  // namespace lmkit::bpe

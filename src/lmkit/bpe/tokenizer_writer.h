@@ -1,0 +1,24 @@
+// Writers for trained byte-level BPE models: GPT-2's vocab.json and merges.txt, and Hugging Face's tokenizer.json.
+//
+// Contract: tokens are written in GPT-2's printable form (byte_unicode.h), special tokens included (for the usual
+// "<|...|>" specials that form is the text itself). vocab.json: one JSON object {token: id} in id order, on one line,
+// as GPT-2's encoder.json. merges.txt: "#version: 0.2", then one "A B" line per merge in rank order. tokenizer.json:
+// model BPE (vocab, merges as "A B" strings), pre_tokenizer and decoder ByteLevel with add_prefix_space false, and
+// the specials as added_tokens (raw content, special: true). WriteTokenizerFiles creates `dir` when missing (one
+// level) and writes each file atomically (AtomicFile); errors are kIo with the file as subject. Thread-safe.
+#pragma once
+
+#include <string>
+
+#include "lmkit/bpe/trainer.h"
+#include "lmkit/common/status.h"
+
+namespace lmkit::bpe {
+
+std::string RenderVocabJson(const BpeModel& model);
+std::string RenderMergesTxt(const BpeModel& model);
+std::string RenderTokenizerJson(const BpeModel& model);
+
+Status WriteTokenizerFiles(const BpeModel& model, const std::string& dir);
+
+}  // namespace lmkit::bpe

@@ -1,0 +1,61 @@
+// Byte-level BPE training with CS336 semantics (see docs/bpe.md and the reference in tests/data/bpe/PROVENANCE.md).
+//
+// Contract: TrainBpe reads every input (a path, or "-" for stdin) as one concatenated byte stream, splits it on the
+// special tokens (leftmost, longest first; SpecialTokenSplitter), pre-tokenizes each ordinary span with the GPT-2
+// pattern (NextPretokenEnd), counts pre-tokens, then repeatedly merges the most frequent adjacent pair of tokens
+// (counts weighted by pre-token frequency; ties to the lexicographically greater pair (bytes(a), bytes(b)); occurrences
+// merged left to right without overlap) until the vocabulary has `vocab_size` entries or no pair occurs.
+// Ids: specials first (in the order given, duplicates and empty strings dropped), then the 256 byte values, then one
+// id per merge in merge order. Inputs are streamed in blocks (memory grows with the number of unique pre-tokens, not
+// with input size) and counted on `threads` threads; the result is identical for every thread count.
+// Errors: kUsage (vocab_size below specials + 256, a special token of one byte, no inputs), kNotFound/kIo for inputs
+// (subject = path). `progress` may be null. Thread-safe per call (no shared state).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lmkit/common/progress.h"
+#include "lmkit/common/status.h"
+
+namespace lmkit::bpe {
+
+struct BpeTrainOptions {
+  std::vector<std::string> inputs;  // paths; "-" = stdin
+  size_t vocab_size = 0;
+  std::vector<std::string> special_tokens;
+  unsigned threads = 1;
+  size_t block_bytes = size_t{64} << 20;  // streaming block; smaller values only change speed, never the result
+};
+
+struct BpeModel {
+  std::vector<std::string> vocab;                      // id -> token bytes (specials, 256 bytes, merged tokens)
+  std::vector<std::pair<uint32_t, uint32_t>> merges;   // in rank order, as ids into vocab
+  size_t num_specials = 0;                             // vocab[0 .. num_specials) are the special tokens
+};
+
+struct BpeTrainStats {
+  uint64_t input_bytes = 0;
+  uint64_t pretokens_total = 0;
+  uint64_t pretokens_unique = 0;
+  double read_seconds = 0;      // time blocked reading input
+  double count_seconds = 0;     // special split + pre-tokenize + count (wall, excluding reads)
+  double merge_seconds = 0;
+  uint32_t longest_token_id = 0;  // the longest non-special token (smallest id among equals)
+};
+
+struct BpeTrainResult {
+  BpeModel model;
+  BpeTrainStats stats;
+};
+
+Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* progress);
+
+// The same training on an in-memory text (options.inputs is ignored). For tests and library users.
+Result<BpeTrainResult> TrainBpeOnText(std::string_view text, const BpeTrainOptions& options);
+
+}  // namespace lmkit::bpe
