@@ -1,0 +1,64 @@
+#include "lmkit/common/data_dir.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace lmkit {
+namespace {
+
+bool IsDir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool Exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+std::string ExeDir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string p(buf, static_cast<size_t>(n));
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
+}  // namespace
+
+std::vector<std::string> DataDirCandidates() {
+  std::vector<std::string> out;
+  const char* env = std::getenv("LMKIT_DATA_DIR");
+  if (env != nullptr && env[0] != '\0') out.emplace_back(env);
+  std::string exe = ExeDir();
+  if (!exe.empty()) {
+    out.push_back(exe + "/../share/lmkit");
+    out.push_back(exe + "/../data");
+    out.push_back(exe + "/../../data");
+  }
+#ifdef LMKIT_SOURCE_DATA_DIR
+  out.emplace_back(LMKIT_SOURCE_DATA_DIR);
+#endif
+  return out;
+}
+
+Result<std::string> FindDataFile(const std::string& relative) {
+  const char* env = std::getenv("LMKIT_DATA_DIR");
+  if (env != nullptr && env[0] != '\0' && !IsDir(env))
+    return Status::NotFound(env, "LMKIT_DATA_DIR is set but is not a directory");
+  std::string looked;
+  for (const auto& dir : DataDirCandidates()) {
+    if (!IsDir(dir)) continue;
+    std::string p = dir + "/" + relative;
+    if (Exists(p)) return p;
+    looked += (looked.empty() ? "" : ", ") + dir;
+  }
+  return Status::NotFound(relative, "not found in the data directories (" +
+                                        (looked.empty() ? std::string("none exists") : looked) +
+                                        "); set LMKIT_DATA_DIR to the lmkit data/ directory");
+}
+
+}  // namespace lmkit
