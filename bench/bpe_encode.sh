@@ -32,7 +32,14 @@ W=$(mktemp -d /tmp/bpe-encode-bench.XXXXXX); trap 'rm -rf "$W"' EXIT
 input=$CORPORA/debmix.txt
 if [ $quick = 1 ]; then head -c 20000000 "$input" > "$W/quick.txt"; input=$W/quick.txt; fi
 bytes=$(stat -c %s "$input")
-j() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d$1)"; }
+j() {  # a field of a JSON document (lmkit's, pretty) or of the last JSON line (a peer's)
+  python3 -c "
+import json,sys
+s=sys.stdin.read().strip()
+try: d=json.loads(s)
+except ValueError: d=json.loads(s.splitlines()[-1])
+print(d$1)"
+}
 tv() { awk -F': ' -v k="$1" '$1 ~ k {print $2}' "$2" | tail -1; }  # field of /usr/bin/time -v output
 
 rows=()

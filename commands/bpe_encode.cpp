@@ -99,6 +99,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
       j["tokens"] = rep->tokens;
       j["bytes_per_token"] = bpt;
       j["seconds"] = secs;
+      j["cpu_seconds"] = rep->encode_cpu_seconds;
       j["load_seconds"] = rep->load_seconds;
       j["mb_per_s"] = mbps;
       j["peak_rss_bytes"] = rep->peak_rss_bytes;

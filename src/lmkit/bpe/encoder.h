@@ -78,6 +78,15 @@ class Encoder {
     uint32_t ids[kCacheIds];
   };
   std::vector<CacheEntry> cache_;
+
+  // Recent whole-token pieces of up to 8 bytes: bytes packed in `key`, checked together with `len`.
+  static constexpr size_t kHotSlots = 8192;
+  struct HotEntry {
+    uint64_t key = 0;
+    uint32_t len = 0;  // 0 = empty
+    uint32_t id = 0;
+  };
+  std::vector<HotEntry> hot_;
 };
 
 // Input for EncodeStream.
@@ -211,7 +220,8 @@ struct EncodeReport {
   uint64_t chunks = 0;
   uint64_t largest_chunk = 0;
   double load_seconds = 0;    // reading the tokenizer
-  double encode_seconds = 0;  // reading, encoding and writing the input
+  double encode_seconds = 0;  // reading, encoding and writing the input (wall clock)
+  double encode_cpu_seconds = 0;  // CPU time of all threads over the same phase
   uint64_t peak_rss_bytes = 0;
 };
 

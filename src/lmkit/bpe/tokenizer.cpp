@@ -14,8 +14,7 @@ bool BytesIdMap::Insert(std::string_view key, uint32_t id) {
     Slot& s = slots_[i];
     if (s.id == kNoId) {
       s.hash = h;
-      s.prefix = 0;
-      std::memcpy(&s.prefix, key.data(), key.size() < 8 ? key.size() : 8);
+      s.prefix = detail::LoadUpTo8(key.data(), key.size() < 8 ? key.size() : 8);
       s.offset = static_cast<uint32_t>(arena_.size());
       s.len = static_cast<uint32_t>(key.size());
       s.id = id;
@@ -29,7 +28,21 @@ bool BytesIdMap::Insert(std::string_view key, uint32_t id) {
 }
 
 void BytesIdMap::Reserve(size_t count) {
-  while (slots_.size() < count * 2) Grow();
+  if (slots_.size() >= count * 2) return;
+  std::vector<Slot> old = std::move(slots_);
+  size_t cap = 1024;
+  while (cap < count * 2) cap *= 2;
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+  for (const Slot& s : old) {
+    if (s.id == kNoId) continue;
+    for (size_t i = s.hash & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].id == kNoId) {
+        slots_[i] = s;
+        break;
+      }
+    }
+  }
 }
 
 void BytesIdMap::Grow() {

@@ -40,14 +40,25 @@ inline uint64_t Mum(uint64_t a, uint64_t b) {
   U128 r = static_cast<U128>(a) * b;
   return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
 }
+// The first n <= 8 bytes of p, little-endian, zero-padded, without reading past p + n and without a call to a
+// variable-length memcpy (two overlapping fixed-size loads).
+inline uint64_t LoadUpTo8(const char* p, size_t n) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    return uint64_t{lo} | (uint64_t{hi} << (8 * (n - 4)));
+  }
+  if (n == 0) return 0;
+  return uint64_t{u[0]} | (uint64_t{u[n / 2]} << (8 * (n / 2))) | (uint64_t{u[n - 1]} << (8 * (n - 1)));
+}
+
 // A fast non-cryptographic hash for short byte strings (most pre-tokens are under 16 bytes).
 inline uint64_t HashBytes(const char* p, size_t n) {
   constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull, k2 = 0x8ebc6af09c88c6e3ull;
   uint64_t a = 0, b = 0;
-  if (n <= 8) {
-    std::memcpy(&a, p, n);
-    return Mum(a ^ k0, n ^ k1);
-  }
+  if (n <= 8) return Mum(LoadUpTo8(p, n) ^ k0, n ^ k1);
   if (n <= 16) {
     std::memcpy(&a, p, 8);
     std::memcpy(&b, p + n - 8, 8);
@@ -75,8 +86,7 @@ class BytesIdMap {
   uint32_t Find(std::string_view key) const {
     if (slots_.empty()) return kNoId;
     const size_t n = key.size();
-    uint64_t prefix = 0;
-    std::memcpy(&prefix, key.data(), n < 8 ? n : 8);
+    const uint64_t prefix = detail::LoadUpTo8(key.data(), n < 8 ? n : 8);
     const uint64_t h = detail::HashBytes(key.data(), n);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
