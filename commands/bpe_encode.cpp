@@ -47,7 +47,10 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
                  "gpt2 | cl100k_base | o200k_base | DIR (vocab.json+merges.txt or tokenizer.json) | tokenizer.json | "
                  "FILE.tiktoken")
       ->required();
-  sub.add_option("--special-token", f->specials, "also match this special token in the text (repeatable)");
+  sub.add_option("--special-token", f->specials, "also match this special token in the text (repeatable)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub.add_option("input", f->input, "text file to encode, or - for stdin (default)");
   sub.add_option("-o,--output", f->output, "write ids here (atomically); default: stdout");
   sub.add_option("--format", f->format,

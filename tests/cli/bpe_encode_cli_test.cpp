@@ -143,6 +143,11 @@ TEST_CASE("cli bpe encode: a named special token of a vocab.json + merges.txt di
   auto r = RunLmkit({"bpe", "encode", "--tokenizer", dir.path(), "--special-token", "<|eot|>"}, "help<|eot|>");
   CHECK(r.exit_code == 0);
   CHECK(r.out == "[257,112,258]\n");
+  // The input file right after --special-token is the input, not a second special token.
+  WriteAll(dir.file("in.txt"), "<|eot|>hel");
+  r = RunLmkit({"bpe", "encode", "--tokenizer", dir.path(), "--special-token", "<|eot|>", dir.file("in.txt")});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "[258,257]\n");
   // Without naming it, the special is ordinary text.
   r = RunLmkit({"bpe", "encode", "--tokenizer", dir.path()}, "<|eot|>");
   CHECK(r.out == "[60,124,101,111,116,124,62]\n");

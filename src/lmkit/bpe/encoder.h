@@ -66,8 +66,9 @@ class Encoder {
   std::vector<uint32_t> next_, prev_;
   std::vector<std::pair<uint64_t, uint32_t>> heap_;
 
-  // A direct-mapped cache of recent pieces that needed merging (whole-token pieces never reach it).
-  static constexpr size_t kCacheSlots = 4096;
+  // A direct-mapped cache of recent pieces that needed merging (whole-token pieces never reach it). On 10 MB of
+  // debmix, 17.5% of pieces need merging and 80% of those hit here (16,384 slots; 4,096 gave 77%).
+  static constexpr size_t kCacheSlots = 16384;
   static constexpr size_t kCacheKeyBytes = 22;
   static constexpr size_t kCacheIds = 7;
   struct CacheEntry {
