@@ -1,18 +1,180 @@
-// `lmkit bpe encode` and `lmkit bpe decode`: placeholders until their issue lands.
+// `lmkit bpe encode` and `lmkit bpe decode`: flags → EncodeRequest/DecodeRequest → one core call → summary.
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "commands.h"
+#include "lmkit/bpe/decoder.h"
+#include "lmkit/bpe/encoder.h"
 
 namespace lmkit::cli {
+namespace {
+
+struct EncodeFlags {
+  std::string tokenizer;
+  std::vector<std::string> specials;
+  std::string input = "-";
+  std::string output;
+  std::string format;
+  std::string dtype = "auto";
+  std::string pattern;
+  size_t chunk_bytes = 0;
+};
+
+// Fills the parts of the options that come from --pattern and --special-token.
+Status TokenizerOptionsFrom(const std::string& pattern, const std::vector<std::string>& specials,
+                            bpe::TokenizerOptions* out) {
+  if (!pattern.empty()) {
+    auto p = bpe::PatternFromName(pattern);
+    if (!p.ok()) return Status::Usage("unknown --pattern '" + pattern + "' (expected gpt2, cl100k or o200k)");
+    out->pattern = *p;
+  }
+  out->specials = specials;
+  return Status::Ok();
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
 
 RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
-  (void)sub;
-  (void)g;
-  return [] { return ReportError("bpe encode", Status::Unsupported("", "not implemented yet")); };
+  auto f = std::make_shared<EncodeFlags>();
+  sub.add_option("--tokenizer,-t", f->tokenizer,
+                 "gpt2 | cl100k_base | o200k_base | DIR (vocab.json+merges.txt or tokenizer.json) | tokenizer.json | "
+                 "FILE.tiktoken")
+      ->required();
+  sub.add_option("--special-token", f->specials, "also match this special token in the text (repeatable)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub.add_option("input", f->input, "text file to encode, or - for stdin (default)");
+  sub.add_option("-o,--output", f->output, "write ids here (atomically); default: stdout");
+  sub.add_option("--format", f->format,
+                 "bin | npy | json | text (default: from -o's extension: .npy, .json, .txt, else bin; json on stdout)");
+  sub.add_option("--dtype", f->dtype, "auto | uint16 | uint32 for bin/npy (auto: uint16 when the vocabulary fits)");
+  sub.add_option("--pattern", f->pattern, "pre-tokenization pattern for rank files: gpt2 | cl100k | o200k");
+  sub.add_option("--chunk-bytes", f->chunk_bytes, "input bytes per parallel chunk (default: 1 MiB)")
+      ->group("");  // for tests and experiments
+  return [f, &g]() -> int {
+    const std::string cmd = "bpe encode";
+    bpe::EncodeRequest req;
+    req.tokenizer = f->tokenizer;
+    if (Status st = TokenizerOptionsFrom(f->pattern, f->specials, &req.tokenizer_options); !st.ok())
+      return ReportError(cmd, st);
+    req.input = f->input;
+    req.output = f->output;
+    if (!f->format.empty()) {
+      auto fmt = bpe::IdFormatFromName(f->format);
+      if (!fmt.ok()) return ReportError(cmd, fmt.status());
+      req.format = *fmt;
+    }
+    auto dtype = bpe::IdDtypeFromName(f->dtype);
+    if (!dtype.ok()) return ReportError(cmd, dtype.status());
+    req.dtype = *dtype;
+    req.threads = g.ResolvedThreads();
+    req.chunk_bytes = f->chunk_bytes;
+    if (g.json && f->output.empty())
+      return UsageError(cmd, "--json prints a summary on stdout, so the ids need -o FILE");
+    if (f->output.empty() && req.format &&
+        (*req.format == bpe::IdFormat::kBin || *req.format == bpe::IdFormat::kNpy) && ::isatty(1))
+      return UsageError(cmd, "refusing to write binary ids to a terminal; use -o FILE or --format json");
+    auto progress = MakeProgress(g);
+    auto rep = bpe::EncodeFile(req, progress.get());
+    if (!rep.ok()) return ReportError(cmd, rep.status());
+    if (f->output.empty()) return kExitOk;  // the ids were the output
+    const double secs = rep->encode_seconds;
+    const double mbps = secs > 0 ? static_cast<double>(rep->bytes) / 1e6 / secs : 0.0;
+    const double bpt = rep->tokens ? static_cast<double>(rep->bytes) / static_cast<double>(rep->tokens) : 0.0;
+    const char* dtype_name = rep->dtype == bpe::IdDtype::kU16 ? "uint16" : "uint32";
+    if (g.json) {
+      Json j;
+      j["tokenizer"] = rep->tokenizer;
+      j["input"] = rep->input;
+      j["output"] = rep->output;
+      j["format"] = std::string(bpe::IdFormatName(rep->format));
+      j["dtype"] = dtype_name;
+      j["threads"] = rep->threads;
+      j["bytes"] = rep->bytes;
+      j["tokens"] = rep->tokens;
+      j["bytes_per_token"] = bpt;
+      j["seconds"] = secs;
+      j["cpu_seconds"] = rep->encode_cpu_seconds;
+      j["load_seconds"] = rep->load_seconds;
+      j["mb_per_s"] = mbps;
+      j["peak_rss_bytes"] = rep->peak_rss_bytes;
+      j["chunks"] = rep->chunks;
+      j["largest_chunk_bytes"] = rep->largest_chunk;
+      PrintJson(j);
+    } else {
+      PrintText("encoded " + std::to_string(rep->bytes) + " bytes into " + std::to_string(rep->tokens) +
+                " tokens (" + Fixed(bpt, 3) + " bytes/token) in " + Fixed(secs, 3) + " s (" + Fixed(mbps, 1) +
+                " MB/s, " + std::to_string(rep->threads) + " threads, peak RSS " +
+                FormatBytes(static_cast<double>(rep->peak_rss_bytes)) + ") -> " + rep->output + " (" +
+                std::string(bpe::IdFormatName(rep->format)) + ", " + dtype_name + ")\n");
+    }
+    return kExitOk;
+  };
 }
 
 RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
-  (void)sub;
-  (void)g;
-  return [] { return ReportError("bpe decode", Status::Unsupported("", "not implemented yet")); };
+  auto f = std::make_shared<EncodeFlags>();
+  sub.add_option("--tokenizer,-t", f->tokenizer, "the tokenizer the ids came from (same forms as for encode)")
+      ->required();
+  sub.add_option("input", f->input, "id file (.bin, .npy, .json), or - for stdin (default)");
+  sub.add_option("-o,--output", f->output, "write the bytes here (atomically); default: stdout");
+  sub.add_option("--format", f->format, "bin | npy | json (default: from the input's extension, else bin)");
+  sub.add_option("--dtype", f->dtype, "auto | uint16 | uint32 for bin (auto: uint16 when the vocabulary fits)");
+  sub.add_option("--pattern", f->pattern, "pattern of a rank file (decoding does not use it)")->group("");
+  return [f, &g]() -> int {
+    const std::string cmd = "bpe decode";
+    bpe::DecodeRequest req;
+    req.tokenizer = f->tokenizer;
+    if (Status st = TokenizerOptionsFrom(f->pattern, {}, &req.tokenizer_options); !st.ok())
+      return ReportError(cmd, st);
+    req.input = f->input;
+    req.output = f->output;
+    if (!f->format.empty()) {
+      auto fmt = bpe::IdFormatFromName(f->format);
+      if (!fmt.ok()) return ReportError(cmd, fmt.status());
+      if (*fmt == bpe::IdFormat::kText) return UsageError(cmd, "--format for decode is bin, npy or json");
+      req.format = *fmt;
+    }
+    auto dtype = bpe::IdDtypeFromName(f->dtype);
+    if (!dtype.ok()) return ReportError(cmd, dtype.status());
+    req.dtype = *dtype;
+    if (g.json && f->output.empty())
+      return UsageError(cmd, "--json prints a summary on stdout, so the bytes need -o FILE");
+    auto rep = bpe::DecodeFile(req);
+    if (!rep.ok()) {
+      // A rank file without metadata needs a pattern only for encoding; retry with any pattern.
+      if (rep.status().code() == ErrorCode::kUsage && f->pattern.empty()) {
+        req.tokenizer_options.pattern = bpe::PretokPattern::kGpt2;
+        rep = bpe::DecodeFile(req);
+      }
+      if (!rep.ok()) return ReportError(cmd, rep.status());
+    }
+    if (f->output.empty()) return kExitOk;
+    if (g.json) {
+      Json j;
+      j["tokenizer"] = rep->tokenizer;
+      j["input"] = rep->input;
+      j["output"] = rep->output;
+      j["format"] = std::string(bpe::IdFormatName(rep->format));
+      j["tokens"] = rep->tokens;
+      j["bytes"] = rep->bytes;
+      j["seconds"] = rep->seconds;
+      j["peak_rss_bytes"] = rep->peak_rss_bytes;
+      PrintJson(j);
+    } else {
+      PrintText("decoded " + std::to_string(rep->tokens) + " tokens into " + std::to_string(rep->bytes) +
+                " bytes -> " + rep->output + "\n");
+    }
+    return kExitOk;
+  };
 }
 
 }  // namespace lmkit::cli

@@ -80,7 +80,7 @@ double GpuSpec::PeakFlops(Dtype d) const {
 Result<std::vector<GpuSpec>> LoadGpuTable(const std::string& path) {
   std::string file = path;
   if (file.empty()) {
-    LMKIT_ASSIGN_OR_RETURN(file, DataPath("gpus.json"));
+    LMKIT_ASSIGN_OR_RETURN(file, FindDataFile("gpus.json"));
   }
   LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(file));
   LMKIT_ASSIGN_OR_RETURN(Json j, ParseJson(text, file));

@@ -263,10 +263,10 @@ Result<ModelSpec> LoadModelConfig(const std::string& path) {
 
 std::vector<std::string> PresetNames() {
   std::vector<std::string> names;
-  std::string dir = FindDataDir();
-  if (dir.empty()) return names;
+  auto dir = FindDataFile("models");
+  if (!dir.ok()) return names;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/models", ec)) {
+  for (const auto& e : std::filesystem::directory_iterator(*dir, ec)) {
     if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -274,7 +274,7 @@ std::vector<std::string> PresetNames() {
 }
 
 Result<ModelSpec> LoadPreset(const std::string& name) {
-  auto path = DataPath("models/" + name + ".json");
+  auto path = FindDataFile("models/" + name + ".json");
   if (!path.ok()) {
     auto names = PresetNames();
     std::string list;

@@ -1,25 +1,43 @@
 #include "lmkit/common/data_dir.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <system_error>
-#include <vector>
 
 namespace lmkit {
 namespace {
 
-std::vector<std::string> Candidates() {
+bool IsDir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool Exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+std::string ExeDir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string p(buf, static_cast<size_t>(n));
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
+}  // namespace
+
+std::vector<std::string> DataDirCandidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("LMKIT_DATA_DIR"); env != nullptr && *env != '\0') out.emplace_back(env);
-  std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    std::filesystem::path dir = exe.parent_path();
-    out.push_back((dir / ".." / "share" / "lmkit").lexically_normal().string());
-    out.push_back((dir / ".." / "data").lexically_normal().string());
-    out.push_back((dir / ".." / ".." / "data").lexically_normal().string());
+  const char* env = std::getenv("LMKIT_DATA_DIR");
+  if (env != nullptr && env[0] != '\0') out.emplace_back(env);
+  std::string exe = ExeDir();
+  if (!exe.empty()) {
+    out.push_back(exe + "/../share/lmkit");
+    out.push_back(exe + "/../data");
+    out.push_back(exe + "/../../data");
   }
 #ifdef LMKIT_SOURCE_DATA_DIR
   out.emplace_back(LMKIT_SOURCE_DATA_DIR);
@@ -27,31 +45,20 @@ std::vector<std::string> Candidates() {
   return out;
 }
 
-bool IsDir(const std::string& p) {
-  std::error_code ec;
-  return std::filesystem::is_directory(p, ec);
-}
-
-}  // namespace
-
-std::string FindDataDir() {
-  for (const auto& c : Candidates())
-    if (IsDir(c)) return c;
-  return "";
-}
-
-Result<std::string> DataPath(const std::string& relative) {
-  std::string tried;
-  // The first directory that holds the file wins, so $LMKIT_DATA_DIR may hold only part of the data.
-  for (const auto& c : Candidates()) {
-    if (!IsDir(c)) continue;
-    std::string p = c + "/" + relative;
-    std::error_code ec;
-    if (std::filesystem::exists(p, ec)) return p;
-    tried += (tried.empty() ? "" : ", ") + c;
+Result<std::string> FindDataFile(const std::string& relative) {
+  const char* env = std::getenv("LMKIT_DATA_DIR");
+  if (env != nullptr && env[0] != '\0' && !IsDir(env))
+    return Status::NotFound(env, "LMKIT_DATA_DIR is set but is not a directory");
+  std::string looked;
+  for (const auto& dir : DataDirCandidates()) {
+    if (!IsDir(dir)) continue;
+    std::string p = dir + "/" + relative;
+    if (Exists(p)) return p;
+    looked += (looked.empty() ? "" : ", ") + dir;
   }
-  return Status::NotFound(relative, tried.empty() ? "no lmkit data directory found (set LMKIT_DATA_DIR)"
-                                                  : "not found in the data directories (" + tried + ")");
+  return Status::NotFound(relative, "not found in the data directories (" +
+                                        (looked.empty() ? std::string("none exists") : looked) +
+                                        "); set LMKIT_DATA_DIR to the lmkit data/ directory");
 }
 
 }  // namespace lmkit

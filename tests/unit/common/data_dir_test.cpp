@@ -1,3 +1,4 @@
+// The data directory search: LMKIT_DATA_DIR first, then the places relative to the binary, then the source tree.
 #include "lmkit/common/data_dir.h"
 
 #include <catch2/catch.hpp>
@@ -5,24 +6,31 @@
 
 #include "support/run_lmkit.h"
 
-TEST_CASE("data_dir: LMKIT_DATA_DIR wins, then the source tree", "[common][data_dir]") {
-  lmkit::test::TempDir dir;
-  lmkit::test::WriteAll(dir.file("gpus.json"), "{}");
-  const char* old = std::getenv("LMKIT_DATA_DIR");
-  std::string saved = old ? old : "";
-  setenv("LMKIT_DATA_DIR", dir.path().c_str(), 1);
-  CHECK(lmkit::FindDataDir() == dir.path());
-  auto p = lmkit::DataPath("gpus.json");
+using namespace lmkit;
+
+TEST_CASE("data dir: the source tree's data/ is found without LMKIT_DATA_DIR", "[common][data_dir]") {
+  ::unsetenv("LMKIT_DATA_DIR");
+  auto p = FindDataFile("tokenizers/gpt2.tiktoken");
   REQUIRE(p.ok());
-  CHECK(*p == dir.file("gpus.json"));
-  // A file the override lacks falls through to the next directory (the source tree's data/).
-  auto presets = lmkit::DataPath("models/gpt2.json");
-  REQUIRE(presets.ok());
-  CHECK(presets->find(dir.path()) == std::string::npos);
-  CHECK(lmkit::DataPath("no/such/file.json").status().code() == lmkit::ErrorCode::kNotFound);
-  if (old) {
-    setenv("LMKIT_DATA_DIR", saved.c_str(), 1);
-  } else {
-    unsetenv("LMKIT_DATA_DIR");
-  }
+  CHECK(test::ReadAll(*p).size() == test::ReadAll(test::RepoPath("data/tokenizers/gpt2.tiktoken")).size());
+  auto none = FindDataFile("tokenizers/no-such-file");
+  REQUIRE(!none.ok());
+  CHECK(none.status().code() == ErrorCode::kNotFound);
+}
+
+TEST_CASE("data dir: LMKIT_DATA_DIR comes first, and must exist when set", "[common][data_dir]") {
+  test::TempDir dir;
+  test::WriteAll(dir.file("marker.txt"), "x");
+  ::setenv("LMKIT_DATA_DIR", dir.path().c_str(), 1);
+  auto c = DataDirCandidates();
+  REQUIRE(!c.empty());
+  CHECK(c.front() == dir.path());
+  auto p = FindDataFile("marker.txt");
+  CHECK((p.ok() && *p == dir.file("marker.txt")));
+  // Files it lacks still come from the later candidates.
+  CHECK(FindDataFile("tokenizers/gpt2.json").ok());
+  ::setenv("LMKIT_DATA_DIR", (dir.path() + "/missing").c_str(), 1);
+  auto bad = FindDataFile("tokenizers/gpt2.json");
+  CHECK(!bad.ok());
+  ::unsetenv("LMKIT_DATA_DIR");
 }

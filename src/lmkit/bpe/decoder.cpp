@@ -1,0 +1,176 @@
+#include "lmkit/bpe/decoder.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "lmkit/common/mapped_file.h"
+#include "lmkit/common/sysinfo.h"
+#include "lmkit/io/token_file.h"
+
+namespace lmkit::bpe {
+
+Status DecodeIds(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index,
+                 std::string* out) {
+  std::string_view bytes;
+  for (size_t i = 0; i < count; ++i) {
+    if (!tokenizer.TokenBytes(ids[i], &bytes))
+      return Status::InvalidInput("", "token id " + std::to_string(ids[i]) + " at index " +
+                                          std::to_string(first_index + i) + " is not in the tokenizer (ids 0.." +
+                                          std::to_string(tokenizer.id_limit() - 1) + ")");
+    out->append(bytes);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+constexpr size_t kBlock = size_t{1} << 16;  // ids decoded per write
+
+// Parses a JSON array of non-negative integers, calling emit(block) every kBlock ids.
+template <typename Emit>
+Status ParseJsonIds(std::string_view t, const std::string& subject, Emit&& emit) {
+  std::vector<uint32_t> block;
+  size_t i = 0;
+  auto skip_ws = [&] {
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) ++i;
+  };
+  auto fail = [&](const std::string& what) {
+    return Status::InvalidInput(subject, what + " at byte " + std::to_string(i) + " (expected a JSON array of token ids)");
+  };
+  skip_ws();
+  if (i >= t.size() || t[i] != '[') return fail("no '['");
+  ++i;
+  skip_ws();
+  uint64_t index = 0;
+  if (i < t.size() && t[i] == ']') {
+    ++i;
+  } else {
+    while (true) {
+      skip_ws();
+      size_t start = i;
+      uint64_t v = 0;
+      while (i < t.size() && t[i] >= '0' && t[i] <= '9' && v <= 0xFFFFFFFFull) v = v * 10 + (t[i++] - '0');
+      if (i == start || v > 0xFFFFFFFFull || (i < t.size() && (t[i] == '.' || t[i] == 'e' || t[i] == 'E')) ||
+          (i - start > 1 && t[start] == '0')) {
+        i = start;
+        return fail("value " + std::to_string(index) + " is not a non-negative integer token id");
+      }
+      block.push_back(static_cast<uint32_t>(v));
+      ++index;
+      if (block.size() == kBlock) {
+        LMKIT_RETURN_IF_ERROR(emit(block));
+        block.clear();
+      }
+      skip_ws();
+      if (i < t.size() && t[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i < t.size() && t[i] == ']') {
+        ++i;
+        break;
+      }
+      return fail("expected ',' or ']'");
+    }
+  }
+  skip_ws();
+  if (i != t.size()) return fail("trailing data");
+  if (!block.empty()) LMKIT_RETURN_IF_ERROR(emit(block));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
+  DecodeReport rep;
+  const double t0 = MonotonicSeconds();
+  LMKIT_ASSIGN_OR_RETURN(auto tok, LoadTokenizer(req.tokenizer, req.tokenizer_options));
+  rep.tokenizer = tok->description();
+  rep.input = req.input;
+  rep.output = req.output.empty() ? "-" : req.output;
+  IdFormat format = req.format.value_or(req.input == "-" ? IdFormat::kBin : IdFormatFromPath(req.input));
+  if (format == IdFormat::kText) format = IdFormat::kBin;  // .txt input is not an id format: treat as raw ids
+  if (req.format && *req.format == IdFormat::kText)
+    return Status::Usage("decode reads bin, npy or json ids (text output of encode is not meant to be read back)");
+  rep.format = format;
+  LMKIT_ASSIGN_OR_RETURN(IdDtype dtype, ResolveDtype(req.dtype, *tok));
+  const std::string subject = req.input == "-" ? "<stdin>" : req.input;
+
+  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
+  if (!req.output.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
+  }
+  std::string bytes;
+  uint64_t index = 0;
+  auto emit = [&](const uint32_t* ids, size_t n) -> Status {
+    bytes.clear();
+    LMKIT_RETURN_IF_ERROR(DecodeIds(*tok, ids, n, index, &bytes).WithSubject(subject));
+    index += n;
+    rep.bytes += bytes.size();
+    return out.Write(bytes);
+  };
+
+  if (format == IdFormat::kJson) {
+    LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(req.input));
+    LMKIT_RETURN_IF_ERROR(
+        ParseJsonIds(text, subject, [&](const std::vector<uint32_t>& b) { return emit(b.data(), b.size()); }));
+  } else if (req.input == "-") {
+    if (format == IdFormat::kNpy) return Status::Usage("decoding .npy needs a file, not stdin");
+    const size_t width = dtype == IdDtype::kU16 ? 2 : 4;
+    std::string raw(kBlock * width, '\0');
+    std::vector<uint32_t> ids;
+    size_t have = 0;
+    while (true) {
+      ssize_t r = ::read(0, raw.data() + have, raw.size() - have);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return Status::FromErrno(subject, "cannot read", errno);
+      if (r == 0) break;
+      have += static_cast<size_t>(r);
+      size_t whole = have / width;
+      ids.resize(whole);
+      for (size_t k = 0; k < whole; ++k) {
+        if (width == 2) {
+          uint16_t v;
+          std::memcpy(&v, raw.data() + 2 * k, 2);
+          ids[k] = v;
+        } else {
+          std::memcpy(&ids[k], raw.data() + 4 * k, 4);
+        }
+      }
+      LMKIT_RETURN_IF_ERROR(emit(ids.data(), whole));
+      std::memmove(raw.data(), raw.data() + whole * width, have - whole * width);
+      have -= whole * width;
+    }
+    if (have != 0)
+      return Status::InvalidInput(subject, "input size is not a multiple of " + std::to_string(width) +
+                                               " bytes (the size of one " + (width == 2 ? "uint16" : "uint32") + " id)");
+  } else {
+    LMKIT_ASSIGN_OR_RETURN(
+        io::TokenFile file,
+        io::TokenFile::Open(req.input, dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
+    std::vector<uint32_t> ids;
+    for (uint64_t start = 0; start < file.size(); start += kBlock) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, file.size() - start));
+      ids.resize(n);
+      for (size_t k = 0; k < n; ++k) ids[k] = file[start + k];
+      LMKIT_RETURN_IF_ERROR(emit(ids.data(), n));
+      // Drop pages already decoded so a huge id file does not stay resident.
+      if ((start / kBlock) % 64 == 63) {
+        const size_t width = file.dtype() == io::DType::kU16 ? 2 : 4;
+        const size_t header = static_cast<size_t>(file.bytes().data() - file.mapped().data());
+        file.mapped().Advise(MappedFile::Advice::kDontNeed, 0, header + (start + n) * width);
+      }
+    }
+  }
+  LMKIT_RETURN_IF_ERROR(out.Commit());
+  rep.tokens = index;
+  rep.seconds = MonotonicSeconds() - t0;
+  rep.peak_rss_bytes = PeakRssBytes();
+  return rep;
+}
+
+}  // namespace lmkit::bpe

@@ -1,0 +1,224 @@
+#include "lmkit/bpe/tokenizer.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace lmkit::bpe {
+
+// ---- BytesIdMap ----
+
+bool BytesIdMap::Insert(std::string_view key, uint32_t id) {
+  if ((size_ + 1) * 2 > slots_.size()) Grow();
+  uint64_t h = detail::HashBytes(key.data(), key.size());
+  for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+    Slot& s = slots_[i];
+    if (s.id == kNoId) {
+      s.hash = h;
+      s.prefix = detail::LoadUpTo8(key.data(), key.size() < 8 ? key.size() : 8);
+      s.offset = static_cast<uint32_t>(arena_.size());
+      s.len = static_cast<uint32_t>(key.size());
+      s.id = id;
+      arena_.append(key);
+      ++size_;
+      return true;
+    }
+    if (s.hash == h && s.len == key.size() && std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0)
+      return false;
+  }
+}
+
+void BytesIdMap::Reserve(size_t count) {
+  if (slots_.size() >= count * 2) return;
+  std::vector<Slot> old = std::move(slots_);
+  size_t cap = 1024;
+  while (cap < count * 2) cap *= 2;
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+  for (const Slot& s : old) {
+    if (s.id == kNoId) continue;
+    for (size_t i = s.hash & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].id == kNoId) {
+        slots_[i] = s;
+        break;
+      }
+    }
+  }
+}
+
+void BytesIdMap::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  size_t cap = old.empty() ? 1024 : old.size() * 2;
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+  for (const Slot& s : old) {
+    if (s.id == kNoId) continue;
+    for (size_t i = s.hash & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].id == kNoId) {
+        slots_[i] = s;
+        break;
+      }
+    }
+  }
+}
+
+// ---- PairMap ----
+
+void PairMap::Insert(uint32_t left, uint32_t right, uint64_t packed) {
+  if ((size_ + 1) * 2 > slots_.size()) Grow();
+  const uint64_t key = (uint64_t{left} << 32) | right;
+  for (size_t i = Index(key);; i = (i + 1) & mask_) {
+    Slot& s = slots_[i];
+    if (s.key == key) {
+      s.value = std::min(s.value, packed);
+      return;
+    }
+    if (s.key == kEmpty) {
+      s.key = key;
+      s.value = packed;
+      ++size_;
+      return;
+    }
+  }
+}
+
+void PairMap::Reserve(size_t count) {
+  while (slots_.size() < count * 2) Grow();
+}
+
+void PairMap::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.size() * 2, Slot{});
+  mask_ = slots_.size() - 1;
+  --shift_;
+  for (const Slot& s : old) {
+    if (s.key == kEmpty) continue;
+    for (size_t i = Index(s.key);; i = (i + 1) & mask_) {
+      if (slots_[i].key == kEmpty) {
+        slots_[i] = s;
+        break;
+      }
+    }
+  }
+}
+
+// ---- Tokenizer ----
+
+void Tokenizer::ReserveTokens(size_t count) { tokens_.Reserve(count); }
+
+Status Tokenizer::AddToken(std::string_view bytes, uint32_t id) {
+  if (id >= 0x7FFFFFFFu) return Status::InvalidInput("", "token id " + std::to_string(id) + " is too large");
+  if (bytes.empty()) return Status::InvalidInput("", "empty token (id " + std::to_string(id) + ")");
+  if (IsOrdinary(id)) return Status::InvalidInput("", "token id " + std::to_string(id) + " is defined twice");
+  if (!tokens_.Insert(bytes, id))
+    return Status::InvalidInput("", "token with id " + std::to_string(id) + " repeats the bytes of token " +
+                                        std::to_string(tokens_.Find(bytes)));
+  if (id >= ordinary_.size()) ordinary_.resize(size_t{id} + 1);
+  ordinary_[id] = {static_cast<uint32_t>(token_arena_.size()), static_cast<uint32_t>(bytes.size())};
+  token_arena_.append(bytes);
+  max_token_bytes_ = std::max(max_token_bytes_, bytes.size());
+  return Status::Ok();
+}
+
+Status Tokenizer::AddMerge(uint32_t left, uint32_t right, uint32_t rank, uint32_t result) {
+  for (uint32_t id : {left, right, result})
+    if (!IsOrdinary(id)) return Status::InvalidInput("", "merge uses unknown token id " + std::to_string(id));
+  const Span &l = ordinary_[left], &r = ordinary_[right], &res = ordinary_[result];
+  if (res.len != l.len + r.len ||
+      std::memcmp(token_arena_.data() + res.offset, token_arena_.data() + l.offset, l.len) != 0 ||
+      std::memcmp(token_arena_.data() + res.offset + l.len, token_arena_.data() + r.offset, r.len) != 0)
+    return Status::InvalidInput("", "merge result " + std::to_string(result) + " is not the concatenation of " +
+                                        std::to_string(left) + " and " + std::to_string(right));
+  merges_.Insert(left, right, (uint64_t{rank} << 32) | result);
+  return Status::Ok();
+}
+
+void Tokenizer::AddAllSplitsAsMerges() {
+  // Most tokens have one or two splits into two tokens; reserving avoids rehashing as the table fills.
+  merges_.Reserve(tokens_.size() * 2);
+  for (uint32_t id = 0; id < ordinary_.size(); ++id) {
+    const Span& sp = ordinary_[id];
+    if (sp.len == kNoId || sp.len < 2) continue;
+    std::string_view t(token_arena_.data() + sp.offset, sp.len);
+    for (size_t cut = 1; cut < t.size(); ++cut) {
+      uint32_t x = tokens_.Find(t.substr(0, cut));
+      if (x == kNoId) continue;
+      uint32_t y = tokens_.Find(t.substr(cut));
+      if (y == kNoId) continue;
+      merges_.Insert(x, y, (uint64_t{id} << 32) | id);
+    }
+  }
+}
+
+Status Tokenizer::AddSpecial(std::string text, uint32_t id, bool enabled) {
+  if (text.empty()) return Status::InvalidInput("", "empty special token");
+  if (id >= 0x7FFFFFFFu) return Status::InvalidInput(text, "special token id is too large");
+  for (auto& s : known_specials_)
+    if (s.text == text) return Status::InvalidInput(text, "special token defined twice");
+  known_specials_.push_back({text, id});
+  if (enabled) return EnableSpecial(text);
+  return Status::Ok();
+}
+
+Status Tokenizer::EnableSpecial(std::string_view text) {
+  for (auto& s : enabled_specials_)
+    if (s.text == text) return Status::Ok();
+  for (auto& s : known_specials_) {
+    if (s.text == text) {
+      enabled_specials_.push_back(s);
+      return Status::Ok();
+    }
+  }
+  uint32_t id = tokens_.Find(text);
+  if (id == kNoId || text.empty())
+    return Status::NotFound(std::string(text), "not a special token or a token of this tokenizer");
+  enabled_specials_.push_back({std::string(text), id});
+  return Status::Ok();
+}
+
+Status Tokenizer::Finish() {
+  for (int b = 0; b < 256; ++b) {
+    char c = static_cast<char>(b);
+    byte_ids_[b] = tokens_.Find(std::string_view(&c, 1));
+    if (byte_ids_[b] == kNoId) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "0x%02X", b);
+      return Status::InvalidInput("", std::string("the vocabulary has no token for byte ") + hex +
+                                          " (not a byte-level BPE vocabulary)");
+    }
+  }
+  uint32_t limit = static_cast<uint32_t>(ordinary_.size());
+  for (const auto& s : known_specials_) limit = std::max(limit, s.id + 1);
+  for (const auto& s : enabled_specials_) limit = std::max(limit, s.id + 1);
+  decode_.assign(limit, Span{});
+  decode_arena_ = token_arena_;
+  for (uint32_t id = 0; id < ordinary_.size(); ++id) decode_[id] = ordinary_[id];
+  auto add_special = [&](const SpecialToken& s) -> Status {
+    if (IsOrdinary(s.id)) {
+      std::string_view b(token_arena_.data() + ordinary_[s.id].offset, ordinary_[s.id].len);
+      if (b != s.text)
+        return Status::InvalidInput(s.text, "special token id " + std::to_string(s.id) +
+                                                " is already the ordinary token of other bytes");
+      return Status::Ok();
+    }
+    if (decode_[s.id].len != kNoId) {
+      std::string_view b(decode_arena_.data() + decode_[s.id].offset, decode_[s.id].len);
+      if (b != s.text)
+        return Status::InvalidInput(s.text, "special token id " + std::to_string(s.id) + " is used twice");
+      return Status::Ok();
+    }
+    decode_[s.id] = {static_cast<uint32_t>(decode_arena_.size()), static_cast<uint32_t>(s.text.size())};
+    decode_arena_ += s.text;
+    return Status::Ok();
+  };
+  for (const auto& s : known_specials_) LMKIT_RETURN_IF_ERROR(add_special(s));
+  for (const auto& s : enabled_specials_) LMKIT_RETURN_IF_ERROR(add_special(s));
+  // Longest first: at a position where several specials match, the longest wins.
+  std::stable_sort(enabled_specials_.begin(), enabled_specials_.end(),
+                   [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
+  std::vector<std::string> texts;
+  for (const auto& s : enabled_specials_) texts.push_back(s.text);
+  splitter_ = SpecialTokenSplitter(texts);
+  return Status::Ok();
+}
+
+}  // namespace lmkit::bpe

@@ -1,0 +1,220 @@
+// A loaded byte-level BPE tokenizer: ordinary tokens (byte strings ⇄ ids), merge rules, special tokens and the
+// pre-tokenization pattern. The readers in tokenizer_files.h fill it; encoder.h and decoder.h use it.
+//
+// Contract:
+// - Ordinary tokens map byte strings to ids; every one of the 256 single bytes must be a token (byte-level BPE can
+//   then encode any input). Ids need not be dense; `id_limit()` is one past the largest id.
+// - Merges map an adjacent pair of ids (left, right) to (rank, result id); the encoder repeatedly applies the
+//   lowest-ranked pair, leftmost first. Merges-based files (GPT-2 vocab+merges, HF tokenizer.json) add their merge
+//   list as is (rank = line number). tiktoken rank files carry no merges: AddAllSplitsAsMerges() derives them, one
+//   rule per way of cutting a token into two tokens, ranked by the token's own rank — exactly tiktoken's rule
+//   "merge the adjacent pair whose concatenation has the lowest rank".
+// - whole_piece_shortcut: when true (tiktoken files), a pre-token that is itself a token encodes to that token without
+//   merging, as tiktoken does. Merges-based files keep it off unless the file asks for it (HF `ignore_merges`), because
+//   there the merge list alone defines the result.
+// - Special tokens: `known_specials()` are the ones the file or its metadata defines; `enabled_specials()` (longest
+//   first) are matched in the text by the encoder. EnableSpecial() turns on a known special or promotes an ordinary
+//   token (e.g. "<|endoftext|>" of a GPT-2 vocab.json).
+// - After Finish() the object is immutable and safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmkit/bpe/pretokenizer.h"
+#include "lmkit/bpe/special_tokens.h"
+#include "lmkit/common/status.h"
+
+namespace lmkit::bpe {
+
+inline constexpr uint32_t kNoId = 0xFFFFFFFFu;
+// A pair lookup result packed as (rank << 32) | result_id, so that comparing packed values compares ranks first.
+inline constexpr uint64_t kNoPair = ~uint64_t{0};
+
+namespace detail {
+__extension__ typedef unsigned __int128 U128;
+inline uint64_t Mum(uint64_t a, uint64_t b) {
+  U128 r = static_cast<U128>(a) * b;
+  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+}
+// The first n <= 8 bytes of p, little-endian, zero-padded, without reading past p + n and without a call to a
+// variable-length memcpy (two overlapping fixed-size loads).
+inline uint64_t LoadUpTo8(const char* p, size_t n) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    return uint64_t{lo} | (uint64_t{hi} << (8 * (n - 4)));
+  }
+  if (n == 0) return 0;
+  return uint64_t{u[0]} | (uint64_t{u[n / 2]} << (8 * (n / 2))) | (uint64_t{u[n - 1]} << (8 * (n - 1)));
+}
+
+// A fast non-cryptographic hash for short byte strings (most pre-tokens are under 16 bytes).
+inline uint64_t HashBytes(const char* p, size_t n) {
+  constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull, k2 = 0x8ebc6af09c88c6e3ull;
+  uint64_t a = 0, b = 0;
+  if (n <= 8) return Mum(LoadUpTo8(p, n) ^ k0, n ^ k1);
+  if (n <= 16) {
+    std::memcpy(&a, p, 8);
+    std::memcpy(&b, p + n - 8, 8);
+    return Mum(a ^ k0, b ^ k1 ^ n);
+  }
+  uint64_t h = n ^ k2;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    std::memcpy(&a, p + i, 8);
+    std::memcpy(&b, p + i + 8, 8);
+    h = Mum(a ^ k0 ^ h, b ^ k1);
+  }
+  std::memcpy(&a, p + n - 16, 8);
+  std::memcpy(&b, p + n - 8, 8);
+  return Mum(a ^ k2 ^ h, b ^ k0);
+}
+}  // namespace detail
+
+// Open-addressing hash map from byte strings (kept in one arena) to ids. Not thread-safe for writes; concurrent
+// Find() calls are fine.
+class BytesIdMap {
+ public:
+  // False when `key` is already present (the map is unchanged).
+  bool Insert(std::string_view key, uint32_t id);
+  uint32_t Find(std::string_view key) const {
+    if (slots_.empty()) return kNoId;
+    const size_t n = key.size();
+    const uint64_t prefix = detail::LoadUpTo8(key.data(), n < 8 ? n : 8);
+    const uint64_t h = detail::HashBytes(key.data(), n);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.id == kNoId) return kNoId;
+      // The first 8 bytes live in the slot, so keys of up to 8 bytes (most pre-tokens) never touch the arena.
+      if (s.hash == h && s.len == n && s.prefix == prefix &&
+          (n <= 8 || std::memcmp(arena_.data() + s.offset + 8, key.data() + 8, n - 8) == 0))
+        return s.id;
+    }
+  }
+  void Reserve(size_t count);
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    uint64_t prefix = 0;
+    uint32_t offset = 0;
+    uint32_t len = 0;
+    uint32_t id = kNoId;
+  };
+  void Grow();
+  std::vector<Slot> slots_;
+  std::string arena_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+// Open-addressing hash map from an id pair to a packed (rank, result) value.
+class PairMap {
+ public:
+  void Reserve(size_t count);
+  // Keeps the lower rank when the pair is already present.
+  void Insert(uint32_t left, uint32_t right, uint64_t packed);
+  uint64_t Find(uint32_t left, uint32_t right) const {
+    const uint64_t key = (uint64_t{left} << 32) | right;
+    for (size_t i = Index(key);; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key == key) return s.value;
+      if (s.key == kEmpty) return kNoPair;
+    }
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  struct Slot {
+    uint64_t key = kEmpty;
+    uint64_t value = kNoPair;
+  };
+  size_t Index(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
+  void Grow();
+  std::vector<Slot> slots_ = std::vector<Slot>(16);
+  size_t mask_ = 15;
+  unsigned shift_ = 60;
+  size_t size_ = 0;
+};
+
+struct SpecialToken {
+  std::string text;
+  uint32_t id = kNoId;
+};
+
+class Tokenizer {
+ public:
+  // ---- building (tokenizer_files.cpp, tests) ----
+  void ReserveTokens(size_t count);
+  // Errors: kInvalidInput when the bytes or the id is already an ordinary token, or the id is kNoId.
+  Status AddToken(std::string_view bytes, uint32_t id);
+  // Errors: kInvalidInput when an id is not an ordinary token.
+  Status AddMerge(uint32_t left, uint32_t right, uint32_t rank, uint32_t result);
+  // tiktoken semantics: for every token t and every cut t = x + y with x, y tokens, the rule (x, y) → t ranked id(t).
+  void AddAllSplitsAsMerges();
+  // A special token defined by the file; `enabled` makes the encoder match it by default. Errors: empty text.
+  Status AddSpecial(std::string text, uint32_t id, bool enabled);
+  // Enables a known special, or an ordinary token used as one. Errors: kNotFound (names the token) otherwise.
+  Status EnableSpecial(std::string_view text);
+  void set_pattern(PretokPattern p) { pattern_ = p; }
+  void set_whole_piece_shortcut(bool on) { shortcut_ = on; }
+  void set_description(std::string d) { description_ = std::move(d); }
+  // Checks that every byte is a token and builds the decode table. Errors: kInvalidInput naming the missing byte,
+  // or a special whose id collides with a different ordinary token.
+  Status Finish();
+
+  // ---- use ----
+  uint32_t ByteId(uint8_t b) const { return byte_ids_[b]; }
+  // The id of the ordinary token with exactly these bytes, or kNoId.
+  uint32_t TokenId(std::string_view bytes) const { return tokens_.Find(bytes); }
+  // Packed (rank << 32 | result) of the merge rule for (left, right), or kNoPair.
+  uint64_t Merge(uint32_t left, uint32_t right) const { return merges_.Find(left, right); }
+  // The bytes of an ordinary or special token; false when `id` is unknown.
+  bool TokenBytes(uint32_t id, std::string_view* bytes) const {
+    if (id >= decode_.size() || decode_[id].len == kNoId) return false;
+    *bytes = std::string_view(decode_arena_.data() + decode_[id].offset, decode_[id].len);
+    return true;
+  }
+  uint32_t id_limit() const { return static_cast<uint32_t>(decode_.size()); }
+  size_t ordinary_count() const { return tokens_.size(); }
+  size_t merge_count() const { return merges_.size(); }
+  size_t max_token_bytes() const { return max_token_bytes_; }
+  const std::vector<SpecialToken>& known_specials() const { return known_specials_; }
+  const std::vector<SpecialToken>& enabled_specials() const { return enabled_specials_; }
+  // Matches enabled_specials() (index i of a match is enabled_specials()[i]).
+  const SpecialTokenSplitter& splitter() const { return splitter_; }
+  PretokPattern pattern() const { return pattern_; }
+  bool whole_piece_shortcut() const { return shortcut_; }
+  const std::string& description() const { return description_; }
+
+ private:
+  struct Span {
+    uint32_t offset = 0;
+    uint32_t len = kNoId;
+  };
+  bool IsOrdinary(uint32_t id) const { return id < ordinary_.size() && ordinary_[id].len != kNoId; }
+  BytesIdMap tokens_;
+  PairMap merges_;
+  std::vector<Span> ordinary_;  // id → bytes in token_arena_ (len kNoId: not an ordinary token)
+  std::string token_arena_;
+  std::vector<SpecialToken> known_specials_;
+  std::vector<SpecialToken> enabled_specials_;
+  SpecialTokenSplitter splitter_;
+  uint32_t byte_ids_[256];
+  std::vector<Span> decode_;
+  std::string decode_arena_;
+  size_t max_token_bytes_ = 0;
+  PretokPattern pattern_ = PretokPattern::kGpt2;
+  bool shortcut_ = false;
+  std::string description_;
+};
+
+}  // namespace lmkit::bpe

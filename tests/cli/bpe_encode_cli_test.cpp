@@ -1,0 +1,159 @@
+// `lmkit bpe encode` / `lmkit bpe decode` as scripts use them: formats, round trips through files, summaries, errors.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "lmkit/common/json.h"
+#include "support/run_lmkit.h"
+
+using lmkit::test::ReadAll;
+using lmkit::test::RunLmkit;
+using lmkit::test::TempDir;
+using lmkit::test::TestData;
+using lmkit::test::WriteAll;
+
+TEST_CASE("cli bpe encode: json ids on stdout", "[cli][bpe][encode]") {
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "-"}, "Hello world<|endoftext|>");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "[15496,995,50256]\n");
+  CHECK(r.err.empty());
+  auto empty = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2"}, "");
+  CHECK(empty.out == "[]\n");
+}
+
+TEST_CASE("cli bpe encode: text format shows each token", "[cli][bpe][encode]") {
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--format", "text"}, "Hi \"you\"\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "17250\t\"Hi\"\n366\t\" \\\"\"\n5832\t\"you\"\n1\t\"\\\"\"\n198\t\"\\n\"\n");
+}
+
+TEST_CASE("cli bpe encode/decode: bin and npy round trip through files with a summary", "[cli][bpe][encode]") {
+  TempDir dir;
+  const std::string text = ReadAll(TestData("bpe-encode/tinystories_sample.txt"));
+  const std::string in = TestData("bpe-encode/tinystories_sample.txt");
+  for (std::string ext : {".bin", ".npy"}) {
+    INFO(ext);
+    std::string ids = dir.file("ids" + ext);
+    auto r = RunLmkit({"--json", "bpe", "encode", "--tokenizer", "gpt2", in, "-o", ids, "--threads", "2"});
+    REQUIRE(r.exit_code == 0);
+    auto j = lmkit::ParseJson(r.out, "summary");
+    REQUIRE(j.ok());
+    CHECK((*j)["tokens"] == 923);
+    CHECK((*j)["bytes"] == text.size());
+    CHECK((*j)["dtype"] == "uint16");
+    for (const char* key : {"bytes_per_token", "seconds", "mb_per_s", "peak_rss_bytes"}) CHECK(j->contains(key));
+    if (ext == ".bin") CHECK(ReadAll(ids).size() == 923 * 2);
+    std::string back = dir.file("back" + ext + ".txt");
+    auto d = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", ids, "-o", back});
+    REQUIRE(d.exit_code == 0);
+    CHECK(ReadAll(back) == text);
+  }
+  // uint32 bin decoded from stdin.
+  std::string ids32 = dir.file("ids32.bin");
+  REQUIRE(RunLmkit({"bpe", "encode", "-t", "gpt2", in, "-o", ids32, "--dtype", "uint32"}).exit_code == 0);
+  CHECK(ReadAll(ids32).size() == 923 * 4);
+  auto d = RunLmkit({"bpe", "decode", "-t", "gpt2", "--dtype", "uint32", "-"}, ReadAll(ids32));
+  CHECK(d.exit_code == 0);
+  CHECK(d.out == text);
+}
+
+TEST_CASE("cli bpe decode: json input and output on stdout", "[cli][bpe][decode]") {
+  auto d = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", "--format", "json"}, "[15496, 995,50256]");
+  CHECK(d.exit_code == 0);
+  CHECK(d.out == "Hello world<|endoftext|>");
+}
+
+TEST_CASE("cli bpe decode: unknown ids and bad values name the file", "[cli][bpe][decode]") {
+  TempDir dir;
+  std::string f = dir.file("bad.json");
+  WriteAll(f, "[15496, 70000]");
+  auto r = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", f});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit bpe decode: " + f + ": token id 70000 at index 1 is not in the tokenizer (ids 0..50256)\n");
+  WriteAll(f, "[1, -2]");
+  r = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", f});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(f + ": value 1 is not a non-negative integer token id") != std::string::npos);
+  // A .bin of uint16 values past the vocabulary, and one with an odd size.
+  std::string b = dir.file("bad.bin");
+  const unsigned char big[] = {0x10, 0x00, 0xFF, 0xFF};
+  WriteAll(b, std::string(reinterpret_cast<const char*>(big), 4));
+  r = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", b, "-o", dir.file("out.txt")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(b + ": token id 65535 at index 1") != std::string::npos);
+  CHECK(ReadAll(dir.file("out.txt")).empty());  // nothing written on error
+  WriteAll(b, "abc");
+  r = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", b});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(b) != std::string::npos);
+}
+
+TEST_CASE("cli bpe encode: usage errors and missing inputs", "[cli][bpe][encode]") {
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt3", "-"}, "x");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("gpt3") != std::string::npos);
+  r = RunLmkit({"bpe", "encode", "--tokenizer", "cl100k", "-"}, "x");
+  CHECK(r.err.find("did you mean 'cl100k_base'") != std::string::npos);
+  r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "/no/such/file.txt"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit bpe encode: /no/such/file.txt: no such file\n");
+  r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--format", "xml", "-"}, "x");
+  CHECK(r.exit_code == 2);
+  r = RunLmkit({"bpe", "encode", "--tokenizer", "o200k_base", "--dtype", "uint16", "-"}, "x");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("uint16") != std::string::npos);
+  r = RunLmkit({"--json", "bpe", "encode", "--tokenizer", "gpt2", "-"}, "x");
+  CHECK(r.exit_code == 2);
+  r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--special-token", "<|im_start|>", "-"}, "x");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("<|im_start|>") != std::string::npos);
+}
+
+TEST_CASE("cli bpe encode: a named special token of a vocab.json + merges.txt directory", "[cli][bpe][encode]") {
+  // A tiny GPT-2-format tokenizer: 256 byte tokens (printable form), merges "h e" → "he", "he l" → "hel".
+  TempDir dir;
+  lmkit::Json vocab = lmkit::Json::object();
+  auto printable = [](int b) {
+    // GPT-2 bytes_to_unicode, written out for the test.
+    std::vector<int> bs;
+    for (int x = 0x21; x <= 0x7E; ++x) bs.push_back(x);
+    for (int x = 0xA1; x <= 0xAC; ++x) bs.push_back(x);
+    for (int x = 0xAE; x <= 0xFF; ++x) bs.push_back(x);
+    int cp = b, n = 0;
+    bool found = std::find(bs.begin(), bs.end(), b) != bs.end();
+    if (!found) {
+      for (int x = 0; x < b; ++x)
+        if (std::find(bs.begin(), bs.end(), x) == bs.end()) ++n;
+      cp = 256 + n;
+    }
+    std::string s;
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return s;
+  };
+  for (int b = 0; b < 256; ++b) vocab[printable(b)] = b;
+  vocab["he"] = 256;
+  vocab["hel"] = 257;
+  vocab["<|eot|>"] = 258;
+  WriteAll(dir.file("vocab.json"), vocab.dump());
+  WriteAll(dir.file("merges.txt"), "#version: 0.2\nh e\nhe l\n");
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", dir.path(), "--special-token", "<|eot|>"}, "help<|eot|>");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "[257,112,258]\n");
+  // The input file right after --special-token is the input, not a second special token.
+  WriteAll(dir.file("in.txt"), "<|eot|>hel");
+  r = RunLmkit({"bpe", "encode", "--tokenizer", dir.path(), "--special-token", "<|eot|>", dir.file("in.txt")});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "[258,257]\n");
+  // Without naming it, the special is ordinary text.
+  r = RunLmkit({"bpe", "encode", "--tokenizer", dir.path()}, "<|eot|>");
+  CHECK(r.out == "[60,124,101,111,116,124,62]\n");
+  // A merge whose part is not in the vocabulary is an error naming the file and line.
+  WriteAll(dir.file("merges.txt"), "#version: 0.2\nh e\nhe lp\n");
+  r = RunLmkit({"bpe", "encode", "--tokenizer", dir.path()}, "x");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(dir.file("merges.txt") + ":3: token \"lp\" is not in the vocabulary") != std::string::npos);
+}

@@ -1,0 +1,154 @@
+// The tokenizer readers: built-in names, tiktoken rank files, vocab.json + merges.txt, tokenizer.json; and their
+// errors, which name the file (and line).
+#include "lmkit/bpe/tokenizer_files.h"
+
+#include <catch2/catch.hpp>
+
+#include "lmkit/bpe/byte_unicode.h"
+#include "lmkit/bpe/encoder.h"
+#include "lmkit/common/json.h"
+#include "support/run_lmkit.h"
+
+using namespace lmkit;
+using namespace lmkit::bpe;
+using lmkit::test::TempDir;
+using lmkit::test::WriteAll;
+
+namespace {
+
+std::vector<uint32_t> Enc(const Tokenizer& t, std::string_view s) {
+  Encoder e(t);
+  std::vector<uint32_t> ids;
+  e.Encode(s, &ids);
+  return ids;
+}
+
+// A byte-level vocabulary {printable: id} with bytes at ids 0..255 plus `extra` tokens after them.
+Json SmallVocab(const std::vector<std::string>& extra) {
+  Json v = Json::object();
+  for (int b = 0; b < 256; ++b) v[BytesToPrintable(std::string(1, static_cast<char>(b)))] = b;
+  uint32_t id = 256;
+  for (const auto& e : extra) v[BytesToPrintable(e)] = id++;
+  return v;
+}
+
+std::string Base64(std::string_view in) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int k = 3; k >= 0; --k) out += t[(v >> (6 * k)) & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += t[(v >> 18) & 63];
+    out += t[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += t[(v >> 18) & 63];
+    out += t[(v >> 12) & 63];
+    out += t[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bpe tokenizer files: built-in tokenizers", "[bpe][tokenizer]") {
+  struct Case {
+    const char* name;
+    size_t ordinary;
+    uint32_t id_limit;
+    PretokPattern pattern;
+    size_t specials;
+  } cases[] = {{"gpt2", 50256, 50257, PretokPattern::kGpt2, 1},
+               {"cl100k_base", 100256, 100277, PretokPattern::kCl100k, 5},
+               {"o200k_base", 199998, 200019, PretokPattern::kO200k, 2}};
+  for (const auto& c : cases) {
+    INFO(c.name);
+    auto t = LoadTokenizer(c.name, {});
+    REQUIRE(t.ok());
+    CHECK((*t)->ordinary_count() == c.ordinary);
+    CHECK((*t)->id_limit() == c.id_limit);
+    CHECK((*t)->pattern() == c.pattern);
+    CHECK((*t)->enabled_specials().size() == c.specials);
+    CHECK((*t)->whole_piece_shortcut());
+  }
+  auto missing = LoadTokenizer("o200k", {});
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().code() == ErrorCode::kNotFound);
+  CHECK(missing.status().message().find("did you mean 'o200k_base'") != std::string::npos);
+}
+
+TEST_CASE("bpe tokenizer files: a tiktoken rank file by path, pattern from --pattern", "[bpe][tokenizer]") {
+  TempDir dir;
+  std::string lines;
+  for (int b = 0; b < 256; ++b) lines += Base64(std::string(1, static_cast<char>(b))) + " " + std::to_string(b) + "\n";
+  lines += Base64("bc") + " 256\n" + Base64("abc") + " 257\n" + Base64("ab") + " 258\n";
+  std::string path = dir.file("custom.tiktoken");
+  WriteAll(path, lines);
+  auto no_pattern = LoadTokenizer(path, {});
+  REQUIRE(!no_pattern.ok());
+  CHECK(no_pattern.status().code() == ErrorCode::kUsage);
+  TokenizerOptions opt;
+  opt.pattern = PretokPattern::kCl100k;
+  auto t = LoadTokenizer(path, opt);
+  REQUIRE(t.ok());
+  CHECK((*t)->pattern() == PretokPattern::kCl100k);
+  // tiktoken's rule: "bc" (256) merges first, then (a, bc) → "abc" (257), a cut no merges.txt would list.
+  CHECK(Enc(**t, "abc") == std::vector<uint32_t>{257});
+  CHECK(Enc(**t, "abcx") == std::vector<uint32_t>{257, 'x'});
+  CHECK(Enc(**t, "xab") == std::vector<uint32_t>{'x', 258});
+  // Metadata beside the file names the pattern and specials.
+  WriteAll(dir.file("custom.json"), R"({"pattern": "o200k", "special_tokens": {"<|x|>": 300}})");
+  auto m = LoadTokenizer(path, {});
+  REQUIRE(m.ok());
+  CHECK((*m)->pattern() == PretokPattern::kO200k);
+  CHECK(Enc(**m, "ab<|x|>") == std::vector<uint32_t>{258, 300});
+  // Errors name the file and line.
+  WriteAll(path, lines + "!!notbase64 259\n");
+  auto bad = LoadTokenizer(path, opt);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().subject() == path + ":260");
+  WriteAll(path, Base64("ab") + " 0\n");
+  bad = LoadTokenizer(path, opt);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("no token for byte 0x00") != std::string::npos);
+}
+
+TEST_CASE("bpe tokenizer files: tokenizer.json with string or pair merges and added tokens", "[bpe][tokenizer]") {
+  TempDir dir;
+  for (bool pairs : {false, true}) {
+    INFO(pairs);
+    Json j;
+    j["version"] = "1.0";
+    j["added_tokens"] = Json::array({Json{{"id", 260}, {"content", "<|end|>"}, {"special", true}}});
+    j["normalizer"] = nullptr;
+    j["pre_tokenizer"] = Json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+    j["model"]["type"] = "BPE";
+    j["model"]["vocab"] = SmallVocab({" t", " th", " the", "he"});
+    if (pairs)
+      j["model"]["merges"] = Json::array({Json::array({"Ġ", "t"}), Json::array({"Ġt", "h"}), Json::array({"Ġth", "e"}),
+                                          Json::array({"h", "e"})});
+    else
+      j["model"]["merges"] = Json::array({"Ġ t", "Ġt h", "Ġth e", "h e"});
+    std::string path = dir.file("tokenizer.json");
+    WriteAll(path, j.dump());
+    auto t = LoadTokenizer(dir.path(), {});
+    REQUIRE(t.ok());
+    CHECK_FALSE((*t)->whole_piece_shortcut());
+    // " the" by merges; "he" too; the added token is matched in the text.
+    CHECK(Enc(**t, " the<|end|>he") == std::vector<uint32_t>{258, 260, 259});
+  }
+  WriteAll(dir.file("tokenizer.json"), R"({"model": {"type": "Unigram", "vocab": []}})");
+  auto u = LoadTokenizer(dir.file("tokenizer.json"), {});
+  REQUIRE(!u.ok());
+  CHECK(u.status().code() == ErrorCode::kUnsupported);
+  WriteAll(dir.file("tokenizer.json"), "{\"model\": ");
+  auto bad = LoadTokenizer(dir.file("tokenizer.json"), {});
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().subject() == dir.file("tokenizer.json"));
+}
