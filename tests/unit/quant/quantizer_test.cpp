@@ -163,8 +163,9 @@ TEST_CASE("quantizer: granularities, shapes and thread-count independence", "[qu
     std::vector<float> xh(x.size());
     DequantizeMatrix(a.codes.data(), a.scales.data(), rows, cols, g, xh.data());
     ErrorStats ref = CompareValues(x.data(), xh.data(), x.size());
-    CHECK(a.stats.SqnrDb() == Approx(ref.SqnrDb()).epsilon(1e-9));
-    CHECK(a.stats.Cosine() == Approx(ref.Cosine()).epsilon(1e-12));
+    // The metric uses the exact xhat = code * scale; the reference rounds it to fp32 first (~3e-8 relative apart).
+    CHECK(a.stats.SqnrDb() == Approx(ref.SqnrDb()).epsilon(1e-6));
+    CHECK(a.stats.Cosine() == Approx(ref.Cosine()).epsilon(1e-10));
     CHECK(a.stats.max_abs_err == ref.max_abs_err);
     for (uint64_t i = 0; i < x.size(); ++i) {
       float s = g.kind == Granularity::Kind::kTensor ? a.scales[0]
