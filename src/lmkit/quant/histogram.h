@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "lmkit/quant/int8_format.h"  // LMKIT_HD
+
 namespace lmkit::quant {
 
 class AbsHistogram {
@@ -36,8 +38,8 @@ class AbsHistogram {
   float amax_;
 };
 
-// The bin of one value (shared definition for the CPU loop and the CUDA kernel).
-inline uint32_t AbsBin(float v_abs, float amax, uint32_t bins) {
+// The bin of one value 0 <= v_abs <= amax, amax > 0 (shared definition for the CPU loop and the CUDA kernel).
+LMKIT_HD uint32_t AbsBin(float v_abs, float amax, uint32_t bins) {
   float f = (v_abs / amax) * static_cast<float>(bins);
   uint32_t b = static_cast<uint32_t>(f);
   return b >= bins ? bins - 1 : b;
