@@ -282,6 +282,14 @@ TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[qu
     CHECK(t["batches"] == 4);
     CHECK(ParseOut(r.out)["tensors"] == ParseOut(ReadAll(dir.file("c.json")))["tensors"]);
   }
+  // ORT's default 128 bins: its entropy search degenerates to min/max (onnxruntime issue 9597).
+  auto deg = RunLmkit({"calibrate", acts, "--method", "entropy", "--flavor", "ort", "--bins", "128", "-o",
+                       dir.file("d.json")});
+  REQUIRE(deg.exit_code == 0);
+  Json d = ParseOut(ReadAll(dir.file("d.json")))["tensors"]["laplace_acts"];
+  CHECK(d["range"][0].get<double>() == Approx(-68.191483).epsilon(1e-6));
+  CHECK(d["range"][1].get<double>() == Approx(55.126057).epsilon(1e-6));
+  CHECK(RunLmkit({"calibrate", acts, "--method", "entropy", "--bins", "100", "-o", dir.file("d.json")}).exit_code == 2);
   auto r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", dir.file("m.json"), "--trt-cache",
                      dir.file("m.cache")});
   REQUIRE(r.exit_code == 0);

@@ -217,13 +217,11 @@ Result<KernelTiming> Time(Fn&& launch, double bytes, int iterations) {
   cudaEvent_t a, b;
   LMKIT_CUDA_CHECK(cudaEventCreate(&a));
   LMKIT_CUDA_CHECK(cudaEventCreate(&b));
-  Status st = launch();  // warm-up
-  if (!st.ok()) return st;
+  if (Status warm = launch(); !warm.ok()) return warm;
   std::vector<float> ms;
   for (int i = 0; i < std::max(1, iterations); ++i) {
     LMKIT_CUDA_CHECK(cudaEventRecord(a));
-    st = launch();
-    if (!st.ok()) return st;
+    if (Status st = launch(); !st.ok()) return st;
     LMKIT_CUDA_CHECK(cudaEventRecord(b));
     LMKIT_CUDA_CHECK(cudaEventSynchronize(b));
     float t = 0;

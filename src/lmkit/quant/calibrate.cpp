@@ -244,8 +244,8 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* prog
   const double percentile = o.percentile.value_or(o.flavor == CalibFlavor::kNvidia ? 99.99 : 99.999);
   if (!(percentile > 0 && percentile <= 100)) return Status::Usage("--percentile must be in (0, 100]");
   if (o.method != CalibMethod::kMinMax && o.bins < 2) return Status::Usage("--bins must be at least 2");
-  if (o.method == CalibMethod::kEntropy && o.bins <= o.quantized_bins)
-    return Status::Usage(fmt::format("--bins must exceed {} for the entropy method", o.quantized_bins));
+  if (o.method == CalibMethod::kEntropy && o.bins < o.quantized_bins)
+    return Status::Usage(fmt::format("--bins must be at least {} for the entropy method", o.quantized_bins));
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(Inputs in, OpenInputs(o.inputs));
   CalibrationTable table;
