@@ -92,14 +92,59 @@ struct Partial {
   bool finite = true;
 };
 
+#pragma GCC diagnostic ignored "-Wpsabi"  // vector helpers are always inlined in this file
+typedef float F8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+
+// min, max, max|x| and finiteness of a chunk, 8 lanes at a time (the scalar loop was half of a calibrate run).
+[[gnu::always_inline]] inline void ScanImpl(const float* x, uint64_t n, Partial* p) {
+  F8 mn = F8{} + p->mn, mx = F8{} + p->mx, am = F8{} + p->absmax, bad = {};
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    F8 v;
+    std::memcpy(&v, x + i, sizeof v);
+    mn = v < mn ? v : mn;
+    mx = v > mx ? v : mx;
+    const F8 a = reinterpret_cast<F8>(reinterpret_cast<I8>(v) & 0x7fffffff);
+    am = a > am ? a : am;
+    bad += v - v;  // NaN for NaN and inf
+  }
+  float b = 0;
+  for (int j = 0; j < 8; ++j) {
+    p->mn = std::min(p->mn, mn[j]);
+    p->mx = std::max(p->mx, mx[j]);
+    p->absmax = std::max(p->absmax, am[j]);
+    b += bad[j];
+  }
+  for (; i < n; ++i) {
+    p->mn = std::min(p->mn, x[i]);
+    p->mx = std::max(p->mx, x[i]);
+    p->absmax = std::max(p->absmax, std::fabs(x[i]));
+    b += x[i] - x[i];
+  }
+  p->finite = p->finite && b == 0.0f;
+}
+__attribute__((target("avx2"))) void ScanAvx2(const float* x, uint64_t n, Partial* p) { ScanImpl(x, n, p); }
+void ScanBase(const float* x, uint64_t n, Partial* p) { ScanImpl(x, n, p); }
+void ScanChunk(const float* x, uint64_t n, Partial* p) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  (avx2 ? ScanAvx2 : ScanBase)(x, n, p);
+}
+
 // Calls fn(chunk_floats, count, worker) for every 64k-element chunk of every segment, in parallel.
 void ForEachChunk(const std::vector<Segment>& segs, ThreadPool& pool, std::vector<std::vector<float>>& bufs,
                   const std::function<void(const float*, uint64_t, unsigned)>& fn) {
   for (const Segment& s : segs) {
     const uint64_t n = s.elements(), chunks = (n + kChunk - 1) / kChunk;
     const size_t es = io::DTypeSize(s.dtype);
+    // Aligned F32 data is used in place (the copy was a third of the run time); other dtypes are converted per chunk.
+    const bool in_place = s.dtype == io::DType::kF32 && reinterpret_cast<uintptr_t>(s.data) % alignof(float) == 0;
     pool.ParallelFor(chunks, [&](size_t c, unsigned w) {
       const uint64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
+      if (in_place) {
+        fn(reinterpret_cast<const float*>(s.data) + begin, count, w);
+        return;
+      }
       io::ConvertToF32(s.dtype, s.data + begin * es, bufs[w].data(), count);
       fn(bufs[w].data(), count, w);
     });
@@ -110,16 +155,7 @@ Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<S
                                     const CalibrateOptions& o, double percentile, ThreadPool& pool) {
   std::vector<std::vector<float>> bufs(pool.size(), std::vector<float>(kChunk));
   std::vector<Partial> parts(pool.size());
-  ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) {
-    Partial& p = parts[w];
-    for (uint64_t i = 0; i < n; ++i) {
-      float v = x[i];
-      p.finite &= std::isfinite(v);
-      p.mn = std::min(p.mn, v);
-      p.mx = std::max(p.mx, v);
-      p.absmax = std::max(p.absmax, std::fabs(v));
-    }
-  });
+  ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { ScanChunk(x, n, &parts[w]); });
   TensorRange r;
   r.name = name;
   Partial all;

@@ -1,10 +1,12 @@
-// Performance notes: AbsHistogram::Add is the hot loop of `lmkit calibrate --flavor nvidia` (one division-free multiply
-// would change bins relative to torch.histc's (v / amax) * bins, so the division stays; it is ~1 ns/element and
-// the scatter into a 2048-entry table that stays in L1 dominates). The ORT classes follow numpy's algorithm literally
+// Performance notes: AbsHistogram::Add is the hot loop of `lmkit calibrate --flavor nvidia`. A multiply by 1/amax
+// would change bins relative to torch.histc's (v / amax) * bins, so the division stays, 8 lanes at a time (AVX2 clone);
+// the scatter goes to two interleaved tables (2048 entries each, L1-resident) so equal consecutive bins do not
+// serialise on one counter. The ORT classes follow numpy's algorithm literally
 // and are not tuned: ORT parity, not speed, is their job.
 #include "lmkit/quant/histogram.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <numeric>
 
@@ -12,18 +14,56 @@ namespace lmkit::quant {
 
 AbsHistogram::AbsHistogram(uint32_t bins, float amax) : counts_(bins, 0), amax_(amax) {}
 
+namespace {
+
+#pragma GCC diagnostic ignored "-Wpsabi"  // vector helpers are always inlined in this file
+typedef float F8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+
+// Bins of 8 values at a time (IEEE vector division: the same bits as AbsBin's scalar division), then scalar
+// increments into two interleaved count arrays so that runs of equal bins do not serialise on one counter.
+[[gnu::always_inline]] inline void AddImpl(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* c0,
+                                           uint64_t* c1) {
+  const F8 vamax = F8{} + amax, vbins = F8{} + static_cast<float>(bins);
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    F8 v;
+    std::memcpy(&v, x + i, sizeof v);
+    const F8 a = reinterpret_cast<F8>(reinterpret_cast<I8>(v) & 0x7fffffff);
+    const I8 keep = a <= vamax;  // false for NaN and values above amax
+    const F8 f = (a / vamax) * vbins;
+    I8 b = __builtin_convertvector(keep ? f : F8{}, I8);
+    b = b >= static_cast<int32_t>(bins) ? static_cast<int32_t>(bins - 1) : b;
+    for (int j = 0; j < 8; j += 2) {
+      c0[b[j]] += keep[j] ? 1 : 0;
+      c1[b[j + 1]] += keep[j + 1] ? 1 : 0;
+    }
+  }
+  for (; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a <= amax) ++c0[AbsBin(a, amax, bins)];
+  }
+}
+__attribute__((target("avx2"))) void AddAvx2(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* c0,
+                                             uint64_t* c1) {
+  AddImpl(x, n, amax, bins, c0, c1);
+}
+void AddBase(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* c0, uint64_t* c1) {
+  AddImpl(x, n, amax, bins, c0, c1);
+}
+
+}  // namespace
+
 void AbsHistogram::Add(const float* x, uint64_t n) {
   const uint32_t bins = this->bins();
   if (!(amax_ > 0)) {  // all samples zero: everything is in bin 0
     for (uint64_t i = 0; i < n; ++i) counts_[0] += std::fabs(x[i]) <= amax_;
     return;
   }
-  uint64_t* c = counts_.data();
-  for (uint64_t i = 0; i < n; ++i) {
-    float a = std::fabs(x[i]);
-    if (!(a <= amax_)) continue;  // also drops NaN
-    ++c[AbsBin(a, amax_, bins)];
-  }
+  std::vector<uint64_t> second(bins, 0);
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  (avx2 ? AddAvx2 : AddBase)(x, n, amax_, bins, counts_.data(), second.data());
+  for (uint32_t b = 0; b < bins; ++b) counts_[b] += second[b];
 }
 
 void AbsHistogram::Merge(const AbsHistogram& other) {
