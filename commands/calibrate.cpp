@@ -1,12 +1,70 @@
-// `lmkit calibrate`: placeholder until its issue lands; says so and fails.
+// `lmkit calibrate`: activation ranges (amax per tensor) from .npy/.safetensors samples; writes CALIB.json.
+#include <fmt/format.h>
+
 #include "commands.h"
+#include "lmkit/common/atomic_file.h"
+#include "lmkit/quant/calibrate.h"
 
 namespace lmkit::cli {
 
 RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
-  (void)sub;
-  (void)g;
-  return [] { return ReportError("calibrate", Status::Unsupported("", "not implemented yet")); };
+  struct Args {
+    quant::CalibrateOptions o;
+    std::string method, flavor = "nvidia", output, trt_cache;
+    double percentile = 0;
+  };
+  auto a = std::make_shared<Args>();
+  sub.description(
+      "Per-tensor activation ranges (minmax, percentile, entropy, mse) from .npy/.safetensors activation samples, "
+      "streamed through histograms");
+  sub.add_option("ACTIVATIONS", a->o.inputs, ".npy or .safetensors files; same-name tensors are merged in order")
+      ->required();
+  sub.add_option("--method", a->method, "minmax, percentile, entropy or mse")->required();
+  sub.add_option("--flavor", a->flavor,
+                 "nvidia (one |x| histogram over the global max; batch-order independent) or ort (ONNX Runtime's "
+                 "histograms grown batch by batch)");
+  auto* p = sub.add_option("--percentile", a->percentile, "percentile for --method percentile (nvidia 99.99, ort 99.999)");
+  sub.add_option("--bins", a->o.bins, "histogram bins (default 2048)");
+  sub.add_option("-o,--output", a->output, "CALIB.json to write")->required();
+  sub.add_option("--trt-cache", a->trt_cache, "also write a TensorRT calibration cache");
+  return [a, p, &g] {
+    auto method = quant::ParseCalibMethod(a->method);
+    if (!method.ok()) return ReportError("calibrate", method.status());
+    auto flavor = quant::ParseCalibFlavor(a->flavor);
+    if (!flavor.ok()) return ReportError("calibrate", flavor.status());
+    a->o.method = *method;
+    a->o.flavor = *flavor;
+    if (p->count() > 0) a->o.percentile = a->percentile;
+    a->o.threads = g.ResolvedThreads();
+    auto progress = MakeProgress(g);
+    auto table = quant::Calibrate(a->o, progress.get());
+    if (!table.ok()) return ReportError("calibrate", table.status());
+    Json doc = quant::CalibrationToJson(*table);
+    Status st = WriteFileAtomically(a->output, DumpJson(doc) + "\n");
+    if (!st.ok()) return ReportError("calibrate", st);
+    if (!a->trt_cache.empty()) {
+      st = WriteFileAtomically(a->trt_cache, quant::TrtCacheText(*table));
+      if (!st.ok()) return ReportError("calibrate", st);
+    }
+    if (g.json) {
+      Json j = doc;
+      j["seconds"] = table->seconds;
+      j["bytes_read"] = table->bytes_read;
+      j["peak_rss_bytes"] = table->peak_rss_bytes;
+      PrintJson(j);
+      return static_cast<int>(kExitOk);
+    }
+    std::string out;
+    for (const auto& r : table->tensors)
+      out += fmt::format("{}  amax {:.6f}  range [{:.6f}, {:.6f}]  samples {}  trt {}\n", r.name, r.amax, r.lo, r.hi,
+                         r.samples, quant::TrtScaleHex(r.amax));
+    out += fmt::format("{} tensors, {} {} ({}), {:.2f} s -> {}\n", table->tensors.size(),
+                       quant::CalibMethodName(table->method),
+                       table->method == quant::CalibMethod::kMinMax ? "" : quant::CalibFlavorName(table->flavor),
+                       FormatBytes(static_cast<double>(table->bytes_read)), table->seconds, a->output);
+    PrintText(out);
+    return static_cast<int>(kExitOk);
+  };
 }
 
 }  // namespace lmkit::cli

@@ -1,12 +1,55 @@
-// `lmkit quantize`: placeholder until its issue lands; says so and fails.
+// `lmkit quantize`: INT8 weights (compressed-tensors) from a safetensors checkpoint; prints the error report.
+#include <fmt/format.h>
+
 #include "commands.h"
+#include "lmkit/common/atomic_file.h"
+#include "lmkit/quant/quantize.h"
 
 namespace lmkit::cli {
 
 RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
-  (void)sub;
-  (void)g;
-  return [] { return ReportError("quantize", Status::Unsupported("", "not implemented yet")); };
+  struct Args {
+    quant::QuantizeOptions o;
+    std::string scheme = "w8a16", granularity = "channel", format = "compressed-tensors", report;
+  };
+  auto a = std::make_shared<Args>();
+  sub.description(
+      "Quantize the Linear weights of a .safetensors file or Hugging Face model directory to INT8 "
+      "(compressed-tensors, symmetric) and report per-tensor error");
+  sub.add_option("INPUT", a->o.input, "a .safetensors file or a model directory (config.json + shards)")->required();
+  sub.add_option("-o,--output", a->o.output, "output file (file input) or directory (directory input)")->required();
+  sub.add_option("--scheme", a->scheme, "w8a16 (weights only) or w8a8 (INT8 activations too)");
+  sub.add_option("--granularity", a->granularity, "channel, tensor or group:N");
+  sub.add_option("--calibration", a->o.calibration, "CALIB.json from `lmkit calibrate` (static w8a8 input scales)");
+  sub.add_option("--include", a->o.include, "regex: quantize only matching 2-D weights (repeatable)");
+  sub.add_option("--exclude", a->o.exclude, "regex: never quantize matching tensors (repeatable)");
+  sub.add_option("--format", a->format, "compressed-tensors (default) or gguf-q8_0");
+  sub.add_option("--report", a->report, "also write the JSON report to this file");
+  return [a, &g] {
+    auto scheme = quant::ParseQuantScheme(a->scheme);
+    if (!scheme.ok()) return ReportError("quantize", scheme.status());
+    auto gran = quant::ParseGranularity(a->granularity);
+    if (!gran.ok()) return ReportError("quantize", gran.status());
+    auto format = quant::ParseQuantFormat(a->format);
+    if (!format.ok()) return ReportError("quantize", format.status());
+    a->o.scheme = *scheme;
+    a->o.granularity = *gran;
+    a->o.format = *format;
+    a->o.threads = g.ResolvedThreads();
+    auto progress = MakeProgress(g);
+    auto rep = quant::Quantize(a->o, progress.get());
+    if (!rep.ok()) return ReportError("quantize", rep.status());
+    Json j = quant::QuantizeReportToJson(*rep);
+    if (!a->report.empty()) {
+      Status st = WriteFileAtomically(a->report, DumpJson(j) + "\n");
+      if (!st.ok()) return ReportError("quantize", st);
+    }
+    if (g.json)
+      PrintJson(j);
+    else
+      PrintText(quant::QuantizeReportToText(*rep));
+    return static_cast<int>(kExitOk);
+  };
 }
 
 }  // namespace lmkit::cli

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# INT8 quantization and calibration speed, side by side with PyTorch (Debian python3-torch), in one run.
+#   1. memcpy bandwidth of this machine with 2 threads (bench/memcpy_bw.c; bytes read + written per second)
+#   2. per-channel quantization of a generated bf16 checkpoint (default 60 x [4096, 4096] = 1.007e9 params):
+#      `lmkit --threads 2 quantize` (whole pipeline: mapped input, codes + scales written to a file) vs PyTorch
+#      (per-row absmax, scale, round, clamp, int8; only the math is timed, loading is free for it)
+#   3. histogram calibration of 1e8 fp32 activations: `lmkit --threads 2 calibrate --method entropy` (nvidia flavour)
+#      vs torch.ao HistogramObserver(bins=2048) fed in 10 batches + calculate_qparams()
+# Writes docs/benchmarks/quant.md. Wall AND CPU seconds are recorded: on a shared machine wall time mostly measures
+# the other tenants. Environment: LMKIT (binary, default build/lmkit), BENCH_DIR (default /dev/shm/lmkit-quant-bench;
+# tmpfs so the output file's fsync does not measure the disk), TENSORS (default 60), ACTS (default 100000000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LMKIT=${LMKIT:-build/lmkit}
+BENCH_DIR=${BENCH_DIR:-/dev/shm/lmkit-quant-bench}
+TENSORS=${TENSORS:-60}
+ACTS=${ACTS:-100000000}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+$PY -c 'import numpy, torch' 2>/dev/null || { echo "bench/quant.sh: needs numpy and torch (apt-get install python3-numpy python3-torch)" >&2; exit 1; }
+[ -x "$LMKIT" ] || { echo "bench/quant.sh: build lmkit first (ninja -C build)" >&2; exit 1; }
+mkdir -p "$BENCH_DIR"
+trap 'rm -rf "$BENCH_DIR"' EXIT
+
+cc -O2 -pthread bench/memcpy_bw.c -o "$BENCH_DIR/memcpy_bw"
+memcpy=$(/usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" "$BENCH_DIR/memcpy_bw" 2 256 8)
+memcpy_cpu=$(awk '{print $1 + $2}' "$BENCH_DIR/time")  # includes allocating and touching 1 GB: an upper bound
+echo "memcpy (2 threads): $memcpy GB/s, $memcpy_cpu s cpu" >&2
+
+ckpt="$BENCH_DIR/ckpt.safetensors"
+$PY bench/gen_checkpoint.py "$ckpt" "$TENSORS" 4096 4096
+cat "$ckpt" >/dev/null  # page cache
+
+# lmkit: report totals + process CPU time
+cpu() { /usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" "$@" >"$BENCH_DIR/out.json"; awk '{print $1 + $2}' "$BENCH_DIR/time"; }
+lm_cpu=$(cpu "$LMKIT" --threads 2 quantize "$ckpt" -o "$BENCH_DIR/q.safetensors" --json)
+read -r lm_s lm_gbs lm_rss lm_params lm_in lm_out < <($PY -c '
+import json,sys; t=json.load(open(sys.argv[1]))["totals"]
+print(t["seconds"], t["gb_per_s"], t["peak_rss_bytes"], t["params_quantized"], t["bytes_before"], t["bytes_after"])' "$BENCH_DIR/out.json")
+rm -f "$BENCH_DIR/q.safetensors"
+echo "lmkit quantize: $lm_s s wall, $lm_cpu s cpu, $lm_gbs GB/s" >&2
+/usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" $PY bench/quant_torch.py quantize "$ckpt" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
+read -r th_s th_cpu th_params <"$BENCH_DIR/torch.txt"
+echo "torch quantize: $th_s s (math only), process cpu $th_cpu s" >&2
+rm -f "$ckpt"
+
+acts="$BENCH_DIR/acts.npy"
+$PY -c '
+import numpy as np, sys
+rng = np.random.default_rng(0); n = int(sys.argv[2])
+x = rng.laplace(0, 1, n).astype(np.float32); x[::100000] *= 20
+np.save(sys.argv[1], x.reshape(10, -1))' "$acts" "$ACTS"
+cat "$acts" >/dev/null
+lc_cpu=$(cpu "$LMKIT" --threads 2 calibrate "$acts" --method entropy -o "$BENCH_DIR/c.json" --json)
+lc_s=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out.json")
+echo "lmkit calibrate: $lc_s s wall, $lc_cpu s cpu" >&2
+/usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" $PY bench/quant_torch.py histogram "$acts" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
+read -r th_hist th_hist_cpu <"$BENCH_DIR/torch.txt"
+echo "torch HistogramObserver: $th_hist s, process cpu $th_hist_cpu s" >&2
+
+$PY - "$TENSORS" "$memcpy_cpu" "$memcpy" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
+    "$th_hist" "$th_hist_cpu" "$ACTS" <<'PYEOF' >docs/benchmarks/quant.md
+import platform, subprocess, sys, datetime
+a = sys.argv[1:]
+tensors, memcpy_cpu, memcpy, lm_s, lm_cpu, lm_gbs, lm_rss, params, b_in, b_out, th_s, th_cpu, lc_s, lc_cpu, th_h, th_h_cpu, acts = a
+f = lambda x: float(x)
+cpu = open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
+load = open("/proc/loadavg").read().split()[0]
+print("# Benchmarks: INT8 quantize and calibrate (bench/quant.sh)\n")
+print(f"Machine: {cpu}, {subprocess.check_output(['nproc']).decode().strip()} CPUs, load average {load} at the end of the run; "
+      f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC. Both sides use 2 threads. Wall seconds on a shared machine "
+      "are dominated by other tenants, so CPU seconds (user + sys of the process) are reported too.\n")
+print("## Per-channel quantization, bf16 checkpoint\n")
+print(f"{int(params):,} parameters ({tensors} x [4096, 4096] bf16, {f(b_in)/1e9:.2f} GB in, {f(b_out)/1e9:.2f} GB out).\n")
+print("| | wall s | CPU s | GB/s (read + written, wall) |")
+print("|---|---|---|---|")
+traffic = f(b_in) + f(b_out)
+print(f"| lmkit quantize (whole pipeline, file to file) | {f(lm_s):.2f} | {f(lm_cpu):.2f} | {f(lm_gbs):.2f} |")
+print(f"| PyTorch {__import__('torch').__version__} (math only, loading not timed) | {f(th_s):.2f} | {f(th_cpu):.2f} | {traffic/f(th_s)/1e9:.2f} |")
+print(f"| memcpy, 2 threads (bench/memcpy_bw.c) | | {f(memcpy_cpu):.2f} (incl. page faults) | {f(memcpy):.2f} |\n")
+print(f"- speed-up vs PyTorch: **{f(th_s)/f(lm_s):.1f}x** wall, {f(th_cpu)/f(lm_cpu):.1f}x CPU (target >= 3x)")
+print(f"- fraction of memcpy bandwidth: **{100*f(lm_gbs)/f(memcpy):.0f}%** of wall GB/s (target >= 50%); per CPU-second "
+      f"lmkit moves {traffic/f(lm_cpu)/1e9:.2f} GB, memcpy at least {2*2*256*2**20*8/f(memcpy_cpu)/1e9:.2f} GB "
+      f"({100*(traffic/f(lm_cpu))/(2*2*256*2**20*8/f(memcpy_cpu)):.0f}%)")
+print(f"- peak RSS: {f(lm_rss)/1e6:.0f} MB for a {f(b_in)/1e9:.1f} GB checkpoint whose largest tensor is "
+      f"{4096*4096*2/1e6:.0f} MB (streaming: ~{f(lm_rss)/(4096*4096*2):.1f}x the largest tensor)\n")
+print("## Histogram calibration\n")
+print(f"{int(acts):,} fp32 Laplace activations (10 batches).\n")
+print("| | wall s | CPU s |")
+print("|---|---|---|")
+print(f"| lmkit calibrate --method entropy (nvidia: 2 passes, 2048 bins, KL search) | {f(lc_s):.2f} | {f(lc_cpu):.2f} |")
+print(f"| torch.ao HistogramObserver(bins=2048) + calculate_qparams | {f(th_h):.2f} | {f(th_h_cpu):.2f} |\n")
+print(f"- speed-up: **{f(th_h)/f(lc_s):.1f}x** wall, {f(th_h_cpu)/f(lc_cpu):.1f}x CPU (target >= 10x)")
+PYEOF
+cat docs/benchmarks/quant.md

@@ -1,0 +1,306 @@
+// CUDA kernels for per-channel INT8 quantization and |x| histograms (contract in quant_kernels.h).
+//
+// Performance notes (design; measured figures are produced by scripts/gpu-check.sh on a machine with a GPU and
+// recorded in docs/benchmarks/quant.md):
+// - Quantization: one block per row. Pass 1 reads the row (coalesced, 16-byte vector loads when the row is 16-byte
+//   aligned and a multiple of 8 elements) for the absmax; pass 2 re-reads it, which for rows up to ~64 KB hits L2
+//   rather than HBM, so HBM traffic stays ~ one read of the input plus the codes.
+// - Histogram: per-block shared-memory counters (32-bit, flushed once per block with 64-bit global atomics) so global
+//   atomics are O(bins x blocks), not O(n).
+// - Bit-exactness with the CPU reference: IEEE division for the scale and its reciprocal (nvcc's default
+//   -prec-div=true; lmkit never builds with --use_fast_math), __float2half_ru / Bf16RoundUp for 16-bit scales,
+//   rintf (half-even) and the same clamp order as int8_format.h.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "lmkit/cuda/check.cuh"
+#include "lmkit/cuda/quant_kernels.h"
+#include "lmkit/quant/histogram.h"
+#include "lmkit/quant/int8_format.h"
+
+namespace lmkit::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+struct F32Tag {
+  using Storage = float;
+  static __device__ __forceinline__ float ToF32(float v) { return v; }
+};
+struct Bf16Tag {
+  using Storage = uint16_t;
+  static __device__ __forceinline__ float ToF32(uint16_t v) { return __uint_as_float(static_cast<uint32_t>(v) << 16); }
+};
+struct F16Tag {
+  using Storage = uint16_t;
+  static __device__ __forceinline__ float ToF32(uint16_t v) { return __half2float(__ushort_as_half(v)); }
+};
+
+__device__ __forceinline__ float StoredScaleDevice(float absmax, float divisor, ElemType scale_type) {
+  const float s = __fdiv_rn(absmax, divisor);
+  if (scale_type == ElemType::kBF16) return __uint_as_float(static_cast<uint32_t>(quant::Bf16RoundUp(__float_as_uint(s))) << 16);
+  if (scale_type == ElemType::kF16) return __half2float(__float2half_ru(s));
+  return s;
+}
+
+__device__ __forceinline__ float BlockMax(float m, float* warp_max) {
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+  float v = threadIdx.x < kThreads / 32 ? warp_max[threadIdx.x] : 0.0f;
+  if (threadIdx.x < 32)
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;  // valid in thread 0
+}
+
+template <typename Tag>
+__global__ void QuantizeRowsKernel(const typename Tag::Storage* __restrict__ in, int8_t* __restrict__ codes,
+                                   float* __restrict__ scales, uint64_t cols, float divisor, float lo, float hi,
+                                   ElemType scale_type) {
+  __shared__ float warp_max[kThreads / 32];
+  __shared__ float s_scale;
+  const uint64_t row = blockIdx.x;
+  const typename Tag::Storage* x = in + row * cols;
+  int8_t* out = codes + row * cols;
+  float m = 0.0f;
+  for (uint64_t c = threadIdx.x; c < cols; c += kThreads) m = fmaxf(m, fabsf(Tag::ToF32(x[c])));
+  m = BlockMax(m, warp_max);
+  if (threadIdx.x == 0) {
+    const float s = StoredScaleDevice(m, divisor, scale_type);
+    s_scale = s;
+    scales[row] = s;
+  }
+  __syncthreads();
+  const float s = s_scale;
+  const float inv = s > 0.0f ? __fdiv_rn(1.0f, s) : 0.0f;
+  for (uint64_t c = threadIdx.x; c < cols; c += kThreads) out[c] = quant::QuantizeValue(Tag::ToF32(x[c]), inv, lo, hi);
+}
+
+// Vectorised variant for 2-byte inputs: 8 elements (16 bytes) per load, 8 codes (8 bytes) per store.
+template <typename Tag>
+__global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* __restrict__ codes,
+                                       float* __restrict__ scales, uint64_t cols, float divisor, float lo, float hi,
+                                       ElemType scale_type) {
+  __shared__ float warp_max[kThreads / 32];
+  __shared__ float s_scale;
+  const uint64_t row = blockIdx.x;
+  const uint4* x = reinterpret_cast<const uint4*>(in + row * cols);
+  uint2* out = reinterpret_cast<uint2*>(codes + row * cols);
+  const uint64_t n8 = cols / 8;
+  float m = 0.0f;
+  for (uint64_t c = threadIdx.x; c < n8; c += kThreads) {
+    uint4 v = x[c];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu))));
+      m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16))));
+    }
+  }
+  m = BlockMax(m, warp_max);
+  if (threadIdx.x == 0) {
+    const float s = StoredScaleDevice(m, divisor, scale_type);
+    s_scale = s;
+    scales[row] = s;
+  }
+  __syncthreads();
+  const float s = s_scale;
+  const float inv = s > 0.0f ? __fdiv_rn(1.0f, s) : 0.0f;
+  for (uint64_t c = threadIdx.x; c < n8; c += kThreads) {
+    uint4 v = x[c];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    uint32_t packed[2] = {0, 0};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu)), inv, lo, hi));
+      const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16)), inv, lo, hi));
+      packed[k / 2] |= (q0 | (q1 << 8)) << (16 * (k % 2));
+    }
+    out[c] = make_uint2(packed[0], packed[1]);
+  }
+}
+
+__global__ void AbsHistogramKernel(const float* __restrict__ x, uint64_t n, float amax, uint32_t bins,
+                                   unsigned long long* __restrict__ counts) {
+  extern __shared__ unsigned int sh[];
+  for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x) sh[i] = 0;
+  __syncthreads();
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float a = fabsf(x[i]);
+    if (!(a <= amax)) continue;  // above the range, or NaN
+    atomicAdd(&sh[amax > 0.0f ? quant::AbsBin(a, amax, bins) : 0u], 1u);
+  }
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x)
+    if (sh[i]) atomicAdd(&counts[i], static_cast<unsigned long long>(sh[i]));
+}
+
+__global__ void FillKernel(uint16_t* p, uint64_t n) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
+    p[i] = static_cast<uint16_t>(0x3c00u | (h >> 22)) ^ static_cast<uint16_t>((h & 1u) << 15);  // +-[1, 2) bf16
+  }
+}
+
+__global__ void FillF32Kernel(float* p, uint64_t n) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
+    p[i] = (static_cast<float>(h >> 8) / 16777216.0f - 0.5f) * 8.0f;
+  }
+}
+
+size_t ElemSize(ElemType t) { return t == ElemType::kF32 ? 4 : 2; }
+
+// Frees device memory on scope exit.
+struct DeviceBuffer {
+  void* p = nullptr;
+  ~DeviceBuffer() {
+    if (p) cudaFree(p);
+  }
+};
+
+Status HaveDevice() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return Status::Unsupported("cuda", "no CUDA device");
+  }
+  return Status::Ok();
+}
+
+Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t cols, quant::Int8Convention conv,
+                      ElemType scale_type, int8_t* d_codes, float* d_scales) {
+  const quant::Int8Range r = quant::RangeOf(conv);
+  if (rows == 0) return Status::Ok();
+  if (rows > 0x7fffffffull) return Status::Unsupported("cuda", "more than 2^31 rows");
+  const dim3 grid(static_cast<unsigned>(rows));
+  const bool vec = type != ElemType::kF32 && cols % 8 == 0 && reinterpret_cast<uintptr_t>(d_in) % 16 == 0;
+  if (vec && type == ElemType::kBF16)
+    QuantizeRowsKernelVec8<Bf16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
+                                                         r.divisor, r.lo, r.hi, scale_type);
+  else if (vec)
+    QuantizeRowsKernelVec8<F16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
+                                                        r.divisor, r.lo, r.hi, scale_type);
+  else if (type == ElemType::kF32)
+    QuantizeRowsKernel<F32Tag><<<grid, kThreads>>>(static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor,
+                                                   r.lo, r.hi, scale_type);
+  else if (type == ElemType::kBF16)
+    QuantizeRowsKernel<Bf16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
+                                                    r.divisor, r.lo, r.hi, scale_type);
+  else
+    QuantizeRowsKernel<F16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
+                                                   r.divisor, r.lo, r.hi, scale_type);
+  LMKIT_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+Status LaunchHistogram(const float* d_x, uint64_t n, float amax, uint32_t bins, unsigned long long* d_counts) {
+  if (bins == 0 || bins > 12288) return Status::Unsupported("cuda", "histogram bins must be in [1, 12288]");
+  int device = 0, sms = 0;
+  LMKIT_CUDA_CHECK(cudaGetDevice(&device));
+  LMKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const uint64_t want = (n + kThreads - 1) / kThreads;
+  const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, 4ull * sms)));
+  AbsHistogramKernel<<<blocks, kThreads, bins * sizeof(unsigned int)>>>(d_x, n, amax, bins, d_counts);
+  LMKIT_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+template <typename Fn>
+Result<KernelTiming> Time(Fn&& launch, double bytes, int iterations) {
+  cudaEvent_t a, b;
+  LMKIT_CUDA_CHECK(cudaEventCreate(&a));
+  LMKIT_CUDA_CHECK(cudaEventCreate(&b));
+  if (Status warm = launch(); !warm.ok()) return warm;
+  std::vector<float> ms;
+  for (int i = 0; i < std::max(1, iterations); ++i) {
+    LMKIT_CUDA_CHECK(cudaEventRecord(a));
+    if (Status st = launch(); !st.ok()) return st;
+    LMKIT_CUDA_CHECK(cudaEventRecord(b));
+    LMKIT_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    LMKIT_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  LMKIT_CUDA_CHECK(cudaEventDestroy(a));
+  LMKIT_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  KernelTiming k;
+  k.seconds = ms[ms.size() / 2] / 1e3;
+  k.bytes = bytes;
+  k.gb_per_s = bytes / k.seconds / 1e9;
+  return k;
+}
+
+}  // namespace
+
+Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, uint64_t cols,
+                              quant::Int8Convention convention, ElemType scale_type, int8_t* codes, float* scales) {
+  LMKIT_RETURN_IF_ERROR(HaveDevice());
+  const size_t in_bytes = rows * cols * ElemSize(type);
+  DeviceBuffer din, dcodes, dscales;
+  LMKIT_CUDA_CHECK(cudaMalloc(&din.p, std::max<size_t>(in_bytes, 16)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, std::max<size_t>(rows * cols, 16)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, std::max<size_t>(rows * sizeof(float), 16)));
+  LMKIT_CUDA_CHECK(cudaMemcpy(din.p, data, in_bytes, cudaMemcpyHostToDevice));
+  LMKIT_RETURN_IF_ERROR(LaunchQuantize(din.p, type, rows, cols, convention, scale_type, static_cast<int8_t*>(dcodes.p),
+                                       static_cast<float*>(dscales.p)));
+  LMKIT_CUDA_CHECK(cudaMemcpy(codes, dcodes.p, rows * cols, cudaMemcpyDeviceToHost));
+  LMKIT_CUDA_CHECK(cudaMemcpy(scales, dscales.p, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  return Status::Ok();
+}
+
+Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* counts) {
+  LMKIT_RETURN_IF_ERROR(HaveDevice());
+  DeviceBuffer dx, dc;
+  LMKIT_CUDA_CHECK(cudaMalloc(&dx.p, std::max<size_t>(n * sizeof(float), 16)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dc.p, bins * sizeof(unsigned long long)));
+  LMKIT_CUDA_CHECK(cudaMemcpy(dx.p, x, n * sizeof(float), cudaMemcpyHostToDevice));
+  LMKIT_CUDA_CHECK(cudaMemcpy(dc.p, counts, bins * sizeof(unsigned long long), cudaMemcpyHostToDevice));
+  LMKIT_RETURN_IF_ERROR(LaunchHistogram(static_cast<const float*>(dx.p), n, amax, bins,
+                                        static_cast<unsigned long long*>(dc.p)));
+  LMKIT_CUDA_CHECK(cudaMemcpy(counts, dc.p, bins * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  return Status::Ok();
+}
+
+Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int iterations) {
+  LMKIT_RETURN_IF_ERROR(HaveDevice());
+  DeviceBuffer din, dcodes, dscales;
+  LMKIT_CUDA_CHECK(cudaMalloc(&din.p, rows * cols * 2));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, rows * cols));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, rows * sizeof(float)));
+  FillKernel<<<1024, kThreads>>>(static_cast<uint16_t*>(din.p), rows * cols);
+  LMKIT_CUDA_CHECK(cudaGetLastError());
+  LMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const double bytes = static_cast<double>(rows * cols * 3 + rows * 4);
+  return Time(
+      [&] {
+        return LaunchQuantize(din.p, ElemType::kBF16, rows, cols, quant::Int8Convention::kHalfStep, ElemType::kBF16,
+                              static_cast<int8_t*>(dcodes.p), static_cast<float*>(dscales.p));
+      },
+      bytes, iterations);
+}
+
+Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations) {
+  LMKIT_RETURN_IF_ERROR(HaveDevice());
+  DeviceBuffer dx, dc;
+  LMKIT_CUDA_CHECK(cudaMalloc(&dx.p, n * sizeof(float)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dc.p, bins * sizeof(unsigned long long)));
+  FillF32Kernel<<<1024, kThreads>>>(static_cast<float*>(dx.p), n);
+  LMKIT_CUDA_CHECK(cudaGetLastError());
+  LMKIT_CUDA_CHECK(cudaMemset(dc.p, 0, bins * sizeof(unsigned long long)));
+  LMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  return Time(
+      [&] {
+        return LaunchHistogram(static_cast<const float*>(dx.p), n, 4.0f, bins, static_cast<unsigned long long*>(dc.p));
+      },
+      static_cast<double>(n * sizeof(float)), iterations);
+}
+
+}  // namespace lmkit::cuda

@@ -1,0 +1,41 @@
+// CUDA kernels for INT8 quantization and calibration histograms, behind host launchers that return Status.
+//
+// Contract: every function is callable in every build. Without CUDA (or without a device) they return kUnsupported
+// (stub: src/lmkit/quant/quant_kernels_nocuda.cpp). Outputs are defined by the CPU references and must agree bit for
+// bit: QuantizePerChannel == quant::QuantizeMatrix with channel granularity (codes and stored scales, int8_format.h),
+// AbsHistogram == quant::AbsHistogram::Add (bins from quant::AbsBin). The *Host functions copy host buffers to the
+// device and back (for tests and small inputs); the Bench* functions time the kernels on device-resident data with CUDA
+// events and report achieved bandwidth (bytes read + written per second). Every CUDA call goes through
+// LMKIT_CUDA_CHECK. Not thread-safe (uses the default stream of the current device). This header is C++17 so .cu files
+// can include it.
+#pragma once
+
+#include <cstdint>
+
+#include "lmkit/common/status.h"
+#include "lmkit/quant/int8_format.h"
+
+namespace lmkit::cuda {
+
+enum class ElemType : uint8_t { kF32, kF16, kBF16 };
+
+// rows x cols elements of `type` (host memory) -> rows*cols codes and `rows` scales (fp32 values representable in
+// `scale_type`, rounded up as the CPU reference does).
+Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, uint64_t cols,
+                              quant::Int8Convention convention, ElemType scale_type, int8_t* codes, float* scales);
+
+// counts[bins] += number of |x[i]| in each bin over [0, amax] (values above amax and NaN are skipped).
+Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* counts);
+
+struct KernelTiming {
+  double seconds = 0;  // per call, median of the timed iterations
+  double bytes = 0;    // bytes read + written per call
+  double gb_per_s = 0;
+};
+
+// BF16 [rows, cols] -> codes + BF16-representable scales, device-resident.
+Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int iterations);
+// n fp32 values into a `bins` histogram, device-resident.
+Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations);
+
+}  // namespace lmkit::cuda

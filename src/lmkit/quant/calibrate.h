@@ -1,0 +1,80 @@
+// `lmkit calibrate`: per-tensor activation ranges from sample activations in .npy / .safetensors files.
+//
+// Contract: Calibrate reads every input (memory-mapped), groups tensors by name across files (an .npy file is one
+// tensor named after the file's stem; first appearance fixes the output order) and streams each tensor's data in file
+// order. A "batch" is one slice along the first dimension (a 1-D tensor is one batch). Memory is bounded by the
+// histogram size plus one batch converted to fp32 (ort flavour) or 64k-element chunks per thread (nvidia flavour), never
+// by the number of samples. Flavours (docs/quant.md):
+//   nvidia: two passes (max|x|, then one |x| histogram of `bins` over [0, max|x|]); independent of batch order/size;
+//           parallel over chunks, deterministic.
+//   ort:    ONNX Runtime's histograms grown batch by batch in input order (signed for entropy, |x| for percentile).
+// minmax ignores the flavour (amax = max|x|). Errors: kUsage for inconsistent options (mse with ort, percentile outside
+// (0, 100], bins < 128 for entropy), kInvalidInput for a non-float tensor or no inputs, kNotFound/kIo from opening.
+// Thread-safe; the result is the same for any thread count.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lmkit/common/json.h"
+#include "lmkit/common/progress.h"
+#include "lmkit/common/status.h"
+
+namespace lmkit::quant {
+
+enum class CalibMethod : uint8_t { kMinMax, kPercentile, kEntropy, kMse };
+enum class CalibFlavor : uint8_t { kNvidia, kOrt };
+
+Result<CalibMethod> ParseCalibMethod(const std::string& s);  // minmax|percentile|entropy|mse; kUsage otherwise
+Result<CalibFlavor> ParseCalibFlavor(const std::string& s);  // nvidia|ort
+const char* CalibMethodName(CalibMethod m);
+const char* CalibFlavorName(CalibFlavor f);
+
+struct CalibrateOptions {
+  std::vector<std::string> inputs;
+  CalibMethod method = CalibMethod::kEntropy;
+  CalibFlavor flavor = CalibFlavor::kNvidia;
+  std::optional<double> percentile;  // default: 99.99 (nvidia), 99.999 (ort)
+  uint32_t bins = 2048;
+  uint32_t quantized_bins = 128;     // entropy: 2^(bits-1) target levels
+  unsigned threads = 1;
+};
+
+struct TensorRange {
+  std::string name;
+  double amax = 0;        // symmetric threshold: max(|lo|, |hi|)
+  double lo = 0, hi = 0;  // the method's (possibly asymmetric) range; (-amax, amax) for symmetric methods
+  double min = 0, max = 0;  // of the data
+  uint64_t samples = 0;
+  uint64_t batches = 0;
+  uint64_t final_bins = 0;  // histogram size at the end (grows in the ort flavour); 0 for minmax
+};
+
+struct CalibrationTable {
+  CalibMethod method = CalibMethod::kEntropy;
+  CalibFlavor flavor = CalibFlavor::kNvidia;
+  double percentile = 0;  // used value (percentile method only)
+  uint32_t bins = 0;
+  std::vector<TensorRange> tensors;
+  double seconds = 0;
+  uint64_t bytes_read = 0;
+  uint64_t peak_rss_bytes = 0;
+};
+
+Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink* progress);
+
+// The CALIB.json document: {"format": "lmkit-calibration", "version": 1, "method", "flavor", "bins", ["percentile"],
+// "tensors": {name: {"amax", "range": [lo, hi], "min", "max", "samples", "batches", "bins", "scale_127"}}}.
+Json CalibrationToJson(const CalibrationTable& table);
+// name -> amax from a CALIB.json (kInvalidInput naming `subject` when malformed).
+Result<std::map<std::string, double>> ParseCalibrationAmax(const std::string& text, const std::string& subject);
+
+// TensorRT calibration cache: "TRT-8601-EntropyCalibration2" (entropy) or "TRT-8601-MinMaxCalibration" (others), then
+// "<name>: <hex>" per tensor with the big-endian IEEE-754 bits of float(amax / 127) as 8 lowercase hex digits.
+std::string TrtCacheText(const CalibrationTable& table);
+std::string TrtScaleHex(double amax);
+
+}  // namespace lmkit::quant

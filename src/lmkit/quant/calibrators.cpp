@@ -1,0 +1,207 @@
+// Each function follows its reference's arithmetic step by step (sources in docs/quant.md), including the quirks that
+// change results: NVIDIA's bins[0] = bins[1] and last-argmin, ORT's integer truncation of the expanded Q and its eps
+// smoothing. Search loops are O(bins^2) over at most a few thousand bins: milliseconds, not worth more cleverness.
+#include "lmkit/quant/calibrators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+namespace lmkit::quant {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// scipy.stats.entropy(p, q): both normalised, sum p log(p / q); p > 0 with q == 0 gives inf.
+double Kl(const std::vector<double>& p, const std::vector<double>& q) {
+  double sp = 0, sq = 0;
+  for (double v : p) sp += v;
+  for (double v : q) sq += v;
+  if (sp <= 0 || sq <= 0) return kInf;
+  double kl = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    double a = p[i] / sp, b = q[i] / sq;
+    if (a > 0) {
+      if (b <= 0) return kInf;
+      kl += a * std::log(a / b);
+    }
+  }
+  return kl;
+}
+
+// ORT quant_utils.smooth_distribution; false when p is all zeros (ORT returns None -> divergence inf).
+bool Smooth(std::vector<double>& p, double eps = 1e-4) {
+  size_t zeros = 0;
+  for (double v : p) zeros += v == 0;
+  size_t nonzeros = p.size() - zeros;
+  if (nonzeros == 0) return false;
+  // ORT does this in float32.
+  const float eps1 = static_cast<float>(eps * static_cast<double>(zeros) / static_cast<double>(nonzeros));
+  for (double& v : p) {
+    float f = static_cast<float>(v);
+    f += v == 0 ? static_cast<float>(eps) : -eps1;
+    v = f;
+  }
+  return true;
+}
+
+}  // namespace
+
+double NvidiaEntropyAmax(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins) {
+  std::vector<double> bins(h.counts().begin(), h.counts().end());
+  const uint32_t n = static_cast<uint32_t>(bins.size());
+  if (n < 2 || start_bin > n) return h.amax();
+  bins[0] = bins[1];
+  // suffix sums for the tail mass
+  std::vector<double> tail(n + 1, 0.0);
+  for (uint32_t i = n; i-- > 0;) tail[i] = tail[i + 1] + bins[i];
+
+  double best = kInf;
+  uint32_t best_i = n;
+  std::vector<double> p, q, group_sum(quant_bins), group_nz(quant_bins);
+  std::vector<int32_t> group;
+  for (uint32_t i = start_bin; i <= n; ++i) {
+    // np.digitize(range(i), np.linspace(0, i, quant_bins + 1)) - 1: the last k with k * (i / quant_bins) <= idx.
+    const double step = static_cast<double>(i) / quant_bins;
+    group.assign(i, -1);
+    std::fill(group_sum.begin(), group_sum.end(), 0.0);
+    std::fill(group_nz.begin(), group_nz.end(), 0.0);
+    for (uint32_t idx = 0; idx < i; ++idx) {
+      int32_t k = static_cast<int32_t>(idx / step);
+      while (k + 1 <= static_cast<int32_t>(quant_bins) && (k + 1) * step <= idx) ++k;
+      while (k > 0 && k * step > idx) --k;
+      if (bins[idx] == 0) continue;
+      group[idx] = k;
+      group_sum[k] += bins[idx];
+      group_nz[k] += 1;
+    }
+    q.assign(i, 0.0);
+    for (uint32_t idx = 0; idx < i; ++idx)
+      if (group[idx] >= 0) q[idx] = group_sum[group[idx]] / group_nz[group[idx]];
+    p.assign(bins.begin(), bins.begin() + i);
+    p[i - 1] += tail[i];
+    double kl = Kl(p, q);
+    if (kl <= best) {  // <=: the last minimum wins
+      best = kl;
+      best_i = i;
+    }
+  }
+  return h.Edge(best_i);
+}
+
+double NvidiaPercentileAmax(const AbsHistogram& h, double percentile) {
+  const auto& c = h.counts();
+  const double total = static_cast<double>(h.total());
+  if (total == 0) return 0;
+  const double target = percentile / 100.0;
+  double cum = 0;
+  for (uint32_t i = 0; i < c.size(); ++i) {
+    cum += static_cast<double>(c[i]) / total;
+    if (cum >= target) return h.Edge(i);
+  }
+  return h.Edge(static_cast<uint32_t>(c.size()));
+}
+
+double NvidiaMseAmax(const AbsHistogram& h, uint32_t start_bin) {
+  const auto& c = h.counts();
+  const uint32_t n = h.bins();
+  if (start_bin >= n) return h.amax();
+  std::vector<float> centers(n);
+  for (uint32_t j = 0; j < n; ++j)
+    centers[j] = (static_cast<float>(h.Edge(j)) + static_cast<float>(h.Edge(j + 1))) / 2.0f;
+  double best = kInf;
+  uint32_t best_i = start_bin;
+  for (uint32_t i = start_bin; i < n; ++i) {
+    const float amax = centers[i];
+    if (!(amax > 0)) continue;
+    const float scale = 127.0f / amax;  // pytorch-quantization fake_tensor_quant: round(x * 127 / amax) / (127 / amax)
+    double mse = 0;
+    for (uint32_t j = 0; j < n; ++j) {
+      float qv = std::nearbyint(centers[j] * scale);
+      qv = std::min(qv, 127.0f) / scale;
+      double e = static_cast<double>(qv) - centers[j];
+      mse += e * e * static_cast<double>(c[j]);
+    }
+    if (mse < best) {  // np.argmin: the first minimum
+      best = mse;
+      best_i = i;
+    }
+  }
+  return centers[best_i];
+}
+
+std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins) {
+  const auto& hist = h.counts();
+  const auto& edges = h.edges();
+  const uint32_t num_bins = static_cast<uint32_t>(hist.size());
+  const uint32_t zero = num_bins / 2, half_q = quant_bins / 2;
+  if (num_bins == 0) return {0, 0};
+  std::vector<double> prefix(num_bins + 1, 0.0);
+  for (uint32_t i = 0; i < num_bins; ++i) prefix[i + 1] = prefix[i] + static_cast<double>(hist[i]);
+
+  double best = kInf;
+  std::pair<double, double> best_t{edges.front(), edges.back()};
+  bool have = false;
+  std::vector<double> p, q;
+  std::vector<int64_t> quantized(quant_bins);
+  for (uint32_t i = half_q; i <= zero; ++i) {
+    const uint32_t start = zero - i;
+    const uint32_t end = std::min(zero + i + 1, num_bins);
+    const uint32_t size = end - start;
+    p.assign(size, 0.0);
+    for (uint32_t k = 0; k < size; ++k) p[k] = static_cast<double>(hist[start + k]);
+    std::vector<double> sliced = p;
+    p[0] += prefix[start];
+    p[size - 1] += prefix[num_bins] - prefix[end];
+    const uint32_t merged = size / quant_bins;
+    std::fill(quantized.begin(), quantized.end(), 0);
+    for (uint32_t k = 0; k < quant_bins; ++k)
+      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) quantized[k] += static_cast<int64_t>(sliced[j]);
+    for (uint32_t j = quant_bins * merged; j < size; ++j) quantized[quant_bins - 1] += static_cast<int64_t>(sliced[j]);
+    q.assign(size, 0.0);
+    for (uint32_t k = 0; k < quant_bins; ++k) {
+      int64_t norm = 0;
+      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) norm += p[j] != 0;
+      if (norm == 0) continue;
+      // ORT stores quantized / norm into an int64 array: truncation.
+      const double v = std::trunc(static_cast<double>(quantized[k]) / static_cast<double>(norm));
+      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) q[j] = v;
+    }
+    double div = (Smooth(p) && Smooth(q)) ? Kl(p, q) : kInf;
+    // ORT keeps divergences as float32 and takes np.argmin (the first minimum).
+    div = static_cast<float>(div);
+    if (!have || div < best) {
+      have = true;
+      best = div;
+      best_t = {edges[start], edges[end]};
+    }
+  }
+  if (best_t.first < h.min()) best_t.first = h.min();
+  if (best_t.second > h.max()) best_t.second = h.max();
+  return best_t;
+}
+
+std::pair<double, double> OrtPercentileThreshold(const OrtAbsHistogram& h, double percentile) {
+  const auto& c = h.counts();
+  if (c.empty()) return {0, 0};
+  const double total = static_cast<double>(std::accumulate(c.begin(), c.end(), uint64_t{0}));
+  const double target = percentile / 100.0;
+  double cum = 0;
+  size_t idx = c.size();
+  for (size_t i = 0; i < c.size(); ++i) {
+    cum += static_cast<double>(c[i]) / total;
+    if (cum >= target) {
+      idx = i;
+      break;
+    }
+  }
+  const double e = h.edges()[std::min(idx, h.edges().size() - 1)];
+  std::pair<double, double> t{-e, e};
+  if (t.first < h.min()) t.first = h.min();
+  if (t.second > h.max()) t.second = h.max();
+  return t;
+}
+
+}  // namespace lmkit::quant

@@ -1,0 +1,32 @@
+// Threshold (amax) selection from histograms: entropy (KL), percentile and MSE, in the two reference flavours.
+//
+// Contract: pure functions of a histogram; no allocation beyond O(bins) scratch. docs/quant.md describes each
+// algorithm, its source and how the flavours differ; reference/quant.md's parity values hold to 1e-5 relative
+// (tests/unit/quant/calibrators_test.cpp).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "lmkit/quant/histogram.h"
+
+namespace lmkit::quant {
+
+// NVIDIA pytorch-quantization _compute_amax_entropy: bins[0] is replaced by bins[1]; for every i in [start_bin, bins]
+// P = first i bins with the tail mass added to bin i-1, Q = those i bins merged into 128 groups (np.linspace group
+// boundaries), each group's mass spread over its non-zero bins; KL(P||Q) with scipy's normalisation; the LAST i with
+// the minimal divergence wins; amax = left edge of bin i (edge i).
+double NvidiaEntropyAmax(const AbsHistogram& h, uint32_t start_bin = 128, uint32_t quant_bins = 128);
+// NVIDIA _compute_amax_percentile: edge[idx] where idx is the first bin whose CDF reaches percentile/100.
+double NvidiaPercentileAmax(const AbsHistogram& h, double percentile);
+// NVIDIA _compute_amax_mse: bin centres c_i for i >= start_bin as candidates; minimise sum_j counts_j (fq(c_j) -
+// c_j)^2 where fq fake-quantizes to [-127, 127] with scale 127 / c_i (half-even); first minimum wins.
+double NvidiaMseAmax(const AbsHistogram& h, uint32_t start_bin = 128);
+
+// ORT get_entropy_threshold on the signed histogram (num_quantized_bins, default 128): returns (lo, hi) clamped to
+// the data's (min, max).
+std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins = 128);
+// ORT compute_percentile, symmetric: (-e, e) with e = edges[searchsorted(cdf, p/100)], clamped to (min, max).
+std::pair<double, double> OrtPercentileThreshold(const OrtAbsHistogram& h, double percentile);
+
+}  // namespace lmkit::quant

@@ -1,0 +1,97 @@
+// Streaming activation histograms for calibration. Memory is fixed by the bin count, never by the number of samples.
+//
+// Two families, because the two reference calibrators disagree on how a histogram is built (docs/quant.md):
+// - AbsHistogram ("nvidia" flavour, NVIDIA pytorch-quantization / TensorRT): ONE histogram of |x| with a fixed bin count
+//   over [0, amax], where amax is max|x| over ALL samples (found in a first pass). Counts are sums over samples, so the
+//   result does not depend on batch order or batch size. Bin of v: (int)((v / amax) * bins) in fp32, the last bin
+//   closed (torch.histc's rule); values > amax are not counted.
+// - OrtSignedHistogram / OrtAbsHistogram ("ort" flavour, ONNX Runtime calibrate.py): built batch by batch; when a
+//   batch exceeds the current range the histogram grows keeping its bin width, so the result depends on batch order
+//   (that is ORT's behaviour and what parity needs). Bin edges are fp32 and a value falls in [e_i, e_i+1), last bin
+//   closed, exactly as numpy.histogram assigns them.
+// All classes: not thread-safe; AbsHistogram::Merge combines per-thread partials (integer counts: order-free).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lmkit/quant/int8_format.h"  // LMKIT_HD
+
+namespace lmkit::quant {
+
+class AbsHistogram {
+ public:
+  AbsHistogram(uint32_t bins, float amax);
+  void Add(const float* x, uint64_t n);
+  void Merge(const AbsHistogram& other);  // same bins and amax
+
+  const std::vector<uint64_t>& counts() const { return counts_; }
+  std::vector<uint64_t>& mutable_counts() { return counts_; }
+  float amax() const { return amax_; }
+  uint32_t bins() const { return static_cast<uint32_t>(counts_.size()); }
+  // Left edge of bin i (i == bins gives amax): float(amax * i / bins), as torch.linspace(0, amax, bins + 1).
+  double Edge(uint32_t i) const;
+  uint64_t total() const;
+
+ private:
+  std::vector<uint64_t> counts_;
+  float amax_;
+};
+
+// The bin of one value 0 <= v_abs <= amax, amax > 0 (shared definition for the CPU loop and the CUDA kernel).
+LMKIT_HD uint32_t AbsBin(float v_abs, float amax, uint32_t bins) {
+  float f = (v_abs / amax) * static_cast<float>(bins);
+  uint32_t b = static_cast<uint32_t>(f);
+  return b >= bins ? bins - 1 : b;
+}
+
+// ORT HistogramCollector.collect_value: a signed histogram over [-t, t], t = max|x| of the first batch; grown
+// symmetrically by whole bins of the same width when a later batch has a larger |x|.
+class OrtSignedHistogram {
+ public:
+  explicit OrtSignedHistogram(uint32_t bins) : initial_bins_(bins) {}
+  void AddBatch(const float* x, uint64_t n);
+
+  const std::vector<uint64_t>& counts() const { return counts_; }
+  const std::vector<float>& edges() const { return edges_; }  // counts().size() + 1
+  float min() const { return min_; }
+  float max() const { return max_; }
+  bool empty() const { return counts_.empty(); }
+
+ private:
+  uint32_t initial_bins_;
+  std::vector<uint64_t> counts_;
+  std::vector<float> edges_;
+  float threshold_ = 0;
+  float min_ = 0, max_ = 0;
+};
+
+// ORT HistogramCollector.collect_absolute_value (symmetric percentile): a histogram of |x| whose first batch spans
+// [min|x|, max|x|] of that batch; later batches append bins of the same width (numpy.arange) when they exceed the last
+// edge, and values below the first edge are dropped (as in ORT).
+class OrtAbsHistogram {
+ public:
+  explicit OrtAbsHistogram(uint32_t bins) : initial_bins_(bins) {}
+  void AddBatch(const float* x, uint64_t n);
+
+  const std::vector<uint64_t>& counts() const { return counts_; }
+  const std::vector<float>& edges() const { return edges_; }
+  float min() const { return min_; }
+  float max() const { return max_; }
+  bool empty() const { return counts_.empty(); }
+
+ private:
+  uint32_t initial_bins_;
+  std::vector<uint64_t> counts_;
+  std::vector<float> edges_;
+  float min_ = 0, max_ = 0;
+};
+
+// numpy.linspace(first, last, bins + 1) cast to float32 (computed in fp64, last edge exact).
+std::vector<float> LinspaceEdges(float first, float last, uint32_t bins);
+// Adds x to counts over fp32 `edges` with numpy.histogram's assignment (uniform edges: index from the affine map,
+// then corrected against the edges). Values outside [edges.front(), edges.back()] are ignored.
+void HistogramUniform(const float* x, uint64_t n, const std::vector<float>& edges, std::vector<uint64_t>& counts,
+                      bool absolute);
+
+}  // namespace lmkit::quant

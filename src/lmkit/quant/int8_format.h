@@ -1,0 +1,66 @@
+// Symmetric INT8 formats: the element-level definition shared by the CPU reference and the CUDA kernels.
+//
+// Contract: everything here is a pure function of its arguments, usable from host and device code (.cu files include
+// this header), and the CPU quantizer (quantizer.h) and the CUDA kernels (lmkit/cuda/quant_kernels.h) call exactly
+// these functions, so their codes agree bit for bit. docs/quant.md lists the conventions and their sources.
+//
+// A code is q = clamp(rint(x * inv_scale), lo, hi) where inv_scale = 1 / scale is computed once per scale in fp32
+// (IEEE division) and rint rounds half to even (the default FP environment). The multiply by the reciprocal instead
+// of a division per element is part of the definition (measured: ~3x cheaper on AVX2, and GPU kernels do the same);
+// it can move a value that sits within one fp32 ulp of a .5 boundary to the neighbouring code, which is why the
+// dequantization error bound the tests check is scale * (0.5 + 2e-5) (|x / scale| <= 128, fp32 relative error 2^-23).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define LMKIT_HD __host__ __device__ __forceinline__
+#else
+#define LMKIT_HD inline
+#endif
+
+namespace lmkit::quant {
+
+// Which symmetric convention a format follows (reference/quant.md's table).
+enum class Int8Convention : uint8_t {
+  // compressed-tensors / llm-compressor / PyTorch qint8 symmetric: scale = absmax / 127.5, codes [-128, 127].
+  // +absmax lands exactly on 127.5, which rounds (half-even) to 128 and saturates to 127: the one value per scale
+  // that is "clipped", by exactly scale/2.
+  kHalfStep,
+  // TensorRT weights, ONNX Runtime, bitsandbytes: scale = absmax / 127, codes [-127, 127] (no clipping by absmax).
+  kSymmetric127,
+};
+
+struct Int8Range {
+  float divisor;  // absmax / divisor = scale before it is rounded to the scale dtype
+  float lo;
+  float hi;
+};
+
+LMKIT_HD Int8Range RangeOf(Int8Convention c) {
+  return c == Int8Convention::kHalfStep ? Int8Range{127.5f, -128.0f, 127.0f} : Int8Range{127.0f, -127.0f, 127.0f};
+}
+
+// The reciprocal used for coding; 0 for a zero scale so a zero channel gives zero codes (never NaN).
+LMKIT_HD float InverseScale(float scale) { return scale > 0.0f ? 1.0f / scale : 0.0f; }
+
+// rint(x * inv) before clamping; `clipped` tells whether the clamp changed it.
+LMKIT_HD float RoundedUnclamped(float x, float inv) { return rintf(x * inv); }
+
+LMKIT_HD int8_t QuantizeValue(float x, float inv, float lo, float hi) {
+  float v = rintf(x * inv);
+  v = fminf(fmaxf(v, lo), hi);
+  return static_cast<int8_t>(static_cast<int>(v));
+}
+
+// Scales stored in 16-bit dtypes are rounded UP (toward +inf) from absmax/divisor, so that absmax / stored_scale never
+// exceeds the divisor: the dequantization error of every element stays within stored_scale / 2 (rounding to nearest
+// could shrink the scale by 2^-9 relative in BF16 and push +absmax to 127.75 -> saturation error 0.75 scale).
+// These take and return fp32 bit patterns of non-negative finite values.
+LMKIT_HD uint16_t Bf16RoundUp(uint32_t f32_bits) {
+  uint32_t hi = f32_bits >> 16;
+  return static_cast<uint16_t>((f32_bits & 0xffffu) != 0 ? hi + 1 : hi);  // carries into the exponent correctly
+}
+
+}  // namespace lmkit::quant

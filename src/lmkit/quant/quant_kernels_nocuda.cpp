@@ -1,0 +1,17 @@
+// Built instead of src/lmkit/cuda/quant_kernels.cu when CUDA is off at configure time.
+#include "lmkit/cuda/quant_kernels.h"
+
+namespace lmkit::cuda {
+namespace {
+Status NoCuda() { return Status::Unsupported("cuda", "this lmkit was built without CUDA"); }
+}  // namespace
+
+Status QuantizePerChannelHost(const void*, ElemType, uint64_t, uint64_t, quant::Int8Convention, ElemType, int8_t*,
+                              float*) {
+  return NoCuda();
+}
+Status AbsHistogramHost(const float*, uint64_t, float, uint32_t, uint64_t*) { return NoCuda(); }
+Result<KernelTiming> BenchQuantizePerChannel(uint64_t, uint64_t, int) { return NoCuda(); }
+Result<KernelTiming> BenchAbsHistogram(uint64_t, uint32_t, int) { return NoCuda(); }
+
+}  // namespace lmkit::cuda

@@ -1,0 +1,421 @@
+// Performance notes: the pipeline is one pass per tensor: the mapped input is read once by QuantizeMatrix (per-row
+// conversion into an L2-resident fp32 buffer), codes go to one heap buffer reused across tensors, and copied tensors
+// are streamed from the map to the writer in 8 MiB pieces. After a tensor is done its input pages are released with
+// madvise(DONTNEED): without it, peak RSS grew with the checkpoint (file-backed pages count as resident).
+#include "lmkit/quant/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+
+#include "lmkit/common/atomic_file.h"
+#include "lmkit/common/mapped_file.h"
+#include "lmkit/common/sysinfo.h"
+#include "lmkit/common/thread_pool.h"
+#include "lmkit/io/dtype.h"
+#include "lmkit/io/safetensors.h"
+#include "lmkit/quant/calibrate.h"
+
+namespace lmkit::quant {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kCopyPiece = 8u << 20;
+
+struct Matchers {
+  std::vector<std::regex> include, exclude;
+};
+
+Result<Matchers> CompileMatchers(const QuantizeOptions& o) {
+  Matchers m;
+  auto compile = [](const std::string& pattern, std::vector<std::regex>& out) -> Status {
+    try {
+      out.emplace_back(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return Status::Usage("invalid pattern '" + pattern + "': " + e.what());
+    }
+    return Status::Ok();
+  };
+  for (const auto& p : o.include) LMKIT_RETURN_IF_ERROR(compile(p, m.include));
+  for (const auto& p : o.exclude) LMKIT_RETURN_IF_ERROR(compile(p, m.exclude));
+  return m;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool IsQuantizableDType(io::DType t) {
+  return t == io::DType::kF32 || t == io::DType::kF16 || t == io::DType::kBF16;
+}
+
+// Embeddings, norms and the output head stay in full precision unless an --include names them.
+bool DefaultExcluded(const std::string& name) {
+  static const std::regex kDefault(
+      "(^|\\.)(embed_tokens|embeddings|word_embeddings|embed_in|embed_out|wte|wpe|lm_head)(\\.|$)|^output\\.weight$|norm|"
+      "(^|\\.)ln_",
+      std::regex::ECMAScript);
+  return std::regex_search(name, kDefault);
+}
+
+// A 2-D float "*.weight" that is not default-excluded (or matches an include), and matches no exclude.
+bool Selected(const io::TensorInfo& t, const Matchers& m) {
+  if (!EndsWith(t.name, ".weight") || t.shape.size() != 2 || !IsQuantizableDType(t.dtype)) return false;
+  bool in = false;
+  if (m.include.empty()) {
+    in = !DefaultExcluded(t.name);
+  } else {
+    for (const auto& r : m.include) in = in || std::regex_search(t.name, r);
+  }
+  if (!in) return false;
+  for (const auto& r : m.exclude)
+    if (std::regex_search(t.name, r)) return false;
+  return true;
+}
+
+std::string ModuleName(const std::string& weight_name) {
+  return weight_name.substr(0, weight_name.size() - std::string(".weight").size());
+}
+
+struct Shard {
+  std::string in_path;
+  std::string out_path;
+  std::string file_name;  // for the index
+  io::SafetensorsFile file;
+};
+
+struct Plan {
+  bool directory = false;
+  std::vector<Shard> shards;
+  std::string index_name;  // "" when not sharded
+};
+
+Result<Plan> MakePlan(const QuantizeOptions& o) {
+  Plan plan;
+  std::error_code ec;
+  if (fs::is_directory(o.input, ec)) {
+    plan.directory = true;
+    const fs::path dir(o.input);
+    std::vector<std::string> names;
+    if (fs::exists(dir / "model.safetensors.index.json")) {
+      plan.index_name = "model.safetensors.index.json";
+      const std::string ipath = (dir / plan.index_name).string();
+      LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(ipath));
+      LMKIT_ASSIGN_OR_RETURN(Json idx, ParseJson(text, ipath));
+      if (!idx.is_object() || !idx.contains("weight_map") || !idx["weight_map"].is_object())
+        return Status::InvalidInput(ipath, "no \"weight_map\" object");
+      std::set<std::string> seen;
+      for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
+        if (!it.value().is_string()) return Status::InvalidInput(ipath, "weight_map value for '" + it.key() + "' is not a string");
+        std::string f = it.value().get<std::string>();
+        if (f.find('/') != std::string::npos || f.empty() || f[0] == '.')
+          return Status::InvalidInput(ipath, "shard name '" + f + "' is not a plain file name");
+        if (seen.insert(f).second) names.push_back(f);
+      }
+      std::sort(names.begin(), names.end());
+    } else if (fs::exists(dir / "model.safetensors")) {
+      names.push_back("model.safetensors");
+    } else {
+      return Status::NotFound(o.input, "no model.safetensors or model.safetensors.index.json in the directory");
+    }
+    fs::create_directories(o.output, ec);
+    if (ec) return Status::Io(o.output, "cannot create the output directory: " + ec.message());
+    for (const auto& n : names)
+      plan.shards.push_back(Shard{(dir / n).string(), (fs::path(o.output) / n).string(), n, {}});
+  } else {
+    if (!fs::exists(o.input, ec)) return Status::NotFound(o.input, "no such file or directory");
+    if (fs::is_directory(o.output, ec))
+      return Status::Usage("OUTPUT must be a file path when INPUT is a .safetensors file");
+    plan.shards.push_back(Shard{o.input, o.output, fs::path(o.output).filename().string(), {}});
+  }
+  for (Shard& s : plan.shards) {
+    if (fs::weakly_canonical(s.in_path, ec) == fs::weakly_canonical(s.out_path, ec))
+      return Status::Usage("OUTPUT would overwrite INPUT (" + s.in_path + ")");
+    LMKIT_ASSIGN_OR_RETURN(s.file, io::SafetensorsFile::Open(s.in_path));
+  }
+  return plan;
+}
+
+// Stored scale values -> bytes of `dtype`.
+std::vector<uint8_t> ScaleBytes(const std::vector<float>& scales, io::DType dtype) {
+  std::vector<uint8_t> out(scales.size() * io::DTypeSize(dtype));
+  (void)io::ConvertFromF32(dtype, scales.data(), out.data(), scales.size());  // F32/F16/BF16: cannot fail
+  return out;
+}
+
+Status CopyRegularFiles(const QuantizeOptions& o, const Plan& plan) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(o.input, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string name = entry.path().filename().string();
+    if (name == "config.json" || name == plan.index_name || EndsWith(name, ".safetensors")) continue;
+    LMKIT_ASSIGN_OR_RETURN(std::string content, ReadFileToString(entry.path().string()));
+    LMKIT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(o.output) / name).string(), content));
+  }
+  if (ec) return Status::Io(o.input, "cannot list the directory: " + ec.message());
+  return Status::Ok();
+}
+
+Json ShapeJson(const std::vector<uint64_t>& shape) {
+  Json a = Json::array();
+  for (uint64_t d : shape) a.push_back(d);
+  return a;
+}
+
+Json NumberOrNull(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+
+}  // namespace
+
+Result<QuantScheme> ParseQuantScheme(const std::string& s) {
+  if (s == "w8a16") return QuantScheme::kW8A16;
+  if (s == "w8a8") return QuantScheme::kW8A8;
+  return Status::Usage("--scheme must be w8a16 or w8a8, not '" + s + "'");
+}
+
+Result<QuantFormat> ParseQuantFormat(const std::string& s) {
+  if (s == "compressed-tensors") return QuantFormat::kCompressedTensors;
+  if (s == "gguf-q8_0") return QuantFormat::kGgufQ8_0;
+  return Status::Usage("--format must be compressed-tensors or gguf-q8_0, not '" + s + "'");
+}
+
+Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>& ignore) {
+  Json weights;
+  weights["num_bits"] = 8;
+  weights["type"] = "int";
+  weights["symmetric"] = true;
+  weights["strategy"] = StrategyName(o.granularity);
+  weights["group_size"] =
+      o.granularity.kind == Granularity::Kind::kGroup ? Json(o.granularity.group_size) : Json(nullptr);
+  weights["dynamic"] = false;
+  Json group;
+  group["targets"] = Json::array({"Linear"});
+  group["weights"] = weights;
+  if (o.scheme == QuantScheme::kW8A8) {
+    Json act;
+    act["num_bits"] = 8;
+    act["type"] = "int";
+    act["symmetric"] = true;
+    const bool dynamic = o.calibration.empty();
+    act["strategy"] = dynamic ? "token" : "tensor";
+    act["dynamic"] = dynamic;
+    group["input_activations"] = act;
+  } else {
+    group["input_activations"] = nullptr;
+  }
+  Json qc;
+  qc["quant_method"] = "compressed-tensors";
+  qc["format"] = "int-quantized";
+  qc["quantization_status"] = "compressed";
+  qc["config_groups"]["group_0"] = group;
+  qc["ignore"] = ignore;
+  qc["kv_cache_scheme"] = nullptr;
+  return qc;
+}
+
+Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress) {
+  if (o.input.empty() || o.output.empty()) return Status::Usage("INPUT and -o OUTPUT are required");
+  if (o.format == QuantFormat::kGgufQ8_0)
+    return Status::Unsupported(o.output, "--format gguf-q8_0 is not implemented in this version");
+  if (!o.calibration.empty() && o.scheme != QuantScheme::kW8A8)
+    return Status::Usage("--calibration gives activation scales; it needs --scheme w8a8");
+  const double t0 = MonotonicSeconds();
+  LMKIT_ASSIGN_OR_RETURN(Matchers matchers, CompileMatchers(o));
+  std::map<std::string, double> calib;
+  if (!o.calibration.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(o.calibration));
+    LMKIT_ASSIGN_OR_RETURN(calib, ParseCalibrationAmax(text, o.calibration));
+  }
+  LMKIT_ASSIGN_OR_RETURN(Plan plan, MakePlan(o));
+
+  QuantizeReport rep;
+  rep.input = o.input;
+  rep.output = o.output;
+  rep.scheme = o.scheme == QuantScheme::kW8A8 ? "w8a8" : "w8a16";
+  rep.granularity = GranularityName(o.granularity);
+  rep.format = "compressed-tensors";
+
+  // Validate the selection and the calibration for every shard before writing anything.
+  std::vector<std::string> ignore = {"lm_head"};
+  uint64_t total_bytes = 0;
+  for (const Shard& s : plan.shards) {
+    for (const io::TensorInfo& t : s.file.tensors()) {
+      total_bytes += t.num_bytes();
+      const bool sel = Selected(t, matchers);
+      if (sel && o.granularity.kind == Granularity::Kind::kGroup && t.shape[1] % o.granularity.group_size != 0)
+        return Status::InvalidInput(s.in_path, fmt::format("tensor '{}': group size {} does not divide {} columns",
+                                                           t.name, o.granularity.group_size, t.shape[1]));
+      if (sel && !o.calibration.empty()) {
+        const std::string m = ModuleName(t.name);
+        if (!calib.count(m) && !calib.count(m + ".input"))
+          return Status::InvalidInput(o.calibration, "no activation range for '" + m + "' (or '" + m + ".input')");
+      }
+      if (!sel && EndsWith(t.name, ".weight") && t.shape.size() == 2) {
+        const std::string m = ModuleName(t.name);
+        if (std::find(ignore.begin(), ignore.end(), m) == ignore.end()) ignore.push_back(m);
+      }
+    }
+  }
+
+  ThreadPool pool(std::max(1u, o.threads));
+  std::vector<int8_t> codes;
+  std::vector<float> scales;
+  std::map<std::string, std::string> weight_map;
+  uint64_t done_bytes = 0;
+  if (progress) progress->Begin("quantizing", total_bytes, "B");
+  for (Shard& s : plan.shards) {
+    const auto& tensors = s.file.tensors();
+    // Declare the output tensors.
+    std::vector<io::TensorSpec> specs;
+    std::vector<bool> selected(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const io::TensorInfo& t = tensors[i];
+      selected[i] = Selected(t, matchers);
+      if (!selected[i]) {
+        specs.push_back({t.name, t.dtype, t.shape});
+        continue;
+      }
+      const std::string m = ModuleName(t.name);
+      specs.push_back({t.name, io::DType::kI8, t.shape});
+      specs.push_back({m + ".weight_scale", t.dtype, o.granularity.ScaleShape(t.shape[0], t.shape[1])});
+      if (!o.calibration.empty()) specs.push_back({m + ".input_scale", t.dtype, {1}});
+    }
+    for (const auto& sp : specs) weight_map[sp.name] = s.file_name;
+    LMKIT_ASSIGN_OR_RETURN(io::SafetensorsWriter w, io::SafetensorsWriter::Create(s.out_path, specs, s.file.metadata()));
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const io::TensorInfo& t = tensors[i];
+      std::span<const uint8_t> data = s.file.Data(t);
+      rep.bytes_before += t.num_bytes();
+      if (!selected[i]) {
+        for (size_t off = 0; off < data.size(); off += kCopyPiece)
+          LMKIT_RETURN_IF_ERROR(w.Write(data.data() + off, std::min(kCopyPiece, data.size() - off)));
+        rep.bytes_after += data.size();
+        ++rep.tensors_copied;
+      } else {
+        const uint64_t rows = t.shape[0], cols = t.shape[1];
+        codes.resize(rows * cols);
+        scales.assign(o.granularity.ScaleCount(rows, cols), 0.0f);
+        TensorReport tr;
+        tr.name = t.name;
+        tr.shape = t.shape;
+        tr.dtype = std::string(io::DTypeName(t.dtype));
+        QuantizeMatrixOptions qo{o.granularity, Int8Convention::kHalfStep, t.dtype};
+        Status st = QuantizeMatrix(data.data(), t.dtype, rows, cols, qo, &pool, codes.data(), scales.data(), &tr.stats);
+        if (!st.ok()) return Status::InvalidInput(s.in_path, "tensor '" + t.name + "': " + st.message());
+        if (!scales.empty()) {
+          auto [mn, mx] = std::minmax_element(scales.begin(), scales.end());
+          tr.scale_min = *mn;
+          tr.scale_max = *mx;
+        }
+        LMKIT_RETURN_IF_ERROR(w.Write(codes.data(), codes.size()));
+        std::vector<uint8_t> sb = ScaleBytes(scales, t.dtype);
+        LMKIT_RETURN_IF_ERROR(w.Write(sb.data(), sb.size()));
+        rep.bytes_after += codes.size() + sb.size();
+        if (!o.calibration.empty()) {
+          const std::string m = ModuleName(t.name);
+          double amax = calib.count(m) ? calib[m] : calib[m + ".input"];
+          std::vector<float> in_scale = {StoredScale(static_cast<float>(amax), Int8Convention::kHalfStep, t.dtype)};
+          std::vector<uint8_t> ib = ScaleBytes(in_scale, t.dtype);
+          LMKIT_RETURN_IF_ERROR(w.Write(ib.data(), ib.size()));
+          rep.bytes_after += ib.size();
+        }
+        rep.params_quantized += rows * cols;
+        rep.total.Merge(tr.stats);
+        rep.tensors.push_back(std::move(tr));
+      }
+      s.file.mapped().Advise(MappedFile::Advice::kDontNeed, s.file.data_offset() + t.begin, t.num_bytes());
+      done_bytes += t.num_bytes();
+      if (progress) progress->Update(done_bytes);
+    }
+    LMKIT_RETURN_IF_ERROR(w.Commit());
+  }
+  if (progress) progress->Finish();
+
+  if (plan.directory) {
+    if (!plan.index_name.empty()) {
+      Json idx;
+      idx["metadata"]["total_size"] = rep.bytes_after;
+      Json wm = Json::object();
+      for (const auto& [k, v] : weight_map) wm[k] = v;
+      idx["weight_map"] = wm;
+      LMKIT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(o.output) / plan.index_name).string(), DumpJson(idx) + "\n"));
+    }
+    const std::string cpath = (fs::path(o.input) / "config.json").string();
+    std::error_code ec;
+    if (fs::exists(cpath, ec)) {
+      LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(cpath));
+      LMKIT_ASSIGN_OR_RETURN(Json cfg, ParseJson(text, cpath));
+      if (!cfg.is_object()) return Status::InvalidInput(cpath, "config.json is not a JSON object");
+      cfg["quantization_config"] = QuantizationConfig(o, ignore);
+      LMKIT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(o.output) / "config.json").string(), DumpJson(cfg) + "\n"));
+    }
+    LMKIT_RETURN_IF_ERROR(CopyRegularFiles(o, plan));
+  }
+  rep.seconds = MonotonicSeconds() - t0;
+  rep.peak_rss_bytes = PeakRssBytes();
+  return rep;
+}
+
+Json QuantizeReportToJson(const QuantizeReport& r) {
+  Json j;
+  j["input"] = r.input;
+  j["output"] = r.output;
+  j["scheme"] = r.scheme;
+  j["granularity"] = r.granularity;
+  j["format"] = r.format;
+  Json ts = Json::array();
+  for (const TensorReport& t : r.tensors) {
+    Json e;
+    e["name"] = t.name;
+    e["shape"] = ShapeJson(t.shape);
+    e["dtype"] = t.dtype;
+    e["scale_min"] = t.scale_min;
+    e["scale_max"] = t.scale_max;
+    e["sqnr_db"] = NumberOrNull(t.stats.SqnrDb());
+    e["cosine"] = t.stats.Cosine();
+    e["max_abs_err"] = t.stats.max_abs_err;
+    e["mse"] = t.stats.Mse();
+    e["clipped_share"] = t.stats.ClippedShare();
+    ts.push_back(std::move(e));
+  }
+  j["tensors"] = std::move(ts);
+  Json tot;
+  tot["tensors_quantized"] = r.tensors.size();
+  tot["tensors_copied"] = r.tensors_copied;
+  tot["params_quantized"] = r.params_quantized;
+  tot["bytes_before"] = r.bytes_before;
+  tot["bytes_after"] = r.bytes_after;
+  tot["sqnr_db"] = NumberOrNull(r.total.SqnrDb());
+  tot["cosine"] = r.total.Cosine();
+  tot["max_abs_err"] = r.total.max_abs_err;
+  tot["clipped_share"] = r.total.ClippedShare();
+  tot["seconds"] = r.seconds;
+  tot["gb_per_s"] = r.GbPerSecond();
+  tot["peak_rss_bytes"] = r.peak_rss_bytes;
+  j["totals"] = std::move(tot);
+  return j;
+}
+
+std::string QuantizeReportToText(const QuantizeReport& r) {
+  size_t w = 6;
+  for (const auto& t : r.tensors) w = std::max(w, t.name.size());
+  std::string out = fmt::format("{:<{}}  {:>13}  {:>4}  {:>10}  {:>10}  {:>8}  {:>10}  {:>10}  {:>8}\n", "tensor", w,
+                                "shape", "type", "scale min", "scale max", "SQNR dB", "cosine", "max err", "clipped");
+  for (const auto& t : r.tensors) {
+    std::string shape = fmt::format("{}x{}", t.shape[0], t.shape[1]);
+    out += fmt::format("{:<{}}  {:>13}  {:>4}  {:>10.4g}  {:>10.4g}  {:>8.2f}  {:>10.7f}  {:>10.4g}  {:>7.4f}%\n",
+                       t.name, w, shape, t.dtype, t.scale_min, t.scale_max, t.stats.SqnrDb(), t.stats.Cosine(),
+                       t.stats.max_abs_err, 100 * t.stats.ClippedShare());
+  }
+  out += fmt::format(
+      "{} tensors quantized ({} params), {} copied; {} -> {}; SQNR {:.2f} dB, cosine {:.7f}; {:.2f} s, {:.2f} GB/s\n",
+      r.tensors.size(), r.params_quantized, r.tensors_copied, FormatBytes(static_cast<double>(r.bytes_before)),
+      FormatBytes(static_cast<double>(r.bytes_after)), r.total.SqnrDb(), r.total.Cosine(), r.seconds, r.GbPerSecond());
+  return out;
+}
+
+}  // namespace lmkit::quant

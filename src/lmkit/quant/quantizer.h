@@ -1,0 +1,63 @@
+// The CPU reference INT8 quantizer for 2-D weights: per-channel (row), per-tensor or per-group symmetric scales, with
+// the error metrics of the report computed in the same pass. This code is the definition of the formats lmkit writes;
+// the CUDA kernels are tested against it bit for bit.
+//
+// Contract: QuantizeMatrix reads `rows x cols` elements of `dtype` (F32, F16 or BF16, little-endian, row-major,
+// possibly unaligned, e.g. straight from a memory map), and writes rows*cols codes and the scales (as floats whose
+// values are exactly representable in `scale_dtype`, i.e. what a file stores). Scale = absmax / divisor of the
+// convention, rounded up to `scale_dtype` (int8_format.h). Zero rows/groups/tensors get scale 0 and codes 0.
+// Any NaN or +-inf in the input is kInvalidInput "non-finite value at [row, col]" (no subject: the caller names the
+// tensor). Deterministic: same bytes and stats for any thread count (rows are reduced in index order). `pool` may be
+// null (single-threaded). Thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmkit/common/status.h"
+#include "lmkit/common/thread_pool.h"
+#include "lmkit/io/dtype.h"
+#include "lmkit/quant/int8_format.h"
+#include "lmkit/quant/metrics.h"
+
+namespace lmkit::quant {
+
+struct Granularity {
+  enum class Kind : uint8_t { kChannel, kTensor, kGroup };
+  Kind kind = Kind::kChannel;
+  uint64_t group_size = 0;  // kGroup only
+
+  // Shape of the scale tensor for a [rows, cols] weight: [rows, 1], [1] or [rows, cols / group_size].
+  std::vector<uint64_t> ScaleShape(uint64_t rows, uint64_t cols) const;
+  uint64_t ScaleCount(uint64_t rows, uint64_t cols) const;
+};
+
+// "channel", "tensor", "group:N" (N >= 1). kUsage on anything else.
+Result<Granularity> ParseGranularity(std::string_view text);
+std::string GranularityName(const Granularity& g);  // inverse of ParseGranularity
+// compressed-tensors' "strategy" for the granularity: "channel", "tensor", "group".
+const char* StrategyName(const Granularity& g);
+
+// The stored scale for `absmax` (>= 0, finite): smallest value of `scale_dtype` (F32, F16, BF16) >= absmax / divisor.
+float StoredScale(float absmax, Int8Convention convention, io::DType scale_dtype);
+
+struct QuantizeMatrixOptions {
+  Granularity granularity;
+  Int8Convention convention = Int8Convention::kHalfStep;
+  io::DType scale_dtype = io::DType::kF32;
+};
+
+// See the file comment. `codes` must hold rows*cols, `scales` granularity.ScaleCount(rows, cols) floats. `stats`
+// (optional) receives the error metrics over the whole matrix. kInvalidInput for a group size that does not divide
+// cols, an unsupported dtype, or non-finite input.
+Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t cols,
+                      const QuantizeMatrixOptions& options, ThreadPool* pool, int8_t* codes, float* scales,
+                      ErrorStats* stats);
+
+// Dequantizes codes with the scales QuantizeMatrix produced (for tests and the report's checks).
+void DequantizeMatrix(const int8_t* codes, const float* scales, uint64_t rows, uint64_t cols,
+                      const Granularity& granularity, float* out);
+
+}  // namespace lmkit::quant

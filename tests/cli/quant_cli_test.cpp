@@ -1,0 +1,333 @@
+// `lmkit quantize` and `lmkit calibrate` end to end: outputs read back by lmkit's reader and by an independent Python
+// reader (tests/scripts/check_quantized.py, standard library + numpy), golden calibration values, errors, determinism.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <random>
+
+#include "lmkit/common/json.h"
+#include "lmkit/io/dtype.h"
+#include "lmkit/io/npy.h"
+#include "lmkit/io/safetensors.h"
+#include "support/run_lmkit.h"
+
+using namespace lmkit;
+using lmkit::test::ReadAll;
+using lmkit::test::RunLmkit;
+using lmkit::test::TempDir;
+using lmkit::test::TestData;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kStories = TestData("io/stories260K");
+
+// A python3 that has numpy: Debian's (/usr/bin/python3, from scripts/setup.sh) first, then PATH's. "" if none.
+std::string Python() {
+  for (const char* p : {"/usr/bin/python3", "python3"}) {
+    std::string cmd = std::string(p) + " -c 'import numpy' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return p;
+  }
+  return "";
+}
+
+// Runs the independent checker; returns its exit status and output.
+std::pair<int, std::string> CheckWithPython(const std::string& args) {
+  static const std::string py = Python();
+  if (py.empty()) return {-1, ""};
+  std::string cmd = py + " " + lmkit::test::RepoPath("tests/scripts/check_quantized.py") + " " + args + " 2>&1";
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  int rc = pclose(f);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+#define REQUIRE_PYTHON_OK(args)                                                          \
+  do {                                                                                   \
+    auto [rc_, out_] = CheckWithPython(args);                                            \
+    if (rc_ == -1) {                                                                     \
+      WARN("python3 with numpy not found (scripts/setup.sh installs it); check skipped"); \
+    } else {                                                                             \
+      INFO(out_);                                                                        \
+      CHECK(rc_ == 0);                                                                   \
+    }                                                                                    \
+  } while (0)
+
+Json ParseOut(const std::string& s) {
+  auto j = ParseJson(s, "stdout");
+  REQUIRE(j.ok());
+  return *j;
+}
+
+// A small checkpoint with one tensor of each role in `dtype`.
+void WriteToyCheckpoint(const std::string& path, io::DType dtype, bool with_nan = false) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  auto make = [&](uint64_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng);
+    return v;
+  };
+  std::vector<float> proj = make(48 * 64), embed = make(32 * 64), norm(64, 1.0f), bias = make(48);
+  proj[5] = 0.9f;  // an outlier
+  for (int c = 0; c < 64; ++c) proj[7 * 64 + c] = 0.0f;  // a zero channel
+  if (with_nan) proj[3 * 64 + 9] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<uint8_t>> store;
+  auto bytes = [&](const std::vector<float>& v) {
+    store.emplace_back(v.size() * io::DTypeSize(dtype));
+    REQUIRE(io::ConvertFromF32(dtype, v.data(), store.back().data(), v.size()).ok());
+    return std::span<const uint8_t>(store.back());
+  };
+  std::vector<io::TensorData> ts;
+  ts.push_back({"model.embed_tokens.weight", dtype, {32, 64}, bytes(embed)});
+  ts.push_back({"model.layers.0.mlp.up_proj.weight", dtype, {48, 64}, bytes(proj)});
+  ts.push_back({"model.layers.0.mlp.up_proj.bias", dtype, {48}, bytes(bias)});
+  ts.push_back({"model.norm.weight", dtype, {64}, bytes(norm)});
+  REQUIRE(io::WriteSafetensors(path, ts, {{"format", "pt"}}).ok());
+}
+
+}  // namespace
+
+TEST_CASE("quantize: stories260K round trip through an independent reader, SQNR above the floor", "[quant][cli]") {
+  TempDir dir;
+  const std::string out = dir.file("q");
+  auto r = RunLmkit({"quantize", kStories, "-o", out, "--json", "--report", dir.file("report.json")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  Json j = ParseOut(r.out);
+  CHECK(ReadAll(dir.file("report.json")) == r.out);
+  // 5 layers x 7 projections; embeddings (tied lm_head) and 11 norms are copied.
+  CHECK(j["totals"]["tensors_quantized"] == 35);
+  CHECK(j["totals"]["tensors_copied"] == 12);
+  CHECK(j["totals"]["params_quantized"] == 226560);
+  // Floor (docs/quant.md): per-channel noise of a row with max k*sigma is 52.9 - 20 log10(k) dB; these 64- and
+  // 172-wide rows have k ~ 3-4, giving 41-43 dB. Measured: total 42.49 dB, worst tensor 41.16 dB.
+  CHECK(j["totals"]["sqnr_db"].get<double>() > 42.0);
+  for (const Json& t : j["tensors"]) {
+    CHECK(t["sqnr_db"].get<double>() > 40.0);
+    CHECK(t["cosine"].get<double>() > 0.9999);
+    CHECK(t["cosine"].get<double>() <= 1.0);
+    CHECK(t["max_abs_err"].get<double>() <= t["scale_max"].get<double>() * 0.50002);
+  }
+  // compressed-tensors layout read back with lmkit's reader.
+  auto f = io::SafetensorsFile::Open(out + "/model.safetensors");
+  REQUIRE(f.ok());
+  const io::TensorInfo* w = f->Find("model.layers.0.self_attn.q_proj.weight");
+  const io::TensorInfo* s = f->Find("model.layers.0.self_attn.q_proj.weight_scale");
+  REQUIRE(w);
+  REQUIRE(s);
+  CHECK(w->dtype == io::DType::kI8);
+  CHECK(s->dtype == io::DType::kF32);
+  CHECK(s->shape == std::vector<uint64_t>{64, 1});
+  CHECK(f->Find("model.embed_tokens.weight")->dtype == io::DType::kF32);
+  CHECK(f->Find("model.layers.0.self_attn.q_proj.input_scale") == nullptr);
+  Json cfg = ParseOut(ReadAll(out + "/config.json"));
+  const Json& qc = cfg["quantization_config"];
+  CHECK(qc["quant_method"] == "compressed-tensors");
+  CHECK(qc["format"] == "int-quantized");
+  CHECK(qc["config_groups"]["group_0"]["weights"]["strategy"] == "channel");
+  CHECK(qc["config_groups"]["group_0"]["input_activations"].is_null());
+  CHECK(qc["ignore"] == Json::array({"lm_head", "model.embed_tokens"}));
+  CHECK(cfg["hidden_size"] == 64);
+  REQUIRE_PYTHON_OK(kStories + " " + out + " --min-tensor-sqnr 40 --min-total-sqnr 42");
+}
+
+TEST_CASE("quantize: BF16 and F16 inputs, every granularity, zero channel, scale dtype", "[quant][cli]") {
+  TempDir dir;
+  for (io::DType dt : {io::DType::kBF16, io::DType::kF16, io::DType::kF32}) {
+    const std::string in = dir.file(std::string(io::DTypeName(dt)) + ".safetensors");
+    WriteToyCheckpoint(in, dt);
+    for (const char* g : {"channel", "tensor", "group:16"}) {
+      const std::string out = dir.file(std::string(io::DTypeName(dt)) + g + ".out.safetensors");
+      auto r = RunLmkit({"quantize", in, "-o", out, "--granularity", g, "--json"});
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      Json j = ParseOut(r.out);
+      CHECK(j["totals"]["tensors_quantized"] == 1);  // embedding, bias and norm are copied
+      auto f = io::SafetensorsFile::Open(out);
+      REQUIRE(f.ok());
+      const io::TensorInfo* s = f->Find("model.layers.0.mlp.up_proj.weight_scale");
+      REQUIRE(s);
+      CHECK(s->dtype == dt);
+      if (std::string(g) == "channel") {
+        // the zero channel (row 7) has scale 0 and codes 0
+        const io::TensorInfo* w = f->Find("model.layers.0.mlp.up_proj.weight");
+        auto codes = f->Data(*w);
+        for (int c = 0; c < 64; ++c) REQUIRE(codes[7 * 64 + c] == 0);
+        std::vector<float> sc(48);
+        io::ConvertToF32(dt, f->Data(*s).data(), sc.data(), 48);
+        CHECK(sc[7] == 0.0f);
+      }
+      REQUIRE_PYTHON_OK(in + " " + out);
+    }
+  }
+}
+
+TEST_CASE("quantize: sharded model directory keeps shards, rewrites the index", "[quant][cli]") {
+  TempDir dir;
+  const std::string in = dir.file("sharded"), out = dir.file("out");
+  fs::create_directories(in);
+  auto src = io::SafetensorsFile::Open(kStories + "/model.safetensors");
+  REQUIRE(src.ok());
+  std::vector<io::TensorData> a, b;
+  Json wm = Json::object();
+  for (const io::TensorInfo& t : src->tensors()) {
+    bool first = t.name.find("layers.0.") != std::string::npos || t.name.find("embed") != std::string::npos;
+    (first ? a : b).push_back({t.name, t.dtype, t.shape, src->Data(t)});
+    wm[t.name] = first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+  }
+  REQUIRE(io::WriteSafetensors(in + "/model-00001-of-00002.safetensors", a).ok());
+  REQUIRE(io::WriteSafetensors(in + "/model-00002-of-00002.safetensors", b).ok());
+  Json idx;
+  idx["metadata"]["total_size"] = 1;
+  idx["weight_map"] = wm;
+  lmkit::test::WriteAll(in + "/model.safetensors.index.json", DumpJson(idx));
+  lmkit::test::WriteAll(in + "/config.json", ReadAll(kStories + "/config.json"));
+  lmkit::test::WriteAll(in + "/tokenizer.json", "{}");
+  auto r = RunLmkit({"quantize", in, "-o", out, "--exclude", "down_proj", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(ParseOut(r.out)["totals"]["tensors_quantized"] == 30);
+  CHECK(lmkit::test::ListDir(out) == std::vector<std::string>{"config.json", "model-00001-of-00002.safetensors",
+                                                               "model-00002-of-00002.safetensors",
+                                                               "model.safetensors.index.json", "tokenizer.json"});
+  Json oidx = ParseOut(ReadAll(out + "/model.safetensors.index.json"));
+  CHECK(oidx["weight_map"]["model.layers.0.mlp.up_proj.weight_scale"] == "model-00001-of-00002.safetensors");
+  CHECK(oidx["weight_map"]["model.layers.3.mlp.up_proj.weight_scale"] == "model-00002-of-00002.safetensors");
+  CHECK_FALSE(oidx["weight_map"].contains("model.layers.3.mlp.down_proj.weight_scale"));
+  Json cfg = ParseOut(ReadAll(out + "/config.json"));
+  const Json& ignore = cfg["quantization_config"]["ignore"];
+  CHECK(std::find(ignore.begin(), ignore.end(), Json("model.layers.2.mlp.down_proj")) != ignore.end());
+  REQUIRE_PYTHON_OK(in + " " + out + " --min-tensor-sqnr 40");
+}
+
+TEST_CASE("quantize: w8a8 static input scales from a calibration table, dynamic without", "[quant][cli]") {
+  TempDir dir;
+  const std::string in = dir.file("toy.safetensors");
+  WriteToyCheckpoint(in, io::DType::kBF16);
+  lmkit::test::WriteAll(dir.file("calib.json"),
+                        R"({"tensors": {"model.layers.0.mlp.up_proj.input": {"amax": 12.75}}})");
+  auto r = RunLmkit({"quantize", in, "-o", dir.file("s.safetensors"), "--scheme", "w8a8", "--calibration",
+                     dir.file("calib.json")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto f = io::SafetensorsFile::Open(dir.file("s.safetensors"));
+  REQUIRE(f.ok());
+  const io::TensorInfo* is = f->Find("model.layers.0.mlp.up_proj.input_scale");
+  REQUIRE(is);
+  CHECK(is->dtype == io::DType::kBF16);
+  CHECK(is->shape == std::vector<uint64_t>{1});
+  float v;
+  io::ConvertToF32(io::DType::kBF16, f->Data(*is).data(), &v, 1);
+  CHECK(v == io::Bf16ToF32(0x3dcd));  // 12.75 / 127.5 = 0.1, rounded up to BF16 (0x3dcd = 0.10009765625)
+  REQUIRE_PYTHON_OK(in + " " + dir.file("s.safetensors") + " --scheme w8a8-static");
+  // A missing module in the table is an error naming it; nothing is written.
+  lmkit::test::WriteAll(dir.file("bad.json"), R"({"tensors": {"other": {"amax": 1}}})");
+  auto bad = RunLmkit({"quantize", in, "-o", dir.file("b.safetensors"), "--scheme", "w8a8", "--calibration",
+                       dir.file("bad.json")});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("no activation range for 'model.layers.0.mlp.up_proj'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("b.safetensors")));
+  // --calibration without w8a8 is a usage error.
+  CHECK(RunLmkit({"quantize", in, "-o", dir.file("c.safetensors"), "--calibration", dir.file("calib.json")})
+            .exit_code == 2);
+}
+
+TEST_CASE("quantize: NaN weights name the tensor; usage errors; deterministic across threads", "[quant][cli]") {
+  TempDir dir;
+  const std::string in = dir.file("nan.safetensors");
+  WriteToyCheckpoint(in, io::DType::kF32, /*with_nan=*/true);
+  auto r = RunLmkit({"quantize", in, "-o", dir.file("o.safetensors")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit quantize: " + in +
+                     ": tensor 'model.layers.0.mlp.up_proj.weight': non-finite value at [3, 9]\n");
+  CHECK_FALSE(fs::exists(dir.file("o.safetensors")));
+  CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--granularity", "row"}).exit_code == 2);
+  CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--scheme", "w4a16"}).exit_code == 2);
+  CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--exclude", "("}).exit_code == 2);
+  CHECK(RunLmkit({"quantize", dir.file("missing.safetensors"), "-o", dir.file("o.safetensors")}).exit_code == 1);
+
+  const std::string a = dir.file("a"), b = dir.file("b");
+  REQUIRE(RunLmkit({"--threads", "1", "quantize", kStories, "-o", a}).exit_code == 0);
+  REQUIRE(RunLmkit({"--threads", "2", "quantize", kStories, "-o", b}).exit_code == 0);
+  CHECK(ReadAll(a + "/model.safetensors") == ReadAll(b + "/model.safetensors"));
+  CHECK(ReadAll(a + "/config.json") == ReadAll(b + "/config.json"));
+}
+
+TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[quant][cli]") {
+  TempDir dir;
+  const std::string acts = TestData("quant/laplace_acts.npy");
+  struct Case {
+    const char* method;
+    const char* flavor;
+    double lo, hi;
+  };
+  for (const Case& c : {Case{"entropy", "nvidia", -10.954589, 10.954589}, Case{"percentile", "nvidia", -9.955690, 9.955690},
+                        Case{"entropy", "ort", -13.585022, 13.651615}, Case{"percentile", "ort", -27.669510, 27.669510},
+                        Case{"minmax", "nvidia", -68.191483, 68.191483}}) {
+    auto r = RunLmkit({"calibrate", acts, "--method", c.method, "--flavor", c.flavor, "-o", dir.file("c.json"),
+                       "--json"});
+    INFO(c.method << " " << c.flavor << " " << r.err);
+    REQUIRE(r.exit_code == 0);
+    Json t = ParseOut(ReadAll(dir.file("c.json")))["tensors"]["laplace_acts"];
+    CHECK(t["range"][0].get<double>() == Approx(c.lo).epsilon(1e-5));
+    CHECK(t["range"][1].get<double>() == Approx(c.hi).epsilon(1e-5));
+    CHECK(t["samples"] == 400000);
+    CHECK(t["batches"] == 4);
+    CHECK(ParseOut(r.out)["tensors"] == ParseOut(ReadAll(dir.file("c.json")))["tensors"]);
+  }
+  // ORT's default 128 bins: its entropy search degenerates to min/max (onnxruntime issue 9597).
+  auto deg = RunLmkit({"calibrate", acts, "--method", "entropy", "--flavor", "ort", "--bins", "128", "-o",
+                       dir.file("d.json")});
+  REQUIRE(deg.exit_code == 0);
+  Json d = ParseOut(ReadAll(dir.file("d.json")))["tensors"]["laplace_acts"];
+  CHECK(d["range"][0].get<double>() == Approx(-68.191483).epsilon(1e-6));
+  CHECK(d["range"][1].get<double>() == Approx(55.126057).epsilon(1e-6));
+  CHECK(RunLmkit({"calibrate", acts, "--method", "entropy", "--bins", "100", "-o", dir.file("d.json")}).exit_code == 2);
+  auto r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", dir.file("m.json"), "--trt-cache",
+                     dir.file("m.cache")});
+  REQUIRE(r.exit_code == 0);
+  CHECK(ReadAll(dir.file("m.cache")) == "TRT-8601-MinMaxCalibration\nlaplace_acts: 3f0974f4\n");
+
+  // Split the rows over two files of the same tensor name: the merged result equals the single file's, for both
+  // flavours (rows are fed in file order).
+  auto f = io::NpyFile::Open(acts);
+  REQUIRE(f.ok());
+  fs::create_directories(dir.file("p1"));
+  fs::create_directories(dir.file("p2"));
+  const size_t half = 2 * 100000 * 4;
+  REQUIRE(io::WriteNpy(dir.file("p1/laplace_acts.npy"), io::DType::kF32, {2, 100000}, f->data().subspan(0, half)).ok());
+  REQUIRE(io::WriteNpy(dir.file("p2/laplace_acts.npy"), io::DType::kF32, {2, 100000}, f->data().subspan(half)).ok());
+  for (const char* flavor : {"nvidia", "ort"}) {
+    auto one = RunLmkit({"calibrate", acts, "--method", "entropy", "--flavor", flavor, "-o", dir.file("one.json")});
+    auto two = RunLmkit({"calibrate", dir.file("p1/laplace_acts.npy"), dir.file("p2/laplace_acts.npy"), "--method",
+                         "entropy", "--flavor", flavor, "-o", dir.file("two.json")});
+    REQUIRE(one.exit_code == 0);
+    REQUIRE(two.exit_code == 0);
+    CHECK(ParseOut(ReadAll(dir.file("one.json")))["tensors"] == ParseOut(ReadAll(dir.file("two.json")))["tensors"]);
+  }
+  // The nvidia flavour does not depend on batch order: feeding the halves reversed gives the same threshold.
+  auto rev = RunLmkit({"calibrate", dir.file("p2/laplace_acts.npy"), dir.file("p1/laplace_acts.npy"), "--method",
+                       "entropy", "-o", dir.file("rev.json")});
+  REQUIRE(rev.exit_code == 0);
+  CHECK(ParseOut(ReadAll(dir.file("rev.json")))["tensors"]["laplace_acts"]["amax"].get<double>() ==
+        Approx(10.954589).epsilon(1e-5));
+}
+
+TEST_CASE("calibrate: usage and input errors", "[quant][cli]") {
+  TempDir dir;
+  const std::string acts = TestData("quant/laplace_acts.npy");
+  CHECK(RunLmkit({"calibrate", acts, "--method", "mse", "--flavor", "ort", "-o", dir.file("c.json")}).exit_code == 2);
+  CHECK(RunLmkit({"calibrate", acts, "--method", "kl", "-o", dir.file("c.json")}).exit_code == 2);
+  CHECK(RunLmkit({"calibrate", acts, "--method", "percentile", "--percentile", "101", "-o", dir.file("c.json")})
+            .exit_code == 2);
+  auto r = RunLmkit({"calibrate", dir.file("none.npy"), "--method", "minmax", "-o", dir.file("c.json")});
+  CHECK(r.exit_code == 1);
+  CHECK_FALSE(fs::exists(dir.file("c.json")));
+}

@@ -1,0 +1,117 @@
+// Parity of the calibrators with the reference implementations on tests/data/quant/laplace_acts.npy (values from
+// reference/quant.md, computed with ORT's and NVIDIA pytorch-quantization's numpy code), plus properties of the
+// histograms (batch-order independence for the nvidia flavour, growth for the ort flavour).
+#include "lmkit/quant/calibrators.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+
+#include "lmkit/io/npy.h"
+#include "lmkit/quant/histogram.h"
+#include "support/run_lmkit.h"
+
+using namespace lmkit;
+using namespace lmkit::quant;
+
+namespace {
+
+std::vector<std::vector<float>> LoadLaplace() {
+  auto f = io::NpyFile::Open(lmkit::test::TestData("quant/laplace_acts.npy"));
+  REQUIRE(f.ok());
+  REQUIRE(f->dtype() == io::DType::kF32);
+  REQUIRE(f->shape() == std::vector<uint64_t>{4, 100000});
+  std::vector<std::vector<float>> rows(4, std::vector<float>(100000));
+  io::ConvertToF32(io::DType::kF32, f->data().data(), rows[0].data(), 0);
+  for (size_t r = 0; r < 4; ++r)
+    io::ConvertToF32(io::DType::kF32, f->data().data() + r * 100000 * 4, rows[r].data(), 100000);
+  return rows;
+}
+
+float AbsMaxOf(const std::vector<std::vector<float>>& rows) {
+  float m = 0;
+  for (const auto& r : rows)
+    for (float v : r) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+AbsHistogram NvidiaHistogram(const std::vector<std::vector<float>>& rows, uint32_t bins = 2048) {
+  AbsHistogram h(bins, AbsMaxOf(rows));
+  for (const auto& r : rows) h.Add(r.data(), r.size());
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("calibrators: absmax of the parity fixture", "[quant][calib]") {
+  auto rows = LoadLaplace();
+  CHECK(AbsMaxOf(rows) == Approx(68.191483).epsilon(1e-7));
+}
+
+TEST_CASE("calibrators: NVIDIA entropy and percentile on one |x| histogram (parity)", "[quant][calib]") {
+  auto rows = LoadLaplace();
+  AbsHistogram h = NvidiaHistogram(rows);
+  CHECK(h.total() == 400000);
+  CHECK(NvidiaPercentileAmax(h, 99.99) == Approx(9.955690).epsilon(1e-5));
+  CHECK(NvidiaEntropyAmax(h) == Approx(10.954589).epsilon(1e-5));
+  // The result does not depend on batch order or batch size: same counts from reversed, re-cut batches.
+  AbsHistogram h2(2048, AbsMaxOf(rows));
+  for (size_t r = 4; r-- > 0;)
+    for (size_t off = 0; off < 100000; off += 30000)
+      h2.Add(rows[r].data() + off, std::min<size_t>(30000, 100000 - off));
+  CHECK(h2.counts() == h.counts());
+  // MSE picks a threshold between the bulk and the outliers.
+  double mse = NvidiaMseAmax(h);
+  CHECK(mse > 4.0);
+  CHECK(mse < 68.2);
+}
+
+TEST_CASE("calibrators: ORT entropy and percentile on grown histograms (parity)", "[quant][calib]") {
+  auto rows = LoadLaplace();
+  OrtSignedHistogram s(2048);
+  OrtAbsHistogram a(2048);
+  for (const auto& r : rows) {
+    s.AddBatch(r.data(), r.size());
+    a.AddBatch(r.data(), r.size());
+  }
+  auto [lo, hi] = OrtEntropyThreshold(s, 128);
+  CHECK(lo == Approx(-13.585022).epsilon(1e-5));
+  CHECK(hi == Approx(13.651615).epsilon(1e-5));
+  auto [plo, phi] = OrtPercentileThreshold(a, 99.999);
+  CHECK(plo == Approx(-27.669510).epsilon(1e-5));
+  CHECK(phi == Approx(27.669510).epsilon(1e-5));
+  // ORT's defaults (128 bins, 128 quantized bins) collapse to min/max (fixture README, onnxruntime issue 9597).
+  OrtSignedHistogram d(128);
+  for (const auto& r : rows) d.AddBatch(r.data(), r.size());
+  auto [dlo, dhi] = OrtEntropyThreshold(d, 128);
+  CHECK(dlo == Approx(-68.191483).epsilon(1e-6));
+  CHECK(dhi == Approx(55.126057).epsilon(1e-6));
+}
+
+TEST_CASE("calibrators: ORT signed histogram grows by whole bins and keeps every count", "[quant][calib]") {
+  OrtSignedHistogram h(8);
+  std::vector<float> b1 = {-1.0f, 0.5f, 1.0f};
+  std::vector<float> b2 = {3.0f, -0.1f};
+  h.AddBatch(b1.data(), b1.size());
+  CHECK(h.counts().size() == 8);
+  CHECK(h.edges().front() == -1.0f);
+  h.AddBatch(b2.data(), b2.size());
+  // stride 0.25; (3 - 1) // 0.25 + 1 = 9 bins added on each side
+  CHECK(h.counts().size() == 8 + 2 * 9);
+  CHECK(h.edges().back() == Approx(3.25f));
+  uint64_t total = 0;
+  for (uint64_t c : h.counts()) total += c;
+  CHECK(total == 5);
+  CHECK(h.min() == -1.0f);
+  CHECK(h.max() == 3.0f);
+}
+
+TEST_CASE("calibrators: histogram binning follows torch.histc and numpy edges", "[quant][calib]") {
+  AbsHistogram h(4, 2.0f);
+  std::vector<float> v = {0.0f, 0.49f, 0.5f, -1.0f, 1.99f, 2.0f, -2.0f, 2.5f};
+  h.Add(v.data(), v.size());
+  CHECK(h.counts() == std::vector<uint64_t>{2, 1, 1, 3});  // 2.5 > amax is not counted; amax in the last bin
+  std::vector<uint64_t> c(4, 0);
+  HistogramUniform(v.data(), v.size(), LinspaceEdges(-2.0f, 2.0f, 4), c, false);
+  CHECK(c == std::vector<uint64_t>{1, 1, 3, 2});  // [-2,-1) [-1,0) [0,1) [1,2]; 2.5 is outside
+}
