@@ -3,13 +3,13 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <span>
+
+#include "lmkit/io/npy.h"
+#include "lmkit/io/token_file.h"
 
 namespace lmkit::dataload {
 namespace {
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 }  // namespace
 
@@ -30,18 +30,32 @@ Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& 
     TokenShard s;
     s.path = path;
     s.file_bytes = static_cast<uint64_t>(st.st_size);
-    if (EndsWith(path, ".npy")) {
-      return Status::Unsupported(path, ".npy token files need lmkit/io's npy reader, not merged into this build yet");
+    if (io::TokenFormatFromPath(path) == io::TokenFormat::kNpy) {
+      // lmkit/io validates the header (1-D or 2-D, uint16/uint32, little-endian, size matches); the data offset comes
+      // from the same header, because pread and O_DIRECT read the file, not the mapping.
+      LMKIT_ASSIGN_OR_RETURN(io::TokenFile tf, io::TokenFile::Open(path));
+      const MappedFile& m = tf.mapped();
+      LMKIT_ASSIGN_OR_RETURN(io::NpyHeader h, io::ParseNpyHeader(std::span<const uint8_t>(m.data(), m.size()), path));
+      s.npy = true;
+      s.token_bytes = tf.dtype() == io::DType::kU32 ? 4 : 2;
+      s.data_offset = h.data_offset;
+      s.tokens = tf.size();
+      const unsigned want = dtype == TokenDtype::kUint32 ? 4 : dtype == TokenDtype::kUint16 ? 2 : 0;
+      if (want != 0 && want != s.token_bytes) {
+        return Status::InvalidInput(path, std::string("holds ") + TokenDtypeName(s.token_bytes) +
+                                              " tokens (from its .npy header) but --dtype is " + TokenDtypeName(want));
+      }
+    } else {
+      unsigned bytes = 2;
+      if (dtype == TokenDtype::kUint32 || (dtype == TokenDtype::kAuto && vocab_size > 65536)) bytes = 4;
+      s.token_bytes = bytes;
+      s.data_offset = 0;
+      if (s.file_bytes % bytes != 0) {
+        return Status::InvalidInput(path, "size " + std::to_string(s.file_bytes) + " bytes is not a multiple of " +
+                                              std::to_string(bytes) + " (" + TokenDtypeName(bytes) + " tokens)");
+      }
+      s.tokens = s.file_bytes / bytes;
     }
-    unsigned bytes = 2;
-    if (dtype == TokenDtype::kUint32 || (dtype == TokenDtype::kAuto && vocab_size > 65536)) bytes = 4;
-    s.token_bytes = bytes;
-    s.data_offset = 0;
-    if (s.file_bytes % bytes != 0) {
-      return Status::InvalidInput(path, "size " + std::to_string(s.file_bytes) + " bytes is not a multiple of " +
-                                            std::to_string(bytes) + " (" + TokenDtypeName(bytes) + " tokens)");
-    }
-    s.tokens = s.file_bytes / bytes;
     shards.push_back(std::move(s));
   }
   for (const auto& s : shards) {
