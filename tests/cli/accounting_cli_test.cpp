@@ -1,0 +1,235 @@
+// `lmkit flops` and `lmkit memory` end to end: golden numbers through the binary, formats, sweeps + SVG, errors.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "lmkit/common/json.h"
+#include "support/run_lmkit.h"
+
+using lmkit::test::ReadAll;
+using lmkit::test::RunLmkit;
+using lmkit::test::TempDir;
+using lmkit::test::WriteAll;
+
+namespace {
+
+lmkit::Json JsonOf(const lmkit::test::RunResult& r) {
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto j = lmkit::ParseJson(r.out, "stdout");
+  REQUIRE(j.ok());
+  return *j;
+}
+
+// Minimal XML well-formedness check: every element closed in order, attributes quoted, one root <svg>.
+bool WellFormedSvg(const std::string& s, std::string* why) {
+  std::vector<std::string> stack;
+  size_t i = 0;
+  int roots = 0;
+  while ((i = s.find('<', i)) != std::string::npos) {
+    size_t end = s.find('>', i);
+    if (end == std::string::npos) return *why = "unterminated tag", false;
+    std::string tag = s.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.empty()) return *why = "empty tag", false;
+    if (tag[0] == '?' || tag[0] == '!') continue;
+    size_t quotes = 0;
+    for (char c : tag) quotes += c == '"';
+    if (quotes % 2) return *why = "unbalanced quotes in <" + tag + ">", false;
+    if (tag[0] == '/') {
+      std::string name = tag.substr(1);
+      if (stack.empty() || stack.back() != name) return *why = "unexpected </" + name + ">", false;
+      stack.pop_back();
+      continue;
+    }
+    std::string name = tag.substr(0, tag.find_first_of(" \t\n/"));
+    if (stack.empty()) ++roots;
+    if (tag.back() != '/') stack.push_back(name);
+  }
+  if (!stack.empty()) return *why = "unclosed <" + stack.back() + ">", false;
+  if (roots != 1) return *why = "not exactly one root element", false;
+  return true;
+}
+
+size_t Count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("flops cli: CS336 GPT-2 XL golden numbers in table and JSON", "[accounting][cli]") {
+  auto t = RunLmkit({"flops", "cs336-gpt2-xl"});
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("4,513,336,524,800") != std::string::npos);
+  CHECK(t.out.find("164,682,137,600") != std::string::npos);  // LM head
+  CHECK(t.out.find("2,127,057,600") != std::string::npos);    // parameters
+  CHECK(t.out.find("FLOP = 2 x MAC") != std::string::npos);
+  CHECK(t.err.empty());
+  auto j = JsonOf(RunLmkit({"--json", "flops", "cs336-gpt2-xl", "--seq-len", "16384"}));
+  CHECK(j["totals"]["forward"].get<uint64_t>() == 149522795724800ULL);
+  CHECK(j["components"]["attention scores"].get<uint64_t>() > 0);
+  CHECK(j["params"]["total"].get<int64_t>() == 2127057600);
+  auto j2 = JsonOf(RunLmkit({"flops", "nanogpt-gpt2-124m", "--format", "json"}));
+  CHECK(j2["totals"]["forward"].get<uint64_t>() == 291648307200ULL);
+  CHECK(j2["totals"]["training"].get<uint64_t>() == 874944921600ULL);
+  CHECK(j2["totals"]["palm"].get<double>() == 879894724608.0);
+}
+
+TEST_CASE("flops cli: explicit dimensions equal the preset", "[accounting][cli]") {
+  auto j = JsonOf(RunLmkit({"flops", "--json", "--layers", "12", "--d-model", "768", "--heads", "12", "--vocab", "50257",
+                            "--ffn", "gelu", "--norm", "layernorm", "--positions", "1024", "--tied"}));
+  CHECK(j["params"]["total"].get<int64_t>() == 124337664);
+  CHECK(j["totals"]["forward"].get<uint64_t>() == 291648307200ULL);
+  auto both = RunLmkit({"flops", "gpt2", "--layers", "3"});
+  CHECK(both.exit_code == 2);
+}
+
+TEST_CASE("flops cli: conventions are flags", "[accounting][cli]") {
+  auto full = JsonOf(RunLmkit({"flops", "--json", "llama-2-7b", "--seq-len", "4096"}));
+  auto half = JsonOf(RunLmkit({"flops", "--json", "llama-2-7b", "--seq-len", "4096", "--causal-half"}));
+  CHECK(2 * half["components"]["attention scores"].get<uint64_t>() == full["components"]["attention scores"].get<uint64_t>());
+  auto nohead = JsonOf(RunLmkit({"flops", "--json", "llama-2-7b", "--no-lm-head"}));
+  CHECK(nohead["components"]["LM head"].get<uint64_t>() == 0);
+  auto macs = RunLmkit({"flops", "llama-2-7b", "--macs"});
+  CHECK(macs.out.find("MACs") != std::string::npos);
+  auto help = RunLmkit({"flops", "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("FLOP = 2 x MAC") != std::string::npos);
+  CHECK(help.out.find("--causal-half") != std::string::npos);
+}
+
+TEST_CASE("flops cli: GPU step time, tokens/s and roofline", "[accounting][cli]") {
+  auto r = RunLmkit({"flops", "llama-3-8b", "--gpu", "h100", "--mfu", "0.4", "--training", "--seq-len", "4096"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("tokens/s") != std::string::npos);
+  CHECK(r.out.find("Roofline, prefill") != std::string::npos);
+  CHECK(r.out.find("Roofline, one decode step") != std::string::npos);
+  CHECK(r.out.find("memory") != std::string::npos);
+  auto j = JsonOf(RunLmkit({"flops", "--json", "llama-3-8b", "--gpu", "h100", "--mfu", "0.4", "--training"}));
+  double secs = j["step_time"]["seconds"].get<double>();
+  CHECK(secs == Approx(j["totals"]["training"].get<double>() / (989.4e12 * 0.4)));
+  CHECK(j["roofline"]["decode"]["matmuls"].size() > 5);
+  auto nogpu = RunLmkit({"flops", "gpt2", "--mfu", "0.5"});
+  CHECK(nogpu.exit_code == 2);
+  auto badgpu = RunLmkit({"flops", "gpt2", "--gpu", "h1000"});
+  CHECK(badgpu.exit_code == 1);
+  CHECK(badgpu.err.find("unknown GPU") != std::string::npos);
+}
+
+TEST_CASE("flops cli: csv and markdown", "[accounting][cli]") {
+  auto csv = RunLmkit({"flops", "gpt2", "--format", "csv"});
+  REQUIRE(csv.exit_code == 0);
+  CHECK(csv.out.find("layer,matmul,M,K,N,count,FLOPs,share") != std::string::npos);
+  auto md = RunLmkit({"flops", "gpt2", "--format", "md"});
+  REQUIRE(md.exit_code == 0);
+  CHECK(md.out.find("| layer | matmul | M | K | N | count | FLOPs | share |") != std::string::npos);
+  CHECK(RunLmkit({"flops", "gpt2", "--format", "xml"}).exit_code == 2);
+}
+
+TEST_CASE("flops cli: sweep prints one table and writes a valid SVG", "[accounting][cli]") {
+  TempDir dir;
+  std::string svg = dir.file("shares.svg");
+  auto r = RunLmkit({"flops", "cs336-gpt2-xl", "--sweep", "seq-len=1024,4096,16384", "--svg", svg});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("Sweep over seq-len") != std::string::npos);
+  CHECK(r.out.find("149,522,795,724,800") != std::string::npos);
+  CHECK(Count(r.out, "Matmuls of one forward step") == 0);  // one table only
+  std::string s = ReadAll(svg);
+  REQUIRE(!s.empty());
+  std::string why;
+  CHECK(WellFormedSvg(s, &why));
+  INFO(why);
+  CHECK(s.rfind("<?xml", 0) == 0);
+  CHECK(s.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
+  for (const char* series : {"attention projections", "attention scores", "attention x V", "FFN/experts", "LM head"})
+    CHECK(Count(s, std::string("data-series=\"") + series + "\"") == 1);
+  CHECK(Count(s, "data-series=\"router\"") == 0);  // dense model: no router series
+  CHECK(Count(s, "data-point=\"seq-len 16384\"") == 5);
+  CHECK(Count(s, "<rect ") == 3 * 5 + 5);  // bars + legend swatches
+  auto models = RunLmkit({"flops", "--sweep", "model=gpt2,mixtral-8x7b-v0.1", "--json"});
+  auto j = JsonOf(models);
+  CHECK(j["sweep"]["points"].size() == 2);
+  CHECK(j["sweep"]["points"][1]["components"]["router"].get<uint64_t>() > 0);
+  CHECK(RunLmkit({"flops", "gpt2", "--sweep", "depth=1,2"}).exit_code == 2);
+  CHECK(RunLmkit({"flops", "gpt2", "--svg", svg}).exit_code == 2);
+}
+
+TEST_CASE("flops cli: bad configs name the field and the file", "[accounting][cli]") {
+  TempDir dir;
+  std::string unknown = dir.file("unknown.json");
+  WriteAll(unknown, R"({"model_type": "rwkv", "hidden_size": 64})");
+  auto a = RunLmkit({"flops", unknown});
+  CHECK(a.exit_code == 1);
+  CHECK(a.err.find(unknown) != std::string::npos);
+  CHECK(a.err.find("model_type 'rwkv' is not supported") != std::string::npos);
+  CHECK(std::count(a.err.begin(), a.err.end(), '\n') == 1);
+  std::string heads = dir.file("heads.json");
+  WriteAll(heads, R"({"model_type": "llama", "hidden_size": 100, "num_attention_heads": 7, "num_hidden_layers": 2,
+                     "intermediate_size": 256, "vocab_size": 1000})");
+  auto b = RunLmkit({"flops", heads});
+  CHECK(b.exit_code == 1);
+  CHECK(b.err.find(heads) != std::string::npos);
+  CHECK(b.err.find("'num_attention_heads'") != std::string::npos);
+  std::string zero = dir.file("zero.json");
+  WriteAll(zero, R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 0,
+                    "intermediate_size": 256, "vocab_size": 1000})");
+  auto c = RunLmkit({"memory", zero});
+  CHECK(c.exit_code == 1);
+  CHECK(c.err.find("layer") != std::string::npos);
+  std::string missing = dir.file("missing.json");
+  WriteAll(missing, R"({"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+                       "intermediate_size": 256, "vocab_size": 1000})");
+  auto d = RunLmkit({"flops", missing});
+  CHECK(d.exit_code == 1);
+  CHECK(d.err.find("missing field 'num_local_experts'") != std::string::npos);
+  auto e = RunLmkit({"flops", "no-such-model"});
+  CHECK(e.exit_code == 1);
+  CHECK(e.err.find("presets:") != std::string::npos);
+  // A directory holding config.json works like the file.
+  TempDir model_dir;
+  WriteAll(model_dir.file("config.json"), ReadAll(lmkit::test::RepoPath("data/models/llama-2-7b.json")));
+  auto f = JsonOf(RunLmkit({"flops", "--json", model_dir.path()}));
+  CHECK(f["params"]["total"].get<int64_t>() == 6738415616);
+}
+
+TEST_CASE("memory cli: CS336 adamwAccounting line and largest batch", "[accounting][cli]") {
+  auto j = JsonOf(RunLmkit({"memory", "--json", "cs336-gpt2-xl", "--dtype", "fp32", "--activations", "cs336",
+                            "--overhead-gib", "0", "--capacity-gb", "80"}));
+  CHECK(j["memory"]["fixed"].get<uint64_t>() == 34032921600ULL);
+  CHECK(j["memory"]["per_sequence"].get<uint64_t>() == 15517753344ULL);
+  CHECK(j["memory"]["max_batch"].get<int64_t>() == 2);
+  CHECK(j["memory"]["fits"].get<bool>());
+  auto t = RunLmkit({"memory", "cs336-gpt2-xl", "--dtype", "fp32", "--activations", "cs336", "--overhead-gib", "0",
+                     "--capacity-gb", "80", "--batch", "3"});
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("total(batch) = 15,517,753,344 * batch + 34,032,921,600 bytes") != std::string::npos);
+  CHECK(t.out.find("does not fit") != std::string::npos);
+  CHECK(t.out.find("largest batch per GPU that fits: 2") != std::string::npos);
+}
+
+TEST_CASE("memory cli: inference KV cache, ZeRO, sweeps", "[accounting][cli]") {
+  auto inf = JsonOf(RunLmkit({"memory", "--json", "llama-2-7b", "--mode", "inference", "--seq-len", "2048", "--gpu", "a100-80"}));
+  CHECK(inf["memory"]["kv_bytes_per_token"].get<uint64_t>() == 524288);
+  CHECK(inf["memory"]["kv_cache"].get<uint64_t>() == 1073741824ULL);
+  CHECK(inf["memory"]["fits"].get<bool>());
+  auto ds = JsonOf(RunLmkit({"memory", "--json", "deepseek-v3", "--mode", "inference", "--seq-len", "1"}));
+  CHECK(ds["memory"]["kv_bytes_per_token"].get<uint64_t>() == 70272);
+  auto z = JsonOf(RunLmkit({"memory", "--json", "llama-2-7b", "--zero", "3", "--gpus", "8"}));
+  CHECK(z["memory"]["weights"].get<uint64_t>() == 2ULL * 6738415616ULL / 8);
+  CHECK(RunLmkit({"memory", "gpt2", "--zero", "4"}).exit_code == 2);
+  CHECK(RunLmkit({"memory", "gpt2", "--mode", "train", "--dtype", "int8"}).exit_code == 2);
+  TempDir dir;
+  std::string svg = dir.file("mem.svg");
+  auto sw = RunLmkit({"memory", "llama-3-8b", "--gpu", "h100", "--sweep", "batch=1,2,4,8", "--svg", svg});
+  REQUIRE(sw.exit_code == 0);
+  CHECK(sw.out.find("Sweep over batch") != std::string::npos);
+  std::string s = ReadAll(svg), why;
+  CHECK(WellFormedSvg(s, &why));
+  INFO(why);
+  for (const char* series : {"weights", "gradients", "optimizer state", "activations", "KV cache", "overhead"})
+    CHECK(Count(s, std::string("data-series=\"") + series + "\"") == 1);
+  auto help = RunLmkit({"memory", "--help"});
+  CHECK(help.out.find("Korthikanti") != std::string::npos);
+}

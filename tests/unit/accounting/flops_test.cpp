@@ -1,0 +1,216 @@
+// FLOP counts against the golden numbers of reference/accounting.md (CS336, nanoGPT, calflops, Chinchilla, Megatron).
+#include "lmkit/accounting/flops.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "lmkit/accounting/model.h"
+
+using namespace lmkit::accounting;
+
+namespace {
+ModelSpec Preset(const std::string& name) {
+  auto m = LoadPreset(name);
+  INFO(name << ": " << m.status().ToString());
+  REQUIRE(m.ok());
+  return *m;
+}
+FlopsReport Flops(const ModelSpec& m, FlopsOptions o) {
+  auto r = ComputeFlops(m, o);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return *r;
+}
+uint64_t C(const FlopsReport& r, Component c) { return r.component[static_cast<int>(c)]; }
+}  // namespace
+
+TEST_CASE("flops: CS336 transformer_accounting table, T = 1024", "[accounting][flops]") {
+  FlopsOptions o;
+  o.seq_len = 1024;
+  CHECK(Flops(Preset("cs336-gpt2-small"), o).forward == 349630365696ULL);
+  CHECK(Flops(Preset("cs336-gpt2-medium"), o).forward == 1033109504000ULL);
+  CHECK(Flops(Preset("cs336-gpt2-large"), o).forward == 2257754521600ULL);
+  auto xl = Flops(Preset("cs336-gpt2-xl"), o);
+  CHECK(xl.forward == 4513336524800ULL);
+  uint64_t qkv = 0, out = 0;
+  for (const auto& mm : xl.matmuls) {
+    if (mm.name == "q_proj" || mm.name == "k_proj" || mm.name == "v_proj") qkv += mm.flops;
+    if (mm.name == "o_proj") out += mm.flops;
+  }
+  CHECK(qkv == 754974720000ULL);
+  CHECK(out == 251658240000ULL);
+  CHECK(C(xl, Component::kAttnProj) == qkv + out);
+  CHECK(C(xl, Component::kAttnScores) == 161061273600ULL);
+  CHECK(C(xl, Component::kAttnValues) == 161061273600ULL);
+  CHECK(C(xl, Component::kFfn) == 3019898880000ULL);
+  CHECK(C(xl, Component::kLmHead) == 164682137600ULL);
+  CHECK(C(xl, Component::kRouter) == 0);
+  // Shares as printed in the reference (two decimals).
+  auto share = [&](uint64_t v) { return std::round(10000.0 * static_cast<double>(v) / xl.forward) / 100.0; };
+  CHECK(share(qkv) == Approx(16.73));
+  CHECK(share(C(xl, Component::kAttnScores)) == Approx(3.57));
+  CHECK(share(out) == Approx(5.58));
+  CHECK(share(C(xl, Component::kFfn)) == Approx(66.91));
+  CHECK(share(C(xl, Component::kLmHead)) == Approx(3.65));
+}
+
+TEST_CASE("flops: CS336 GPT-2 XL at T = 16,384 (x33.13, attention 55.2%)", "[accounting][flops]") {
+  FlopsOptions o;
+  o.seq_len = 16384;
+  auto xl = Flops(Preset("cs336-gpt2-xl"), o);
+  CHECK(xl.forward == 149522795724800ULL);
+  CHECK(std::round(100.0 * xl.forward / 4513336524800.0) / 100.0 == Approx(33.13));
+  double attn = static_cast<double>(C(xl, Component::kAttnScores) + C(xl, Component::kAttnValues)) / xl.forward;
+  CHECK(std::round(1000.0 * attn) / 10.0 == Approx(55.2));
+}
+
+TEST_CASE("flops: nanoGPT transformer_sizing", "[accounting][flops]") {
+  FlopsOptions o;
+  o.seq_len = 1024;
+  auto r = Flops(Preset("nanogpt-gpt2-124m"), o);
+  CHECK(r.params.total == 124337664);
+  CHECK(r.forward == 291648307200ULL);
+  CHECK(r.forward + r.backward == 874944921600ULL);
+  CHECK(r.training == 874944921600ULL);
+  CHECK(r.palm == 879894724608.0);
+  CHECK(TrainingFlopsPerTokenPalm(Preset("nanogpt-gpt2-124m"), 1024) * 1024 == 879894724608.0);
+}
+
+TEST_CASE("flops: calflops Llama-2-7B at batch 1 x 128 within 0.1%", "[accounting][flops]") {
+  FlopsOptions o;
+  o.seq_len = 128;
+  auto r = Flops(Preset("llama-2-7b"), o);
+  CHECK(std::fabs(r.forward / 1700.06e9 - 1.0) < 0.001);
+  CHECK(std::fabs(r.training / 5100.19e9 - 1.0) < 0.001);
+}
+
+TEST_CASE("flops: Chinchilla Table A4 ratios within 0.01", "[accounting][flops]") {
+  struct Row {
+    int64_t layers, d, ffw, heads, kv;
+    int64_t n;
+    double ratio;
+  };
+  const Row rows[] = {
+      {10, 640, 2560, 10, 64, 73825280, 1.025},      {20, 1024, 4096, 16, 64, 305707008, 1.101},
+      {24, 1280, 5120, 10, 128, 552604160, 1.083},   {26, 1792, 7168, 14, 128, 1143453696, 1.044},
+      {28, 2048, 8192, 16, 128, 1593126912, 1.033},  {40, 3584, 14336, 28, 128, 6796274688, 0.994},
+  };
+  for (const auto& row : rows) {
+    Dimensions d;
+    d.layers = row.layers;
+    d.d_model = row.d;
+    d.d_ff = row.ffw;
+    d.heads = row.heads;
+    d.head_dim = row.kv;
+    d.vocab = 32000;
+    d.ffn = FfnKind::kGelu;
+    d.norm = NormKind::kLayerNorm;
+    d.bias = true;
+    auto m = FromDimensions(d);
+    REQUIRE(m.ok());
+    FlopsOptions o;
+    o.seq_len = 2048;
+    o.lm_head = false;       // Chinchilla's reproduction excludes embeddings and logits
+    o.softmax_flops = true;  // and counts 3·heads·T² for the softmax
+    auto r = Flops(*m, o);
+    // N as nanoGPT's reproduction counts it: non-embedding parameters + output projection + relative-position terms.
+    int64_t n = r.params.non_embedding + r.params.lm_head + row.layers * (row.d * row.d + 2 * row.d);
+    INFO("layers " << row.layers);
+    CHECK(n == row.n);
+    double ratio = 3.0 * r.forward / (6.0 * n * 2048.0);
+    CHECK(std::fabs(ratio - row.ratio) < 0.01);
+    if (row.layers == 10) CHECK(3 * r.forward == 929877196800ULL);
+  }
+}
+
+TEST_CASE("flops: Megatron eq. 3 and the 175B example within 2%", "[accounting][flops]") {
+  Dimensions d;
+  d.layers = 96;
+  d.d_model = 12288;
+  d.heads = 96;
+  d.vocab = 51200;
+  d.positions = 2048;
+  d.ffn = FfnKind::kGelu;
+  d.norm = NormKind::kLayerNorm;
+  d.bias = true;
+  d.tied = true;
+  auto m = FromDimensions(d);
+  REQUIRE(m.ok());
+  FlopsOptions o;
+  o.seq_len = 2048;
+  o.batch = 8;
+  o.recompute = Recompute::kFull;
+  auto r = Flops(*m, o);
+  double b = 8, s = 2048, l = 96, h = 12288, v = 51200;
+  double eq3 = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  CHECK(std::fabs(r.training / eq3 - 1.0) < 0.02);
+  // Eq. 4: time = 8·T·P / (n·X): 300B tokens, 1024 GPUs at 140 TFLOP/s -> about 34 days.
+  double days = 8.0 * 300e9 * static_cast<double>(r.params.total) / (1024 * 140e12) / 86400.0;
+  CHECK(std::fabs(days / 34.0 - 1.0) < 0.02);
+  CHECK(r.params.total > 174e9);
+  CHECK(r.params.total < 176e9);
+}
+
+TEST_CASE("flops: causal halving, sliding window and MACs", "[accounting][flops]") {
+  auto m = Preset("mistral-7b-v0.1");  // window 4096
+  FlopsOptions full;
+  full.seq_len = 8192;
+  auto a = Flops(m, full);
+  // Full convention with a window: each query scores min(T, W) keys.
+  CHECK(C(a, Component::kAttnScores) == 2ULL * 8192 * 4096 * 128 * 32 * 32);
+  FlopsOptions half = full;
+  half.causal_half = true;
+  auto b = Flops(m, half);
+  // Halved: W²/2 pairs for the first W queries, W for each later one.
+  CHECK(C(b, Component::kAttnScores) == 2ULL * (4096ULL * 4096 / 2 + 4096ULL * 4096) * 128 * 32 * 32);
+  CHECK(C(b, Component::kAttnProj) == C(a, Component::kAttnProj));
+  // Without a window, halving halves exactly.
+  auto l = Preset("llama-2-7b");
+  FlopsOptions f2;
+  f2.seq_len = 4096;
+  auto x = Flops(l, f2);
+  f2.causal_half = true;
+  auto y = Flops(l, f2);
+  CHECK(2 * C(y, Component::kAttnScores) == C(x, Component::kAttnScores));
+  CHECK(2 * C(y, Component::kAttnValues) == C(x, Component::kAttnValues));
+}
+
+TEST_CASE("flops: MoE routes top-k tokens per expert and counts the router", "[accounting][flops]") {
+  FlopsOptions o;
+  o.seq_len = 1;
+  auto r = Flops(Preset("mixtral-8x7b-v0.1"), o);
+  // One token: 2 FLOPs per active parameter in every matmul except the (free) embedding lookup.
+  CHECK(r.forward == 2ULL * (12879925248ULL - 32000ULL * 4096 - 32 * 2 * 4096 - 4096) +
+                         2ULL * 2 * 128 * 32 * 32 /* scores + AV at T = 1 */);
+  CHECK(C(r, Component::kRouter) == 2ULL * 4096 * 8 * 32);
+  auto ds = Flops(Preset("deepseek-v3"), o);
+  CHECK(C(ds, Component::kRouter) == 2ULL * 7168 * 256 * 58);
+}
+
+TEST_CASE("flops: decode step reads the KV cache per GQA group", "[accounting][flops]") {
+  auto m = Preset("llama-3-8b");
+  auto ops = BuildDecodeMatmuls(m, 1, 4096);
+  REQUIRE(ops.ok());
+  bool found = false;
+  for (const auto& x : *ops) {
+    if (x.name != "scores (QK^T)") continue;
+    found = true;
+    CHECK(x.m == 4);  // 32 query heads / 8 kv heads
+    CHECK(x.n == 4096);
+    CHECK(x.count == 8 * 32);
+    CHECK(x.flops == 2ULL * 32 * 128 * 4096 * 32);
+  }
+  CHECK(found);
+}
+
+TEST_CASE("flops: bad options and overflow are errors", "[accounting][flops]") {
+  auto m = Preset("gpt2");
+  FlopsOptions o;
+  o.batch = 0;
+  CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kUsage);
+  o.batch = 1LL << 20;
+  o.seq_len = 1LL << 20;  // 2^40 tokens: allowed, but the LM head alone needs ~8.5e19 FLOPs
+  CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kInvalidInput);
+  o.batch = 1LL << 21;
+  CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kUsage);
+}

@@ -1,0 +1,148 @@
+// Parameter counts against published / HF module-shape counts (reference/accounting.md, configs/README.md).
+#include "lmkit/accounting/params.h"
+
+#include <catch2/catch.hpp>
+
+#include "lmkit/accounting/model.h"
+
+using namespace lmkit::accounting;
+
+namespace {
+ParameterCounts Preset(const std::string& name) {
+  auto m = LoadPreset(name);
+  INFO(name << ": " << m.status().ToString());
+  REQUIRE(m.ok());
+  return CountParameters(*m);
+}
+}  // namespace
+
+TEST_CASE("params: HF configs match the golden totals", "[accounting][params]") {
+  struct Golden {
+    const char* preset;
+    int64_t total;
+    int64_t active;
+  };
+  const Golden golden[] = {
+      {"gpt2", 124439808, 124439808},
+      {"gpt2-medium", 354823168, 354823168},
+      {"gpt2-large", 774030080, 774030080},
+      {"gpt2-xl", 1557611200, 1557611200},
+      {"llama-2-7b", 6738415616, 6738415616},
+      {"llama-3-8b", 8030261248, 8030261248},
+      {"llama-3.1-8b", 8030261248, 8030261248},
+      {"mistral-7b-v0.1", 7241732096, 7241732096},
+      {"qwen2.5-7b", 7615616512, 7615616512},
+      {"qwen2.5-0.5b", 494032768, 494032768},
+      {"mixtral-8x7b-v0.1", 46702792704, 12879925248},
+      {"qwen3-30b-a3b", 30532122624, 3353032704},
+      // [computed] from the module shapes; the DeepSeekMoE paper reports 16.4B total, 2.8B activated.
+      {"deepseek-moe-16b", 16375728128, 2828650496},
+      {"deepseek-v3", 671026419200, 37552297472},
+  };
+  for (const auto& g : golden) {
+    auto c = Preset(g.preset);
+    INFO(g.preset);
+    CHECK(c.total == g.total);
+    CHECK(c.active == g.active);
+    CHECK(c.total == c.embedding + c.lm_head + c.non_embedding);
+    CHECK(c.total == c.embedding + c.lm_head + c.attention + c.ffn + c.router + c.norms);
+  }
+}
+
+TEST_CASE("params: CS336 shapes and nanoGPT", "[accounting][params]") {
+  CHECK(Preset("cs336-gpt2-small").total == 190460160);
+  CHECK(Preset("cs336-gpt2-medium").total == 505629696);
+  CHECK(Preset("cs336-gpt2-large").total == 1072469760);
+  CHECK(Preset("cs336-gpt2-xl").total == 2127057600);
+  auto n = Preset("nanogpt-gpt2-124m");
+  CHECK(n.total == 124337664);
+  CHECK(n.lm_head == 0);  // tied
+  CHECK(n.embedding == 50257 * 768 + 1024 * 768);
+}
+
+TEST_CASE("params: tied vs untied and embedding split", "[accounting][params]") {
+  auto q = Preset("qwen2.5-0.5b");
+  CHECK(q.lm_head == 0);
+  CHECK(q.embedding == 151936LL * 896);
+  auto l = Preset("llama-2-7b");
+  CHECK(l.lm_head == 32000LL * 4096);
+  CHECK(l.non_embedding == 6738415616LL - 2 * 32000LL * 4096);
+}
+
+namespace {
+ModelSpec Parse(const char* text) {
+  auto j = lmkit::ParseJson(text, "inline");
+  REQUIRE(j.ok());
+  auto m = ParseModelConfig(*j, "inline.json");
+  INFO(m.status().ToString());
+  REQUIRE(m.ok());
+  return *m;
+}
+}  // namespace
+
+TEST_CASE("params: qwen2_moe shared expert with gate, sparse step and mlp_only_layers", "[accounting][params]") {
+  // Qwen1.5-MoE-A2.7B's architecture fields; published: 14.3B total, 2.7B activated.
+  const char* cfg = R"({"model_type": "qwen2_moe", "hidden_size": 2048, "num_hidden_layers": 24,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+    "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1,
+    "mlp_only_layers": [], "vocab_size": 151936, "tie_word_embeddings": false})";
+  auto c = CountParameters(Parse(cfg));
+  CHECK(c.total == 14315784192);  // [computed]
+  CHECK(c.active == 2689173504);  // [computed]
+  // Every second layer sparse, and layer 1 forced dense: 11 MoE layers of 24.
+  std::string alt = cfg;
+  alt.replace(alt.find("\"decoder_sparse_step\": 1"), 24, "\"decoder_sparse_step\": 2");
+  alt.replace(alt.find("\"mlp_only_layers\": []"), 21, "\"mlp_only_layers\": [1]");
+  auto m = Parse(alt.c_str());
+  int64_t moe = 0;
+  for (const auto& k : m.kinds) moe += k.moe ? k.count : 0;
+  CHECK(moe == 11);
+}
+
+TEST_CASE("params: deepseek_v2 MLA without q compression (V2-Lite shape)", "[accounting][params]") {
+  const char* cfg = R"({"model_type": "deepseek_v2", "hidden_size": 2048, "num_hidden_layers": 27,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+    "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+    "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "v_head_dim": 128, "topk_method": "greedy", "vocab_size": 102400, "tie_word_embeddings": false})";
+  auto m = Parse(cfg);
+  CHECK(m.mla);
+  CHECK(m.head_dim == 192);
+  auto c = CountParameters(m);
+  CHECK(c.total == 15706484224);  // [computed]; published "15.7B"
+  CHECK(c.router == 26 * 64 * 2048);  // no correction bias outside noaux_tc
+}
+
+TEST_CASE("params: config errors name the field", "[accounting][params]") {
+  auto err = [](const char* text) {
+    auto j = lmkit::ParseJson(text, "inline");
+    REQUIRE(j.ok());
+    return ParseModelConfig(*j, "bad.json").status();
+  };
+  auto a = err(R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 5,
+                   "num_hidden_layers": 2, "intermediate_size": 11008, "vocab_size": 32000})");
+  CHECK(a.code() == lmkit::ErrorCode::kInvalidInput);
+  CHECK(a.subject() == "bad.json");
+  CHECK(a.message().find("num_key_value_heads") != std::string::npos);
+  auto b = err(R"({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12})");
+  CHECK(b.message() == "missing field 'vocab_size'");
+  auto c = err(R"({"model_type": "llama", "hidden_size": 0, "num_attention_heads": 1,
+                   "num_hidden_layers": 2, "intermediate_size": 11008, "vocab_size": 32000})");
+  CHECK(c.message().find("hidden size") != std::string::npos);
+  auto d = err(R"({"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+                   "intermediate_size": 128, "vocab_size": 100, "num_local_experts": 2, "num_experts_per_tok": 3})");
+  CHECK(d.message().find("num_experts_per_tok") != std::string::npos);
+  auto e = err(R"({"hidden_size": 64})");
+  CHECK(e.message() == "missing field 'model_type'");
+  auto f = err(R"({"model_type": "mamba"})");
+  CHECK(f.code() == lmkit::ErrorCode::kUnsupported);
+  auto g = err(R"({"model_type": "llama", "hidden_size": "big", "num_attention_heads": 1,
+                   "num_hidden_layers": 2, "intermediate_size": 11008, "vocab_size": 32000})");
+  CHECK(g.message() == "field 'hidden_size' is not an integer");
+  auto h = err(R"({"model_type": "llama", "hidden_size": 4000000, "num_attention_heads": 1, "num_hidden_layers": 16000,
+                   "intermediate_size": 4000000, "vocab_size": 32000})");
+  CHECK(h.message() == "the model is implausibly large (over 1e18 parameters)");
+  auto i = err(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1, "num_hidden_layers": 100000,
+                   "intermediate_size": 128, "vocab_size": 32000})");
+  CHECK(i.message().find("'layers' is implausibly large") != std::string::npos);
+}
