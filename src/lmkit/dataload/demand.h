@@ -5,7 +5,7 @@
 // B×T batch. Small models run far below nominal MFU (CS336's 17M-parameter baseline ≈ 2% on an H100), so a measured
 // tokens/s or step time is the better input when the user has one.
 //
-// Contract: ResolveDemand is pure; errors are kUsage (non-positive values, MFU outside (0, 1]) or kNotFound (unknown
+// Contract: ResolveDemand reads only the shipped model presets / config.json and GPU table; errors are kUsage (non-positive values, MFU outside (0, 1]) or kNotFound (unknown
 // model or GPU, naming it). Thread-safe.
 #pragma once
 
