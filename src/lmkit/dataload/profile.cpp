@@ -250,6 +250,7 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
   const int64_t ra_kb = (*ctx.fs)[0].read_ahead_kb;
   const uint64_t margin = static_cast<uint64_t>(ra_kb > 0 ? ra_kb : 128) * 1024 + PageSize();
   const bool cold_each = c.cache == CacheMode::kColdEach && c.access != Access::kDirect;
+  const bool prefetch_windows = c.advice == Advice::kRandom && c.access != Access::kDirect;
 
   std::vector<Slot> slots(K);
   for (auto& s : slots) {
@@ -288,6 +289,9 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
         double te = Now();
         s.evict = te - t1;
         t1 = te;
+      }
+      if (prefetch_windows) {
+        for (const auto& w : wins) reader->Prefetch(w.shard, w.start, c.context + 1);
       }
       for (size_t i = 0; i < wins.size() && st.ok(); ++i) {
         st = reader->Read(wins[i].shard, wins[i].start, c.context + 1, s.windows.data() + i * row_bytes, &scratch);

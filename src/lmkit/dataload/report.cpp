@@ -263,6 +263,7 @@ std::string ReportToText(const DataloadReport& rep) {
        (fs.rotational_known ? (fs.rotational ? ", rotational" : ", non-rotational") : "") + ")\n";
   if (rep.probe.ok) {
     o += "storage     " + Time(rep.probe.read_latency_s) + " per random 4 KiB read (queue depth 1), " +
+         Fmt("%.0f", rep.probe.parallel_reads_per_s) + " reads/s at queue depth 8, " +
          Bytes(rep.probe.sequential_bytes_per_s) + "/s sequential (O_DIRECT probe)\n";
   }
   if (!rep.sweep) {
@@ -326,6 +327,7 @@ Json ReportToJson(const DataloadReport& rep) {
   p["ok"] = rep.probe.ok;
   if (rep.probe.ok) {
     p["read_latency_us"] = rep.probe.read_latency_s * 1e6;
+    p["parallel_reads_per_s"] = rep.probe.parallel_reads_per_s;
     p["sequential_bytes_per_s"] = rep.probe.sequential_bytes_per_s;
   } else {
     p["why_not"] = rep.probe.why_not;

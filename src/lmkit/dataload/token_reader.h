@@ -1,5 +1,8 @@
 // Reading token windows from shards three ways — the "gather" stage of a dataload run.
 //
+// With random advice the pipeline also calls Prefetch for every window of a batch before reading any: the B reads are
+// then in flight together (queue depth B instead of 1), which is what makes a cold cache usable.
+//
 //   mmap   one read-only mapping per shard; a window is a memcpy from it (page faults do the I/O). Advice normal lets
 //          the kernel read around each fault (read_ahead_kb); random (MADV_RANDOM) reads only the faulting page.
 //   pread  one pread(2) per window into the caller's buffer. Advice random sets POSIX_FADV_RANDOM (no read-ahead).
@@ -55,6 +58,10 @@ class TokenReader {
   // page-table entries for them (mmap) and asks the kernel to evict them from the page cache.
   Status EvictRange(uint32_t shard, uint64_t start, uint64_t count, uint64_t margin_bytes) const;
   Status EvictAll() const;
+  // Asks the kernel to start reading tokens [start, start + count) now (POSIX_FADV_WILLNEED: asynchronous, returns
+  // before the data arrives), so a batch's windows are fetched in parallel rather than one read at a time. A hint:
+  // errors are ignored. No-op for direct access.
+  void Prefetch(uint32_t shard, uint64_t start, uint64_t count) const;
 
   const std::vector<TokenShard>& shards() const { return shards_; }
   Access access() const { return access_; }
