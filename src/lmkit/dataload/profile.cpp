@@ -135,7 +135,8 @@ void Diagnose(RunResult* r) {
     if (r->cold.available && r->cold_level != InputBound::kNot && c.cache != CacheMode::kColdEach) {
       r->knob = std::string("none on a warm cache; if the data outgrows RAM it projects to ") +
                 InputBoundPhrase(r->cold_level) + " (" + Ratio(r->cold.read_amplification) + " read amplification)" +
-                (read_around ? ": use --advice random or --access pread" : ": add --threads or faster storage");
+                (c.access == Access::kMmap || c.advice == Advice::kNormal ? ": use --access pread --advice random"
+                                                                           : ": add --threads or faster storage");
     }
     return;
   }
@@ -152,8 +153,12 @@ void Diagnose(RunResult* r) {
   const std::string name = top->name;
   if (name == "gather") {
     if (read_around && r->read_amplification > 4) {
-      r->knob = "--advice random or --access pread: the storage reads " + Ratio(r->read_amplification) +
-                " the useful bytes (mmap read-around)";
+      r->knob = "--access pread --advice random: the storage reads " + Ratio(r->read_amplification) +
+                " the useful bytes (mmap read-around); pread reads only the pages a window spans, a batch's windows "
+                "in parallel";
+    } else if (c.access == Access::kMmap && r->read_amplification > 0.5) {
+      r->knob = "--access pread --advice random: page faults fetch one window at a time; pread with random advice "
+                "requests a batch's windows together";
     } else if (c.cache == CacheMode::kCold || c.cache == CacheMode::kColdEach || r->read_amplification > 0.5) {
       r->knob = next_threads + " (more reads in flight), or keep the dataset in RAM / on faster storage";
     } else {
