@@ -18,6 +18,7 @@
 #include <thread>
 #include <tuple>
 
+#include "lmkit/common/thread_pool.h"
 #include "lmkit/cuda/dataload_h2d.h"
 #include "lmkit/dataload/sampler.h"
 
@@ -125,7 +126,12 @@ void Diagnose(RunResult* r) {
   const double share = r->produce.mean_s > 0 ? top->mean / r->produce.mean_s : 0;
   const std::string top_text =
       std::string(top->name) + " takes " + Percent(share) + " of the " + Ms(r->produce.mean_s) + " a batch takes";
-  const std::string next_threads = "--threads " + std::to_string(c.threads + 1);
+  // More threads only help while there are CPUs left for them.
+  const std::string next_threads =
+      c.threads < DefaultThreadCount()
+          ? "--threads " + std::to_string(c.threads + 1)
+          : std::string("more CPUs (the ") + std::to_string(c.threads) + " loader threads already match the " +
+                std::to_string(DefaultThreadCount()) + " CPUs) or less work per batch (--out-dtype uint16)";
   const bool read_around = c.access == Access::kMmap && c.advice == Advice::kNormal;
 
   if (r->level == InputBound::kNot) {

@@ -289,7 +289,7 @@ std::string ReportToText(const DataloadReport& rep) {
     o += b;
   }
   o += "  (p50/p99: time to produce one batch; wait: share of step time the simulated consumer waits)\n";
-  o += "\nconfig      " + ConfigLine(rep.runs[0].config, rep.device) + " (before the sweep's knobs)\n";
+  o += "\nconfig      " + ConfigLine(rep.runs[0].config, rep.device) + " (swept knobs as in the table)\n";
   if (rep.recommended >= 0) {
     o += "recommended " + rep.recommendation + "\n";
     const RunResult& r = rep.runs[static_cast<size_t>(rep.recommended)];
