@@ -173,7 +173,7 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--warmup", f->warmup, "batches before the steady state (timed apart)");
   sub.add_option("--access", f->access, "how windows are read: mmap, pread, direct (O_DIRECT)")
       ->check(CLI::IsMember({"mmap", "pread", "direct"}));
-  sub.add_option("--advice", f->advice, "read-ahead advice: normal, random (MADV_RANDOM / POSIX_FADV_RANDOM)")
+  sub.add_option("--advice", f->advice, "read-ahead advice: normal, random (no read-ahead; a batch's windows requested together)")
       ->check(CLI::IsMember({"normal", "random"}));
   sub.add_option("--cache", f->cache,
                  "page cache before the run: as-is, warm (read the files), cold (evict them), cold-each (evict each "
@@ -188,7 +188,7 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
   auto* pinned = sub.add_flag("--pinned", f->pinned, "stage batches in pinned memory before the copy (default)");
   auto* pageable = sub.add_flag("--pageable", f->pageable, "copy to the device straight from pageable memory");
   pinned->excludes(pageable);
-  sub.add_option("--model", f->model, "demand from a model preset (needs --gpu and --mfu)");
+  sub.add_option("--model", f->model, "demand from a model preset or config.json (needs --gpu and --mfu)");
   sub.add_option("--gpu", f->gpu, "GPU of the demand model (e.g. H200)");
   sub.add_option("--mfu", f->mfu, "model FLOPs utilisation of the demand model, in (0, 1]");
   sub.add_option("--tokens-per-s", f->tokens_per_s, "demand: tokens per second the training step consumes")
