@@ -1,12 +1,208 @@
-// `lmkit dataload`: placeholder until its issue lands; says so and fails.
+// `lmkit dataload PATH...`: can this token-file pipeline keep the GPU fed, and if not, why? Binds the flags into
+// DataloadOptions, calls dataload::RunDataload once and prints the report (text or JSON). Exit codes: 0, 1 (bad input,
+// ids out of --vocab-size), 2 (usage), 3 (--fail-on gate: the verdict is at least as bad as asked).
+#include <cmath>
+#include <cstdlib>
+
 #include "commands.h"
+#include "lmkit/dataload/profile.h"
 
 namespace lmkit::cli {
+namespace {
+
+struct DataloadFlags {
+  std::vector<std::string> paths;
+  std::string dtype = "auto";
+  uint64_t batch_size = 12;
+  uint64_t context = 1024;
+  std::string duration = "10s";
+  uint64_t steps = 0;
+  uint64_t warmup = 10;
+  std::string access = "mmap";
+  std::string advice = "normal";
+  std::string cache = "as-is";
+  unsigned prefetch = 2;
+  std::string out_dtype = "int64";
+  std::string device = "cpu";
+  bool pageable = false;
+  bool pinned = false;
+  std::string model, gpu;
+  double mfu = 0;
+  double tokens_per_s = 0;
+  double step_time_ms = 0;
+  std::vector<std::string> sweep;
+  std::string fail_on;
+  uint64_t vocab_size = 0;
+  uint64_t seed = 0;
+};
+
+// "10s", "500ms", "2m", "1.5" (seconds) → seconds; negative when malformed.
+double ParseDuration(const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(v) || v <= 0) return -1;
+  std::string unit(end);
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "ms") return v / 1000;
+  if (unit == "m" || unit == "min") return v * 60;
+  return -1;
+}
+
+int Run(const DataloadFlags& f, const GlobalOptions& g) {
+  const std::string cmd = "dataload";
+  dataload::DataloadOptions o;
+  o.paths = f.paths;
+  std::vector<std::string> axes;
+  for (const auto& s : f.sweep) {
+    // `--sweep a=1,2 b=3 FILE` swallows FILE into the sweep list; put it back among the paths.
+    if (s.find('=') == std::string::npos) {
+      o.paths.push_back(s);
+    } else {
+      axes.push_back(s);
+    }
+  }
+  if (o.paths.empty()) return UsageError(cmd, "no token files given (see 'lmkit dataload --help')");
+  o.dtype = f.dtype == "uint16" ? dataload::TokenDtype::kUint16
+            : f.dtype == "uint32" ? dataload::TokenDtype::kUint32
+                                  : dataload::TokenDtype::kAuto;
+  dataload::LoaderConfig& c = o.config;
+  c.batch_size = f.batch_size;
+  c.context = f.context;
+  for (auto [name, value] : {std::pair<const char*, const std::string*>{"access", &f.access},
+                             {"advice", &f.advice}, {"cache", &f.cache}, {"out-dtype", &f.out_dtype}}) {
+    Status st = dataload::ApplyAxisValue(name, *value, &c);
+    if (!st.ok()) return UsageError(cmd, "--" + std::string(name) + ": invalid value '" + *value + "'");
+  }
+  c.threads = g.threads == 0 ? 1 : g.threads;
+  c.prefetch = f.prefetch;
+  c.pinned = !f.pageable;
+  if (f.steps > 0) {
+    o.steps = f.steps;
+  } else {
+    o.duration_s = ParseDuration(f.duration);
+    if (o.duration_s <= 0) return UsageError(cmd, "--duration: expected e.g. 10s, 500ms or 2m (got '" + f.duration + "')");
+  }
+  o.warmup = f.warmup;
+  if (f.device == "cpu") {
+    o.cuda = false;
+  } else if (f.device == "cuda" || f.device.rfind("cuda:", 0) == 0) {
+    o.cuda = true;
+    if (f.device.size() > 5) {
+      const std::string idx = f.device.substr(5);
+      if (idx.empty() || idx.find_first_not_of("0123456789") != std::string::npos || idx.size() > 4)
+        return UsageError(cmd, "--device: expected cpu, cuda or cuda:N (got '" + f.device + "')");
+      o.cuda_device = std::stoi(idx);
+    }
+  } else {
+    return UsageError(cmd, "--device: expected cpu, cuda or cuda:N (got '" + f.device + "')");
+  }
+  const int demand_kinds = (!f.model.empty() ? 1 : 0) + (f.tokens_per_s > 0 ? 1 : 0) + (f.step_time_ms > 0 ? 1 : 0);
+  if (demand_kinds > 1) return UsageError(cmd, "give one of --model, --tokens-per-s and --step-time-ms");
+  if (!f.model.empty()) {
+    if (f.gpu.empty() || !(f.mfu > 0)) return UsageError(cmd, "--model needs --gpu NAME and --mfu X too");
+    o.demand.kind = dataload::DemandSpec::Kind::kModel;
+    o.demand.model = f.model;
+    o.demand.gpu = f.gpu;
+    o.demand.mfu = f.mfu;
+  } else if (!f.gpu.empty() || f.mfu > 0) {
+    return UsageError(cmd, "--gpu and --mfu go with --model");
+  } else if (f.tokens_per_s > 0) {
+    o.demand.kind = dataload::DemandSpec::Kind::kTokensPerSecond;
+    o.demand.tokens_per_s = f.tokens_per_s;
+  } else if (f.step_time_ms > 0) {
+    o.demand.kind = dataload::DemandSpec::Kind::kStepTime;
+    o.demand.step_time_s = f.step_time_ms / 1000;
+  }
+  if (!f.fail_on.empty() && o.demand.kind == dataload::DemandSpec::Kind::kNone) {
+    return UsageError(cmd, "--fail-on needs a demand: --tokens-per-s, --step-time-ms or --model --gpu --mfu");
+  }
+  for (const auto& a : axes) {
+    auto axis = dataload::ParseSweepAxis(a);
+    if (!axis.ok()) return ReportError(cmd, axis.status());
+    o.sweep.push_back(*axis);
+  }
+  o.vocab_size = f.vocab_size;
+  o.seed = f.seed;
+
+  auto progress = MakeProgress(g);
+  auto report = dataload::RunDataload(o, progress.get());
+  if (!report.ok()) return ReportError(cmd, report.status());
+  for (const auto& n : report->notes) Note(g, cmd, n);
+  if (g.json) {
+    PrintJson(dataload::ReportToJson(*report));
+  } else {
+    PrintText(dataload::ReportToText(*report));
+  }
+  for (const auto& r : report->runs) {
+    if (r.vocab.out_of_range > 0) {
+      return ReportError(cmd, Status::InvalidInput(r.vocab_first_bad_where,
+                                                   "token id " + std::to_string(r.vocab.first_bad_id) +
+                                                       " is not below --vocab-size " + std::to_string(f.vocab_size) +
+                                                       " (" + std::to_string(r.vocab.out_of_range) +
+                                                       " out-of-range ids in the sampled windows)"));
+    }
+  }
+  if (!f.fail_on.empty()) {
+    const dataload::InputBound level = dataload::GateLevel(*report);
+    const bool fail = f.fail_on == "high" ? level == dataload::InputBound::kHighly
+                                          : (level == dataload::InputBound::kModerately ||
+                                             level == dataload::InputBound::kHighly);
+    if (fail) {
+      std::fprintf(stderr, "lmkit dataload: gate failed: %s (--fail-on %s)\n", dataload::InputBoundPhrase(level),
+                   f.fail_on.c_str());
+      return kExitGate;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
-  (void)sub;
-  (void)g;
-  return [] { return ReportError("dataload", Status::Unsupported("", "not implemented yet")); };
+  auto f = std::make_shared<DataloadFlags>();
+  sub.add_option("paths", f->paths, "token files: flat .bin (dtype by --dtype) or .npy (dtype from its header)");
+  sub.add_option("--dtype", f->dtype, "token dtype of .bin files (auto: uint16, or uint32 when --vocab-size > 65536)")
+      ->check(CLI::IsMember({"auto", "uint16", "uint32"}));
+  sub.add_option("-b,--batch-size", f->batch_size, "windows per batch (nanoGPT GPT-2: 12)")->check(CLI::PositiveNumber);
+  sub.add_option("-t,--context-length", f->context, "tokens per window, T (nanoGPT GPT-2: 1024)")
+      ->check(CLI::PositiveNumber);
+  auto* dur = sub.add_option("--duration", f->duration, "steady-state time per configuration: 10s, 500ms, 2m");
+  auto* steps = sub.add_option("--steps", f->steps, "measure exactly N batches after warm-up instead of --duration")
+                    ->check(CLI::PositiveNumber);
+  dur->excludes(steps);
+  sub.add_option("--warmup", f->warmup, "batches before the steady state (timed apart)");
+  sub.add_option("--access", f->access, "how windows are read: mmap, pread, direct (O_DIRECT)")
+      ->check(CLI::IsMember({"mmap", "pread", "direct"}));
+  sub.add_option("--advice", f->advice, "read-ahead advice: normal, random (no read-ahead; a batch's windows requested together)")
+      ->check(CLI::IsMember({"normal", "random"}));
+  sub.add_option("--cache", f->cache,
+                 "page cache before the run: as-is, warm (read the files), cold (evict them), cold-each (evict each "
+                 "batch's windows: a dataset larger than RAM)")
+      ->check(CLI::IsMember({"as-is", "warm", "cold", "cold-each"}));
+  sub.add_option("--prefetch", f->prefetch, "batches produced ahead of the consumer (loader threads: global --threads, "
+                                            "default 1)")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--out-dtype", f->out_dtype, "dtype of x and y: int64 (torch LongTensor), int32, uint16")
+      ->check(CLI::IsMember({"int64", "int32", "uint16"}));
+  sub.add_option("--device", f->device, "cpu, or cuda[:N] to add pinned staging and the host->device copy");
+  auto* pinned = sub.add_flag("--pinned", f->pinned, "stage batches in pinned memory before the copy (default)");
+  auto* pageable = sub.add_flag("--pageable", f->pageable, "copy to the device straight from pageable memory");
+  pinned->excludes(pageable);
+  sub.add_option("--model", f->model, "demand from a model preset or config.json (needs --gpu and --mfu)");
+  sub.add_option("--gpu", f->gpu, "GPU of the demand model (e.g. H200)");
+  sub.add_option("--mfu", f->mfu, "model FLOPs utilisation of the demand model, in (0, 1]");
+  sub.add_option("--tokens-per-s", f->tokens_per_s, "demand: tokens per second the training step consumes")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--step-time-ms", f->step_time_ms, "demand: milliseconds per B x T training step")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--sweep", f->sweep,
+                 "knobs to sweep, each NAME=V1,V2 (threads, prefetch, access, advice, cache, batch-size, "
+                 "context-length, out-dtype, memory=pinned,pageable)");
+  sub.add_option("--fail-on", f->fail_on, "exit 3 when the verdict is at least moderately/highly input-bound")
+      ->check(CLI::IsMember({"moderate", "high"}));
+  sub.add_option("--vocab-size", f->vocab_size, "check that every sampled id is below V (exit 1 otherwise)");
+  sub.add_option("--seed", f->seed, "sampler seed: the same seed gives the same batches");
+  return [f, &g] { return Run(*f, g); };
 }
 
 }  // namespace lmkit::cli
