@@ -14,6 +14,20 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 constexpr size_t kAlign = 64;
 
+// Text from the file, made safe for a one-line message: control bytes are escaped, long text is cut.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s.substr(0, 100)) {
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (s.size() > 100) out += "...";
+  return out;
+}
+
 // The header dict is a Python literal. numpy reads it with ast.literal_eval; we accept the subset numpy (and other
 // writers we know of) produce: a dict with string keys; string, bool, None, int (optionally with Python 2's 'L'
 // suffix), tuple and list values; any whitespace between tokens; trailing commas.
@@ -160,7 +174,7 @@ class PyLiteralParser {
         std::string key;
         if (!String(&key)) return false;
         for (const auto& k : out->keys)
-          if (k == key) return Fail(fmt::format("duplicate key '{}' in the header dict", key));
+          if (k == key) return Fail(fmt::format("duplicate key '{}' in the header dict", Printable(key)));
         if (!Eat(':')) return FailAt("expected ':'");
         PyValue v;
         if (!Value(&v, depth + 1)) return false;
@@ -205,17 +219,18 @@ constexpr DescrRow kDescr[] = {
 };
 
 // Parses a descr string such as '<f4' into a DType.
-Status ParseDescr(const std::string& d, const std::string& subject, DType* out) {
+Status ParseDescr(const std::string& descr, const std::string& subject, DType* out) {
+  const std::string d = Printable(descr);  // for messages
   auto unsupported = [&](const std::string& why) {
     return Status::Unsupported(subject, fmt::format("dtype '{}': {}", d, why));
   };
-  if (d.size() < 2) return Status::InvalidInput(subject, fmt::format("malformed dtype descr '{}'", d));
-  char order = d[0];
+  if (descr.size() < 2) return Status::InvalidInput(subject, fmt::format("malformed dtype descr '{}'", d));
+  char order = descr[0];
   if (order != '<' && order != '>' && order != '|' && order != '=') {
     return Status::InvalidInput(subject, fmt::format("malformed dtype descr '{}' (no byte-order character)", d));
   }
-  char kind = d[1];
-  std::string_view size_text = std::string_view(d).substr(2);
+  char kind = descr[1];
+  std::string_view size_text = std::string_view(descr).substr(2);
   int size = 0;
   for (char c : size_text) {
     if (c < '0' || c > '9' || size > 1000) return unsupported("not a plain numeric dtype");
@@ -338,7 +353,7 @@ Result<NpyHeader> ParseNpyHeader(std::span<const uint8_t> file, const std::strin
     } else if (k == "shape") {
       shape = &v;
     } else {
-      return bad(fmt::format("unexpected key '{}' in the header dict", k));
+      return bad(fmt::format("unexpected key '{}' in the header dict", Printable(k)));
     }
   }
   if (!descr || !fortran || !shape) {
