@@ -255,6 +255,8 @@ uint32_t LoadLe(const uint8_t* p, int bytes) {
   return v;
 }
 
+// The dict exactly as numpy (>= 1.24) writes it: keys sorted, "'key': repr(value), " each, then room for the first
+// axis to grow to 21 digits (numpy's GROWTH_AXIS_MAX_DIGITS, so a header can be patched in place).
 std::string DictText(std::string_view descr, const std::vector<uint64_t>& shape) {
   std::string s;
   if (shape.size() == 1) {
@@ -262,20 +264,27 @@ std::string DictText(std::string_view descr, const std::vector<uint64_t>& shape)
   } else {
     s = fmt::format("({})", fmt::join(shape, ", "));
   }
-  return fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, s);
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, s);
+  if (!shape.empty()) {
+    size_t digits = std::to_string(shape[0]).size();
+    if (digits < 21) dict.append(21 - digits, ' ');
+  }
+  return dict;
 }
 
-// magic + version + length + dict padded with spaces + '\n' so that the total is a multiple of 64 (and at least
-// `min_total`, which the streaming writer uses to keep the header's length when it patches the count in).
+// magic + version + length + dict + padding spaces + '\n', as numpy's _wrap_header: the padding is
+// 64 - (prefix + len(dict) + 1) % 64 (so 1..64 spaces) and the data starts 64-aligned. `min_total` (the streaming
+// writer) pads further to keep a header length fixed when its count is patched in.
 std::string HeaderBlock(const std::string& dict, size_t min_total = 0) {
-  size_t prefix = kMagicLen + 2 + 2;
   int major = 1;
-  size_t total = std::max(min_total, (prefix + dict.size() + 1 + kAlign - 1) / kAlign * kAlign);
+  size_t prefix = kMagicLen + 2 + 2;
+  size_t total = prefix + dict.size() + 1 + (kAlign - (prefix + dict.size() + 1) % kAlign);
   if (total - prefix > 65535) {
     major = 2;
     prefix += 2;
-    total = (prefix + dict.size() + 1 + kAlign - 1) / kAlign * kAlign;
+    total = prefix + dict.size() + 1 + (kAlign - (prefix + dict.size() + 1) % kAlign);
   }
+  total = std::max(total, min_total);
   uint64_t hlen = total - prefix;
   std::string out(kMagic, kMagicLen);
   out.push_back(static_cast<char>(major));
