@@ -18,6 +18,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$work"
   echo "== $t (${secs}s)"
   args=(-max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$build/crash-$t-" -print_final_stats=1)
+  if [ -f "$root/tests/fuzz/${t#fuzz_}.dict" ]; then args+=(-dict="$root/tests/fuzz/${t#fuzz_}.dict"); fi
   dirs=("$work")
   if [ -d "$seeds" ]; then dirs+=("$seeds"); fi
   "$build/$t" "${args[@]}" "${dirs[@]}" >"$build/$t.log" 2>&1 || true
