@@ -193,12 +193,13 @@ class PretokenTable {
   }
 
   void Absorb(const PretokenTable& o) {
-    o.ForEach([&](std::string_view key, uint64_t count) {
-      uint64_t prefix = 0;
-      std::memcpy(&prefix, key.data(), key.size() < 8 ? key.size() : 8);
-      Add(key.data(), key.size(), prefix, Hash(prefix, key.data(), key.size()), count);
-    });
+    for (const Slot& s : o.slots_) {
+      if (s.len == 0) continue;
+      const char* p = s.len > 8 ? o.arena_.data() + o.offs_[s.id] : nullptr;  // only read when len > 8
+      Add(p, s.len, s.prefix, Hash(s.prefix, p, s.len), o.counts_[s.id]);
+    }
   }
+
 
   size_t size() const { return counts_.size(); }
   size_t key_bytes() const { return arena_.size() + counts_.size() * 8; }
