@@ -24,9 +24,12 @@
 
 namespace lmkit::bpe {
 
-Encoder::Encoder(const Tokenizer& tokenizer)
+Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_slots)
     : tok_(tokenizer), pattern_(tokenizer.pattern()), shortcut_(tokenizer.whole_piece_shortcut()) {
-  cache_.resize(kCacheSlots);
+  size_t slots = 1;
+  while (slots < cache_slots) slots *= 2;
+  cache_mask_ = slots - 1;
+  cache_.resize(slots);
   hot_.resize(kHotSlots);
 }
 
@@ -102,7 +105,7 @@ void Encoder::EncodePiece(std::string_view piece, std::vector<uint32_t>* out) {
 }
 
 bool Encoder::CacheLookup(std::string_view piece, uint64_t hash, std::vector<uint32_t>* out) const {
-  const CacheEntry& e = cache_[hash & (kCacheSlots - 1)];
+  const CacheEntry& e = cache_[hash & cache_mask_];
   if (e.len != piece.size() || e.hash != hash || std::memcmp(e.key, piece.data(), piece.size()) != 0) return false;
   out->insert(out->end(), e.ids, e.ids + e.nids);
   return true;
@@ -110,7 +113,7 @@ bool Encoder::CacheLookup(std::string_view piece, uint64_t hash, std::vector<uin
 
 void Encoder::CacheStore(std::string_view piece, uint64_t hash, const uint32_t* ids, size_t n) {
   if (n > kCacheIds) return;
-  CacheEntry& e = cache_[hash & (kCacheSlots - 1)];
+  CacheEntry& e = cache_[hash & cache_mask_];
   e.hash = hash;
   e.len = static_cast<uint8_t>(piece.size());
   e.nids = static_cast<uint8_t>(n);
@@ -255,7 +258,8 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
                                  const StreamOptions& options, ProgressSink* progress) {
   const unsigned threads = std::max(1u, options.threads);
   size_t chunk = options.chunk_bytes;
-  if (chunk == 0) chunk = std::clamp<size_t>((size_t{32} << 20) / (2 * threads), size_t{64} << 10, size_t{1} << 20);
+  // Input in flight stays under 16 MiB (its ids add ~1.5 bytes per input byte): 1 MiB chunks up to 8 threads.
+  if (chunk == 0) chunk = std::clamp<size_t>((size_t{16} << 20) / (2 * threads), size_t{64} << 10, size_t{1} << 20);
   const size_t window = threads == 1 ? 1 : 2 * size_t{threads};
   const size_t read_block = std::clamp<size_t>(chunk, 4096, size_t{1} << 20);
   const auto& specials = tokenizer.enabled_specials();
@@ -265,7 +269,9 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
   ThreadPool pool(threads);
   std::vector<Encoder> encoders;
   encoders.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) encoders.emplace_back(tokenizer);
+  // Per-thread caches shrink with many threads so that memory stays bounded at any thread count.
+  const size_t cache_slots = threads <= 16 ? Encoder::kCacheSlots : Encoder::kCacheSlots / 4;
+  for (unsigned i = 0; i < threads; ++i) encoders.emplace_back(tokenizer, cache_slots);
 
   StreamStats stats;
   if (progress != nullptr) progress->Begin("encoding", source.SizeHint(), "B");
@@ -321,6 +327,9 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
       ++count;
     }
     if (count == 0) break;
+    // Reserve here, on this thread: id buffers grown inside the workers would land in per-thread malloc arenas and
+    // inflate the resident set with every thread added.
+    for (size_t i = 0; i < count; ++i) results[i].reserve(chunks[i].size() / 2 + 16);
     pool.ParallelFor(count, [&](size_t i, unsigned worker) {
       results[i].clear();
       encoders[worker].Encode(chunks[i], &results[i]);
