@@ -14,6 +14,20 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 constexpr size_t kAlign = 64;
 
+// Text from the file, made safe for a one-line message: control bytes are escaped, long text is cut.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s.substr(0, 100)) {
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (s.size() > 100) out += "...";
+  return out;
+}
+
 // The header dict is a Python literal. numpy reads it with ast.literal_eval; we accept the subset numpy (and other
 // writers we know of) produce: a dict with string keys; string, bool, None, int (optionally with Python 2's 'L'
 // suffix), tuple and list values; any whitespace between tokens; trailing commas.
@@ -23,8 +37,8 @@ struct PyValue {
   bool boolean = false;
   uint64_t integer = 0;
   bool negative = false;
-  std::vector<PyValue> items;                           // tuple / list
-  std::vector<std::pair<std::string, PyValue>> dict;    // dict (string keys only)
+  std::vector<PyValue> items;     // tuple / list elements, or dict values
+  std::vector<std::string> keys;  // dict keys (strings only), parallel to items
 };
 
 class PyLiteralParser {
@@ -159,12 +173,13 @@ class PyLiteralParser {
         if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) return FailAt("expected a string key");
         std::string key;
         if (!String(&key)) return false;
-        for (const auto& kv : out->dict)
-          if (kv.first == key) return Fail(fmt::format("duplicate key '{}' in the header dict", key));
+        for (const auto& k : out->keys)
+          if (k == key) return Fail(fmt::format("duplicate key '{}' in the header dict", Printable(key)));
         if (!Eat(':')) return FailAt("expected ':'");
         PyValue v;
         if (!Value(&v, depth + 1)) return false;
-        out->dict.emplace_back(std::move(key), std::move(v));
+        out->keys.push_back(std::move(key));
+        out->items.push_back(std::move(v));
         if (Eat(',')) continue;
         if (Eat('}')) return true;
         return FailAt("expected ',' or '}'");
@@ -204,17 +219,18 @@ constexpr DescrRow kDescr[] = {
 };
 
 // Parses a descr string such as '<f4' into a DType.
-Status ParseDescr(const std::string& d, const std::string& subject, DType* out) {
+Status ParseDescr(const std::string& descr, const std::string& subject, DType* out) {
+  const std::string d = Printable(descr);  // for messages
   auto unsupported = [&](const std::string& why) {
     return Status::Unsupported(subject, fmt::format("dtype '{}': {}", d, why));
   };
-  if (d.size() < 2) return Status::InvalidInput(subject, fmt::format("malformed dtype descr '{}'", d));
-  char order = d[0];
+  if (descr.size() < 2) return Status::InvalidInput(subject, fmt::format("malformed dtype descr '{}'", d));
+  char order = descr[0];
   if (order != '<' && order != '>' && order != '|' && order != '=') {
     return Status::InvalidInput(subject, fmt::format("malformed dtype descr '{}' (no byte-order character)", d));
   }
-  char kind = d[1];
-  std::string_view size_text = std::string_view(d).substr(2);
+  char kind = descr[1];
+  std::string_view size_text = std::string_view(descr).substr(2);
   int size = 0;
   for (char c : size_text) {
     if (c < '0' || c > '9' || size > 1000) return unsupported("not a plain numeric dtype");
@@ -239,6 +255,8 @@ uint32_t LoadLe(const uint8_t* p, int bytes) {
   return v;
 }
 
+// The dict exactly as numpy (>= 1.24) writes it: keys sorted, "'key': repr(value), " each, then room for the first
+// axis to grow to 21 digits (numpy's GROWTH_AXIS_MAX_DIGITS, so a header can be patched in place).
 std::string DictText(std::string_view descr, const std::vector<uint64_t>& shape) {
   std::string s;
   if (shape.size() == 1) {
@@ -246,20 +264,27 @@ std::string DictText(std::string_view descr, const std::vector<uint64_t>& shape)
   } else {
     s = fmt::format("({})", fmt::join(shape, ", "));
   }
-  return fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, s);
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, s);
+  if (!shape.empty()) {
+    size_t digits = std::to_string(shape[0]).size();
+    if (digits < 21) dict.append(21 - digits, ' ');
+  }
+  return dict;
 }
 
-// magic + version + length + dict padded with spaces + '\n' so that the total is a multiple of 64 (and at least
-// `min_total`, which the streaming writer uses to keep the header's length when it patches the count in).
+// magic + version + length + dict + padding spaces + '\n', as numpy's _wrap_header: the padding is
+// 64 - (prefix + len(dict) + 1) % 64 (so 1..64 spaces) and the data starts 64-aligned. `min_total` (the streaming
+// writer) pads further to keep a header length fixed when its count is patched in.
 std::string HeaderBlock(const std::string& dict, size_t min_total = 0) {
-  size_t prefix = kMagicLen + 2 + 2;
   int major = 1;
-  size_t total = std::max(min_total, (prefix + dict.size() + 1 + kAlign - 1) / kAlign * kAlign);
+  size_t prefix = kMagicLen + 2 + 2;
+  size_t total = prefix + dict.size() + 1 + (kAlign - (prefix + dict.size() + 1) % kAlign);
   if (total - prefix > 65535) {
     major = 2;
     prefix += 2;
-    total = (prefix + dict.size() + 1 + kAlign - 1) / kAlign * kAlign;
+    total = prefix + dict.size() + 1 + (kAlign - (prefix + dict.size() + 1) % kAlign);
   }
+  total = std::max(total, min_total);
   uint64_t hlen = total - prefix;
   std::string out(kMagic, kMagicLen);
   out.push_back(static_cast<char>(major));
@@ -327,7 +352,9 @@ Result<NpyHeader> ParseNpyHeader(std::span<const uint8_t> file, const std::strin
   const PyValue* descr = nullptr;
   const PyValue* fortran = nullptr;
   const PyValue* shape = nullptr;
-  for (const auto& [k, v] : dict.dict) {
+  for (size_t i = 0; i < dict.keys.size(); ++i) {
+    const std::string& k = dict.keys[i];
+    const PyValue& v = dict.items[i];
     if (k == "descr") {
       descr = &v;
     } else if (k == "fortran_order") {
@@ -335,7 +362,7 @@ Result<NpyHeader> ParseNpyHeader(std::span<const uint8_t> file, const std::strin
     } else if (k == "shape") {
       shape = &v;
     } else {
-      return bad(fmt::format("unexpected key '{}' in the header dict", k));
+      return bad(fmt::format("unexpected key '{}' in the header dict", Printable(k)));
     }
   }
   if (!descr || !fortran || !shape) {

@@ -143,6 +143,9 @@ TEST_CASE("npy: malformed headers are kInvalidInput naming the defect", "[io][np
       {NpyImage(1, "{'descr': '<f4', 'shape': (2,), }", 8), "header dict lacks 'fortran_order'"},
       {NpyImage(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", 8),
        "unexpected key 'x' in the header dict"},
+      // An escaped newline in a key (found by fuzz_npy) must not break the one-line message.
+      {NpyImage(1, "{'descr': '<f4', 'fortr\\n_order': False, 'shape': (2,)}", 8),
+       "unexpected key 'fortr\\x0a_order' in the header dict"},
       {NpyImage(1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 8),
        "duplicate key 'descr' in the header dict"},
       {NpyImage(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2)}", 8), "'shape' is not a tuple"},
