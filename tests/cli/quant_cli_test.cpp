@@ -164,7 +164,8 @@ TEST_CASE("quantize: BF16 and F16 inputs, every granularity, zero channel, scale
         io::ConvertToF32(dt, f->Data(*s).data(), sc.data(), 48);
         CHECK(sc[7] == 0.0f);
       }
-      REQUIRE_PYTHON_OK(in + " " + out);
+      // The independent reader (a Python start costs ~0.3 s): every granularity for BF16, channel for the others.
+      if (dt == io::DType::kBF16 || std::string(g) == "channel") REQUIRE_PYTHON_OK(in + " " + out);
     }
   }
 }
