@@ -21,8 +21,10 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--scheme", a->scheme, "w8a16 (weights only) or w8a8 (INT8 activations too)");
   sub.add_option("--granularity", a->granularity, "channel, tensor or group:N");
   sub.add_option("--calibration", a->o.calibration, "CALIB.json from `lmkit calibrate` (static w8a8 input scales)");
-  sub.add_option("--include", a->o.include, "regex: quantize only matching 2-D weights (repeatable)");
-  sub.add_option("--exclude", a->o.exclude, "regex: never quantize matching tensors (repeatable)");
+  sub.add_option("--include", a->o.include, "regex: quantize only matching 2-D weights (repeatable)")
+      ->allow_extra_args(false);
+  sub.add_option("--exclude", a->o.exclude, "regex: never quantize matching tensors (repeatable)")
+      ->allow_extra_args(false);
   sub.add_option("--format", a->format, "compressed-tensors (default) or gguf-q8_0");
   sub.add_option("--report", a->report, "also write the JSON report to this file");
   return [a, &g] {

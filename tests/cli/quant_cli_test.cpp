@@ -164,7 +164,8 @@ TEST_CASE("quantize: BF16 and F16 inputs, every granularity, zero channel, scale
         io::ConvertToF32(dt, f->Data(*s).data(), sc.data(), 48);
         CHECK(sc[7] == 0.0f);
       }
-      REQUIRE_PYTHON_OK(in + " " + out);
+      // The independent reader (a Python start costs ~0.3 s): every granularity for BF16, channel for the others.
+      if (dt == io::DType::kBF16 || std::string(g) == "channel") REQUIRE_PYTHON_OK(in + " " + out);
     }
   }
 }
@@ -190,7 +191,8 @@ TEST_CASE("quantize: sharded model directory keeps shards, rewrites the index", 
   lmkit::test::WriteAll(in + "/model.safetensors.index.json", DumpJson(idx));
   lmkit::test::WriteAll(in + "/config.json", ReadAll(kStories + "/config.json"));
   lmkit::test::WriteAll(in + "/tokenizer.json", "{}");
-  auto r = RunLmkit({"quantize", in, "-o", out, "--exclude", "down_proj", "--json"});
+  // --exclude takes one pattern per flag, so INPUT may follow it.
+  auto r = RunLmkit({"quantize", "--exclude", "down_proj", in, "-o", out, "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(ParseOut(r.out)["totals"]["tensors_quantized"] == 30);
