@@ -434,7 +434,7 @@ Status WriteNpy(const std::string& path, DType dtype, const std::vector<uint64_t
   }
   LMKIT_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path));
   LMKIT_RETURN_IF_ERROR(out.Write(*header));
-  LMKIT_RETURN_IF_ERROR(out.Write(data.data(), data.size()));
+  if (!data.empty()) LMKIT_RETURN_IF_ERROR(out.Write(data.data(), data.size()));
   return out.Commit();
 }
 
@@ -457,6 +457,7 @@ Status NpyStreamWriter::Write(const void* data, size_t size) {
     return Status::InvalidInput(out_.path(), fmt::format("{} bytes is not a whole number of {} elements", size,
                                                          DTypeName(dtype_)));
   }
+  if (size == 0) return Status::Ok();
   LMKIT_RETURN_IF_ERROR(out_.Write(data, size));
   elements_ += size / elem;
   return Status::Ok();

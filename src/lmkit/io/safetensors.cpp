@@ -302,6 +302,7 @@ Status SafetensorsWriter::Write(const void* data, size_t size) {
     return Status::InvalidInput(out_.path(), fmt::format("{} more bytes written than the {} declared",
                                                          size - (total_ - written_), total_));
   }
+  if (size == 0) return Status::Ok();  // empty tensors may come with a null pointer
   LMKIT_RETURN_IF_ERROR(out_.Write(data, size));
   written_ += size;
   return Status::Ok();

@@ -90,6 +90,7 @@ Result<TokenWriter> TokenWriter::Create(const std::string& path, TokenFormat for
 
 Status TokenWriter::Append(std::span<const uint32_t> ids) {
   if (!impl_) return Status::Internal("TokenWriter used before Create");
+  if (ids.empty()) return Status::Ok();
   const void* data = ids.data();
   size_t bytes = ids.size() * sizeof(uint32_t);
   if (dtype_ == DType::kU16) {
