@@ -43,7 +43,7 @@ TEST_CASE("bpe train cli: golden files for corpus.en", "[bpe][cli]") {
   CHECK((*tok)["decoder"]["type"] == "ByteLevel");
 }
 
-TEST_CASE("bpe train cli: stdin, several inputs and threads give the same bytes; --json summary", "[bpe][cli]") {
+TEST_CASE("bpe train cli: stdin, several inputs and threads give the same bytes - --json summary", "[bpe][cli]") {
   TempDir dir;
   const std::string a = TestData("bpe/corpus.en"), b = TestData("bpe/tinystories_sample.txt");
   auto r1 = RunLmkit({"bpe", "train", a, b, "--vocab-size", "600", "--special-token", "<|endoftext|>", "-o",

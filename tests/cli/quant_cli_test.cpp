@@ -241,7 +241,7 @@ TEST_CASE("quantize: w8a8 static input scales from a calibration table, dynamic 
             .exit_code == 2);
 }
 
-TEST_CASE("quantize: NaN weights name the tensor; usage errors; deterministic across threads", "[quant][cli]") {
+TEST_CASE("quantize: NaN weights name the tensor - usage errors - deterministic across threads", "[quant][cli]") {
   TempDir dir;
   const std::string in = dir.file("nan.safetensors");
   WriteToyCheckpoint(in, io::DType::kF32, /*with_nan=*/true);

@@ -128,7 +128,7 @@ TEST_CASE("bpe train: overlapping repeats merge left to right", "[bpe][trainer]"
   CHECK(MergeBytes(Train("aaaa", 260)) == Merges{{"a", "a"}, {"aa", "aa"}});  // then nothing is left to merge
 }
 
-TEST_CASE("bpe train: no merge across a special token; the longest special wins", "[bpe][trainer]") {
+TEST_CASE("bpe train: no merge across a special token - the longest special wins", "[bpe][trainer]") {
   // Without the split, "x<" and "|y" would be pairs. With it, only single-byte words remain.
   const BpeModel m = Train("x<|endoftext|>y<|endoftext|>x", 1000, {"<|endoftext|>"});
   CHECK(m.merges.empty());

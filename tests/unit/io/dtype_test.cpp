@@ -80,7 +80,7 @@ TEST_CASE("dtype: table of names and sizes", "[io][dtype]") {
   CHECK_FALSE(IsFloatDType(DType::kI8));
 }
 
-TEST_CASE("dtype: BF16 -> F32 -> BF16 round-trips every non-NaN pattern; NaN stays NaN", "[io][dtype]") {
+TEST_CASE("dtype: BF16 -> F32 -> BF16 round-trips every non-NaN pattern - NaN stays NaN", "[io][dtype]") {
   for (uint32_t b = 0; b < 65536; ++b) {
     auto h = static_cast<uint16_t>(b);
     float f = Bf16ToF32(h);
@@ -95,7 +95,7 @@ TEST_CASE("dtype: BF16 -> F32 -> BF16 round-trips every non-NaN pattern; NaN sta
   }
 }
 
-TEST_CASE("dtype: F16 -> F32 -> F16 round-trips every non-NaN pattern; NaN stays NaN", "[io][dtype]") {
+TEST_CASE("dtype: F16 -> F32 -> F16 round-trips every non-NaN pattern - NaN stays NaN", "[io][dtype]") {
   for (uint32_t b = 0; b < 65536; ++b) {
     auto h = static_cast<uint16_t>(b);
     float f = F16ToF32(h);
@@ -237,7 +237,7 @@ TEST_CASE("dtype: every dtype converts to float by value", "[io][dtype]") {
   CHECK(one(DType::kF8E5M2, {0xc0}).first == -2.0f);
 }
 
-TEST_CASE("dtype: ConvertFromF32 to float dtypes; integers are refused", "[io][dtype]") {
+TEST_CASE("dtype: ConvertFromF32 to float dtypes - integers are refused", "[io][dtype]") {
   const float in[3] = {1.0f, -2.5f, 65536.0f};
   uint8_t out[24];
   REQUIRE(ConvertFromF32(DType::kF16, in, out, 3).ok());

@@ -47,7 +47,7 @@ TEST_CASE("npy: WriteNpy output is byte-identical to numpy.save", "[io][npy]") {
   CHECK(ReadAll(dir.file("a.npy")) == expected);
 }
 
-TEST_CASE("npy: every npy-representable dtype and shape round-trips; data is 64-byte aligned", "[io][npy]") {
+TEST_CASE("npy: every npy-representable dtype and shape round-trips - data is 64-byte aligned", "[io][npy]") {
   TempDir dir;
   std::vector<std::vector<uint64_t>> shapes = {{}, {0}, {7}, {2, 3, 4}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 5}};
   int k = 0;

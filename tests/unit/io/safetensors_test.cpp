@@ -157,7 +157,7 @@ TEST_CASE("safetensors: streaming writer takes bytes in arbitrary pieces", "[io]
   CHECK(std::equal(c.begin(), c.end(), all.begin() + 17));
 }
 
-TEST_CASE("safetensors: writer refuses incomplete data, wrong order and bad names; nothing is left behind",
+TEST_CASE("safetensors: writer refuses incomplete data, wrong order and bad names - nothing is left behind",
           "[io][safetensors]") {
   TempDir dir;
   std::string path = dir.file("w.safetensors");

@@ -8,7 +8,7 @@
 using namespace lmkit;
 using namespace lmkit::quant;
 
-TEST_CASE("calibrate: same table for any thread count; JSON amax round trip", "[quant][calib]") {
+TEST_CASE("calibrate: same table for any thread count - JSON amax round trip", "[quant][calib]") {
   CalibrateOptions o;
   o.inputs = {lmkit::test::TestData("quant/laplace_acts.npy")};
   for (CalibMethod m : {CalibMethod::kEntropy, CalibMethod::kPercentile, CalibMethod::kMse, CalibMethod::kMinMax}) {

@@ -39,7 +39,7 @@ std::vector<int> Ints(const std::vector<int8_t>& v) { return std::vector<int>(v.
 
 }  // namespace
 
-TEST_CASE("quantizer: exact .5 ties round half to even; 127.5 convention saturates +absmax", "[quant]") {
+TEST_CASE("quantizer: exact .5 ties round half to even - 127.5 convention saturates +absmax", "[quant]") {
   // absmax 127.5 -> scale exactly 1.0 under absmax/127.5, so x * (1/scale) is exact and ties are real ties.
   std::vector<float> x = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, 127.5f, -127.5f, 3.49f};
   Out o = Run(x, 1, x.size(), Channel(), Int8Convention::kHalfStep);
