@@ -12,4 +12,5 @@ $lm env
 $lm bpe train data/samples/corpus.en --vocab-size 500 --special-token '<|endoftext|>' -o "$out/tok" --json
 head -4 "$out/tok/merges.txt"
 $lm bpe encode --tokenizer gpt2 data/samples/corpus.en -o "$out/corpus.bin" --json
+$lm dataload "$out/corpus.bin" -b 12 -t 1024 --model gpt2 --gpu H100 --mfu 0.4 --steps 200
 $lm flops gpt2 --seq-len 1024
