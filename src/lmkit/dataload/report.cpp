@@ -2,6 +2,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "lmkit/common/progress.h"
 #include "lmkit/dataload/profile.h"
 
 namespace lmkit::dataload {
@@ -13,17 +14,7 @@ std::string Fmt(const char* fmt, double v) {
   return b;
 }
 
-std::string Bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  char out[32];
-  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return out;
-}
+std::string Bytes(double b) { return FormatBytes(b); }  // one byte formatter for every report
 
 std::string Tokens(double tps) {
   if (tps >= 1e6) return Fmt("%.1f M tokens/s", tps / 1e6);
