@@ -60,3 +60,16 @@ TEST_CASE("cli: unknown command inside a group suggests the nearest", "[cli]") {
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.rfind("lmkit bpe: ", 0) == 0);
 }
+
+// ctest registers each TEST_CASE through CMake lists, where ';' separates items and an unbalanced '[' swallows the
+// separators after it: a name with either merges several test cases into one ctest entry (seen: 66 became 1).
+TEST_CASE("test names are safe for ctest discovery", "[meta]") {
+  // Catch2 v2 exposes the registry; walk it and reject names CMake would mangle.
+  const auto& all = Catch::getAllTestCasesSorted(*Catch::getCurrentContext().getConfig());
+  REQUIRE(all.size() > 100);
+  for (const auto& tc : all) {
+    INFO(tc.name);
+    CHECK(tc.name.find(';') == std::string::npos);
+    CHECK(tc.name.find('[') == std::string::npos);
+  }
+}

@@ -10,7 +10,7 @@ using lmkit::dataload::WindowSampler;
 
 // CS336 test_get_batch: with n tokens and context T, starts are uniform in [0, n − T): over many draws every start in
 // range appears, and none outside.
-TEST_CASE("sampler: every start in [0, n - T) appears and none outside (CS336 test_get_batch)", "[dataload]") {
+TEST_CASE("sampler: every start in 0..n-T-1 appears and none outside (CS336 test_get_batch)", "[dataload]") {
   const uint64_t n = 100, T = 7;
   auto s = WindowSampler::Create({n}, {"a.bin"}, T, 42);
   REQUIRE(s.ok());

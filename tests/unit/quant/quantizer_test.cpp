@@ -49,7 +49,7 @@ TEST_CASE("quantizer: exact .5 ties round half to even - 127.5 convention satura
   CHECK(o.stats.max_abs_err == 0.5);
 }
 
-TEST_CASE("quantizer: 127 convention uses [-127, 127] and absmax/127", "[quant]") {
+TEST_CASE("quantizer: 127 convention uses the range -127..127 and absmax/127", "[quant]") {
   std::vector<float> x = {0.5f, 1.5f, 2.5f, -126.5f, 127.0f, -127.0f};
   Out o = Run(x, 1, x.size(), Channel(), Int8Convention::kSymmetric127);
   CHECK(o.scales[0] == 1.0f);
