@@ -16,10 +16,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <condition_variable>
 #include <ctime>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "lmkit/common/sysinfo.h"
-#include "lmkit/common/thread_pool.h"
 #include "lmkit/io/token_file.h"
 
 namespace lmkit::bpe {
@@ -254,94 +258,207 @@ size_t LastSafeCut(std::string_view text, size_t from, const std::vector<Special
 
 // ---- streaming ----
 
+namespace {
+
+// Cuts the input into chunks. Each chunk owns its bytes: the reader fills a chunk's buffer with the carry-over of
+// the previous cut plus fresh input, cuts it at the last safe point within `chunk` bytes (else the first one after),
+// and moves the bytes past the cut into the next buffer. Only that short tail is copied twice.
+class Chunker {
+ public:
+  Chunker(ByteSource& source, size_t chunk, const std::vector<SpecialToken>& specials)
+      : source_(source), chunk_(chunk), read_block_(std::clamp<size_t>(chunk, 4096, size_t{1} << 20)),
+        specials_(specials) {
+    for (const auto& s : specials) look_ = std::max(look_, s.text.size());
+  }
+
+  // Fills *out with the next chunk (reusing its capacity); false at the end of the input.
+  Result<bool> Next(std::string* out) {
+    out->swap(carry_);
+    carry_.clear();
+    std::string& buf = *out;
+    LMKIT_RETURN_IF_ERROR(Fill(&buf, chunk_ + look_ + 1));
+    if (buf.empty()) return false;
+    size_t c = 0;
+    if (buf.size() > chunk_ + look_) {
+      for (size_t k = chunk_; k >= 2 && c == 0; --k)
+        if (IsSafeCut(buf, k, specials_)) c = k;
+      for (size_t pos = chunk_ + 1; c == 0; ++pos) {
+        LMKIT_RETURN_IF_ERROR(Fill(&buf, pos + look_ + 1));
+        if (buf.size() <= pos + look_) break;
+        if (IsSafeCut(buf, pos, specials_)) c = pos;
+      }
+    }
+    if (c != 0) {
+      carry_.assign(buf, c, std::string::npos);
+      buf.resize(c);
+    }
+    return true;
+  }
+
+ private:
+  Status Fill(std::string* buf, size_t want) {
+    while (!eof_ && buf->size() < want) {
+      const size_t old = buf->size();
+      const size_t block = std::max(read_block_, want - old);
+      buf->resize(old + block);
+      auto got = source_.Read(buf->data() + old, block);
+      if (!got.ok()) {
+        buf->resize(old);
+        return got.status();
+      }
+      buf->resize(old + *got);
+      if (*got == 0) eof_ = true;
+    }
+    return Status::Ok();
+  }
+
+  ByteSource& source_;
+  size_t chunk_;
+  size_t read_block_;
+  const std::vector<SpecialToken>& specials_;
+  size_t look_ = 2;  // bytes a cut decision needs beyond the cut
+  std::string carry_;
+  bool eof_ = false;
+};
+
+}  // namespace
+
+// Performance notes (2 threads): an earlier version read a window of chunks, encoded them with a parallel-for and
+// then wrote them, all in lock step; the reads, the writes and the slowest chunk of each window left the second core
+// idle and two threads gave only 1.4-1.5x one. Now the calling thread only reads and writes, `threads` workers take
+// chunks as soon as they are read, and results are written in input order as soon as the oldest one is done.
 Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source, TokenSink& sink,
                                  const StreamOptions& options, ProgressSink* progress) {
   const unsigned threads = std::max(1u, options.threads);
   size_t chunk = options.chunk_bytes;
   // Input in flight stays under 16 MiB (its ids add ~1.5 bytes per input byte): 1 MiB chunks up to 8 threads.
   if (chunk == 0) chunk = std::clamp<size_t>((size_t{16} << 20) / (2 * threads), size_t{64} << 10, size_t{1} << 20);
-  const size_t window = threads == 1 ? 1 : 2 * size_t{threads};
-  const size_t read_block = std::clamp<size_t>(chunk, 4096, size_t{1} << 20);
-  const auto& specials = tokenizer.enabled_specials();
-  size_t look = 2;  // bytes a cut decision needs beyond the cut
-  for (const auto& s : specials) look = std::max(look, s.text.size());
-
-  ThreadPool pool(threads);
-  std::vector<Encoder> encoders;
-  encoders.reserve(threads);
-  // Per-thread caches shrink with many threads so that memory stays bounded at any thread count.
-  const size_t cache_slots = threads <= 16 ? Encoder::kCacheSlots : Encoder::kCacheSlots / 4;
-  for (unsigned i = 0; i < threads; ++i) encoders.emplace_back(tokenizer, cache_slots);
-
+  Chunker chunker(source, chunk, tokenizer.enabled_specials());
   StreamStats stats;
   if (progress != nullptr) progress->Begin("encoding", source.SizeHint(), "B");
-  std::string buf;  // input read but not yet handed out as a chunk
-  bool eof = false;
-  auto fill = [&](size_t want) -> Status {
-    while (!eof && buf.size() < want) {
-      size_t old = buf.size();
-      buf.resize(old + read_block);
-      auto got = source.Read(buf.data() + old, read_block);
-      if (!got.ok()) {
-        buf.resize(old);
-        return got.status();
-      }
-      buf.resize(old + *got);
-      if (*got == 0) eof = true;
-    }
-    return Status::Ok();
-  };
-  // Takes the next chunk off the front of buf: cut at the last safe point within `chunk` bytes, else at the first
-  // one after, else (end of input without one) everything.
-  auto next_chunk = [&](std::string* out) -> Status {
-    LMKIT_RETURN_IF_ERROR(fill(chunk + look + 1));
-    size_t c = 0;
-    if (buf.size() > chunk + look) {
-      for (size_t k = chunk; k >= 2 && c == 0; --k)
-        if (IsSafeCut(buf, k, specials)) c = k;
-      for (size_t pos = chunk + 1; c == 0; ++pos) {
-        LMKIT_RETURN_IF_ERROR(fill(pos + look + 1));
-        if (buf.size() <= pos + look) break;
-        if (IsSafeCut(buf, pos, specials)) c = pos;
-      }
-    }
-    if (c == 0) {
-      *out = std::move(buf);
-      buf.clear();
-    } else {
-      out->assign(buf, 0, c);
-      buf.erase(0, c);
-    }
+  auto account = [&](const std::string& text, const std::vector<uint32_t>& ids) -> Status {
+    LMKIT_RETURN_IF_ERROR(sink.Write(ids.data(), ids.size()));
+    stats.bytes += text.size();
+    stats.tokens += ids.size();
+    stats.largest_chunk = std::max<uint64_t>(stats.largest_chunk, text.size());
+    ++stats.chunks;
+    if (progress != nullptr) progress->Update(stats.bytes);
     return Status::Ok();
   };
 
-  std::vector<std::string> chunks(window);
-  std::vector<std::vector<uint32_t>> results(window);
-  while (true) {
-    size_t count = 0;
-    while (count < window) {
-      LMKIT_RETURN_IF_ERROR(fill(1));
-      if (buf.empty()) break;
-      LMKIT_RETURN_IF_ERROR(next_chunk(&chunks[count]));
-      stats.largest_chunk = std::max<uint64_t>(stats.largest_chunk, chunks[count].size());
-      ++count;
+  if (threads == 1) {
+    Encoder encoder(tokenizer);
+    std::string text;
+    std::vector<uint32_t> ids;
+    while (true) {
+      LMKIT_ASSIGN_OR_RETURN(bool more, chunker.Next(&text));
+      if (!more) break;
+      ids.clear();
+      encoder.Encode(text, &ids);
+      LMKIT_RETURN_IF_ERROR(account(text, ids));
     }
-    if (count == 0) break;
-    // Reserve here, on this thread: id buffers grown inside the workers would land in per-thread malloc arenas and
-    // inflate the resident set with every thread added.
-    for (size_t i = 0; i < count; ++i) results[i].reserve(chunks[i].size() / 2 + 16);
-    pool.ParallelFor(count, [&](size_t i, unsigned worker) {
-      results[i].clear();
-      encoders[worker].Encode(chunks[i], &results[i]);
-    });
-    for (size_t i = 0; i < count; ++i) {
-      LMKIT_RETURN_IF_ERROR(sink.Write(results[i].data(), results[i].size()));
-      stats.bytes += chunks[i].size();
-      stats.tokens += results[i].size();
-      ++stats.chunks;
-    }
-    if (progress != nullptr) progress->Update(stats.bytes);
+    if (progress != nullptr) progress->Finish();
+    return stats;
   }
+
+  // A ring of slots; chunk number n lives in slot n % ring. Sequence counters, guarded by mu:
+  //   written <= claimed <= filled, and filled - written <= ring.
+  const size_t ring = 2 * size_t{threads};
+  struct Slot {
+    std::string text;
+    std::vector<uint32_t> ids;
+    bool done = false;
+  };
+  std::vector<Slot> slots(ring);
+  std::mutex mu;
+  std::condition_variable cv_work;  // workers: a chunk was filled, or stop
+  std::condition_variable cv_done;  // reader/writer: a chunk was encoded
+  size_t filled = 0, claimed = 0, written = 0;
+  bool stop = false;
+  std::exception_ptr worker_error;
+  // Per-thread caches shrink with many threads so that memory stays bounded at any thread count.
+  const size_t cache_slots = threads <= 16 ? Encoder::kCacheSlots : Encoder::kCacheSlots / 4;
+
+  // Encoders are made here, not in the workers, for the same reason as the id buffers below.
+  std::vector<Encoder> encoders;
+  encoders.reserve(threads);
+  for (unsigned i = 0; i < threads; ++i) encoders.emplace_back(tokenizer, cache_slots);
+
+  auto work = [&](Encoder& encoder) {
+    try {
+      std::unique_lock<std::mutex> lock(mu);
+      while (true) {
+        cv_work.wait(lock, [&] { return stop || claimed < filled; });
+        if (stop) return;
+        Slot& slot = slots[claimed++ % ring];
+        lock.unlock();
+        slot.ids.clear();
+        encoder.Encode(slot.text, &slot.ids);
+        lock.lock();
+        slot.done = true;
+        cv_done.notify_one();
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!worker_error) worker_error = std::current_exception();
+      stop = true;
+      cv_done.notify_one();
+      cv_work.notify_all();
+    }
+  };
+  std::vector<std::thread> workers;
+  workers.reserve(threads);
+  for (unsigned i = 0; i < threads; ++i) workers.emplace_back(work, std::ref(encoders[i]));
+  auto shutdown = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv_work.notify_all();
+    for (auto& t : workers) t.join();
+  };
+
+  Status status = Status::Ok();
+  bool eof = false;
+  while (status.ok()) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (worker_error) break;
+    if (written < filled && slots[written % ring].done) {
+      // The oldest chunk is encoded: write it (outside the lock; no worker touches a done slot).
+      Slot& slot = slots[written % ring];
+      lock.unlock();
+      status = account(slot.text, slot.ids);
+      lock.lock();
+      slot.done = false;
+      ++written;
+      continue;
+    }
+    if (!eof && filled - written < ring) {
+      // A free slot: read the next chunk into it. Its buffers were reserved on this thread, so id vectors do not
+      // grow in per-thread malloc arenas (which would inflate the resident set with every thread added).
+      Slot& slot = slots[filled % ring];
+      lock.unlock();
+      auto more = chunker.Next(&slot.text);
+      if (!more.ok()) {
+        status = more.status();
+        break;
+      }
+      if (!*more) {
+        eof = true;
+        continue;
+      }
+      slot.ids.reserve(slot.text.size() / 2 + 16);
+      lock.lock();
+      ++filled;
+      cv_work.notify_one();
+      continue;
+    }
+    if (eof && written == filled) break;
+    cv_done.wait(lock, [&] { return worker_error || slots[written % ring].done; });
+  }
+  shutdown();
+  if (worker_error) std::rethrow_exception(worker_error);
+  LMKIT_RETURN_IF_ERROR(status);
   if (progress != nullptr) progress->Finish();
   return stats;
 }

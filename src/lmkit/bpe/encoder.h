@@ -11,9 +11,10 @@
 //   Any bytes are accepted: byte-level BPE encodes invalid UTF-8 losslessly (decode gives the same bytes back); how
 //   the pre-tokenizer groups such bytes is documented in docs/bpe-encoding.md.
 // - EncodeStream reads `source` to its end, cuts it at safe points (LastSafeCut) into chunks of about
-//   `chunk_bytes`, encodes up to 2 × threads chunks at a time on a thread pool and hands the ids to `sink` in input
-//   order, so the output is the same for every thread count and chunk size. Memory: the chunks in flight and their
-//   ids (bounded by chunk_bytes × 2 × threads × ~2.5) plus any one stretch of input without a safe point (a single
+//   `chunk_bytes`, encodes them on `threads` worker threads (up to 2 × threads chunks in flight; the calling thread
+//   reads and writes) and hands the ids to `sink` in input order, on the calling thread, so the output is the same
+//   for every thread count and chunk size. Memory: the chunks in flight and their ids (bounded by
+//   chunk_bytes × 2 × threads × ~2.5) plus any one stretch of input without a safe point (a single
 //   pre-token, e.g. megabytes of text with no space or newline, must be held whole). Errors: the source's or the
 //   sink's Status, unchanged.
 // - LastSafeCut(text, from) returns the largest c in [max(from, 2), text.size() - 2] at which the text may be cut — encoding
