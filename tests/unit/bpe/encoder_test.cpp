@@ -209,3 +209,62 @@ TEST_CASE("bpe encode: invalid UTF-8 is encoded losslessly", "[bpe][encode]") {
   CHECK(back == bad);
   CHECK(EncodeStreamed(tok, bad, 3, 2) == ids);
 }
+
+namespace {
+
+// Fails on the n-th read (1-based) with an error naming the input.
+class FailingSource final : public ByteSource {
+ public:
+  FailingSource(std::string_view text, int fail_at) : inner_(text, 512), fail_at_(fail_at) {}
+  Result<size_t> Read(char* dst, size_t capacity) override {
+    if (++reads_ == fail_at_) return Status::Io("input.txt", "disk on fire");
+    return inner_.Read(dst, capacity);
+  }
+
+ private:
+  StringSource inner_;
+  int fail_at_;
+  int reads_ = 0;
+};
+
+class FailingSink final : public TokenSink {
+ public:
+  explicit FailingSink(int fail_at) : fail_at_(fail_at) {}
+  Status Write(const uint32_t*, size_t) override {
+    return ++writes_ == fail_at_ ? Status::Io("out.bin", "no space left") : Status::Ok();
+  }
+  int writes() const { return writes_; }
+
+ private:
+  int fail_at_;
+  int writes_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("bpe encode: read and write errors stop the stream with the error, at any thread count", "[bpe][encode]") {
+  const Tokenizer& tok = Builtin("gpt2");
+  std::string corpus = test::ReadAll(test::TestData("bpe-encode/corpus.en"));
+  for (unsigned threads : {1u, 2u, 3u}) {
+    INFO("threads " << threads);
+    StreamOptions opt;
+    opt.chunk_bytes = 1024;
+    opt.threads = threads;
+    {
+      FailingSource src(corpus, 9);
+      VectorSink sink;
+      auto st = EncodeStream(tok, src, sink, opt, nullptr);
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.status().subject() == "input.txt");
+      CHECK(st.status().message().find("disk on fire") != std::string::npos);
+    }
+    {
+      StringSource src(corpus);
+      FailingSink sink(3);
+      auto st = EncodeStream(tok, src, sink, opt, nullptr);
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.status().message().find("no space left") != std::string::npos);
+      CHECK(sink.writes() == 3);  // nothing is written after the failure
+    }
+  }
+}
