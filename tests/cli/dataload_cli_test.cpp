@@ -9,25 +9,11 @@ using lmkit::test::RunLmkit;
 using lmkit::test::TempDir;
 using lmkit::test::TestData;
 using lmkit::test::WriteAll;
-
-namespace {
-
-std::string Tokens(const TempDir& dir, uint64_t n, uint16_t modulo) {
-  std::string bytes(n * 2, '\0');
-  for (uint64_t i = 0; i < n; ++i) {
-    uint16_t v = static_cast<uint16_t>((i * 7919) % modulo);
-    bytes[2 * i] = static_cast<char>(v & 0xff);
-    bytes[2 * i + 1] = static_cast<char>(v >> 8);
-  }
-  WriteAll(dir.file("t.bin"), bytes);
-  return dir.file("t.bin");
-}
-
-}  // namespace
+using lmkit::test::WriteTokenFile;
 
 TEST_CASE("dataload cli: text report with stages, storage and verdict", "[dataload][cli]") {
   TempDir dir;
-  const std::string f = Tokens(dir, 50000, 50257);
+  const std::string f = WriteTokenFile(dir, 50000, 50257);
   auto r = RunLmkit({"dataload", f, "--steps", "20", "-b", "4", "-t", "128", "--tokens-per-s", "1000"});
   REQUIRE(r.exit_code == 0);
   for (const char* s : {"throughput", "first batch", "gather", "convert", "consumer wait", "read amplification",
@@ -38,7 +24,7 @@ TEST_CASE("dataload cli: text report with stages, storage and verdict", "[datalo
 
 TEST_CASE("dataload cli: --json is one lmkit.dataload/1 document", "[dataload][cli]") {
   TempDir dir;
-  const std::string f = Tokens(dir, 50000, 50257);
+  const std::string f = WriteTokenFile(dir, 50000, 50257);
   auto r = RunLmkit({"--json", "dataload", f, "--steps", "10", "-t", "256", "--seed", "3", "--step-time-ms", "100"});
   REQUIRE(r.exit_code == 0);
   auto j = lmkit::ParseJson(r.out, "stdout");
@@ -67,7 +53,7 @@ TEST_CASE("dataload cli: --json is one lmkit.dataload/1 document", "[dataload][c
 
 TEST_CASE("dataload cli: --fail-on gates with exit code 3", "[dataload][cli]") {
   TempDir dir;
-  const std::string f = Tokens(dir, 50000, 50257);
+  const std::string f = WriteTokenFile(dir, 50000, 50257);
   auto pass = RunLmkit({"dataload", f, "--steps", "10", "--tokens-per-s", "1000", "--fail-on", "moderate"});
   CHECK(pass.exit_code == 0);
   auto fail = RunLmkit({"dataload", f, "--steps", "10", "--tokens-per-s", "1e15", "--fail-on", "high"});
@@ -80,7 +66,7 @@ TEST_CASE("dataload cli: --fail-on gates with exit code 3", "[dataload][cli]") {
 
 TEST_CASE("dataload cli: bad input and usage errors", "[dataload][cli]") {
   TempDir dir;
-  const std::string f = Tokens(dir, 5000, 1000);
+  const std::string f = WriteTokenFile(dir, 5000, 1000);
   auto vocab = RunLmkit({"dataload", f, "--steps", "5", "-t", "64", "--vocab-size", "500"});
   CHECK(vocab.exit_code == 1);
   CHECK(vocab.err.find("is not below --vocab-size 500") != std::string::npos);
@@ -105,7 +91,7 @@ TEST_CASE("dataload cli: bad input and usage errors", "[dataload][cli]") {
 
 TEST_CASE("dataload cli: a sweep prints one table and a recommendation", "[dataload][cli]") {
   TempDir dir;
-  const std::string f = Tokens(dir, 50000, 50257);
+  const std::string f = WriteTokenFile(dir, 50000, 50257);
   // PATH after the sweep's values: it must still be taken as a file.
   auto r = RunLmkit({"dataload", "--steps", "5", "-t", "128", "--step-time-ms", "500", "--sweep", "prefetch=1,2",
                      "access=mmap,pread", f});
@@ -117,7 +103,7 @@ TEST_CASE("dataload cli: a sweep prints one table and a recommendation", "[datal
 
 TEST_CASE("dataload cli: --device cuda without a device skips the copy and says so once", "[dataload][cli]") {
   TempDir dir;
-  const std::string f = Tokens(dir, 50000, 50257);
+  const std::string f = WriteTokenFile(dir, 50000, 50257);
   auto r = RunLmkit({"dataload", f, "--steps", "5", "-t", "128", "--device", "cuda", "--sweep", "prefetch=1,2"});
   REQUIRE(r.exit_code == 0);
   if (!lmkit::cuda::ListCudaDevices().devices.empty()) {

@@ -126,4 +126,15 @@ std::vector<std::string> ListDir(const std::string& path) {
   return names;
 }
 
+std::string WriteTokenFile(const TempDir& dir, uint64_t n, uint16_t modulo) {
+  std::string bytes(n * 2, '\0');
+  for (uint64_t i = 0; i < n; ++i) {
+    const auto v = static_cast<uint16_t>((i * 7919) % modulo);
+    bytes[2 * i] = static_cast<char>(v & 0xff);
+    bytes[2 * i + 1] = static_cast<char>(v >> 8);
+  }
+  WriteAll(dir.file("t.bin"), bytes);
+  return dir.file("t.bin");
+}
+
 }  // namespace lmkit::test

@@ -8,19 +8,9 @@
 using namespace lmkit::dataload;
 using lmkit::test::TempDir;
 using lmkit::test::WriteAll;
+using lmkit::test::WriteTokenFile;
 
 namespace {
-
-std::string TokenFile(const TempDir& dir, uint64_t n, uint16_t modulo) {
-  std::string bytes(n * 2, '\0');
-  for (uint64_t i = 0; i < n; ++i) {
-    uint16_t v = static_cast<uint16_t>((i * 7919) % modulo);
-    bytes[2 * i] = static_cast<char>(v & 0xff);
-    bytes[2 * i + 1] = static_cast<char>(v >> 8);
-  }
-  WriteAll(dir.file("t.bin"), bytes);
-  return dir.file("t.bin");
-}
 
 DataloadOptions Small(const std::string& path) {
   DataloadOptions o;
@@ -37,7 +27,7 @@ DataloadOptions Small(const std::string& path) {
 
 TEST_CASE("profile: the same seed gives the same batches for any threads and prefetch", "[dataload]") {
   TempDir dir;
-  const std::string path = TokenFile(dir, 100000, 50257);
+  const std::string path = WriteTokenFile(dir, 100000, 50257);
   DataloadOptions a = Small(path);
   DataloadOptions b = Small(path);
   b.config.threads = 3;
@@ -64,7 +54,7 @@ TEST_CASE("profile: the same seed gives the same batches for any threads and pre
 
 TEST_CASE("profile: --vocab-size flags ids out of range with their position", "[dataload]") {
   TempDir dir;
-  const std::string path = TokenFile(dir, 20000, 1000);  // ids 0..999
+  const std::string path = WriteTokenFile(dir, 20000, 1000);  // ids 0..999
   DataloadOptions o = Small(path);
   o.vocab_size = 1000;
   auto ok = RunDataload(o, nullptr);
@@ -82,7 +72,7 @@ TEST_CASE("profile: --vocab-size flags ids out of range with their position", "[
 
 TEST_CASE("profile: a demand gives a verdict, a reason and a knob", "[dataload]") {
   TempDir dir;
-  const std::string path = TokenFile(dir, 100000, 50257);
+  const std::string path = WriteTokenFile(dir, 100000, 50257);
   DataloadOptions o = Small(path);
   o.demand.kind = DemandSpec::Kind::kTokensPerSecond;
   o.demand.tokens_per_s = 1000;  // 256-token batches every 256 ms: any loader keeps up
@@ -104,7 +94,7 @@ TEST_CASE("profile: a demand gives a verdict, a reason and a knob", "[dataload]"
 
 TEST_CASE("profile: a sweep runs the cartesian product and recommends one point", "[dataload]") {
   TempDir dir;
-  const std::string path = TokenFile(dir, 100000, 50257);
+  const std::string path = WriteTokenFile(dir, 100000, 50257);
   DataloadOptions o = Small(path);
   o.steps = 10;
   auto t = ParseSweepAxis("threads=1,2");
