@@ -29,35 +29,22 @@ bool BytesIdMap::Insert(std::string_view key, uint32_t id) {
 
 void BytesIdMap::Reserve(size_t count) {
   if (slots_.size() >= count * 2) return;
-  std::vector<Slot> old = std::move(slots_);
   size_t cap = 1024;
   while (cap < count * 2) cap *= 2;
-  slots_.assign(cap, Slot{});
-  mask_ = cap - 1;
-  for (const Slot& s : old) {
-    if (s.id == kNoId) continue;
-    for (size_t i = s.hash & mask_;; i = (i + 1) & mask_) {
-      if (slots_[i].id == kNoId) {
-        slots_[i] = s;
-        break;
-      }
-    }
-  }
+  Rehash(cap);
 }
 
-void BytesIdMap::Grow() {
+void BytesIdMap::Grow() { Rehash(slots_.empty() ? 1024 : slots_.size() * 2); }
+
+void BytesIdMap::Rehash(size_t cap) {
   std::vector<Slot> old = std::move(slots_);
-  size_t cap = old.empty() ? 1024 : old.size() * 2;
   slots_.assign(cap, Slot{});
   mask_ = cap - 1;
   for (const Slot& s : old) {
     if (s.id == kNoId) continue;
-    for (size_t i = s.hash & mask_;; i = (i + 1) & mask_) {
-      if (slots_[i].id == kNoId) {
-        slots_[i] = s;
-        break;
-      }
-    }
+    size_t i = s.hash & mask_;
+    while (slots_[i].id != kNoId) i = (i + 1) & mask_;
+    slots_[i] = s;
   }
 }
 

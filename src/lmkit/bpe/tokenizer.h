@@ -109,6 +109,7 @@ class BytesIdMap {
     uint32_t id = kNoId;
   };
   void Grow();
+  void Rehash(size_t cap);  // cap: a power of two above twice the size
   std::vector<Slot> slots_;
   std::string arena_;
   size_t mask_ = 0;
