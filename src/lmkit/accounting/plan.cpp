@@ -351,8 +351,8 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
     } else {
       r.unplaced.push_back(static_cast<int>(i));
       m.unplaced_reason = "fits an empty GPU (" + Human(static_cast<double>(m.footprint), "B") +
-                          ") but not beside the others: the most free memory left on any of the " +
-                          std::to_string(r.gpus) + " GPUs is " + Human(most_free, "B") + " (" + pk.method + ")";
+                          ") but not beside the others: the most free memory left on a GPU is " + Human(most_free, "B") +
+                          " (" + pk.method + ")";
     }
   }
   r.plan = std::move(plan);

@@ -75,8 +75,9 @@ Packing PackItems(const std::vector<uint64_t>& sizes, uint64_t capacity, int bin
   size_t left = static_cast<size_t>(std::count(p.bin_of.begin(), p.bin_of.end(), -1));
   if (left == 0) return p;
   std::string ffd = "first-fit decreasing left " + std::to_string(left) + " unplaced; ";
-  if (sizes.size() > kExactSearchItems) {
-    p.method = ffd + "no exact search (more than " + std::to_string(kExactSearchItems) + " models)";
+  if (sizes.size() > kExactSearchItems || p.used.size() > kExactSearchBins) {
+    p.method = ffd + "no exact search (more than " + std::to_string(kExactSearchItems) + " models or " +
+               std::to_string(kExactSearchBins) + " GPUs)";
     return p;
   }
   bool any_too_big = false;

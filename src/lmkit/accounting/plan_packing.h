@@ -4,7 +4,7 @@
 // Contract: PackItems places items (sizes in bytes) into `bins` bins of `capacity` bytes each. It runs first-fit
 // decreasing (items by size, largest first, ties in input order; each into the lowest-numbered bin with room). FFD
 // uses at most 11/9·OPT + 6/9 bins (Dósa 2007), so on a fixed number of GPUs it can leave items out that a better
-// packing would place; when it does and there are at most kExactSearchItems items, a depth-first search over
+// packing would place; when it does and there are at most kExactSearchItems items and kExactSearchBins bins, a depth-first search over
 // assignments (largest item first, bins with equal free space tried once) looks for a placement of every item, within
 // kExactSearchNodes nodes. The result is deterministic. Pure; thread-safe.
 #pragma once
@@ -16,6 +16,7 @@
 namespace lmkit::accounting {
 
 constexpr size_t kExactSearchItems = 20;
+constexpr size_t kExactSearchBins = 64;
 constexpr uint64_t kExactSearchNodes = 2000000;
 
 struct Packing {

@@ -1,4 +1,5 @@
 // Printing a PlanResult: text/CSV/Markdown tables, the JSON document and the SVG memory map.
+#include <algorithm>
 #include <cmath>
 
 #include "lmkit/accounting/plan.h"
@@ -10,7 +11,11 @@ namespace {
 TableStyle StyleOf(Format f) {
   return f == Format::kCsv ? TableStyle::kCsv : f == Format::kMd ? TableStyle::kMd : TableStyle::kText;
 }
-std::string Line(const std::string& s, Format f) { return (f == Format::kCsv ? "# " : "") + s + "\n"; }
+// A free-text line: a comment in CSV; in Markdown it ends in a hard line break so consecutive lines stay lines.
+std::string Line(const std::string& s, Format f) {
+  if (f == Format::kCsv) return "# " + s + "\n";
+  return s + (f == Format::kMd ? "  \n" : "\n");
+}
 std::string Sep(Format f) { return f == Format::kCsv ? "" : "\n"; }
 std::string B(double v) { return Human(v, "B"); }
 std::string B(uint64_t v) { return Human(static_cast<double>(v), "B"); }
@@ -23,6 +28,9 @@ std::string HostLine(const HostFacts& h) {
   s += from_plan ? " (plan)" : " (default)";
   return s;
 }
+
+// Byte counts print as exact integers in JSON (the inputs are whole bytes; capacities are decimal GB).
+uint64_t U(double bytes) { return static_cast<uint64_t>(std::llround(std::max(0.0, bytes))); }
 
 std::string GpuName(int g) { return "GPU " + std::to_string(g); }
 
@@ -128,15 +136,15 @@ Json PlanToJson(const PlanResult& r) {
   j["schema"] = "lmkit.plan/1";
   j["plan"] = p.path;
   j["gpu"] = {{"name", r.gpu.name},
-              {"memory_bytes", r.gpu.memory_bytes},
+              {"memory_bytes", U(r.gpu.memory_bytes)},
               {"bandwidth_bytes_per_s", r.gpu.bandwidth_bytes_per_s},
               {"source", r.gpu.source}};
   j["gpus"] = r.gpus;
-  j["reserved_bytes_per_gpu"] = p.reserved_bytes;
-  j["runtime_bytes_per_model"] = p.runtime_bytes_per_model;
+  j["reserved_bytes_per_gpu"] = U(p.reserved_bytes);
+  j["runtime_bytes_per_model"] = U(p.runtime_bytes_per_model);
   j["fragmentation"] = p.fragmentation;
-  j["margin_bytes_per_gpu"] = r.gpu.memory_bytes * p.fragmentation;
-  j["usable_bytes_per_gpu"] = r.usable_bytes;
+  j["margin_bytes_per_gpu"] = U(r.gpu.memory_bytes * p.fragmentation);
+  j["usable_bytes_per_gpu"] = U(r.usable_bytes);
   const HostFacts& h = p.host;
   j["host"] = {{"disk_bytes_per_s", h.disk_bytes_per_s},
                {"pcie_pinned_bytes_per_s", h.pcie_pinned_bytes_per_s},
@@ -201,9 +209,9 @@ Json PlanToJson(const PlanResult& r) {
     gpus.push_back({{"gpu", g},
                     {"models", names},
                     {"models_bytes", u.models_bytes},
-                    {"reserved_bytes", u.reserved},
-                    {"margin_bytes", u.margin},
-                    {"free_bytes", u.free},
+                    {"reserved_bytes", U(u.reserved)},
+                    {"margin_bytes", U(u.margin)},
+                    {"free_bytes", U(u.free)},
                     {"utilisation", u.utilisation}});
   }
   j["assignment"] = gpus;
