@@ -100,6 +100,11 @@ TEST_CASE("plan cli: SVG memory map, written atomically", "[cli][plan]") {
   CHECK(Count(s, "data-series=\"replica#") == 3);
   CHECK(s.find("data-series=\"free\"") != std::string::npos);
   CHECK(Count(s, "</svg>") == 1);
+  // Shares of the 80 GB: 32,637,435,904 B per replica = 40.80%; reserved 1 GiB = 1.34%; margin 5%.
+  CHECK(s.find("<title>replica#1 at GPU 0: 40.80%</title>") != std::string::npos);
+  CHECK(s.find("<title>replica#3 at GPU 1: 40.80%</title>") != std::string::npos);
+  CHECK(s.find("<title>reserved (context, workspaces) at GPU 1: 1.34%</title>") != std::string::npos);
+  CHECK(s.find("<title>fragmentation margin at GPU 0: 5.00%</title>") != std::string::npos);
   // An unwritable destination is a one-line I/O error and leaves nothing behind.
   auto bad = RunLmkit({"plan", TestData("plan/overfull.json"), "--svg", tmp.file("no/such/dir/map.svg")});
   CheckOneLineError(bad, 1, "no/such/dir/map.svg");
@@ -117,4 +122,34 @@ TEST_CASE("plan cli: invalid plans are one-line errors with exit codes", "[cli][
   CheckOneLineError(RunLmkit({"plan", TestData("plan/overfull.json"), "--format", "xml"}), 2, "--format");
   CheckOneLineError(RunLmkit({"plan", "-"}, R"({"models": [{"model": "llama-2-7b"}]})"), 2, "no GPU");
   CheckOneLineError(RunLmkit({"plan"}), 2, "PLAN");
+}
+
+TEST_CASE("plan cli: config paths next to the plan, CSV, stdin, overload warning", "[cli][plan]") {
+  TempDir tmp;
+  // A config.json beside the plan is found by its relative path (a 2-layer Llama-style model, 4 MB of bf16 weights).
+  lmkit::test::WriteAll(tmp.file("tiny.json"),
+                        R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 256,
+                            "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512,
+                            "vocab_size": 1000, "tie_word_embeddings": false})");
+  lmkit::test::WriteAll(tmp.file("plan.json"),
+                        R"({"gpu": "l4", "models": [{"name": "tiny", "model": "tiny.json", "batch": 4, "seq_len": 64,
+                            "output_tokens": 32, "requests_per_s": 100000}]})");
+  auto j = JsonOf(RunLmkit({"plan", tmp.file("plan.json"), "--json"}));
+  const auto& m = j["models"][0];
+  // Parameters: embedding + head 2 x 1000 x 256; per layer q,k,v,o 4 x 256^2 + MLP 3 x 256 x 512 + 2 norms x 256;
+  // final norm 256. KV: 2 x 2 layers x 256 x 2 B = 2,048 B per token.
+  CHECK(m["parameters"] == 2 * 1000 * 256 + 2 * (4 * 256 * 256 + 3 * 256 * 512 + 2 * 256) + 256);
+  CHECK(m["memory"]["kv_bytes_per_token"] == 2048);
+  CHECK(m["memory"]["kv_cache"] == 2048 * 64 * 4);
+  CHECK(m["utilisation"].get<double>() > 1.0);
+  auto text = RunLmkit({"plan", tmp.file("plan.json")});
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("overloaded: GPU 0 is ") != std::string::npos);
+  auto csv = RunLmkit({"plan", tmp.file("plan.json"), "--format", "csv"});
+  REQUIRE(csv.exit_code == 0);
+  CHECK(csv.out.rfind("# plan: ", 0) == 0);
+  CHECK(csv.out.find("\ntiny,tiny.json,bf16,4,64,") != std::string::npos);
+  // From stdin: no directory to resolve against, so the same relative name is not found.
+  auto in = RunLmkit({"plan", "-"}, lmkit::test::ReadAll(tmp.file("plan.json")));
+  CheckOneLineError(in, 1, "-: models[0] 'tiny': unknown model 'tiny.json'");
 }
