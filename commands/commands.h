@@ -10,6 +10,7 @@ RunFn SetupEnv(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupBpe(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g);

@@ -17,6 +17,7 @@ const CommandSpec kCommands[] = {
     {"bpe", "train, encode and decode byte-level BPE tokenizers (GPT-2, tiktoken, HF formats)", SetupBpe},
     {"flops", "FLOPs per matmul, parameters, training/inference cost and time on a GPU", SetupFlops},
     {"memory", "memory for weights, gradients, optimizer, activations and KV cache; what fits", SetupMemory},
+    {"plan", "many models on a few GPUs: memory, latency, load/switch time and a packing per GPU", SetupPlan},
     {"calibrate", "INT8 activation ranges from sample activations (minmax, percentile, entropy, mse)", SetupCalibrate},
     {"quantize", "INT8-quantize a safetensors checkpoint, with an error report", SetupQuantize},
     {"dataload", "can this token-file pipeline keep the GPU fed, and if not, why", SetupDataload},

@@ -1,0 +1,155 @@
+// `lmkit plan` end to end: the example plans through the binary, formats, the SVG memory map, flags over the plan,
+// and invalid plans as one-line errors with the documented exit codes.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "lmkit/common/json.h"
+#include "support/run_lmkit.h"
+
+using lmkit::test::ReadAll;
+using lmkit::test::RunLmkit;
+using lmkit::test::TempDir;
+using lmkit::test::TestData;
+
+namespace {
+
+lmkit::Json JsonOf(const lmkit::test::RunResult& r) {
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto j = lmkit::ParseJson(r.out, "stdout");
+  REQUIRE(j.ok());
+  return *j;
+}
+
+size_t Count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// One line on stderr, starting "lmkit plan: ".
+void CheckOneLineError(const lmkit::test::RunResult& r, int code, const std::string& needle) {
+  INFO(r.err);
+  CHECK(r.exit_code == code);
+  CHECK(r.out.empty());
+  CHECK(r.err.rfind("lmkit plan: ", 0) == 0);
+  CHECK(Count(r.err, "\n") == 1);
+  CHECK(r.err.find(needle) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("plan cli: overfull plan, hand-checked packing and golden bytes in JSON", "[cli][plan]") {
+  auto j = JsonOf(RunLmkit({"plan", TestData("plan/overfull.json"), "--json"}));
+  CHECK(j["schema"] == "lmkit.plan/1");
+  CHECK(j["gpu"]["name"] == "H100-SXM5-80GB");
+  CHECK(j["usable_bytes_per_gpu"].get<double>() == 80e9 - 4e9 - 1073741824.0);
+  REQUIRE(j["models"].size() == 3);
+  const auto& m = j["models"][0];
+  CHECK(m["name"] == "replica#1");
+  CHECK(m["memory"]["weights"] == 13476831232ULL);
+  CHECK(m["memory"]["kv_bytes_per_token"] == 524288);
+  CHECK(m["memory"]["kv_cache"] == 8ULL * 4096 * 524288);
+  CHECK(m["memory"]["total"] == 32637435904ULL);  // 13,476,831,232 + 8 x (2,147,483,648 + 247,591,936)
+  CHECK(m["max_batch_alone"] == 25);
+  CHECK(m["latency"]["decode_bound"] == "memory");
+  CHECK(j["assignment"][0]["models"] == lmkit::Json::array({"replica#1", "replica#2"}));
+  REQUIRE(j["unplaced"].size() == 1);
+  CHECK(j["unplaced"][0]["name"] == "replica#3");
+  CHECK(j["models"][2]["gpu"].is_null());
+  CHECK(j["groups"].size() == 1);
+  CHECK(j["groups"][0]["members"].size() == 3);
+  // Two GPUs from the flag: everything fits, the third replica alone on GPU 1.
+  auto j2 = JsonOf(RunLmkit({"plan", TestData("plan/overfull.json"), "--gpus", "2", "--format", "json"}));
+  CHECK(j2["unplaced"].empty());
+  CHECK(j2["assignment"][1]["models"] == lmkit::Json::array({"replica#3"}));
+  CHECK(j2["assignment"][1]["free_bytes"].get<double>() == 80e9 - 4e9 - 1073741824.0 - 32637435904.0);
+}
+
+TEST_CASE("plan cli: table and markdown reports of the worked example, deterministic", "[cli][plan]") {
+  auto r = RunLmkit({"plan", TestData("plan/serving.json")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("6 models on 2 x H100-SXM5-80GB") != std::string::npos);
+  CHECK(r.out.find("host: disk 3.00 GB/s (plan); host->device 25.00 GB/s pinned (plan)") != std::string::npos);
+  CHECK(r.out.find("Memory per model") != std::string::npos);
+  CHECK(r.out.find("support#1, support#2; weights counted per instance (2 x 13.48 GB)") != std::string::npos);
+  CHECK(r.out.find("every model fits") != std::string::npos);
+  CHECK(RunLmkit({"plan", TestData("plan/serving.json")}).out == r.out);
+  auto md = RunLmkit({"plan", TestData("plan/serving.json"), "--format", "md"});
+  REQUIRE(md.exit_code == 0);
+  CHECK(md.out.find("### Memory per model") != std::string::npos);
+  CHECK(md.out.find("| chat |") != std::string::npos);
+  // --gpu overrides the plan's GPU.
+  auto h200 = JsonOf(RunLmkit({"plan", TestData("plan/serving.json"), "--gpu", "h200", "--json"}));
+  CHECK(h200["gpu"]["name"] == "H200-SXM-141GB");
+}
+
+TEST_CASE("plan cli: SVG memory map, written atomically", "[cli][plan]") {
+  TempDir tmp;
+  std::string svg = tmp.file("map.svg");
+  auto r = RunLmkit({"plan", TestData("plan/overfull.json"), "--gpus", "2", "--svg", svg});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("memory map: " + svg) != std::string::npos);
+  std::string s = ReadAll(svg);
+  CHECK(s.rfind("<?xml", 0) == 0);
+  CHECK(s.find("GPU memory map: 2 x H100-SXM5-80GB") != std::string::npos);
+  CHECK(Count(s, "data-series=\"replica#") == 3);
+  CHECK(s.find("data-series=\"free\"") != std::string::npos);
+  CHECK(Count(s, "</svg>") == 1);
+  // Shares of the 80 GB: 32,637,435,904 B per replica = 40.80%; reserved 1 GiB = 1.34%; margin 5%.
+  CHECK(s.find("<title>replica#1 at GPU 0: 40.80%</title>") != std::string::npos);
+  CHECK(s.find("<title>replica#3 at GPU 1: 40.80%</title>") != std::string::npos);
+  CHECK(s.find("<title>reserved (context, workspaces) at GPU 1: 1.34%</title>") != std::string::npos);
+  CHECK(s.find("<title>fragmentation margin at GPU 0: 5.00%</title>") != std::string::npos);
+  // An unwritable destination is a one-line I/O error and leaves nothing behind.
+  auto bad = RunLmkit({"plan", TestData("plan/overfull.json"), "--svg", tmp.file("no/such/dir/map.svg")});
+  CheckOneLineError(bad, 1, "no/such/dir/map.svg");
+}
+
+TEST_CASE("plan cli: invalid plans are one-line errors with exit codes", "[cli][plan]") {
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/unknown_model.json")}), 1,
+                    "unknown_model.json: models[0] 'chat': unknown model 'llama-2-7'");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/impossible_batch.json")}), 1,
+                    "impossible batch: batch 64 x 4096 tokens needs 166.8 GB");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/too_big.json")}), 1, "'moe': no GPU fits it");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/malformed.json")}), 1, "malformed.json");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/no_such_plan.json")}), 1, "no_such_plan.json");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/overfull.json"), "--gpu", "h900"}), 1, "h900");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/overfull.json"), "--format", "xml"}), 2, "--format");
+  CheckOneLineError(RunLmkit({"plan", "-"}, R"({"models": [{"model": "llama-2-7b"}]})"), 2, "no GPU");
+  CheckOneLineError(RunLmkit({"plan"}), 2, "PLAN");
+}
+
+TEST_CASE("plan cli: config paths next to the plan, CSV, stdin, overload warning", "[cli][plan]") {
+  TempDir tmp;
+  // A config.json beside the plan is found by its relative path (a 2-layer Llama-style model, 4 MB of bf16 weights).
+  lmkit::test::WriteAll(tmp.file("tiny.json"),
+                        R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 256,
+                            "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512,
+                            "vocab_size": 1000, "tie_word_embeddings": false})");
+  lmkit::test::WriteAll(tmp.file("plan.json"),
+                        R"({"gpu": "l4", "models": [{"name": "tiny", "model": "tiny.json", "batch": 4, "seq_len": 64,
+                            "output_tokens": 32, "requests_per_s": 100000}]})");
+  auto j = JsonOf(RunLmkit({"plan", tmp.file("plan.json"), "--json"}));
+  const auto& m = j["models"][0];
+  // Parameters: embedding + head 2 x 1000 x 256; per layer q,k,v,o 4 x 256^2 + MLP 3 x 256 x 512 + 2 norms x 256;
+  // final norm 256. KV: 2 x 2 layers x 256 x 2 B = 2,048 B per token.
+  CHECK(m["parameters"] == 2 * 1000 * 256 + 2 * (4 * 256 * 256 + 3 * 256 * 512 + 2 * 256) + 256);
+  CHECK(m["memory"]["kv_bytes_per_token"] == 2048);
+  CHECK(m["memory"]["kv_cache"] == 2048 * 64 * 4);
+  CHECK(m["utilisation"].get<double>() > 1.0);
+  auto text = RunLmkit({"plan", tmp.file("plan.json")});
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("overloaded: GPU 0 is ") != std::string::npos);
+  auto csv = RunLmkit({"plan", tmp.file("plan.json"), "--format", "csv"});
+  REQUIRE(csv.exit_code == 0);
+  CHECK(csv.out.rfind("# plan: ", 0) == 0);
+  CHECK(csv.out.find("\ntiny,tiny.json,bf16,4,64,") != std::string::npos);
+  // From stdin: no directory to resolve against, so the same relative name is not found.
+  auto in = RunLmkit({"plan", "-"}, lmkit::test::ReadAll(tmp.file("plan.json")));
+  CheckOneLineError(in, 1, "-: models[0] 'tiny': unknown model 'tiny.json'");
+}
