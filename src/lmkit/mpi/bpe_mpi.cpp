@@ -1,0 +1,313 @@
+// MPI drivers for BPE training and encoding (see bpe_mpi.h). Built only with MPI (bpe_mpi_nompi.cpp otherwise).
+//
+// Performance notes (debmix.txt 130 MB on the shared 2-core machine; docs/benchmarks/distributed.md):
+//  - the counts travel in a compact unsorted wire form (varint length, bytes, varint count), not the sorted,
+//    checksummed counts-file form: sorting ~1 M keys per rank would cost more than the transfer.
+//  - the reduction is a binomial tree, so rank 0 absorbs log2(P) tables rather than P-1.
+//  - encoded ids are sent to rank 0 in 64 MiB messages; rank 0 writes them in rank order through the same sinks
+//    as a single-process encode (OpenIdOutput), so the file is byte-identical.
+#include "lmkit/mpi/bpe_mpi.h"
+
+// The C API only: Open MPI's deprecated C++ bindings do not compile cleanly with -Wextra -Werror.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <fcntl.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "lmkit/bpe/pretoken_table.h"
+#include "lmkit/bpe/shard.h"
+#include "lmkit/bpe/tokenizer_files.h"
+#include "lmkit/bpe/tokenizer_writer.h"
+#include "lmkit/common/sysinfo.h"
+
+namespace lmkit::mpi {
+
+namespace {
+
+constexpr int kTagSize = 1;
+constexpr int kTagData = 2;
+constexpr size_t kMaxMessage = size_t{64} << 20;
+
+void FinalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+Status EnsureInit(int* rank, int* size) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+      return Status::Internal("MPI_Init_thread failed");
+    std::atexit(FinalizeAtExit);
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+  return Status::Ok();
+}
+
+// Collective: ok on every rank only when `st` is ok on every rank.
+Status AgreeOk(Status st) {
+  int bad = st.ok() ? 0 : 1, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!st.ok()) return st;
+  if (any) return Status::Internal("another MPI rank failed (see its message)");
+  return Status::Ok();
+}
+
+void SendBytes(const char* p, uint64_t n, int to) {
+  MPI_Send(&n, 1, MPI_UINT64_T, to, kTagSize, MPI_COMM_WORLD);
+  for (uint64_t done = 0; done < n;) {
+    const int part = static_cast<int>(std::min<uint64_t>(kMaxMessage, n - done));
+    MPI_Send(p + done, part, MPI_BYTE, to, kTagData, MPI_COMM_WORLD);
+    done += static_cast<uint64_t>(part);
+  }
+}
+
+// Receives what SendBytes sent, calling take(data, n) per message.
+template <typename Fn>
+uint64_t RecvBytes(int from, std::string* buf, Fn&& take) {
+  uint64_t n = 0;
+  MPI_Recv(&n, 1, MPI_UINT64_T, from, kTagSize, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  for (uint64_t done = 0; done < n;) {
+    const int part = static_cast<int>(std::min<uint64_t>(kMaxMessage, n - done));
+    buf->resize(static_cast<size_t>(part));
+    MPI_Recv(buf->data(), part, MPI_BYTE, from, kTagData, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    take(buf->data(), static_cast<size_t>(part));
+    done += static_cast<uint64_t>(part);
+  }
+  return n;
+}
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+uint64_t GetVarint(const char*& p) {
+  uint64_t v = 0;
+  for (int shift = 0;; shift += 7) {
+    const auto c = static_cast<unsigned char>(*p++);
+    v |= uint64_t{c & 0x7Fu} << shift;
+    if ((c & 0x80) == 0) return v;
+  }
+}
+
+std::string PackTable(const bpe::PretokenTable& t) {
+  std::string out;
+  out.reserve(t.key_bytes() + t.size() * 3);
+  t.ForEach([&](std::string_view key, uint64_t count) {
+    PutVarint(&out, key.size());
+    out.append(key);
+    PutVarint(&out, count);
+  });
+  return out;
+}
+
+// Trusted input (another rank of this program packed it).
+void UnpackInto(std::string_view packed, bpe::PretokenTable* t) {
+  const char* p = packed.data();
+  const char* end = p + packed.size();
+  while (p < end) {
+    const uint64_t len = GetVarint(p);
+    const std::string_view key(p, len);
+    p += len;
+    t->Add(key, GetVarint(p));
+  }
+}
+
+double CpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Bytes [begin, end) of a file descriptor (not owned).
+class RangeSource final : public bpe::ByteSource {
+ public:
+  RangeSource(int fd, std::string subject, uint64_t begin, uint64_t end)
+      : fd_(fd), subject_(std::move(subject)), pos_(begin), end_(end), size_(end - begin) {}
+  Result<size_t> Read(char* dst, size_t capacity) override {
+    size_t got = 0;
+    while (got < capacity && pos_ < end_) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(capacity - got, end_ - pos_));
+      const ssize_t r = ::pread(fd_, dst + got, want, static_cast<off_t>(pos_));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return Status::FromErrno(subject_, "cannot read", errno);
+      if (r == 0) return Status::Io(subject_, "file shrank while reading");
+      got += static_cast<size_t>(r);
+      pos_ += static_cast<uint64_t>(r);
+    }
+    return got;
+  }
+  uint64_t SizeHint() const override { return size_; }
+
+ private:
+  int fd_;
+  std::string subject_;
+  uint64_t pos_, end_, size_;
+};
+
+}  // namespace
+
+bool MpiBuilt() { return true; }
+
+Result<MpiTrainResult> TrainBpeMpi(const bpe::BpeTrainOptions& options, const std::string& out_dir,
+                                   ProgressSink* progress) {
+  MpiTrainResult r;
+  LMKIT_RETURN_IF_ERROR(EnsureInit(&r.rank, &r.size));
+  r.root = r.rank == 0;
+  bpe::PretokenTable table;
+  bpe::BpeTrainStats stats;
+  bpe::ShardRange range;
+  // Every rank validates the same arguments, so argument errors are the same everywhere; input errors may differ.
+  Status st = [&]() -> Status {
+    if (options.inputs.empty()) return Status::Usage("no input files");
+    LMKIT_ASSIGN_OR_RETURN(auto specials, bpe::NormalizeSpecialTokens(options.special_tokens));
+    if (options.vocab_size < specials.size() + 256)
+      return Status::Usage("--vocab-size is below the special tokens + 256 bytes every vocabulary starts with");
+    const bpe::ShardSpec shard{static_cast<uint64_t>(r.rank), static_cast<uint64_t>(r.size)};
+    LMKIT_ASSIGN_OR_RETURN(range, bpe::ComputeShardRange(options.inputs, shard, specials));
+    bpe::BpeCountOptions co;
+    co.inputs = options.inputs;
+    co.special_tokens = options.special_tokens;
+    co.threads = options.threads;
+    co.block_bytes = options.block_bytes;
+    co.begin = range.begin;
+    co.end = range.end;
+    return bpe::CountPretokens(co, &table, &stats, r.root ? progress : nullptr);
+  }();
+  LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(st)));
+
+  // Binomial tree: in round `step`, ranks with that bit set send to rank - step and are done.
+  const double t0 = MonotonicSeconds();
+  std::string buf;
+  for (int step = 1; step < r.size; step <<= 1) {
+    if (r.rank & step) {
+      const std::string packed = PackTable(table);
+      table = bpe::PretokenTable();
+      SendBytes(packed.data(), packed.size(), r.rank - step);
+      r.root = false;
+      return r;
+    }
+    if (r.rank + step < r.size) {
+      std::string packed;
+      r.reduce_bytes += RecvBytes(r.rank + step, &buf, [&](const char* p, size_t n) { packed.append(p, n); });
+      UnpackInto(packed, &table);
+    }
+  }
+  r.reduce_seconds = MonotonicSeconds() - t0;
+  stats.input_bytes = range.total;
+  LMKIT_ASSIGN_OR_RETURN(r.train, bpe::TrainBpeOnCounts(std::move(table), options, stats, progress));
+  const double tw = MonotonicSeconds();
+  LMKIT_RETURN_IF_ERROR(bpe::WriteTokenizerFiles(r.train.model, out_dir));
+  r.write_seconds = MonotonicSeconds() - tw;
+  return r;
+}
+
+Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSink* progress) {
+  MpiEncodeResult r;
+  LMKIT_RETURN_IF_ERROR(EnsureInit(&r.rank, &r.size));
+  r.root = r.rank == 0;
+  bpe::EncodeReport& rep = r.report;
+  const double t0 = MonotonicSeconds();
+  const double c0 = CpuSeconds();
+  std::unique_ptr<bpe::Tokenizer> tok;
+  std::unique_ptr<bpe::IdOutput> out;
+  bpe::VectorSink ids;
+  bpe::StreamStats stats;
+  int fd = -1;
+  Status st = [&]() -> Status {
+    if (req.input == "-") return Status::Usage("--mpi needs an input file (stdin cannot be split between ranks)");
+    if (req.output.empty()) return Status::Usage("--mpi needs -o FILE (rank 0 writes the one output)");
+    LMKIT_ASSIGN_OR_RETURN(tok, bpe::LoadTokenizer(req.tokenizer, req.tokenizer_options));
+    rep.load_seconds = MonotonicSeconds() - t0;
+    rep.tokenizer = tok->description();
+    rep.input = req.input;
+    rep.output = req.output;
+    rep.format = req.format.value_or(bpe::IdFormatFromPath(req.output));
+    LMKIT_ASSIGN_OR_RETURN(rep.dtype, bpe::ResolveDtype(req.dtype, *tok));
+    rep.threads = std::max(1u, req.threads);
+    std::vector<std::string> specials;
+    for (const auto& s : tok->enabled_specials()) specials.push_back(s.text);
+    const bpe::ShardSpec shard{static_cast<uint64_t>(r.rank), static_cast<uint64_t>(r.size)};
+    const std::vector<std::string> inputs = {req.input};
+    LMKIT_ASSIGN_OR_RETURN(bpe::ShardRange range, bpe::ComputeShardRange(inputs, shard, specials));
+    // Rank 0 opens the output before the others hand over their ids, so a bad path fails everywhere at once.
+    if (r.root) {
+      LMKIT_ASSIGN_OR_RETURN(out, bpe::OpenIdOutput(req, *tok, rep.format, rep.dtype));
+    }
+    fd = ::open(req.input.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno(req.input, "cannot open", errno);
+    ::posix_fadvise(fd, static_cast<off_t>(range.begin), static_cast<off_t>(range.end - range.begin),
+                    POSIX_FADV_SEQUENTIAL);
+    RangeSource source(fd, req.input, range.begin, range.end);
+    bpe::StreamOptions opts;
+    opts.threads = rep.threads;
+    opts.chunk_bytes = req.chunk_bytes;
+    LMKIT_ASSIGN_OR_RETURN(stats, bpe::EncodeStream(*tok, source, ids, opts, r.root ? progress : nullptr));
+    return Status::Ok();
+  }();
+  if (fd >= 0) ::close(fd);
+  LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(st)));
+
+  // Per-rank summary sent ahead of the ids: tokens, bytes, chunks, largest chunk, CPU seconds (as bits).
+  if (!r.root) {
+    const double cpu = CpuSeconds() - c0;
+    uint64_t head[5] = {ids.ids().size(), stats.bytes, stats.chunks, stats.largest_chunk, 0};
+    std::memcpy(&head[4], &cpu, 8);
+    MPI_Send(head, 5, MPI_UINT64_T, 0, kTagSize, MPI_COMM_WORLD);
+    SendBytes(reinterpret_cast<const char*>(ids.ids().data()), ids.ids().size() * sizeof(uint32_t), 0);
+    r.root = false;
+    return r;
+  }
+  Status write = out->Write(ids.ids().data(), ids.ids().size());
+  rep.bytes = stats.bytes;
+  rep.tokens = stats.tokens;
+  rep.chunks = stats.chunks;
+  rep.largest_chunk = stats.largest_chunk;
+  std::vector<uint32_t>().swap(ids.ids());
+  double other_cpu = 0;
+  std::string buf;
+  std::string carry;  // a message may end inside an id
+  for (int from = 1; from < r.size; ++from) {
+    uint64_t head[5];
+    MPI_Recv(head, 5, MPI_UINT64_T, from, kTagSize, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    rep.tokens += head[0];
+    rep.bytes += head[1];
+    rep.chunks += head[2];
+    rep.largest_chunk = std::max(rep.largest_chunk, head[3]);
+    double cpu;
+    std::memcpy(&cpu, &head[4], 8);
+    other_cpu += cpu;
+    // Keep receiving after a write error, so the sending ranks can finish; report the first error.
+    RecvBytes(from, &buf, [&](const char* p, size_t n) {
+      if (!write.ok()) return;
+      carry.append(p, n);
+      const size_t whole = carry.size() / sizeof(uint32_t);
+      std::vector<uint32_t> v(whole);
+      std::memcpy(v.data(), carry.data(), whole * sizeof(uint32_t));
+      carry.erase(0, whole * sizeof(uint32_t));
+      write = out->Write(v.data(), v.size());
+    });
+  }
+  LMKIT_RETURN_IF_ERROR(write);
+  LMKIT_RETURN_IF_ERROR(out->Commit());
+  rep.encode_seconds = MonotonicSeconds() - t0 - rep.load_seconds;
+  rep.encode_cpu_seconds = CpuSeconds() - c0 + other_cpu;
+  rep.peak_rss_bytes = PeakRssBytes();
+  return r;
+}
+
+}  // namespace lmkit::mpi
