@@ -23,6 +23,7 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
     std::string out_dir;
     std::vector<std::string> counts;
     bool mpi = false;
+    size_t block_bytes = 0;
   };
   auto o = std::make_shared<Options>();
   sub.add_option("inputs", o->inputs, "text files to train on, read in order as one stream ('-' = stdin)");
@@ -35,6 +36,8 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
       ->allow_extra_args(false)
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub.add_option("--block-bytes", o->block_bytes, "input bytes read per block (default 64 MiB)")
+      ->group("");  // for experiments: the result does not depend on it
   sub.add_flag("--mpi", o->mpi, "run as one rank of an MPI job (mpirun -n P lmkit bpe train ... --mpi)");
   return [o, &g] {
     const std::string cmd = "bpe train";
@@ -43,6 +46,7 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
     opt.vocab_size = o->vocab_size;
     opt.special_tokens = o->specials;
     opt.threads = g.ResolvedThreads();
+    if (o->block_bytes > 0) opt.block_bytes = o->block_bytes;
     if (o->inputs.empty() == o->counts.empty())
       return UsageError(cmd, "give either text INPUT files or --counts files (not both)");
     if (o->mpi && !mpi::MpiBuilt())
