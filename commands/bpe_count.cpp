@@ -31,7 +31,10 @@ RunFn SetupBpeCount(CLI::App& sub, const GlobalOptions& g) {
     if (!spec.ok()) return ReportError(cmd, spec.status());
     auto specials = bpe::NormalizeSpecialTokens(o->specials);
     if (!specials.ok()) return ReportError(cmd, specials.status());
-    auto range = bpe::ComputeShardRange(o->inputs, *spec, *specials);
+    // One shard needs no cuts, so it can also read stdin; its size is known once it is read.
+    const bool whole = spec->n == 1;
+    Result<bpe::ShardRange> range = bpe::ShardRange{0, UINT64_MAX, 0};
+    if (!whole) range = bpe::ComputeShardRange(o->inputs, *spec, *specials);
     if (!range.ok()) return ReportError(cmd, range.status());
     bpe::BpeCountOptions co;
     co.inputs = o->inputs;
@@ -43,6 +46,7 @@ RunFn SetupBpeCount(CLI::App& sub, const GlobalOptions& g) {
     bpe::BpeTrainStats stats;
     auto progress = MakeProgress(g);
     if (Status st = bpe::CountPretokens(co, &table, &stats, progress.get()); !st.ok()) return ReportError(cmd, st);
+    if (whole) range = bpe::ShardRange{0, stats.input_bytes, stats.input_bytes};
     bpe::CountsHeader h;
     h.shard_k = spec->k;
     h.shard_n = spec->n;

@@ -2,6 +2,7 @@
 // run, and clear errors for bad counts files. The MPI cases start their own `mpirun` (skipped with a WARN when mpirun
 // or MPI support is missing).
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -135,6 +136,16 @@ TEST_CASE("cli bpe train --counts: damaged, mismatched and incomplete counts are
   auto missing = RunLmkit({"bpe", "train", "--counts", dir.file("p1"), "--vocab-size", "300", "-o", dir.file("o")});
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.find("shard 0/2 is missing") != std::string::npos);
+
+  // One shard may come from stdin; its counts equal those of the file.
+  auto piped = RunLmkit({"bpe", "count", "-", "--special-token", "<|endoftext|>", "-o", dir.file("stdin")}, ReadAll(in));
+  REQUIRE(piped.exit_code == 0);
+  auto file = RunLmkit({"bpe", "count", in, "--special-token", "<|endoftext|>", "-o", dir.file("file")});
+  REQUIRE(file.exit_code == 0);
+  CHECK(ReadAll(dir.file("stdin")) == ReadAll(dir.file("file")));
+  CHECK(RunLmkit({"bpe", "count", "-", "--shard", "0/2", "-o", dir.file("x")}, "a b").exit_code == 2);
+  std::remove(dir.file("stdin").c_str());
+  std::remove(dir.file("file").c_str());
 
   auto both = RunLmkit({"bpe", "train", in, "--counts", dir.file("p0"), "--vocab-size", "300", "-o", dir.file("o")});
   CHECK(both.exit_code == 2);
