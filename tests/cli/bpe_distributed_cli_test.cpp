@@ -176,21 +176,21 @@ TEST_CASE("cli bpe train --mpi: mpirun -n 1..3 writes the single-process files",
 namespace {
 
 // Encodes corpus.en with and without --mpi on each of `ranks` and compares the files.
-void CheckMpiEncode(const std::string& ext, std::initializer_list<int> ranks) {
+void CheckMpiEncode(const std::string& ext, std::initializer_list<int> ranks, const std::string& dtype) {
   TempDir dir;
   const std::string in = TestData("bpe/corpus.en");
   const std::string mpirun = MpiRunPrefix(dir);
   if (mpirun.empty()) return;
   const std::string lmkit = std::string(" '") + LMKIT_BINARY + "' ";
   const std::string plain = dir.file("plain" + ext), mpi = dir.file("mpi" + ext);
-  auto p = RunLmkit({"bpe", "encode", "-t", "gpt2", in, "-o", plain, "--quiet"});
+  auto p = RunLmkit({"bpe", "encode", "-t", "gpt2", in, "--dtype", dtype, "-o", plain, "--quiet"});
   REQUIRE(p.exit_code == 0);
   const std::string want = ReadAll(plain);
   REQUIRE(want.size() > 1000);
   for (int n : ranks) {
     // Small chunks so each rank's range is also cut into several chunks.
     auto r = Shell(dir, mpirun + std::to_string(n) + lmkit + "bpe encode -t gpt2 '" + in +
-                            "' --mpi --chunk-bytes 8192 -o '" + mpi + "'");
+                            "' --dtype " + dtype + " --mpi --chunk-bytes 8192 -o '" + mpi + "'");
     INFO(ext << " ranks = " << n << "\n" << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("encoded 133027 bytes") != std::string::npos);
@@ -206,9 +206,9 @@ TEST_CASE("cli bpe encode --mpi: mpirun -n 1..3 writes the single-process .bin",
   CHECK(no_out.exit_code == 2);
   CHECK((no_out.err.find("--mpi needs -o FILE") != std::string::npos ||
          no_out.err.find("built without MPI") != std::string::npos));
-  CheckMpiEncode(".bin", {1, 2, 3});
+  CheckMpiEncode(".bin", {1, 2, 3}, "auto");  // uint16 ids
 }
 
 TEST_CASE("cli bpe encode --mpi: json output is joined across ranks exactly", "[cli][bpe][dist][mpi]") {
-  CheckMpiEncode(".json", {3});  // commas and brackets across the rank joins
+  CheckMpiEncode(".json", {3}, "uint32");  // commas and brackets across the rank joins; ids held as uint32
 }

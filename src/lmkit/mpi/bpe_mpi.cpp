@@ -5,8 +5,9 @@
 //    checksummed counts-file form: sorting ~1 M keys per rank would cost more than the transfer.
 //  - the reduction is a binomial tree, so rank 0 absorbs log2(P) tables rather than P-1.
 //  - rank 0 streams its own ids straight into the output (OpenIdOutput, the sinks of a single-process encode, so the
-//    file is byte-identical); the other ranks hold theirs in fixed 4 MiB blocks (a growing vector cost +0.5 s CPU per
-//    20 MB on this VM, in page faults and copies) and send them in rank order.
+//    file is byte-identical); the other ranks hold theirs in fixed blocks of 1 M ids, as uint16 when the output is
+//    uint16 (a growing vector of uint32 cost +0.5 s CPU per 20 MB on this VM, in page faults and copies), and send
+//    them in rank order.
 //  - waits poll with a growing sleep instead of spinning in blocking MPI calls (see Wait).
 #include "lmkit/mpi/bpe_mpi.h"
 
@@ -22,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <type_traits>
 
 #include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/shard.h"
@@ -192,8 +194,49 @@ class RangeSource final : public bpe::ByteSource {
 };
 
 // Holds a rank's ids until rank 0 takes them, in fixed blocks: a growing vector would copy and re-fault its memory
-// at every doubling (measured: +0.5 s CPU per 20 MB of input on this VM, where page faults are expensive).
-constexpr size_t kBlockIds = size_t{1} << 20;  // 4 MiB messages
+// at every doubling (measured: +0.5 s CPU per 20 MB of input on this VM, where page faults are expensive). T is the
+// output's id type (uint16 when the vocabulary fits), which halves the memory and the transfer.
+constexpr size_t kBlockIds = size_t{1} << 20;
+template <typename T>
+MPI_Datatype MpiType();
+template <>
+MPI_Datatype MpiType<uint16_t>() { return MPI_UINT16_T; }
+template <>
+MPI_Datatype MpiType<uint32_t>() { return MPI_UINT32_T; }
+
+// Sends a BlockSink's ids to rank 0, freeing each block once sent.
+template <typename T>
+void SendBlocks(std::vector<std::vector<T>>& blocks) {
+  for (auto& b : blocks) {
+    Send(b.data(), static_cast<int>(b.size()), MpiType<T>(), 0, kTagData);
+    std::vector<T>().swap(b);
+  }
+}
+
+// Receives `count` ids from `from` in blocks of kBlockIds and writes them to `out`; after a write error it keeps
+// receiving (so the sender can finish) and returns the first error.
+template <typename T>
+Status RecvBlocks(int from, uint64_t count, bpe::IdOutput& out) {
+  std::vector<T> block(std::min<uint64_t>(count, kBlockIds));
+  std::vector<uint32_t> wide;
+  Status write = Status::Ok();
+  for (uint64_t left = count; left > 0;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kBlockIds));
+    Recv(block.data(), static_cast<int>(n), MpiType<T>(), from, kTagData);
+    if (write.ok()) {
+      if constexpr (std::is_same_v<T, uint32_t>) {
+        write = out.Write(block.data(), n);
+      } else {
+        wide.assign(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
+        write = out.Write(wide.data(), n);
+      }
+    }
+    left -= n;
+  }
+  return write;
+}
+
+template <typename T>
 class BlockSink final : public bpe::TokenSink {
  public:
   Status Write(const uint32_t* ids, size_t count) override {
@@ -204,7 +247,7 @@ class BlockSink final : public bpe::TokenSink {
       }
       auto& b = blocks_.back();
       const size_t n = std::min(count, kBlockIds - b.size());
-      b.insert(b.end(), ids, ids + n);
+      for (size_t i = 0; i < n; ++i) b.push_back(static_cast<T>(ids[i]));
       ids += n;
       count -= n;
       total_ += n;
@@ -212,10 +255,10 @@ class BlockSink final : public bpe::TokenSink {
     return Status::Ok();
   }
   uint64_t total() const { return total_; }
-  std::vector<std::vector<uint32_t>>& blocks() { return blocks_; }
+  std::vector<std::vector<T>>& blocks() { return blocks_; }
 
  private:
-  std::vector<std::vector<uint32_t>> blocks_;
+  std::vector<std::vector<T>> blocks_;
   uint64_t total_ = 0;
 };
 
@@ -285,7 +328,9 @@ Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSin
   double c0 = CpuSeconds();
   std::unique_ptr<bpe::Tokenizer> tok;
   std::unique_ptr<bpe::IdOutput> out;
-  BlockSink held;  // ranks other than 0; rank 0 writes its ids straight to the output
+  // Ranks other than 0 hold their ids (as uint16 when the output is uint16); rank 0 writes its own to the output.
+  BlockSink<uint16_t> held16;
+  BlockSink<uint32_t> held32;
   bpe::StreamStats stats;
   int fd = -1;
   Status st = [&]() -> Status {
@@ -317,7 +362,9 @@ Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSin
     bpe::StreamOptions opts;
     opts.threads = rep.threads;
     opts.chunk_bytes = req.chunk_bytes;
-    bpe::TokenSink& sink = r.root ? static_cast<bpe::TokenSink&>(*out) : held;
+    bpe::TokenSink& sink = r.root                           ? static_cast<bpe::TokenSink&>(*out)
+                           : rep.dtype == bpe::IdDtype::kU16 ? static_cast<bpe::TokenSink&>(held16)
+                                                              : static_cast<bpe::TokenSink&>(held32);
     LMKIT_ASSIGN_OR_RETURN(stats, bpe::EncodeStream(*tok, source, sink, opts, r.root ? progress : nullptr));
     return Status::Ok();
   }();
@@ -327,13 +374,11 @@ Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSin
   // Per-rank summary sent ahead of the ids: tokens, bytes, chunks, largest chunk, CPU seconds (as bits).
   if (!r.root) {
     const double cpu = CpuSeconds() - c0;
-    uint64_t head[5] = {held.total(), stats.bytes, stats.chunks, stats.largest_chunk, 0};
+    uint64_t head[5] = {held16.total() + held32.total(), stats.bytes, stats.chunks, stats.largest_chunk, 0};
     std::memcpy(&head[4], &cpu, 8);
     Send(head, 5, MPI_UINT64_T, 0, kTagSize);
-    for (auto& b : held.blocks()) {
-      Send(b.data(), static_cast<int>(b.size()), MPI_UINT32_T, 0, kTagData);
-      std::vector<uint32_t>().swap(b);
-    }
+    SendBlocks(held16.blocks());
+    SendBlocks(held32.blocks());
     r.root = false;
     return r;
   }
@@ -343,7 +388,6 @@ Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSin
   rep.chunks = stats.chunks;
   rep.largest_chunk = stats.largest_chunk;
   double other_cpu = 0;
-  std::vector<uint32_t> block(kBlockIds);
   for (int from = 1; from < r.size; ++from) {
     uint64_t head[5];
     Recv(head, 5, MPI_UINT64_T, from, kTagSize);
@@ -354,14 +398,10 @@ Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSin
     double cpu;
     std::memcpy(&cpu, &head[4], 8);
     other_cpu += cpu;
-    // Blocks of kBlockIds ids, the last one shorter. Keep receiving after a write error, so the sending ranks can
-    // finish; report the first error.
-    for (uint64_t left = head[0]; left > 0;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kBlockIds));
-      Recv(block.data(), static_cast<int>(n), MPI_UINT32_T, from, kTagData);
-      if (write.ok()) write = out->Write(block.data(), n);
-      left -= n;
-    }
+    // Blocks of kBlockIds ids, the last one shorter, of the type the sender held.
+    Status st = rep.dtype == bpe::IdDtype::kU16 ? RecvBlocks<uint16_t>(from, head[0], *out)
+                                                : RecvBlocks<uint32_t>(from, head[0], *out);
+    if (write.ok()) write = std::move(st);
   }
   LMKIT_RETURN_IF_ERROR(write);
   LMKIT_RETURN_IF_ERROR(out->Commit());
