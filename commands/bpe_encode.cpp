@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "lmkit/bpe/decoder.h"
 #include "lmkit/bpe/encoder.h"
+#include "lmkit/mpi/bpe_mpi.h"
 
 namespace lmkit::cli {
 namespace {
@@ -19,6 +20,7 @@ struct EncodeFlags {
   std::string dtype = "auto";
   std::string pattern;
   size_t chunk_bytes = 0;
+  bool mpi = false;
 };
 
 // Fills the parts of the options that come from --pattern and --special-token.
@@ -59,6 +61,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--pattern", f->pattern, "pre-tokenization pattern for rank files: gpt2 | cl100k | o200k");
   sub.add_option("--chunk-bytes", f->chunk_bytes, "input bytes per parallel chunk (default: 1 MiB)")
       ->group("");  // for tests and experiments
+  sub.add_flag("--mpi", f->mpi, "run as one rank of an MPI job: each rank encodes a byte range, rank 0 writes -o");
   return [f, &g]() -> int {
     const std::string cmd = "bpe encode";
     bpe::EncodeRequest req;
@@ -83,7 +86,19 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
         (*req.format == bpe::IdFormat::kBin || *req.format == bpe::IdFormat::kNpy) && ::isatty(1))
       return UsageError(cmd, "refusing to write binary ids to a terminal; use -o FILE or --format json");
     auto progress = MakeProgress(g);
-    auto rep = bpe::EncodeFile(req, progress.get());
+    Result<bpe::EncodeReport> rep = Status::Internal("not encoded");
+    if (f->mpi) {
+      if (!mpi::MpiBuilt())
+        return UsageError(cmd, "--mpi: this lmkit was built without MPI (install libopenmpi-dev, configure with "
+                               "-DLMKIT_MPI=ON)");
+      if (f->output.empty()) return UsageError(cmd, "--mpi needs -o FILE (rank 0 writes the one output)");
+      auto r = mpi::EncodeFileMpi(req, progress.get());
+      if (!r.ok()) return ReportError(cmd, r.status());
+      if (!r->root) return kExitOk;  // rank 0 reports
+      rep = std::move(r->report);
+    } else {
+      rep = bpe::EncodeFile(req, progress.get());
+    }
     if (!rep.ok()) return ReportError(cmd, rep.status());
     if (f->output.empty()) return kExitOk;  // the ids were the output
     const double secs = rep->encode_seconds;

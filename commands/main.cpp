@@ -30,7 +30,7 @@ struct GroupSpec {
   const char* group;
   std::vector<std::string> children;
 };
-const GroupSpec kGroups[] = {{"bpe", {"train", "encode", "decode"}}};
+const GroupSpec kGroups[] = {{"bpe", {"train", "count", "encode", "decode"}}};
 
 // Global options that take a value, so the scan for the subcommand name can skip it.
 bool TakesValue(const char* arg) { return std::strcmp(arg, "--threads") == 0 || std::strcmp(arg, "-j") == 0; }

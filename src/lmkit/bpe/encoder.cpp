@@ -743,4 +743,39 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
   return rep;
 }
 
+// ---- OpenIdOutput (for the MPI driver): the sinks above behind one interface ----
+
+namespace {
+
+template <typename S>
+class OwnedIdOutput final : public IdOutput {
+ public:
+  explicit OwnedIdOutput(S sink) : sink_(std::move(sink)) {}
+  Status Write(const uint32_t* ids, size_t count) override { return sink_.Write(ids, count); }
+  Status Commit() override { return sink_.Commit(); }
+
+ private:
+  S sink_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& req, const Tokenizer& tok, IdFormat format,
+                                               IdDtype dtype) {
+  if ((format == IdFormat::kBin || format == IdFormat::kNpy) && !req.output.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(
+        io::TokenWriter w,
+        io::TokenWriter::Create(req.output, format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
+                                dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
+    return std::unique_ptr<IdOutput>(new OwnedIdOutput<TokenWriterSink>(TokenWriterSink(std::move(w))));
+  }
+  if (format == IdFormat::kNpy)
+    return Status::Usage("--format npy needs an output file (-o): its header holds the token count");
+  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
+  if (!req.output.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
+  }
+  return std::unique_ptr<IdOutput>(new OwnedIdOutput<FormattedSink>(FormattedSink(std::move(out), format, dtype, tok)));
+}
+
 }  // namespace lmkit::bpe

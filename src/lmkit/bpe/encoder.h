@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -233,5 +234,18 @@ struct EncodeReport {
 // Loads the tokenizer, encodes `input` ("-" = stdin) with EncodeStream and writes the ids. Errors: the loader's, the
 // input's (named), kUsage for npy on a descriptor (its header needs the count, so it needs a file).
 Result<EncodeReport> EncodeFile(const EncodeRequest& request, ProgressSink* progress);
+
+// ---- for drivers that produce the ids elsewhere (the MPI encoder, src/lmkit/mpi/) ----
+
+// The output EncodeFile writes to, on its own: Write ids in order, then Commit once.
+class IdOutput : public TokenSink {
+ public:
+  virtual Status Commit() = 0;
+};
+
+// Opens request.output (or request.stdout_fd when it is empty) for `format` and `dtype` exactly as EncodeFile does,
+// so ids written here give the same bytes. Errors: as EncodeFile's for its output.
+Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& request, const Tokenizer& tokenizer,
+                                               IdFormat format, IdDtype dtype);
 
 }  // namespace lmkit::bpe

@@ -42,6 +42,7 @@
 #include <cstring>
 #include <memory>
 
+#include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/pretokenizer.h"
 #include "lmkit/bpe/special_tokens.h"
 #include "lmkit/bpe/unicode_classes.h"
@@ -51,176 +52,6 @@
 namespace lmkit::bpe {
 
 namespace {
-
-inline uint64_t HashBytes(const char* p, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xFF51AFD7ED558CCDull);
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0x9FB21C651E98DF25ull;
-    h ^= h >> 29;
-    p += 8;
-    n -= 8;
-  }
-  if (n > 0) {
-    uint64_t w = 0;
-    std::memcpy(&w, p, n);
-    h = (h ^ w) * 0x9FB21C651E98DF25ull;
-    h ^= h >> 29;
-  }
-  h ^= h >> 32;
-  h *= 0xD6E8FEB86659FD93ull;
-  h ^= h >> 32;
-  return h;
-}
-
-inline uint64_t Mix64(uint64_t h) {
-  h ^= h >> 32;
-  h *= 0xD6E8FEB86659FD93ull;
-  h ^= h >> 32;
-  return h;
-}
-
-// Pre-token -> count, open addressing with linear probing. A slot is 16 bytes: the key's first 8 bytes inline, its
-// length and a dense entry id. Most pre-tokens are <= 8 bytes, so a probe compares them without touching other memory;
-// longer keys compare the rest in `arena_`. Counts live in a dense array indexed by entry id: frequent pre-tokens are
-// seen first, get small ids, and their counters share a few hot cache lines.
-class PretokenTable {
- public:
-  struct Slot {
-    uint64_t prefix = 0;  // first min(len, 8) bytes, zero-padded
-    uint32_t len = 0;     // 0 = empty (pre-tokens are never empty)
-    uint32_t id = 0;
-  };
-
-  PretokenTable() { slots_.resize(1 << 12); }
-
-  static uint64_t Hash(uint64_t prefix, const char* p, size_t len) {
-    if (len <= 8) return Mix64((prefix ^ (uint64_t{len} << 56)) * 0x9E3779B97F4A7C15ull);
-    return HashBytes(p, len);
-  }
-
-  // `p` points at the whole key; it is only read when len > 8. Returns the entry id.
-  uint32_t Add(const char* p, size_t len, uint64_t prefix, uint64_t h, uint64_t count) {
-    const size_t mask = slots_.size() - 1;
-    size_t i = h & mask;
-    for (;;) {
-      Slot& s = slots_[i];
-      if (s.len == 0) {
-        s.prefix = prefix;
-        s.len = static_cast<uint32_t>(len);
-        s.id = static_cast<uint32_t>(counts_.size());
-        counts_.push_back(count);
-        offs_.push_back(arena_.size());
-        if (len > 8) arena_.append(p, len);
-        const uint32_t id = s.id;
-        if (counts_.size() * 2 > slots_.size()) Grow();
-        return id;
-      }
-      if (s.prefix == prefix && s.len == len &&
-          (len <= 8 || std::memcmp(arena_.data() + offs_[s.id] + 8, p + 8, len - 8) == 0)) {
-        counts_[s.id] += count;
-        return s.id;
-      }
-      i = (i + 1) & mask;
-    }
-  }
-
-  // Pre-tokenizes `span` and counts its pre-tokens. The table look-ups run kAhead pre-tokens behind the scanner, with
-  // the slot of each pending pre-token prefetched when it is found, so the cache miss of a look-up overlaps with the
-  // scanning and hashing of the next ones (the look-up order, hence every entry id, is unchanged).
-  void CountSpan(std::string_view span) {
-    struct Pending {
-      const char* p;
-      uint64_t prefix;
-      uint64_t h;
-      size_t len;
-    };
-    constexpr size_t kAhead = 8;
-    Pending ring[kAhead];
-    size_t head = 0, pending = 0;
-    const char* base = span.data();
-    const size_t n = span.size();
-    size_t pos = 0;
-    while (pos < n) {
-      const size_t end = NextPretokenEnd(PretokPattern::kGpt2, span, pos);
-      const size_t len = end - pos;
-      uint64_t prefix = 0;
-      if (pos + 8 <= n) {
-        std::memcpy(&prefix, base + pos, 8);
-        if (len < 8) prefix &= (uint64_t{1} << (8 * len)) - 1;  // little-endian: keep the first len bytes
-      } else {
-        std::memcpy(&prefix, base + pos, len < 8 ? len : 8);
-      }
-      const Pending next{base + pos, prefix, Hash(prefix, base + pos, len), len};
-      __builtin_prefetch(&slots_[next.h & (slots_.size() - 1)]);
-      pos = end;
-      if (pending == kAhead) {
-        const Pending& q = ring[head];
-        Add(q.p, q.len, q.prefix, q.h, 1);
-        ring[head] = next;
-        head = (head + 1) % kAhead;
-      } else {
-        ring[(head + pending++) % kAhead] = next;
-      }
-    }
-    for (size_t i = 0; i < pending; ++i) {
-      const Pending& q = ring[(head + i) % kAhead];
-      Add(q.p, q.len, q.prefix, q.h, 1);
-    }
-  }
-
-
-  // Calls fn(key bytes, count) for every entry, in entry-id order.
-  template <typename Fn>
-  void ForEach(Fn&& fn) const {
-    std::vector<uint64_t> prefix(counts_.size());
-    std::vector<uint32_t> lens(counts_.size());
-    for (const Slot& s : slots_) {
-      if (s.len == 0) continue;
-      prefix[s.id] = s.prefix;
-      lens[s.id] = s.len;
-    }
-    char tmp[8];
-    for (size_t id = 0; id < counts_.size(); ++id) {
-      if (lens[id] > 8) {
-        fn(std::string_view(arena_.data() + offs_[id], lens[id]), counts_[id]);
-      } else {
-        std::memcpy(tmp, &prefix[id], 8);
-        fn(std::string_view(tmp, lens[id]), counts_[id]);
-      }
-    }
-  }
-
-  void Absorb(const PretokenTable& o) {
-    for (const Slot& s : o.slots_) {
-      if (s.len == 0) continue;
-      const char* p = s.len > 8 ? o.arena_.data() + o.offs_[s.id] : nullptr;  // only read when len > 8
-      Add(p, s.len, s.prefix, Hash(s.prefix, p, s.len), o.counts_[s.id]);
-    }
-  }
-
-
-  size_t size() const { return counts_.size(); }
-  size_t key_bytes() const { return arena_.size() + counts_.size() * 8; }
-
- private:
-  void Grow() {
-    std::vector<Slot> old(slots_.size() * 2);
-    old.swap(slots_);
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.len == 0) continue;
-      size_t i = Hash(s.prefix, s.len > 8 ? arena_.data() + offs_[s.id] : nullptr, s.len) & mask;
-      while (slots_[i].len != 0) i = (i + 1) & mask;
-      slots_[i] = s;
-    }
-  }
-  std::vector<Slot> slots_;
-  std::vector<uint64_t> counts_;
-  std::vector<uint64_t> offs_;  // arena offset per entry (meaningful when len > 8)
-  std::string arena_;
-};
 
 inline bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 inline bool IsSafeCut(std::string_view t, size_t x) {
@@ -256,13 +87,16 @@ void CutSpan(std::string_view t, size_t begin, size_t end, size_t target, std::v
 // Reads the inputs in order as one stream.
 class InputStream {
  public:
-  explicit InputStream(const std::vector<std::string>& paths) : paths_(paths) {}
+  // Reads bytes [begin, end) of the concatenation (end = UINT64_MAX: to the end). A range needs regular files.
+  InputStream(const std::vector<std::string>& paths, uint64_t begin, uint64_t end)
+      : paths_(paths), skip_(begin), left_(end == UINT64_MAX ? UINT64_MAX : end - begin) {}
   ~InputStream() { CloseCurrent(); }
 
   // Reads up to `want` bytes into dst (fewer only at the end of all inputs); sets *eof when every input is exhausted.
   Status Read(char* dst, size_t want, size_t* got, bool* eof) {
     *eof = false;
     *got = 0;
+    if (want > left_) want = static_cast<size_t>(left_);
     while (*got < want) {
       if (fd_ < 0) {
         if (next_ >= paths_.size()) {
@@ -277,6 +111,19 @@ class InputStream {
           if (fd_ < 0) return Status::FromErrno(current_, "cannot open", errno);
           ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
         }
+        if (skip_ > 0) {
+          struct stat st {};
+          if (::fstat(fd_, &st) != 0) return Status::FromErrno(current_, "cannot stat", errno);
+          const uint64_t size = static_cast<uint64_t>(st.st_size);
+          if (size <= skip_) {
+            skip_ -= size;
+            CloseCurrent();
+            continue;
+          }
+          if (::lseek(fd_, static_cast<off_t>(skip_), SEEK_SET) < 0)
+            return Status::FromErrno(current_, "cannot seek", errno);
+          skip_ = 0;
+        }
       }
       const ssize_t r = ::read(fd_, dst + *got, want - *got);
       if (r < 0) {
@@ -289,7 +136,9 @@ class InputStream {
       }
       *got += static_cast<size_t>(r);
       total_ += static_cast<size_t>(r);
+      if (left_ != UINT64_MAX) left_ -= static_cast<uint64_t>(r);
     }
+    if (left_ == 0) *eof = true;
     return Status::Ok();
   }
   uint64_t total() const { return total_; }
@@ -301,6 +150,8 @@ class InputStream {
   }
   std::vector<std::string> paths_;
   size_t next_ = 0;
+  uint64_t skip_ = 0;  // bytes still to skip before the range
+  uint64_t left_;      // bytes left in the range (UINT64_MAX: unlimited)
   int fd_ = -1;
   std::string current_;
   uint64_t total_ = 0;
@@ -587,9 +438,28 @@ class Merger {
   uint64_t merging_ = ~uint64_t{0};
 };
 
+Status CheckVocabSize(const std::vector<std::string>& specials, const BpeTrainOptions& o) {
+  if (o.vocab_size < specials.size() + 256)
+    return Status::Usage(fmt::format("--vocab-size {} is below the {} tokens every vocabulary starts with ({} special + "
+                                     "256 bytes)",
+                                     o.vocab_size, specials.size() + 256, specials.size()));
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> CheckedSpecials(const BpeTrainOptions& o) {
+  LMKIT_ASSIGN_OR_RETURN(auto specials, NormalizeSpecialTokens(o.special_tokens));
+  LMKIT_RETURN_IF_ERROR(CheckVocabSize(specials, o));
+  return specials;
+}
+
+Result<BpeTrainResult> Finish(const std::vector<std::string>& specials, PretokenTable& table, const BpeTrainOptions& o,
+                      BpeTrainStats stats, ProgressSink* progress);
+
+}  // namespace
+
+Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::string>& given) {
   std::vector<std::string> specials;
-  for (const auto& s : o.special_tokens) {
+  for (const auto& s : given) {
     if (s.empty()) return Status::Usage("a special token must not be empty");
     if (s.size() == 1)
       return Status::Usage(fmt::format("special token '{}' is a single byte, which is already a token of its own", s));
@@ -600,12 +470,10 @@ Result<std::vector<std::string>> CheckedSpecials(const BpeTrainOptions& o) {
     }
     if (std::find(specials.begin(), specials.end(), s) == specials.end()) specials.push_back(s);
   }
-  if (o.vocab_size < specials.size() + 256)
-    return Status::Usage(fmt::format("--vocab-size {} is below the {} tokens every vocabulary starts with ({} special + "
-                                     "256 bytes)",
-                                     o.vocab_size, specials.size() + 256, specials.size()));
   return specials;
 }
+
+namespace {
 
 Result<BpeTrainResult> Finish(const std::vector<std::string>& specials, PretokenTable& table, const BpeTrainOptions& o,
                       BpeTrainStats stats, ProgressSink* progress) {
@@ -648,26 +516,29 @@ Result<BpeTrainResult> TrainBpeOnText(std::string_view text, const BpeTrainOptio
   return Finish(specials, table, options, stats, nullptr);
 }
 
-Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* progress) {
+Status CountPretokens(const BpeCountOptions& options, PretokenTable* table, BpeTrainStats* stats,
+                      ProgressSink* progress) {
   if (options.inputs.empty()) return Status::Usage("no input files");
-  LMKIT_ASSIGN_OR_RETURN(auto specials, CheckedSpecials(options));
+  if (options.begin > options.end) return Status::Usage("byte range ends before it begins");
+  LMKIT_ASSIGN_OR_RETURN(auto specials, NormalizeSpecialTokens(options.special_tokens));
   SpecialTokenSplitter splitter(specials);
   Counter counter(splitter, options.threads);
-  BpeTrainStats stats;
   uint64_t known_total = 0;
   for (const auto& p : options.inputs) {
     if (p == "-") continue;
     struct stat st {};
     if (::stat(p.c_str(), &st) == 0) known_total += static_cast<uint64_t>(st.st_size);
   }
+  if (options.end != UINT64_MAX) known_total = options.end - options.begin;
   if (progress) progress->Begin("counting", known_total, "B");
-  InputStream in(options.inputs);
+  InputStream in(options.inputs, options.begin, options.end);
   // The buffer is left uninitialised (no zero-fill of a block that a small input never touches). It holds the carried
   // tail of the previous block followed by newly read bytes, and doubles when a block has no boundary at all.
   size_t cap = std::max<size_t>(options.block_bytes, 4096);
   std::unique_ptr<char[]> buf(new char[cap]);
   size_t len = 0;
   const double t_start = MonotonicSeconds();
+  double read_seconds = 0;
   bool eof = false;
   while (!eof) {
     if (len == cap) {
@@ -679,7 +550,7 @@ Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* pr
     const double tr = MonotonicSeconds();
     size_t got = 0;
     LMKIT_RETURN_IF_ERROR(in.Read(buf.get() + len, cap - len, &got, &eof));
-    stats.read_seconds += MonotonicSeconds() - tr;
+    read_seconds += MonotonicSeconds() - tr;
     len += got;
     const std::string_view text(buf.get(), len);
     const size_t cut = eof ? len : BlockCut(text, splitter);
@@ -691,9 +562,35 @@ Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* pr
   }
   buf.reset();
   if (progress) progress->Finish();
-  stats.input_bytes = in.total();
-  PretokenTable& table = counter.Reduce();
-  stats.count_seconds = MonotonicSeconds() - t_start - stats.read_seconds;
+  PretokenTable& counted = counter.Reduce();
+  if (table->size() == 0)
+    *table = std::move(counted);
+  else
+    table->Absorb(counted);
+  stats->input_bytes += in.total();
+  stats->read_seconds += read_seconds;
+  stats->count_seconds += MonotonicSeconds() - t_start - read_seconds;
+  return Status::Ok();
+}
+
+Result<BpeTrainResult> TrainBpeOnCounts(PretokenTable&& table, const BpeTrainOptions& options, BpeTrainStats stats,
+                                        ProgressSink* progress) {
+  LMKIT_ASSIGN_OR_RETURN(auto specials, CheckedSpecials(options));
+  PretokenTable t = std::move(table);
+  return Finish(specials, t, options, stats, progress);
+}
+
+Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* progress) {
+  if (options.inputs.empty()) return Status::Usage("no input files");
+  LMKIT_ASSIGN_OR_RETURN(auto specials, CheckedSpecials(options));
+  BpeCountOptions co;
+  co.inputs = options.inputs;
+  co.special_tokens = options.special_tokens;
+  co.threads = options.threads;
+  co.block_bytes = options.block_bytes;
+  PretokenTable table;
+  BpeTrainStats stats;
+  LMKIT_RETURN_IF_ERROR(CountPretokens(co, &table, &stats, progress));
   return Finish(specials, table, options, stats, progress);
 }
 

@@ -56,6 +56,33 @@ struct BpeTrainResult {
 
 Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* progress);
 
+// ---- the two halves of TrainBpe, for sharded and MPI training (docs/distributed.md) ----
+
+class PretokenTable;  // pretoken_table.h
+
+struct BpeCountOptions {
+  std::vector<std::string> inputs;          // paths; "-" = stdin (only without a range)
+  std::vector<std::string> special_tokens;  // as for training
+  unsigned threads = 1;
+  size_t block_bytes = size_t{64} << 20;
+  uint64_t begin = 0;         // the byte range [begin, end) of the concatenated inputs to count
+  uint64_t end = UINT64_MAX;  // UINT64_MAX: to the end
+};
+
+// Counts the pre-tokens of [begin, end) of the inputs and adds them to *table; adds to stats->input_bytes,
+// read_seconds and count_seconds. The counts of ranges that meet at shard cuts (shard.h) add up to the counts of the
+// whole input. Errors as TrainBpe's (specials, inputs).
+Status CountPretokens(const BpeCountOptions& options, PretokenTable* table, BpeTrainStats* stats,
+                      ProgressSink* progress);
+
+// Checks special tokens as TrainBpe does (kUsage) and returns them with empty strings and duplicates dropped.
+Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::string>& given);
+
+// Merges on counted pre-tokens (options.inputs ignored; options.special_tokens must be those the counts were made
+// with). stats' counting fields are reported as given. Consumes the table.
+Result<BpeTrainResult> TrainBpeOnCounts(PretokenTable&& table, const BpeTrainOptions& options, BpeTrainStats stats,
+                                        ProgressSink* progress);
+
 // The same training on an in-memory text (options.inputs is ignored). For tests and library users.
 Result<BpeTrainResult> TrainBpeOnText(std::string_view text, const BpeTrainOptions& options);
 

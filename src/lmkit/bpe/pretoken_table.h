@@ -1,0 +1,203 @@
+// Pre-token -> count table used by BPE training, by the counts files (counts_file.h) and by the MPI reduction.
+//
+// Contract: an open-addressing hash table from pre-token bytes (never empty) to a uint64 count. Add() adds to a count,
+// CountSpan() pre-tokenizes a span with the GPT-2 pattern and counts every pre-token, Absorb() adds another table's
+// counts, ForEach() visits entries in insertion (entry-id) order. Counts are sums, so the contents do not depend on the
+// order of additions (entry ids do). Not thread-safe; one table per worker thread.
+// Performance notes: see trainer.cpp (16-byte slots with the first 8 key bytes inline, dense counts, prefetched
+// look-ups 8 pre-tokens behind the scanner).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmkit/bpe/pretokenizer.h"
+
+namespace lmkit::bpe {
+
+namespace table_detail {
+
+inline uint64_t HashBytes(const char* p, size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xFF51AFD7ED558CCDull);
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * 0x9FB21C651E98DF25ull;
+    h ^= h >> 29;
+    p += 8;
+    n -= 8;
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * 0x9FB21C651E98DF25ull;
+    h ^= h >> 29;
+  }
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+  return h;
+}
+
+inline uint64_t Mix64(uint64_t h) {
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+  return h;
+}
+
+// Pre-token -> count, open addressing with linear probing. A slot is 16 bytes: the key's first 8 bytes inline, its
+// length and a dense entry id. Most pre-tokens are <= 8 bytes, so a probe compares them without touching other memory;
+// longer keys compare the rest in `arena_`. Counts live in a dense array indexed by entry id: frequent pre-tokens are
+// seen first, get small ids, and their counters share a few hot cache lines.
+}  // namespace table_detail
+
+class PretokenTable {
+ public:
+  struct Slot {
+    uint64_t prefix = 0;  // first min(len, 8) bytes, zero-padded
+    uint32_t len = 0;     // 0 = empty (pre-tokens are never empty)
+    uint32_t id = 0;
+  };
+
+  PretokenTable() { slots_.resize(1 << 12); }
+
+  static uint64_t Hash(uint64_t prefix, const char* p, size_t len) {
+    if (len <= 8) return table_detail::Mix64((prefix ^ (uint64_t{len} << 56)) * 0x9E3779B97F4A7C15ull);
+    return table_detail::HashBytes(p, len);
+  }
+
+  // Adds `count` to the entry for `key` (non-empty).
+  void Add(std::string_view key, uint64_t count) {
+    uint64_t prefix = 0;
+    std::memcpy(&prefix, key.data(), key.size() < 8 ? key.size() : 8);
+    Add(key.data(), key.size(), prefix, Hash(prefix, key.data(), key.size()), count);
+  }
+
+  // `p` points at the whole key; it is only read when len > 8. Returns the entry id.
+  uint32_t Add(const char* p, size_t len, uint64_t prefix, uint64_t h, uint64_t count) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = h & mask;
+    for (;;) {
+      Slot& s = slots_[i];
+      if (s.len == 0) {
+        s.prefix = prefix;
+        s.len = static_cast<uint32_t>(len);
+        s.id = static_cast<uint32_t>(counts_.size());
+        counts_.push_back(count);
+        offs_.push_back(arena_.size());
+        if (len > 8) arena_.append(p, len);
+        const uint32_t id = s.id;
+        if (counts_.size() * 2 > slots_.size()) Grow();
+        return id;
+      }
+      if (s.prefix == prefix && s.len == len &&
+          (len <= 8 || std::memcmp(arena_.data() + offs_[s.id] + 8, p + 8, len - 8) == 0)) {
+        counts_[s.id] += count;
+        return s.id;
+      }
+      i = (i + 1) & mask;
+    }
+  }
+
+  // Pre-tokenizes `span` and counts its pre-tokens. The table look-ups run kAhead pre-tokens behind the scanner, with
+  // the slot of each pending pre-token prefetched when it is found, so the cache miss of a look-up overlaps with the
+  // scanning and hashing of the next ones (the look-up order, hence every entry id, is unchanged).
+  void CountSpan(std::string_view span) {
+    struct Pending {
+      const char* p;
+      uint64_t prefix;
+      uint64_t h;
+      size_t len;
+    };
+    constexpr size_t kAhead = 8;
+    Pending ring[kAhead];
+    size_t head = 0, pending = 0;
+    const char* base = span.data();
+    const size_t n = span.size();
+    size_t pos = 0;
+    while (pos < n) {
+      const size_t end = NextPretokenEnd(PretokPattern::kGpt2, span, pos);
+      const size_t len = end - pos;
+      uint64_t prefix = 0;
+      if (pos + 8 <= n) {
+        std::memcpy(&prefix, base + pos, 8);
+        if (len < 8) prefix &= (uint64_t{1} << (8 * len)) - 1;  // little-endian: keep the first len bytes
+      } else {
+        std::memcpy(&prefix, base + pos, len < 8 ? len : 8);
+      }
+      const Pending next{base + pos, prefix, Hash(prefix, base + pos, len), len};
+      __builtin_prefetch(&slots_[next.h & (slots_.size() - 1)]);
+      pos = end;
+      if (pending == kAhead) {
+        const Pending& q = ring[head];
+        Add(q.p, q.len, q.prefix, q.h, 1);
+        ring[head] = next;
+        head = (head + 1) % kAhead;
+      } else {
+        ring[(head + pending++) % kAhead] = next;
+      }
+    }
+    for (size_t i = 0; i < pending; ++i) {
+      const Pending& q = ring[(head + i) % kAhead];
+      Add(q.p, q.len, q.prefix, q.h, 1);
+    }
+  }
+
+
+  // Calls fn(key bytes, count) for every entry, in entry-id order.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    std::vector<uint64_t> prefix(counts_.size());
+    std::vector<uint32_t> lens(counts_.size());
+    for (const Slot& s : slots_) {
+      if (s.len == 0) continue;
+      prefix[s.id] = s.prefix;
+      lens[s.id] = s.len;
+    }
+    char tmp[8];
+    for (size_t id = 0; id < counts_.size(); ++id) {
+      if (lens[id] > 8) {
+        fn(std::string_view(arena_.data() + offs_[id], lens[id]), counts_[id]);
+      } else {
+        std::memcpy(tmp, &prefix[id], 8);
+        fn(std::string_view(tmp, lens[id]), counts_[id]);
+      }
+    }
+  }
+
+  void Absorb(const PretokenTable& o) {
+    for (const Slot& s : o.slots_) {
+      if (s.len == 0) continue;
+      const char* p = s.len > 8 ? o.arena_.data() + o.offs_[s.id] : nullptr;  // only read when len > 8
+      Add(p, s.len, s.prefix, Hash(s.prefix, p, s.len), o.counts_[s.id]);
+    }
+  }
+
+
+  size_t size() const { return counts_.size(); }
+  size_t key_bytes() const { return arena_.size() + counts_.size() * 8; }
+
+ private:
+  void Grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.len == 0) continue;
+      size_t i = Hash(s.prefix, s.len > 8 ? arena_.data() + offs_[s.id] : nullptr, s.len) & mask;
+      while (slots_[i].len != 0) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  std::vector<uint64_t> counts_;
+  std::vector<uint64_t> offs_;  // arena offset per entry (meaningful when len > 8)
+  std::string arena_;
+};
+
+}  // namespace lmkit::bpe

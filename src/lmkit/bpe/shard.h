@@ -1,0 +1,52 @@
+// Shards: cutting the concatenation of input files into N byte ranges that N independent jobs (scheduler tasks, MPI
+// ranks) can count or encode, with results identical to one pass over the whole input (docs/distributed.md).
+//
+// Contract: a shard cut is a byte offset c (0 < c < total) of the concatenated inputs where the text can be split
+// without changing any special-token match or pre-token on either side:
+//   - no occurrence of a special token straddles c, and
+//   - either c ends an occurrence of a special token whose start is not straddled by another occurrence (a document
+//     boundary such as the end of "<|endoftext|>"), or the bytes around c are "X\n|Y" (X printable non-space ASCII,
+//     Y an ASCII letter or digit) or "x| y" (x, y ASCII letters) — the encoder's safe-cut rule, proved for the gpt2,
+//     cl100k and o200k patterns in docs/bpe-encoding.md.
+// Offsets 0 and total are always cuts. Shard k of n is [Cut(k·total/n), Cut((k+1)·total/n)) where Cut(t) is the first
+// cut at or after t (total when there is none), so the n ranges are disjoint, cover the input exactly once, and every
+// job computes the same boundaries from the files alone. A shard may be empty (tiny inputs, or text without cuts).
+// Errors: kUsage for a bad "K/N" or an input that is not a regular file (stdin cannot be sharded), kNotFound/kIo for
+// inputs (subject = path). Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmkit/common/status.h"
+
+namespace lmkit::bpe {
+
+struct ShardSpec {
+  uint64_t k = 0;
+  uint64_t n = 1;
+};
+
+// "K/N" with 0 <= K < N, N >= 1.
+Result<ShardSpec> ParseShardSpec(std::string_view text);
+
+struct ShardRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t total = 0;  // bytes of all inputs together
+};
+
+// Whether c is a shard cut of `text`, which must hold the whole input or at least 2·L+2 bytes before c and L+2
+// after it (L = the longest special), clipped only at the ends of the input.
+bool IsShardCut(std::string_view text, size_t c, const std::vector<std::string>& specials);
+
+// The shard boundaries of an in-memory text: n+1 offsets, first 0, last text.size(). For tests and library users.
+std::vector<uint64_t> ShardCutsOfText(std::string_view text, uint64_t n, const std::vector<std::string>& specials);
+
+// Shard `spec` of the concatenated regular files `paths`.
+Result<ShardRange> ComputeShardRange(const std::vector<std::string>& paths, ShardSpec spec,
+                                     const std::vector<std::string>& specials);
+
+}  // namespace lmkit::bpe

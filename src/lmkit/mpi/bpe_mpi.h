@@ -1,0 +1,53 @@
+// `lmkit bpe train --mpi` and `lmkit bpe encode --mpi`: the same results as one process, computed by all ranks of an
+// MPI job (docs/distributed.md).
+//
+// Contract: both functions are collective (every rank of MPI_COMM_WORLD calls them with the same arguments). They
+// start MPI on first use (MPI_Init_thread, FUNNELED: only the calling thread talks MPI; MPI_Finalize runs at exit).
+// Rank r handles shard r of size (shard.h), so the ranks split the input at special-token/pre-token boundaries.
+// - TrainBpeMpi: each rank counts its shard on options.threads threads; the counts are summed over a binomial tree
+//   (log2 P rounds); rank 0 trains and writes vocab.json/merges.txt/tokenizer.json to out_dir. The files are byte-
+//   identical to a single-process TrainBpe + WriteTokenizerFiles.
+// - EncodeFileMpi: each rank encodes its byte range of request.input; rank 0 receives the ids in rank order and writes
+//   the one output file (request.output, required) exactly as EncodeFile would.
+// Only rank 0's result is meaningful (root = true); other ranks return after handing over their part. An error on any
+// rank before the hand-over is reported by every rank (each with its own message, or "another rank failed"), so no
+// rank waits forever. Errors: as TrainBpe/EncodeFile, kUsage for stdin input or a missing -o, kUnsupported when
+// this lmkit was built without MPI (MpiBuilt() false).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/trainer.h"
+#include "lmkit/common/progress.h"
+#include "lmkit/common/status.h"
+
+namespace lmkit::mpi {
+
+// Whether this build has MPI support (configure: -DLMKIT_MPI=AUTO|ON|OFF).
+bool MpiBuilt();
+
+struct MpiTrainResult {
+  int rank = 0;
+  int size = 1;
+  bool root = true;
+  bpe::BpeTrainResult train;  // root only
+  double reduce_seconds = 0;  // root: waiting for and merging the other ranks' counts
+  uint64_t reduce_bytes = 0;  // root: bytes of counts received
+  double write_seconds = 0;
+};
+
+Result<MpiTrainResult> TrainBpeMpi(const bpe::BpeTrainOptions& options, const std::string& out_dir,
+                                   ProgressSink* progress);
+
+struct MpiEncodeResult {
+  int rank = 0;
+  int size = 1;
+  bool root = true;
+  bpe::EncodeReport report;  // root only: totals over all ranks (cpu seconds summed; peak RSS of rank 0)
+};
+
+Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& request, ProgressSink* progress);
+
+}  // namespace lmkit::mpi

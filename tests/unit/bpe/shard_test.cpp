@@ -1,0 +1,132 @@
+// Shard cuts: boundaries are cuts, shards cover the input exactly once, and counting shards separately gives the
+// counts (and the trained model) of the whole input.
+#include "lmkit/bpe/shard.h"
+
+#include <catch2/catch.hpp>
+
+#include "lmkit/bpe/counts_file.h"
+#include "lmkit/bpe/pretoken_table.h"
+#include "lmkit/bpe/trainer.h"
+#include "support/run_lmkit.h"
+
+using lmkit::bpe::ComputeShardRange;
+using lmkit::bpe::IsShardCut;
+using lmkit::bpe::ParseShardSpec;
+using lmkit::bpe::ShardCutsOfText;
+
+TEST_CASE("shard: K/N parsing", "[bpe][shard]") {
+  auto s = ParseShardSpec("3/16");
+  REQUIRE(s.ok());
+  CHECK(s->k == 3);
+  CHECK(s->n == 16);
+  CHECK(ParseShardSpec("0/1").ok());
+  for (const char* bad : {"", "3", "/4", "4/4", "5/4", "1/0", "-1/4", "a/b", "1/4x", "1//4"})
+    CHECK(ParseShardSpec(bad).status().code() == lmkit::ErrorCode::kUsage);
+}
+
+TEST_CASE("shard: cut rules", "[bpe][shard]") {
+  const std::vector<std::string> sp = {"<|endoftext|>"};
+  const std::string t = "one two\nThree<|endoftext|>four";
+  CHECK(IsShardCut(t, 3, sp));                 // "e| t"
+  CHECK_FALSE(IsShardCut(t, 4, sp));           // " |t": inside a pre-token
+  CHECK(IsShardCut(t, 8, sp));                 // "o\n|T"
+  CHECK_FALSE(IsShardCut(t, 7, sp));           // "o|\nT"
+  CHECK(IsShardCut(t, 26, sp));                // the end of <|endoftext|> (a document boundary)
+  CHECK_FALSE(IsShardCut(t, 20, sp));          // inside the special token
+  CHECK_FALSE(IsShardCut(t, 0, sp));
+  CHECK_FALSE(IsShardCut(t, t.size(), sp));
+  // A special that contains "a b" must not be cut in its middle even though the bytes look safe.
+  const std::vector<std::string> sp2 = {"[a b]"};
+  CHECK_FALSE(IsShardCut("x [a b] y", 4, sp2));
+  CHECK(IsShardCut("x [a b] y", 4, {}));
+}
+
+TEST_CASE("shard: boundaries are monotone cuts covering the text once", "[bpe][shard]") {
+  const std::string text = lmkit::test::ReadAll(lmkit::test::TestData("bpe/corpus.en"));
+  REQUIRE(text.size() > 100000);
+  const std::vector<std::string> sp = {"<|endoftext|>"};
+  for (uint64_t n = 1; n <= 7; ++n) {
+    auto cuts = ShardCutsOfText(text, n, sp);
+    REQUIRE(cuts.size() == n + 1);
+    CHECK(cuts.front() == 0);
+    CHECK(cuts.back() == text.size());
+    for (size_t i = 1; i < cuts.size(); ++i) {
+      CHECK(cuts[i - 1] <= cuts[i]);
+      if (i < n) {
+        CHECK(IsShardCut(text, cuts[i], sp));
+        CHECK(cuts[i] >= text.size() * i / n);
+        CHECK(cuts[i] - text.size() * i / n < 200);  // English text has a cut every few bytes
+      }
+    }
+  }
+}
+
+TEST_CASE("shard: file ranges equal the in-memory cuts, over several files", "[bpe][shard]") {
+  lmkit::test::TempDir dir;
+  const std::string text = lmkit::test::ReadAll(lmkit::test::TestData("bpe/corpus.en"));
+  // Three files whose joins fall mid-word: shards follow the concatenation, not the files.
+  const size_t a = 40001, b = 90007;
+  lmkit::test::WriteAll(dir.file("a"), text.substr(0, a));
+  lmkit::test::WriteAll(dir.file("b"), text.substr(a, b - a));
+  lmkit::test::WriteAll(dir.file("c"), text.substr(b));
+  const std::vector<std::string> files = {dir.file("a"), dir.file("b"), dir.file("c")};
+  const std::vector<std::string> sp = {"<|endoftext|>"};
+  for (uint64_t n : {1, 2, 5}) {
+    auto cuts = ShardCutsOfText(text, n, sp);
+    for (uint64_t k = 0; k < n; ++k) {
+      auto r = ComputeShardRange(files, {k, n}, sp);
+      REQUIRE(r.ok());
+      CHECK(r->total == text.size());
+      CHECK(r->begin == cuts[k]);
+      CHECK(r->end == cuts[k + 1]);
+    }
+  }
+  CHECK(ComputeShardRange({"-"}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(ComputeShardRange({dir.file("missing")}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kNotFound);
+}
+
+TEST_CASE("shard: training on N shard counts equals training on the text, N = 1..5", "[bpe][shard]") {
+  lmkit::test::TempDir dir;
+  const std::string path = lmkit::test::TestData("bpe/corpus.en");
+  lmkit::bpe::BpeTrainOptions o;
+  o.inputs = {path};
+  o.vocab_size = 500;
+  o.special_tokens = {"<|endoftext|>"};
+  auto whole = lmkit::bpe::TrainBpe(o, nullptr);
+  REQUIRE(whole.ok());
+  for (uint64_t n = 1; n <= 5; ++n) {
+    lmkit::bpe::PretokenTable merged;
+    for (uint64_t k = 0; k < n; ++k) {
+      auto r = ComputeShardRange(o.inputs, {k, n}, o.special_tokens);
+      REQUIRE(r.ok());
+      lmkit::bpe::BpeCountOptions co;
+      co.inputs = o.inputs;
+      co.special_tokens = o.special_tokens;
+      co.threads = k % 2 + 1;
+      co.block_bytes = 4096;  // several blocks per shard
+      co.begin = r->begin;
+      co.end = r->end;
+      lmkit::bpe::PretokenTable t;
+      lmkit::bpe::BpeTrainStats st;
+      REQUIRE(lmkit::bpe::CountPretokens(co, &t, &st, nullptr).ok());
+      CHECK(st.input_bytes == r->end - r->begin);
+      // Through the file format, as `bpe count` + `bpe train --counts` do.
+      lmkit::bpe::CountsHeader h;
+      h.shard_k = k;
+      h.shard_n = n;
+      h.corpus_bytes = r->total;
+      h.range_begin = r->begin;
+      h.range_end = r->end;
+      h.specials = o.special_tokens;
+      const std::string bytes = lmkit::bpe::SerializeCounts(h, t);
+      REQUIRE(lmkit::bpe::ParseCounts(bytes, "part", &merged).ok());
+    }
+    auto sharded = lmkit::bpe::TrainBpeOnCounts(std::move(merged), o, {}, nullptr);
+    REQUIRE(sharded.ok());
+    INFO("N = " << n);
+    CHECK(sharded->model.vocab == whole->model.vocab);
+    CHECK(sharded->model.merges == whole->model.merges);
+    CHECK(sharded->stats.pretokens_total == whole->stats.pretokens_total);
+    CHECK(sharded->stats.pretokens_unique == whole->stats.pretokens_unique);
+  }
+}
