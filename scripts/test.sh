@@ -12,9 +12,12 @@ cmake --build build/ci -j "$jobs"
 (cd build/ci && ctest --output-on-failure -j "$jobs")
 
 echo "== ASan + UBSan build =="
-# -g1 (line tables, enough for sanitizer stack traces) instead of full -g: the sanitizer build is the longest step of
-# CI and full debug info made up a large share of its compile time.
+# The sanitizer build is the longest step of CI. Two things cut its compile CPU time by ~2.7x (measured): -g1 (line
+# tables, enough for sanitizer stack traces) instead of full -g, and a unity build (several sources per compiler run,
+# so shared headers and templates are compiled once per batch). The release build above stays one-file-per-object,
+# so a missing #include still fails CI; the unity build fails on two files defining the same internal name.
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DLMKIT_SANITIZE=ON \
+  -DCMAKE_UNITY_BUILD=ON \
   -DLMKIT_CUDA=OFF -DLMKIT_WERROR=ON >/dev/null
 cmake --build build/asan -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -14,7 +14,7 @@ using lmkit::test::TestData;
 
 namespace {
 
-lmkit::Json JsonOf(const lmkit::test::RunResult& r) {
+lmkit::Json PlanJsonOf(const lmkit::test::RunResult& r) {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   auto j = lmkit::ParseJson(r.out, "stdout");
@@ -22,7 +22,7 @@ lmkit::Json JsonOf(const lmkit::test::RunResult& r) {
   return *j;
 }
 
-size_t Count(const std::string& s, const std::string& needle) {
+size_t PlanCount(const std::string& s, const std::string& needle) {
   size_t n = 0;
   for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
   return n;
@@ -34,14 +34,14 @@ void CheckOneLineError(const lmkit::test::RunResult& r, int code, const std::str
   CHECK(r.exit_code == code);
   CHECK(r.out.empty());
   CHECK(r.err.rfind("lmkit plan: ", 0) == 0);
-  CHECK(Count(r.err, "\n") == 1);
+  CHECK(PlanCount(r.err, "\n") == 1);
   CHECK(r.err.find(needle) != std::string::npos);
 }
 
 }  // namespace
 
 TEST_CASE("plan cli: overfull plan, hand-checked packing and golden bytes in JSON", "[cli][plan]") {
-  auto j = JsonOf(RunLmkit({"plan", TestData("plan/overfull.json"), "--json"}));
+  auto j = PlanJsonOf(RunLmkit({"plan", TestData("plan/overfull.json"), "--json"}));
   CHECK(j["schema"] == "lmkit.plan/1");
   CHECK(j["gpu"]["name"] == "H100-SXM5-80GB");
   CHECK(j["usable_bytes_per_gpu"].get<double>() == 80e9 - 4e9 - 1073741824.0);
@@ -61,7 +61,7 @@ TEST_CASE("plan cli: overfull plan, hand-checked packing and golden bytes in JSO
   CHECK(j["groups"].size() == 1);
   CHECK(j["groups"][0]["members"].size() == 3);
   // Two GPUs from the flag: everything fits, the third replica alone on GPU 1.
-  auto j2 = JsonOf(RunLmkit({"plan", TestData("plan/overfull.json"), "--gpus", "2", "--format", "json"}));
+  auto j2 = PlanJsonOf(RunLmkit({"plan", TestData("plan/overfull.json"), "--gpus", "2", "--format", "json"}));
   CHECK(j2["unplaced"].empty());
   CHECK(j2["assignment"][1]["models"] == lmkit::Json::array({"replica#3"}));
   CHECK(j2["assignment"][1]["free_bytes"].get<double>() == 80e9 - 4e9 - 1073741824.0 - 32637435904.0);
@@ -83,7 +83,7 @@ TEST_CASE("plan cli: table and markdown reports of the worked example, determini
   CHECK(md.out.find("### Memory per model") != std::string::npos);
   CHECK(md.out.find("| chat |") != std::string::npos);
   // --gpu overrides the plan's GPU.
-  auto h200 = JsonOf(RunLmkit({"plan", TestData("plan/serving.json"), "--gpu", "h200", "--json"}));
+  auto h200 = PlanJsonOf(RunLmkit({"plan", TestData("plan/serving.json"), "--gpu", "h200", "--json"}));
   CHECK(h200["gpu"]["name"] == "H200-SXM-141GB");
 }
 
@@ -97,9 +97,9 @@ TEST_CASE("plan cli: SVG memory map, written atomically", "[cli][plan]") {
   std::string s = ReadAll(svg);
   CHECK(s.rfind("<?xml", 0) == 0);
   CHECK(s.find("GPU memory map: 2 x H100-SXM5-80GB") != std::string::npos);
-  CHECK(Count(s, "data-series=\"replica#") == 3);
+  CHECK(PlanCount(s, "data-series=\"replica#") == 3);
   CHECK(s.find("data-series=\"free\"") != std::string::npos);
-  CHECK(Count(s, "</svg>") == 1);
+  CHECK(PlanCount(s, "</svg>") == 1);
   // Shares of the 80 GB: 32,637,435,904 B per replica = 40.80%; reserved 1 GiB = 1.34%; margin 5%.
   CHECK(s.find("<title>replica#1 at GPU 0: 40.80%</title>") != std::string::npos);
   CHECK(s.find("<title>replica#3 at GPU 1: 40.80%</title>") != std::string::npos);
@@ -134,7 +134,7 @@ TEST_CASE("plan cli: config paths next to the plan, CSV, stdin, overload warning
   lmkit::test::WriteAll(tmp.file("plan.json"),
                         R"({"gpu": "l4", "models": [{"name": "tiny", "model": "tiny.json", "batch": 4, "seq_len": 64,
                             "output_tokens": 32, "requests_per_s": 100000}]})");
-  auto j = JsonOf(RunLmkit({"plan", tmp.file("plan.json"), "--json"}));
+  auto j = PlanJsonOf(RunLmkit({"plan", tmp.file("plan.json"), "--json"}));
   const auto& m = j["models"][0];
   // Parameters: embedding + head 2 x 1000 x 256; per layer q,k,v,o 4 x 256^2 + MLP 3 x 256 x 512 + 2 norms x 256;
   // final norm 256. KV: 2 x 2 layers x 256 x 2 B = 2,048 B per token.

@@ -25,9 +25,9 @@ bool Exists(const std::string& p) {
 
 // Reads typed fields of one JSON object, naming the entry in every error, and rejects keys it does not know (a typo
 // such as "bacth" would otherwise silently plan batch 1).
-class Fields {
+class PlanFields {
  public:
-  Fields(const Json& obj, std::string subject, std::string where)
+  PlanFields(const Json& obj, std::string subject, std::string where)
       : obj_(obj), subject_(std::move(subject)), where_(std::move(where)) {}
 
   Status Err(const std::string& msg) const { return Status::InvalidInput(subject_, where_ + ": " + msg); }
@@ -90,7 +90,7 @@ class Fields {
 
 Result<Dimensions> ParseDims(const Json& j, const std::string& subject, const std::string& where) {
   if (!j.is_object()) return Status::InvalidInput(subject, where + ": dims must be an object");
-  Fields f(j, subject, where + " dims");
+  PlanFields f(j, subject, where + " dims");
   LMKIT_RETURN_IF_ERROR(f.CheckKeys({"layers", "d_model", "heads", "kv_heads", "head_dim", "d_ff", "vocab", "positions",
                                      "ffn", "norm", "tied", "bias", "experts", "top_k", "expert_d_ff", "window"}));
   Dimensions d;
@@ -136,7 +136,7 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
   if (!doc.is_object()) return Status::InvalidInput(subject, "a plan is a JSON object with a \"models\" array");
   Plan p;
   p.path = subject;
-  Fields top(doc, subject, "plan");
+  PlanFields top(doc, subject, "plan");
   LMKIT_RETURN_IF_ERROR(top.CheckKeys(
       {"about", "gpu", "gpus", "reserved_gib", "runtime_gib_per_model", "fragmentation", "host", "models"}));
   LMKIT_RETURN_IF_ERROR(top.Str("gpu", &p.gpu));
@@ -150,7 +150,7 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
   if (top.Has("host")) {
     const Json& h = doc.at("host");
     if (!h.is_object()) return top.Err("host must be an object");
-    Fields hf(h, subject, "host");
+    PlanFields hf(h, subject, "host");
     LMKIT_RETURN_IF_ERROR(hf.CheckKeys({"disk_gb_s", "pcie_pinned_gb_s", "pcie_pageable_gb_s", "pinned"}));
     double disk = 0, pin = 0, page = 0;
     LMKIT_RETURN_IF_ERROR(hf.Num("disk_gb_s", 0, 1e4, true, &disk));
@@ -173,11 +173,11 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     if (!e.is_object()) return Status::InvalidInput(subject, Where(i, "") + " must be an object");
     PlanModel m;
     std::string name;
-    Fields f0(e, subject, Where(i, ""));
+    PlanFields f0(e, subject, Where(i, ""));
     LMKIT_RETURN_IF_ERROR(f0.Str("name", &name));
     LMKIT_RETURN_IF_ERROR(f0.Str("model", &m.model));
     const std::string where = Where(i, name.empty() ? m.model : name);
-    Fields f(e, subject, where);
+    PlanFields f(e, subject, where);
     LMKIT_RETURN_IF_ERROR(f.CheckKeys({"name", "model", "dims", "dtype", "batch", "seq_len", "output_tokens",
                                        "requests_per_s", "count"}));
     if (f.Has("model") == f.Has("dims")) return f.Err("give exactly one of \"model\" (preset or config path) or \"dims\"");

@@ -8,15 +8,15 @@
 namespace lmkit::accounting {
 namespace {
 
-TableStyle StyleOf(Format f) {
+TableStyle PlanStyleOf(Format f) {
   return f == Format::kCsv ? TableStyle::kCsv : f == Format::kMd ? TableStyle::kMd : TableStyle::kText;
 }
 // A free-text line: a comment in CSV; in Markdown it ends in a hard line break so consecutive lines stay lines.
-std::string Line(const std::string& s, Format f) {
+std::string PlanLine(const std::string& s, Format f) {
   if (f == Format::kCsv) return "# " + s + "\n";
   return s + (f == Format::kMd ? "  \n" : "\n");
 }
-std::string Sep(Format f) { return f == Format::kCsv ? "" : "\n"; }
+std::string PlanSep(Format f) { return f == Format::kCsv ? "" : "\n"; }
 std::string B(double v) { return Human(v, "B"); }
 std::string B(uint64_t v) { return Human(static_cast<double>(v), "B"); }
 std::string Rate(double bytes_per_s) { return Fixed(bytes_per_s / 1e9, 2) + " GB/s"; }
@@ -37,17 +37,17 @@ std::string GpuName(int g) { return "GPU " + std::to_string(g); }
 }  // namespace
 
 std::string RenderPlan(const PlanResult& r, Format f) {
-  const TableStyle st = StyleOf(f);
+  const TableStyle st = PlanStyleOf(f);
   const Plan& p = r.plan;
   std::string out;
-  out += Line("plan: " + p.path + ": " + std::to_string(r.models.size()) + " models on " + std::to_string(r.gpus) +
+  out += PlanLine("plan: " + p.path + ": " + std::to_string(r.models.size()) + " models on " + std::to_string(r.gpus) +
                   " x " + r.gpu.name + " (" + B(r.gpu.memory_bytes) + ", " + Human(r.gpu.bandwidth_bytes_per_s, "B/s") + ")",
               f);
-  out += Line("per GPU: " + B(r.gpu.memory_bytes) + " - reserved " + B(p.reserved_bytes) +
+  out += PlanLine("per GPU: " + B(r.gpu.memory_bytes) + " - reserved " + B(p.reserved_bytes) +
                   " (CUDA context, workspaces) - fragmentation margin " + Percent(p.fragmentation) + " (" +
                   B(r.gpu.memory_bytes * p.fragmentation) + ") = " + B(r.usable_bytes) + " usable",
               f);
-  out += Line(HostLine(p.host), f);
+  out += PlanLine(HostLine(p.host), f);
 
   bool runtime = p.runtime_bytes_per_model > 0;
   Table mem;
@@ -72,7 +72,7 @@ std::string RenderPlan(const PlanResult& r, Format f) {
                            m.gpu >= 0 ? GpuName(m.gpu) : "does not fit"});
     mem.Add(row);
   }
-  out += Sep(f) + RenderTable(mem, st);
+  out += PlanSep(f) + RenderTable(mem, st);
 
   Table sp;
   sp.title = "Speed per model (roofline lower bound for one batch of requests; load and switch of the weights)";
@@ -86,7 +86,7 @@ std::string RenderPlan(const PlanResult& r, Format f) {
             e.output_tokens > 0 ? Seconds(m.decode_s) : "-", Seconds(m.latency_s), m.bound_detail,
             Fixed(e.requests_per_s, 2), Percent(m.utilisation), Seconds(m.cold_load_s), Seconds(m.switch_s)});
   }
-  out += Sep(f) + RenderTable(sp, st);
+  out += PlanSep(f) + RenderTable(sp, st);
 
   Table gt;
   gt.title = "GPUs (" + r.packing_method + ")";
@@ -100,33 +100,33 @@ std::string RenderPlan(const PlanResult& r, Format f) {
     gt.Add({GpuName(static_cast<int>(g)), names.empty() ? "-" : names, B(u.models_bytes), B(u.reserved), B(u.margin),
             B(u.free), Percent(used / u.capacity), Percent(u.utilisation)});
   }
-  out += Sep(f) + RenderTable(gt, st);
+  out += PlanSep(f) + RenderTable(gt, st);
 
   std::string groups;
   for (const auto& grp : r.groups) {
     if (grp.members.size() < 2) continue;
     std::string names;
     for (int i : grp.members) names += (names.empty() ? "" : ", ") + r.models[static_cast<size_t>(i)].entry.name;
-    groups += Line("same architecture and dtype (" + grp.architecture + "): " + names + "; weights counted per instance (" +
+    groups += PlanLine("same architecture and dtype (" + grp.architecture + "): " + names + "; weights counted per instance (" +
                        std::to_string(grp.members.size()) + " x " + B(grp.weight_bytes_each) +
                        "); instances sharing one base (e.g. adapters) would hold them once",
                    f);
   }
-  if (!groups.empty()) out += Sep(f) + groups;
+  if (!groups.empty()) out += PlanSep(f) + groups;
 
   std::string warn;
   for (size_t g = 0; g < r.gpu_use.size(); ++g)
     if (r.gpu_use[g].utilisation > 1.0)
-      warn += Line("overloaded: " + GpuName(static_cast<int>(g)) + " is " + Percent(r.gpu_use[g].utilisation) +
+      warn += PlanLine("overloaded: " + GpuName(static_cast<int>(g)) + " is " + Percent(r.gpu_use[g].utilisation) +
                        " busy at the planned requests/s (more than one GPU's time)",
                    f);
   for (int i : r.unplaced)
-    warn += Line("does not fit: " + r.models[static_cast<size_t>(i)].entry.name + ": " +
+    warn += PlanLine("does not fit: " + r.models[static_cast<size_t>(i)].entry.name + ": " +
                      r.models[static_cast<size_t>(i)].unplaced_reason,
                  f);
-  if (r.unplaced.empty()) warn += Line("every model fits", f);
-  out += Sep(f) + warn;
-  if (!r.svg_path.empty() && f != Format::kCsv) out += Sep(f) + Line("memory map: " + r.svg_path, f);
+  if (r.unplaced.empty()) warn += PlanLine("every model fits", f);
+  out += PlanSep(f) + warn;
+  if (!r.svg_path.empty() && f != Format::kCsv) out += PlanSep(f) + PlanLine("memory map: " + r.svg_path, f);
   return out;
 }
 

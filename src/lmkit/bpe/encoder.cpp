@@ -227,11 +227,20 @@ inline bool AsciiLetter(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20
 inline bool AsciiAlnum(unsigned char c) { return AsciiLetter(c) || (c >= '0' && c <= '9'); }
 inline bool AsciiGraph(unsigned char c) { return c >= 0x21 && c <= 0x7E; }
 
-// Requires 2 <= c and c + 1 < text.size().
-bool IsSafeCut(std::string_view text, size_t c, const std::vector<SpecialToken>& specials) {
+}  // namespace
+
+bool IsPatternSafeCut(std::string_view text, size_t c) {
+  if (c < 2 || c + 1 >= text.size()) return false;
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const unsigned char a = p[c - 1], b = p[c];
-  bool ok = (a == '\n' && AsciiGraph(p[c - 2]) && AsciiAlnum(b)) || (b == ' ' && AsciiLetter(a) && AsciiLetter(p[c + 1]));
+  return (a == '\n' && AsciiGraph(p[c - 2]) && AsciiAlnum(b)) || (b == ' ' && AsciiLetter(a) && AsciiLetter(p[c + 1]));
+}
+
+namespace {
+
+// Requires 2 <= c and c + 1 < text.size().
+bool IsSafeCut(std::string_view text, size_t c, const std::vector<SpecialToken>& specials) {
+  const bool ok = IsPatternSafeCut(text, c);
   if (!ok) return false;
   for (const auto& s : specials) {
     const size_t len = s.text.size();

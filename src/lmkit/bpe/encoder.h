@@ -167,6 +167,10 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
 
 size_t LastSafeCut(std::string_view text, size_t from, const std::vector<SpecialToken>& specials);
 
+// The pattern part of the rule above, without special tokens: true when 2 <= c, c + 1 < text.size() and the bytes
+// around c are "X\n|Y" or "x| y". Shared with the shard splitter (shard.h), which adds its own special-token rules.
+bool IsPatternSafeCut(std::string_view text, size_t c);
+
 // ---- `lmkit bpe encode`: files in, token files out ----
 
 // Id file formats. bin: raw little-endian ids; npy: a 1-D .npy array; json: one array `[1,2,3]` and a newline;

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "lmkit/bpe/encoder.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -17,9 +19,6 @@ namespace lmkit::bpe {
 
 namespace {
 
-inline bool AsciiLetter(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
-inline bool AsciiAlnum(unsigned char c) { return AsciiLetter(c) || (c >= '0' && c <= '9'); }
-inline bool AsciiGraph(unsigned char c) { return c >= 0x21 && c <= 0x7E; }
 
 // Whether an occurrence of a special starts in (c - len, c) and ends after c.
 bool Straddled(std::string_view text, size_t c, const std::vector<std::string>& specials) {
@@ -120,11 +119,7 @@ Result<ShardSpec> ParseShardSpec(std::string_view text) {
 bool IsShardCut(std::string_view text, size_t c, const std::vector<std::string>& specials) {
   if (c == 0 || c >= text.size()) return false;
   if (Straddled(text, c, specials)) return false;
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const unsigned char a = p[c - 1], b = p[c];
-  if (c >= 2 && c + 1 < text.size() &&
-      ((a == '\n' && AsciiGraph(p[c - 2]) && AsciiAlnum(b)) || (b == ' ' && AsciiLetter(a) && AsciiLetter(p[c + 1]))))
-    return true;
+  if (IsPatternSafeCut(text, c)) return true;
   for (const auto& s : specials) {
     const size_t len = s.size();
     if (len == 0 || len > c) continue;

@@ -5,19 +5,18 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "lmkit/common/sysinfo.h"
 #include "lmkit/dataload/os_facts.h"
 #include "lmkit/dataload/sampler.h"
 
 namespace lmkit::dataload {
 namespace {
 
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -47,11 +46,11 @@ StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
   constexpr uint32_t kReads = 32;
   for (uint32_t i = 0; i < kReads && p.why_not.empty(); ++i) {
     const uint64_t off = UniformBelow(state, blocks) * kBlock;
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     if (::pread(fd, buf, kBlock, static_cast<off_t>(off)) != static_cast<ssize_t>(kBlock)) {
       p.why_not = std::string("O_DIRECT read failed: ") + std::strerror(errno);
     }
-    total += Now() - t0;
+    total += MonotonicSeconds() - t0;
   }
   if (p.why_not.empty()) {
     // Queue depth 8: eight threads with their own aligned buffers, 8 random reads each.
@@ -60,7 +59,7 @@ StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
     for (auto& o : offsets) o = UniformBelow(state, blocks) * kBlock;
     std::vector<int> failed(kThreads, 0);
     std::vector<std::thread> workers;
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     for (unsigned t = 0; t < kThreads; ++t) {
       workers.emplace_back([&, t] {
         void* m = nullptr;
@@ -76,7 +75,7 @@ StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
       });
     }
     for (auto& w : workers) w.join();
-    const double dt = Now() - t0;
+    const double dt = MonotonicSeconds() - t0;
     for (int f : failed)
       if (f != 0) p.why_not = "O_DIRECT read failed in the parallel probe";
     if (dt > 0) p.parallel_reads_per_s = kThreads * kEach / dt;
@@ -87,9 +86,9 @@ StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
     // Start the sequential read at a random block too, so it is unlikely to follow the last random read.
     const uint64_t max_start = (shard.file_bytes - seq_bytes) / kBlock;
     const uint64_t start = max_start > 0 ? UniformBelow(state, max_start) * kBlock : 0;
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     ssize_t n = ::pread(fd, buf, seq_bytes, static_cast<off_t>(start));
-    const double dt = Now() - t0;
+    const double dt = MonotonicSeconds() - t0;
     if (n <= 0) {
       p.why_not = std::string("O_DIRECT read failed: ") + std::strerror(errno);
     } else {

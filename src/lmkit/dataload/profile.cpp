@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
@@ -18,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/cuda/dataload_h2d.h"
 #include "lmkit/dataload/sampler.h"
@@ -25,7 +25,6 @@
 namespace lmkit::dataload {
 namespace {
 
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 struct Slot {
   std::vector<uint8_t> windows;  // B × (T+1) stored tokens
@@ -270,7 +269,7 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
   }
   Shared sh;
   const IoCounters io0 = ReadIoCounters();
-  const double t_start = Now();
+  const double t_start = MonotonicSeconds();
 
   auto producer = [&](unsigned id) {
     ReaderScratch scratch;
@@ -287,9 +286,9 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
       }
       Slot& s = slots[j % K];
       Status st;
-      double t0 = Now();
+      double t0 = MonotonicSeconds();
       sampler.SampleBatch(j, c.batch_size, wins.data());
-      double t1 = Now();
+      double t1 = MonotonicSeconds();
       s.sample = t1 - t0;
       s.evict = 0;
       if (cold_each) {
@@ -297,7 +296,7 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
           st = reader->EvictRange(w.shard, w.start, c.context + 1, margin);
           if (!st.ok()) break;
         }
-        double te = Now();
+        double te = MonotonicSeconds();
         s.evict = te - t1;
         t1 = te;
       }
@@ -307,7 +306,7 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
       for (size_t i = 0; i < wins.size() && st.ok(); ++i) {
         st = reader->Read(wins[i].shard, wins[i].start, c.context + 1, s.windows.data() + i * row_bytes, &scratch);
       }
-      double t2 = Now();
+      double t2 = MonotonicSeconds();
       s.gather = t2 - t1;
       s.vocab = VocabCheck{};
       s.first_bad_where.clear();
@@ -317,7 +316,7 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
         const Window& w = wins[static_cast<size_t>(s.vocab.first_bad_row)];
         s.first_bad_where = shards[w.shard].path + " token " + std::to_string(w.start + s.vocab.first_bad_col);
       }
-      double t3 = Now();
+      double t3 = MonotonicSeconds();
       s.convert = t3 - t2;
       s.stage = 0;
       s.h2d = 0;
@@ -349,13 +348,13 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
   uint64_t checksum = 0;
   if (ctx.progress != nullptr) ctx.progress->Begin("dataload", o.steps > 0 ? o.warmup + o.steps : 0, "batches");
   for (uint64_t s = 0;; ++s) {
-    const double want = Now();
+    const double want = MonotonicSeconds();
     Slot& slot = slots[s % K];
     {
       std::unique_lock<std::mutex> lk(sh.mu);
       sh.cv_ready.wait(lk, [&] { return slot.ready && slot.batch == s; });
     }
-    const double got = Now();
+    const double got = MonotonicSeconds();
     if (!slot.status.ok()) {
       failure = slot.status;
       break;
@@ -391,7 +390,7 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
     sh.cv_free.notify_all();
     r.batches = s + 1;
     if (ctx.progress != nullptr) ctx.progress->Update(r.batches);
-    const double now = Now();
+    const double now = MonotonicSeconds();
     if (s + 1 == o.warmup) t_steady = now;
     if (o.steps > 0 && r.batches >= o.warmup + o.steps) {
       t_end = now;

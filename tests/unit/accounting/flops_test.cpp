@@ -9,7 +9,7 @@
 using namespace lmkit::accounting;
 
 namespace {
-ModelSpec Preset(const std::string& name) {
+ModelSpec FlopsPreset(const std::string& name) {
   auto m = LoadPreset(name);
   INFO(name << ": " << m.status().ToString());
   REQUIRE(m.ok());
@@ -27,10 +27,10 @@ uint64_t C(const FlopsReport& r, Component c) { return r.component[static_cast<i
 TEST_CASE("flops: CS336 transformer_accounting table, T = 1024", "[accounting][flops]") {
   FlopsOptions o;
   o.seq_len = 1024;
-  CHECK(Flops(Preset("cs336-gpt2-small"), o).forward == 349630365696ULL);
-  CHECK(Flops(Preset("cs336-gpt2-medium"), o).forward == 1033109504000ULL);
-  CHECK(Flops(Preset("cs336-gpt2-large"), o).forward == 2257754521600ULL);
-  auto xl = Flops(Preset("cs336-gpt2-xl"), o);
+  CHECK(Flops(FlopsPreset("cs336-gpt2-small"), o).forward == 349630365696ULL);
+  CHECK(Flops(FlopsPreset("cs336-gpt2-medium"), o).forward == 1033109504000ULL);
+  CHECK(Flops(FlopsPreset("cs336-gpt2-large"), o).forward == 2257754521600ULL);
+  auto xl = Flops(FlopsPreset("cs336-gpt2-xl"), o);
   CHECK(xl.forward == 4513336524800ULL);
   uint64_t qkv = 0, out = 0;
   for (const auto& mm : xl.matmuls) {
@@ -57,7 +57,7 @@ TEST_CASE("flops: CS336 transformer_accounting table, T = 1024", "[accounting][f
 TEST_CASE("flops: CS336 GPT-2 XL at T = 16,384 (x33.13, attention 55.2%)", "[accounting][flops]") {
   FlopsOptions o;
   o.seq_len = 16384;
-  auto xl = Flops(Preset("cs336-gpt2-xl"), o);
+  auto xl = Flops(FlopsPreset("cs336-gpt2-xl"), o);
   CHECK(xl.forward == 149522795724800ULL);
   CHECK(std::round(100.0 * xl.forward / 4513336524800.0) / 100.0 == Approx(33.13));
   double attn = static_cast<double>(C(xl, Component::kAttnScores) + C(xl, Component::kAttnValues)) / xl.forward;
@@ -67,19 +67,19 @@ TEST_CASE("flops: CS336 GPT-2 XL at T = 16,384 (x33.13, attention 55.2%)", "[acc
 TEST_CASE("flops: nanoGPT transformer_sizing", "[accounting][flops]") {
   FlopsOptions o;
   o.seq_len = 1024;
-  auto r = Flops(Preset("nanogpt-gpt2-124m"), o);
+  auto r = Flops(FlopsPreset("nanogpt-gpt2-124m"), o);
   CHECK(r.params.total == 124337664);
   CHECK(r.forward == 291648307200ULL);
   CHECK(r.forward + r.backward == 874944921600ULL);
   CHECK(r.training == 874944921600ULL);
   CHECK(r.palm == 879894724608.0);
-  CHECK(TrainingFlopsPerTokenPalm(Preset("nanogpt-gpt2-124m"), 1024) * 1024 == 879894724608.0);
+  CHECK(TrainingFlopsPerTokenPalm(FlopsPreset("nanogpt-gpt2-124m"), 1024) * 1024 == 879894724608.0);
 }
 
 TEST_CASE("flops: calflops Llama-2-7B at batch 1 x 128 within 0.1%", "[accounting][flops]") {
   FlopsOptions o;
   o.seq_len = 128;
-  auto r = Flops(Preset("llama-2-7b"), o);
+  auto r = Flops(FlopsPreset("llama-2-7b"), o);
   CHECK(std::fabs(r.forward / 1700.06e9 - 1.0) < 0.001);
   CHECK(std::fabs(r.training / 5100.19e9 - 1.0) < 0.001);
 }
@@ -152,7 +152,7 @@ TEST_CASE("flops: Megatron eq. 3 and the 175B example within 2%", "[accounting][
 }
 
 TEST_CASE("flops: causal halving, sliding window and MACs", "[accounting][flops]") {
-  auto m = Preset("mistral-7b-v0.1");  // window 4096
+  auto m = FlopsPreset("mistral-7b-v0.1");  // window 4096
   FlopsOptions full;
   full.seq_len = 8192;
   auto a = Flops(m, full);
@@ -165,7 +165,7 @@ TEST_CASE("flops: causal halving, sliding window and MACs", "[accounting][flops]
   CHECK(C(b, Component::kAttnScores) == 2ULL * (4096ULL * 4096 / 2 + 4096ULL * 4096) * 128 * 32 * 32);
   CHECK(C(b, Component::kAttnProj) == C(a, Component::kAttnProj));
   // Without a window, halving halves exactly.
-  auto l = Preset("llama-2-7b");
+  auto l = FlopsPreset("llama-2-7b");
   FlopsOptions f2;
   f2.seq_len = 4096;
   auto x = Flops(l, f2);
@@ -178,17 +178,17 @@ TEST_CASE("flops: causal halving, sliding window and MACs", "[accounting][flops]
 TEST_CASE("flops: MoE routes top-k tokens per expert and counts the router", "[accounting][flops]") {
   FlopsOptions o;
   o.seq_len = 1;
-  auto r = Flops(Preset("mixtral-8x7b-v0.1"), o);
+  auto r = Flops(FlopsPreset("mixtral-8x7b-v0.1"), o);
   // One token: 2 FLOPs per active parameter in every matmul except the (free) embedding lookup.
   CHECK(r.forward == 2ULL * (12879925248ULL - 32000ULL * 4096 - 32 * 2 * 4096 - 4096) +
                          2ULL * 2 * 128 * 32 * 32 /* scores + AV at T = 1 */);
   CHECK(C(r, Component::kRouter) == 2ULL * 4096 * 8 * 32);
-  auto ds = Flops(Preset("deepseek-v3"), o);
+  auto ds = Flops(FlopsPreset("deepseek-v3"), o);
   CHECK(C(ds, Component::kRouter) == 2ULL * 7168 * 256 * 58);
 }
 
 TEST_CASE("flops: decode step reads the KV cache per GQA group", "[accounting][flops]") {
-  auto m = Preset("llama-3-8b");
+  auto m = FlopsPreset("llama-3-8b");
   auto ops = BuildDecodeMatmuls(m, 1, 4096);
   REQUIRE(ops.ok());
   bool found = false;
@@ -204,7 +204,7 @@ TEST_CASE("flops: decode step reads the KV cache per GQA group", "[accounting][f
 }
 
 TEST_CASE("flops: bad options and overflow are errors", "[accounting][flops]") {
-  auto m = Preset("gpt2");
+  auto m = FlopsPreset("gpt2");
   FlopsOptions o;
   o.batch = 0;
   CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kUsage);

@@ -10,7 +10,7 @@
 using namespace lmkit::accounting;
 
 namespace {
-ModelSpec Preset(const std::string& name) {
+ModelSpec MemoryPreset(const std::string& name) {
   auto m = LoadPreset(name);
   INFO(name << ": " << m.status().ToString());
   REQUIRE(m.ok());
@@ -25,7 +25,7 @@ MemoryReport Mem(const ModelSpec& m, const MemoryOptions& o) {
 }  // namespace
 
 TEST_CASE("memory: CS336 adamwAccounting for the GPT-2 XL shape", "[accounting][memory]") {
-  auto xl = Preset("cs336-gpt2-xl");
+  auto xl = MemoryPreset("cs336-gpt2-xl");
   MemoryOptions o;
   o.dtype = Dtype::kFp32;
   o.optimizer = Optimizer::kAdamW;
@@ -49,7 +49,7 @@ TEST_CASE("memory: CS336 adamwAccounting for the GPT-2 XL shape", "[accounting][
 }
 
 TEST_CASE("memory: CS336 days of training on one A100 at 50% MFU", "[accounting][memory]") {
-  auto xl = Preset("cs336-gpt2-xl");
+  auto xl = MemoryPreset("cs336-gpt2-xl");
   FlopsOptions fo;
   fo.seq_len = 1024;
   fo.batch = 1024;
@@ -77,9 +77,9 @@ TEST_CASE("memory: KV cache bytes per token in bf16", "[accounting][memory]") {
                    {"qwen3-30b-a3b", 2ULL * 48 * 4 * 128 * 2}};  // config head_dim 128, not 2048 / 32
   for (const auto& k : kv) {
     INFO(k.preset);
-    CHECK(KvCacheBytes(Preset(k.preset), 1, 2.0) == k.per_token);
+    CHECK(KvCacheBytes(MemoryPreset(k.preset), 1, 2.0) == k.per_token);
   }
-  CHECK(KvCacheBytes(Preset("llama-2-7b"), 2048, 2.0) == 1073741824ULL);
+  CHECK(KvCacheBytes(MemoryPreset("llama-2-7b"), 2048, 2.0) == 1073741824ULL);
   Dimensions d;  // Llama-2-70B: 80 layers, d 8192, 64 heads, GQA-8
   d.layers = 80;
   d.d_model = 8192;
@@ -92,12 +92,12 @@ TEST_CASE("memory: KV cache bytes per token in bf16", "[accounting][memory]") {
   CHECK(KvCacheBytes(*l70, 1, 2.0) == 327680);
   CHECK(KvCacheBytes(*l70, 4096, 2.0) == 1342177280ULL);
   // Mistral's 4096-token window caps the cache.
-  CHECK(KvCacheBytes(Preset("mistral-7b-v0.1"), 32768, 2.0) == 4096ULL * 131072);
+  CHECK(KvCacheBytes(MemoryPreset("mistral-7b-v0.1"), 32768, 2.0) == 4096ULL * 131072);
   MemoryOptions o;
   o.mode = Mode::kInference;
   o.seq_len = 2048;
   o.batch = 4;
-  auto r = Mem(Preset("llama-2-7b"), o);
+  auto r = Mem(MemoryPreset("llama-2-7b"), o);
   CHECK(r.kv_bytes_per_token == 524288);
   CHECK(r.kv_cache == 4ULL * 1073741824ULL);
   CHECK(r.weights == 2ULL * 6738415616ULL);
@@ -132,7 +132,7 @@ TEST_CASE("memory: Korthikanti activations by recompute mode", "[accounting][mem
 }
 
 TEST_CASE("memory: ZeRO stages shard optimizer, gradients, weights", "[accounting][memory]") {
-  auto m = Preset("llama-2-7b");
+  auto m = MemoryPreset("llama-2-7b");
   const uint64_t p = 6738415616ULL;
   MemoryOptions o;
   o.gpus = 8;
@@ -169,11 +169,11 @@ TEST_CASE("memory: fits and the largest batch on a GPU", "[accounting][memory]")
   o.mode = Mode::kInference;
   o.seq_len = 4096;
   o.capacity_bytes = h100->memory_bytes;
-  auto r = Mem(Preset("llama-3-8b"), o);
+  auto r = Mem(MemoryPreset("llama-3-8b"), o);
   CHECK(r.fits);
   CHECK(r.max_batch == static_cast<int64_t>((80e9 - static_cast<double>(r.fixed)) / static_cast<double>(r.per_sequence)));
   CHECK(r.max_batch > 50);
-  auto big = Mem(Preset("mixtral-8x7b-v0.1"), o);  // 93 GB of bf16 weights
+  auto big = Mem(MemoryPreset("mixtral-8x7b-v0.1"), o);  // 93 GB of bf16 weights
   CHECK_FALSE(big.fits);
   CHECK(big.max_batch == 0);
 }
@@ -199,7 +199,7 @@ TEST_CASE("gpu: table lookups and dtype peaks", "[accounting][gpu]") {
 }
 
 TEST_CASE("roofline: decode is memory-bound, long prefill compute-bound", "[accounting][roofline]") {
-  auto m = Preset("llama-3-8b");
+  auto m = MemoryPreset("llama-3-8b");
   auto h100 = FindGpu("h100");
   REQUIRE(h100.ok());
   auto dec = BuildDecodeMatmuls(m, 1, 4096);

@@ -8,7 +8,7 @@
 using namespace lmkit::accounting;
 
 namespace {
-ParameterCounts Preset(const std::string& name) {
+ParameterCounts ParamsPreset(const std::string& name) {
   auto m = LoadPreset(name);
   INFO(name << ": " << m.status().ToString());
   REQUIRE(m.ok());
@@ -40,7 +40,7 @@ TEST_CASE("params: HF configs match the golden totals", "[accounting][params]") 
       {"deepseek-v3", 671026419200, 37552297472},
   };
   for (const auto& g : golden) {
-    auto c = Preset(g.preset);
+    auto c = ParamsPreset(g.preset);
     INFO(g.preset);
     CHECK(c.total == g.total);
     CHECK(c.active == g.active);
@@ -50,27 +50,27 @@ TEST_CASE("params: HF configs match the golden totals", "[accounting][params]") 
 }
 
 TEST_CASE("params: CS336 shapes and nanoGPT", "[accounting][params]") {
-  CHECK(Preset("cs336-gpt2-small").total == 190460160);
-  CHECK(Preset("cs336-gpt2-medium").total == 505629696);
-  CHECK(Preset("cs336-gpt2-large").total == 1072469760);
-  CHECK(Preset("cs336-gpt2-xl").total == 2127057600);
-  auto n = Preset("nanogpt-gpt2-124m");
+  CHECK(ParamsPreset("cs336-gpt2-small").total == 190460160);
+  CHECK(ParamsPreset("cs336-gpt2-medium").total == 505629696);
+  CHECK(ParamsPreset("cs336-gpt2-large").total == 1072469760);
+  CHECK(ParamsPreset("cs336-gpt2-xl").total == 2127057600);
+  auto n = ParamsPreset("nanogpt-gpt2-124m");
   CHECK(n.total == 124337664);
   CHECK(n.lm_head == 0);  // tied
   CHECK(n.embedding == 50257 * 768 + 1024 * 768);
 }
 
 TEST_CASE("params: tied vs untied and embedding split", "[accounting][params]") {
-  auto q = Preset("qwen2.5-0.5b");
+  auto q = ParamsPreset("qwen2.5-0.5b");
   CHECK(q.lm_head == 0);
   CHECK(q.embedding == 151936LL * 896);
-  auto l = Preset("llama-2-7b");
+  auto l = ParamsPreset("llama-2-7b");
   CHECK(l.lm_head == 32000LL * 4096);
   CHECK(l.non_embedding == 6738415616LL - 2 * 32000LL * 4096);
 }
 
 namespace {
-ModelSpec Parse(const char* text) {
+ModelSpec ParseParams(const char* text) {
   auto j = lmkit::ParseJson(text, "inline");
   REQUIRE(j.ok());
   auto m = ParseModelConfig(*j, "inline.json");
@@ -86,14 +86,14 @@ TEST_CASE("params: qwen2_moe shared expert with gate, sparse step and mlp_only_l
     "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632, "moe_intermediate_size": 1408,
     "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1,
     "mlp_only_layers": [], "vocab_size": 151936, "tie_word_embeddings": false})";
-  auto c = CountParameters(Parse(cfg));
+  auto c = CountParameters(ParseParams(cfg));
   CHECK(c.total == 14315784192);  // [computed]
   CHECK(c.active == 2689173504);  // [computed]
   // Every second layer sparse, and layer 1 forced dense: 11 MoE layers of 24.
   std::string alt = cfg;
   alt.replace(alt.find("\"decoder_sparse_step\": 1"), 24, "\"decoder_sparse_step\": 2");
   alt.replace(alt.find("\"mlp_only_layers\": []"), 21, "\"mlp_only_layers\": [1]");
-  auto m = Parse(alt.c_str());
+  auto m = ParseParams(alt.c_str());
   int64_t moe = 0;
   for (const auto& k : m.kinds) moe += k.moe ? k.count : 0;
   CHECK(moe == 11);
@@ -105,7 +105,7 @@ TEST_CASE("params: deepseek_v2 MLA without q compression (V2-Lite shape)", "[acc
     "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
     "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
     "v_head_dim": 128, "topk_method": "greedy", "vocab_size": 102400, "tie_word_embeddings": false})";
-  auto m = Parse(cfg);
+  auto m = ParseParams(cfg);
   CHECK(m.mla);
   CHECK(m.head_dim == 192);
   auto c = CountParameters(m);

@@ -11,7 +11,7 @@ using namespace lmkit::accounting;
 
 namespace {
 
-Plan Parse(const std::string& text) {
+Plan ParsePlanText(const std::string& text) {
   auto j = ParseJson(text, "t.json");
   REQUIRE(j.ok());
   auto p = ParsePlan(*j, "t.json", "");
@@ -21,7 +21,7 @@ Plan Parse(const std::string& text) {
 }
 
 PlanResult Eval(const std::string& text, const std::string& gpu = "", int64_t gpus = 0) {
-  auto r = EvaluatePlan(Parse(text), gpu, gpus);
+  auto r = EvaluatePlan(ParsePlanText(text), gpu, gpus);
   INFO(r.status().ToString());
   REQUIRE(r.ok());
   return *r;

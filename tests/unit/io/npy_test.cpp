@@ -27,7 +27,7 @@ std::string NpyImage(int major, const std::string& dict, size_t data_bytes) {
   return s;
 }
 
-lmkit::Result<NpyHeader> Parse(const std::string& img) {
+lmkit::Result<NpyHeader> ParseNpyBytes(const std::string& img) {
   return ParseNpyHeader({reinterpret_cast<const uint8_t*>(img.data()), img.size()}, "a.npy");
 }
 
@@ -83,49 +83,49 @@ TEST_CASE("npy: every npy-representable dtype and shape round-trips - data is 64
 }
 
 TEST_CASE("npy: v2 and v3 headers, Python 2 longs, double quotes and loose whitespace parse", "[io][npy]") {
-  auto v2 = Parse(NpyImage(2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }\n", 32));
+  auto v2 = ParseNpyBytes(NpyImage(2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }\n", 32));
   REQUIRE(v2.ok());
   CHECK(v2->major_version == 2);
   CHECK(v2->dtype == DType::kF64);
   CHECK(v2->data_offset == 12 + 60);
-  auto v3 = Parse(NpyImage(3, "{'descr':'<u2','fortran_order':False,'shape':(3,)}\n", 6));
+  auto v3 = ParseNpyBytes(NpyImage(3, "{'descr':'<u2','fortran_order':False,'shape':(3,)}\n", 6));
   REQUIRE(v3.ok());
   CHECK(v3->dtype == DType::kU16);
-  auto py2 = Parse(NpyImage(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 1L), }      \n", 16));
+  auto py2 = ParseNpyBytes(NpyImage(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 1L), }      \n", 16));
   REQUIRE(py2.ok());
   CHECK(py2->shape == std::vector<uint64_t>{2, 1});
-  auto dq = Parse(NpyImage(1, "{ \"shape\" : ( 1 , ) ,\n \"descr\" : \"|u1\" , \"fortran_order\" : False }", 1));
+  auto dq = ParseNpyBytes(NpyImage(1, "{ \"shape\" : ( 1 , ) ,\n \"descr\" : \"|u1\" , \"fortran_order\" : False }", 1));
   REQUIRE(dq.ok());
   CHECK(dq->dtype == DType::kU8);
-  auto native = Parse(NpyImage(1, "{'descr': '=f4', 'fortran_order': False, 'shape': (1,)}", 4));
+  auto native = ParseNpyBytes(NpyImage(1, "{'descr': '=f4', 'fortran_order': False, 'shape': (1,)}", 4));
   REQUIRE(native.ok());
   CHECK(native->dtype == DType::kF32);
-  auto b1 = Parse(NpyImage(1, "{'descr': '|b1', 'fortran_order': False, 'shape': ()}", 1));
+  auto b1 = ParseNpyBytes(NpyImage(1, "{'descr': '|b1', 'fortran_order': False, 'shape': ()}", 1));
   REQUIRE(b1.ok());
   CHECK(b1->dtype == DType::kBool);
   CHECK(b1->shape.empty());
 }
 
 TEST_CASE("npy: unsupported arrays get a clear kUnsupported", "[io][npy]") {
-  auto big = Parse(NpyImage(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", 4));
+  auto big = ParseNpyBytes(NpyImage(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", 4));
   CHECK(big.status().code() == ErrorCode::kUnsupported);
   CHECK(big.status().message().find("big-endian") != std::string::npos);
-  auto fortran = Parse(NpyImage(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16));
+  auto fortran = ParseNpyBytes(NpyImage(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16));
   CHECK(fortran.status().code() == ErrorCode::kUnsupported);
   CHECK(fortran.status().message().find("Fortran-order") != std::string::npos);
-  auto complex = Parse(NpyImage(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8));
+  auto complex = ParseNpyBytes(NpyImage(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8));
   CHECK(complex.status().code() == ErrorCode::kUnsupported);
   CHECK(complex.status().message().rfind("dtype '<c8'", 0) == 0);
-  auto str = Parse(NpyImage(1, "{'descr': '<U10', 'fortran_order': False, 'shape': (1,), }", 40));
+  auto str = ParseNpyBytes(NpyImage(1, "{'descr': '<U10', 'fortran_order': False, 'shape': (1,), }", 40));
   CHECK(str.status().code() == ErrorCode::kUnsupported);
-  auto rec = Parse(NpyImage(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4));
+  auto rec = ParseNpyBytes(NpyImage(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4));
   CHECK(rec.status().code() == ErrorCode::kUnsupported);
   std::string v4_image = NpyImage(1, "{}", 0);
   v4_image[6] = 4;
-  auto v4 = Parse(v4_image);
+  auto v4 = ParseNpyBytes(v4_image);
   CHECK(v4.status().code() == ErrorCode::kUnsupported);
   // A one-byte big-endian type is just a byte: accepted.
-  CHECK(Parse(NpyImage(1, "{'descr': '>u1', 'fortran_order': False, 'shape': (1,), }", 1)).ok());
+  CHECK(ParseNpyBytes(NpyImage(1, "{'descr': '>u1', 'fortran_order': False, 'shape': (1,), }", 1)).ok());
 }
 
 // Built with append rather than operator+ on a temporary: GCC 12 at -O3 reports a false -Warray-bounds on the latter.
@@ -188,7 +188,7 @@ TEST_CASE("npy: malformed headers are kInvalidInput naming the defect", "[io][np
   };
   for (const auto& c : cases) {
     INFO("expected: " << c.message);
-    auto r = Parse(c.image);
+    auto r = ParseNpyBytes(c.image);
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == ErrorCode::kInvalidInput);
     CHECK(r.status().subject() == "a.npy");
