@@ -33,24 +33,24 @@ lm generate "$MODEL" --prompt-ids 1 --max-tokens "$NEW" --temperature 1 --seed 2
   -o "$WORK/calib.npy" >&2
 
 rows=()
-add() {  # name weights activations calibration checkpoint
-  lm --json eval "$MODEL" --tokens "$WORK/eval.npy" --seq-len "$SEQ" --compare "$5" >"$WORK/$1.json"
-  rows+=("$1|$2|$3|$4|$WORK/$1.json")
+add() {  # checkpoint-name scheme weights activations calibration (checkpoint in $WORK/<checkpoint-name>)
+  lm --json eval "$MODEL" --tokens "$WORK/eval.npy" --seq-len "$SEQ" --compare "$WORK/$1" >"$WORK/$1.json"
+  rows+=("$2|$3|$4|$5|$WORK/$1.json")
   echo "done: $1" >&2
 }
 lm quantize "$MODEL" -o "$WORK/w8a16-channel" --scheme w8a16 --granularity channel >/dev/null
-add w8a16 "per-channel" "fp32" "-" "$WORK/w8a16-channel"
+add w8a16-channel w8a16 "per-channel" "fp32" "-"
 lm quantize "$MODEL" -o "$WORK/w8a16-tensor" --scheme w8a16 --granularity tensor >/dev/null
-add w8a16 "per-tensor" "fp32" "-" "$WORK/w8a16-tensor"
+add w8a16-tensor w8a16 "per-tensor" "fp32" "-"
 for method in minmax percentile entropy mse; do
   lm calibrate --model "$MODEL" --tokens "$WORK/calib.npy" --seq-len "$SEQ" --method "$method" -o "$WORK/$method.json" >/dev/null
   lm quantize "$MODEL" -o "$WORK/w8a8-$method" --scheme w8a8 --granularity channel --calibration "$WORK/$method.json" >/dev/null
   label=$method
   [ "$method" = percentile ] && label="percentile 99.99"
-  add "w8a8-$method" "per-channel" "static per-tensor" "$label" "$WORK/w8a8-$method"
+  add "w8a8-$method" w8a8 "per-channel" "static per-tensor" "$label"
 done
 lm quantize "$MODEL" -o "$WORK/w8a8-dynamic" --scheme w8a8 --granularity channel >/dev/null
-add w8a8 "per-channel" "dynamic per-token" "-" "$WORK/w8a8-dynamic"
+add w8a8-dynamic w8a8 "per-channel" "dynamic per-token" "-"
 
 python3 - "$SAMPLES" "$SEQ" "$CALIB_SAMPLES" "${rows[@]}" <<'PY'
 import json, re, sys
@@ -58,11 +58,10 @@ samples, seq, calib = sys.argv[1:4]
 lines = []
 base = None
 for row in sys.argv[4:]:
-    name, w, a, c, path = row.split("|")
+    scheme, w, a, c, path = row.split("|")
     j = json.load(open(path))
     base = base or j
     k = j["compare"]
-    scheme = name.split("-")[0]
     lines.append(f"| {scheme} | {w} | {a} | {c} | {k['perplexity']:.4f} | {k['ppl_delta']:+.4f} | "
                  f"{k['mean_kl']:.2e} | {k['p99_kl']:.2e} | {k['top1_agreement']:.4f} |")
 head = (f"Float model: perplexity {base['perplexity']:.4f} (mean NLL {base['mean_nll']:.4f} nats) on "

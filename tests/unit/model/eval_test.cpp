@@ -41,7 +41,7 @@ std::string WriteTokens(const TempDir& d, const std::string& name, const std::ve
 
 }  // namespace
 
-TEST_CASE("eval: the golden continuation scores the reference NLL; self-comparison is exact", "[model][eval]") {
+TEST_CASE("eval: the golden continuation scores the reference NLL - self-comparison is exact", "[model][eval]") {
   double want = 0;
   const auto ids = GoldenTokens(&want);
   TempDir d;
