@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "lmkit/common/json.h"
 #include "lmkit/common/mapped_file.h"
@@ -195,4 +196,48 @@ TEST_CASE("llama: int8 Linear kernels equal their definition", "[model]") {
   l.kind = Linear::Kind::kInt8Static;
   l.Apply(x, 1, y, nullptr);
   CHECK(y[0] == static_cast<float>(64 * 1 + -32 * -2 + 16 * 3 + 127 * 127) * ((2.0f / 127.5f) * 0.5f));
+}
+
+TEST_CASE("llama: F16 and BF16 checkpoints load exactly as their values in F32", "[model]") {
+  auto st = io::SafetensorsFile::Open(kModel + "/model.safetensors");
+  REQUIRE(st.ok());
+  auto f32 = LlamaModel::Load(kModel);
+  REQUIRE(f32.ok());
+  const auto ids = Golden()["tokens"].get<std::vector<uint32_t>>();
+  const uint32_t V = 512, n = static_cast<uint32_t>(ids.size());
+  std::vector<float> orig(size_t{n} * V), got(orig.size()), want(orig.size());
+  KvCache c = f32->NewCache(n);
+  REQUIRE(f32->Forward(ids, c, nullptr, orig.data(), true).ok());
+  TempDir d;
+  for (io::DType dt : {io::DType::kF16, io::DType::kBF16}) {
+    // The same weights twice: stored as dt, and rounded to dt but stored as F32. Both must give identical logits.
+    const std::string half = d.file(std::string(io::DTypeName(dt))), wide = half + "_as_f32";
+    std::vector<std::vector<uint8_t>> hb, wb;
+    for (const auto& t : st->tensors()) {
+      std::vector<float> x(t.num_elements());
+      io::ConvertToF32(t.dtype, st->Data(t).data(), x.data(), x.size());
+      hb.emplace_back(x.size() * 2);
+      REQUIRE(io::ConvertFromF32(dt, x.data(), hb.back().data(), x.size()).ok());
+      wb.emplace_back(x.size() * 4);
+      io::ConvertToF32(dt, hb.back().data(), reinterpret_cast<float*>(wb.back().data()), x.size());
+    }
+    for (const auto& [dir, bufs, type] : {std::tuple{half, &hb, dt}, std::tuple{wide, &wb, io::DType::kF32}}) {
+      fs::create_directories(dir);
+      fs::copy_file(kModel + "/config.json", dir + "/config.json");
+      std::vector<io::TensorData> out;
+      for (size_t i = 0; i < bufs->size(); ++i) {
+        const auto& t = st->tensors()[i];
+        out.push_back({t.name, type, t.shape, (*bufs)[i]});
+      }
+      REQUIRE(io::WriteSafetensors(dir + "/model.safetensors", out).ok());
+    }
+    for (const auto& [dir, logits] : {std::pair{half, &got}, std::pair{wide, &want}}) {
+      auto m = LlamaModel::Load(dir);
+      REQUIRE(m.ok());
+      KvCache c2 = m->NewCache(n);
+      REQUIRE(m->Forward(ids, c2, nullptr, logits->data(), true).ok());
+    }
+    CHECK(got == want);
+    CHECK(got != orig);  // the rounding did reach the logits
+  }
 }
