@@ -340,7 +340,9 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
       std::copy_n(&k[size_t{t} * kvd], kvd, kc + size_t{p0 + t} * kvd);
       std::copy_n(&v[size_t{t} * kvd], kvd, vc + size_t{p0 + t} * kvd);
     }
-    ForEach(pool, size_t{n} * c.heads, [&](size_t item, unsigned w) {
+    // Attention of a single decoding step over a short cache is too little work to hand out (see linear.cpp).
+    ThreadPool* attn_pool = uint64_t{n} * c.heads * (p0 + n) * hd >= (uint64_t{1} << 16) ? pool : nullptr;
+    ForEach(attn_pool, size_t{n} * c.heads, [&](size_t item, unsigned w) {
       const uint32_t t = static_cast<uint32_t>(item / c.heads), h = static_cast<uint32_t>(item % c.heads);
       const uint32_t kvh = h / group, len = p0 + t + 1;
       const float* qv = &q[size_t{t} * qd + h * hd];
