@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "lmkit/common/atomic_file.h"
+#include "lmkit/model/calibrate_model.h"
 #include "lmkit/quant/calibrate.h"
 
 namespace lmkit::cli {
@@ -10,15 +11,20 @@ namespace lmkit::cli {
 RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
     quant::CalibrateOptions o;
+    model::CalibrateModelOptions m;
     std::string method, flavor = "nvidia", output, trt_cache;
     double percentile = 0;
   };
   auto a = std::make_shared<Args>();
   sub.description(
       "Per-tensor activation ranges (minmax, percentile, entropy, mse) from .npy/.safetensors activation samples, "
-      "streamed through histograms");
-  sub.add_option("ACTIVATIONS", a->o.inputs, ".npy or .safetensors files; same-name tensors are merged in order")
-      ->required();
+      "streamed through histograms; or from the inputs of every Linear of a model run over token ids (--model)");
+  sub.add_option("ACTIVATIONS", a->o.inputs, ".npy or .safetensors files; same-name tensors are merged in order");
+  auto* model = sub.add_option("--model", a->m.model,
+                               "instead of ACTIVATIONS: a Llama-family checkpoint whose Linear inputs are recorded");
+  auto* tokens = sub.add_option("--tokens", a->m.tokens, "with --model: token ids (.npy or uint16 .bin) to run");
+  sub.add_option("--seq-len", a->m.seq_len, "with --model: window length (default min(max_position_embeddings, 1024))");
+  sub.add_option("--max-tokens", a->m.max_tokens, "with --model: use only the first N tokens");
   sub.add_option("--method", a->method, "minmax, percentile, entropy or mse")->required();
   sub.add_option("--flavor", a->flavor,
                  "nvidia (one |x| histogram over the global max; batch-order independent) or ort (ONNX Runtime's "
@@ -27,7 +33,11 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--bins", a->o.bins, "histogram bins (default 2048)");
   sub.add_option("-o,--output", a->output, "CALIB.json to write")->required();
   sub.add_option("--trt-cache", a->trt_cache, "also write a TensorRT calibration cache");
-  return [a, p, &g] {
+  return [a, p, model, tokens, &g] {
+    const bool from_model = model->count() > 0;
+    if (from_model == !a->o.inputs.empty())
+      return UsageError("calibrate", "give either ACTIVATIONS files or --model with --tokens");
+    if (from_model != (tokens->count() > 0)) return UsageError("calibrate", "--model and --tokens go together");
     auto method = quant::ParseCalibMethod(a->method);
     if (!method.ok()) return ReportError("calibrate", method.status());
     auto flavor = quant::ParseCalibFlavor(a->flavor);
@@ -37,7 +47,8 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (p->count() > 0) a->o.percentile = a->percentile;
     a->o.threads = g.ResolvedThreads();
     auto progress = MakeProgress(g);
-    auto table = quant::Calibrate(a->o, progress.get());
+    a->m.calib = a->o;
+    auto table = from_model ? model::CalibrateModel(a->m, progress.get()) : quant::Calibrate(a->o, progress.get());
     if (!table.ok()) return ReportError("calibrate", table.status());
     Json doc = quant::CalibrationToJson(*table);
     Status st = WriteFileAtomically(a->output, DumpJson(doc) + "\n");

@@ -14,5 +14,7 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g);
 RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupEval(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g);
 
 }  // namespace lmkit::cli

@@ -16,7 +16,8 @@ TEST_CASE("cli: --version prints the version and exits 0", "[cli]") {
 TEST_CASE("cli: --help lists every subcommand", "[cli]") {
   auto r = RunLmkit({"--help"});
   CHECK(r.exit_code == 0);
-  for (const char* name : {"bpe", "flops", "memory", "calibrate", "quantize", "dataload", "inspect", "env"})
+  for (const char* name :
+       {"bpe", "flops", "memory", "calibrate", "quantize", "eval", "generate", "dataload", "inspect", "env"})
     CHECK(r.out.find(name) != std::string::npos);
 }
 

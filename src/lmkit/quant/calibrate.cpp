@@ -151,6 +151,27 @@ void ForEachChunk(const std::vector<Segment>& segs, ThreadPool& pool, std::vecto
   }
 }
 
+// The threshold from the scan (`all`) and, except for minmax, the |x| histogram over [0, all.absmax].
+TensorRange FinishNvidia(TensorRange r, const Partial& all, const AbsHistogram* h, const CalibrateOptions& o,
+                         double percentile) {
+  double amax = all.absmax;
+  if (h) {
+    r.final_bins = o.bins;
+    if (all.absmax > 0) {
+      switch (o.method) {
+        case CalibMethod::kPercentile: amax = NvidiaPercentileAmax(*h, percentile); break;
+        case CalibMethod::kEntropy: amax = NvidiaEntropyAmax(*h, o.quantized_bins, o.quantized_bins); break;
+        case CalibMethod::kMse: amax = NvidiaMseAmax(*h, o.quantized_bins); break;
+        case CalibMethod::kMinMax: break;
+      }
+    }
+  }
+  r.amax = amax;
+  r.lo = -amax;
+  r.hi = amax;
+  return r;
+}
+
 Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<Segment>& segs,
                                     const CalibrateOptions& o, double percentile, ThreadPool& pool) {
   std::vector<std::vector<float>> bufs(pool.size(), std::vector<float>(kChunk));
@@ -172,68 +193,54 @@ Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<S
   }
   r.min = r.samples ? all.mn : 0;
   r.max = r.samples ? all.mx : 0;
-  double amax = all.absmax;
-  if (o.method != CalibMethod::kMinMax) {
-    std::vector<AbsHistogram> hists(pool.size(), AbsHistogram(o.bins, all.absmax));
-    ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { hists[w].Add(x, n); });
-    for (size_t w = 1; w < hists.size(); ++w) hists[0].Merge(hists[w]);
-    const AbsHistogram& h = hists[0];
-    r.final_bins = o.bins;
-    if (all.absmax > 0) {
-      switch (o.method) {
-        case CalibMethod::kPercentile: amax = NvidiaPercentileAmax(h, percentile); break;
-        case CalibMethod::kEntropy: amax = NvidiaEntropyAmax(h, o.quantized_bins, o.quantized_bins); break;
-        case CalibMethod::kMse: amax = NvidiaMseAmax(h, o.quantized_bins); break;
-        case CalibMethod::kMinMax: break;
-      }
-    }
-  }
-  r.amax = amax;
-  r.lo = -amax;
-  r.hi = amax;
-  return r;
+  if (o.method == CalibMethod::kMinMax) return FinishNvidia(std::move(r), all, nullptr, o, percentile);
+  std::vector<AbsHistogram> hists(pool.size(), AbsHistogram(o.bins, all.absmax));
+  ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { hists[w].Add(x, n); });
+  for (size_t w = 1; w < hists.size(); ++w) hists[0].Merge(hists[w]);
+  return FinishNvidia(std::move(r), all, &hists[0], o, percentile);
 }
 
-Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segment>& segs, const CalibrateOptions& o,
-                                 double percentile) {
-  OrtSignedHistogram signed_h(o.bins);
-  OrtAbsHistogram abs_h(o.bins);
+// ONNX Runtime's state for one tensor: histograms grown batch by batch in input order.
+struct OrtState {
+  explicit OrtState(uint32_t bins) : signed_h(bins), abs_h(bins) {}
+  OrtSignedHistogram signed_h;
+  OrtAbsHistogram abs_h;
   TensorRange r;
-  r.name = name;
-  std::vector<float> batch;
   bool first = true;
-  for (const Segment& s : segs) {
-    const uint64_t nb = s.batches(), be = s.batch_elements();
-    const size_t es = io::DTypeSize(s.dtype);
-    batch.resize(be);
-    for (uint64_t b = 0; b < nb; ++b) {
-      io::ConvertToF32(s.dtype, s.data + b * be * es, batch.data(), be);
-      for (float v : batch)
-        if (!std::isfinite(v)) return Status::InvalidInput(s.file, "tensor '" + name + "' contains NaN or Inf");
-      if (be == 0) continue;
-      auto [mn, mx] = std::minmax_element(batch.begin(), batch.end());
-      r.min = first ? *mn : std::min<double>(r.min, *mn);
-      r.max = first ? *mx : std::max<double>(r.max, *mx);
-      first = false;
-      if (o.method == CalibMethod::kEntropy) signed_h.AddBatch(batch.data(), be);
-      if (o.method == CalibMethod::kPercentile) abs_h.AddBatch(batch.data(), be);
-      r.samples += be;
-      ++r.batches;
-    }
-  }
+};
+
+Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const CalibrateOptions& o, const std::string& file,
+                   const std::string& name) {
+  for (uint64_t i = 0; i < be; ++i)
+    if (!std::isfinite(batch[i])) return Status::InvalidInput(file, "tensor '" + name + "' contains NaN or Inf");
+  if (be == 0) return Status::Ok();
+  auto [mn, mx] = std::minmax_element(batch, batch + be);
+  TensorRange& r = st.r;
+  r.min = st.first ? *mn : std::min<double>(r.min, *mn);
+  r.max = st.first ? *mx : std::max<double>(r.max, *mx);
+  st.first = false;
+  if (o.method == CalibMethod::kEntropy) st.signed_h.AddBatch(batch, be);
+  if (o.method == CalibMethod::kPercentile) st.abs_h.AddBatch(batch, be);
+  r.samples += be;
+  ++r.batches;
+  return Status::Ok();
+}
+
+TensorRange FinishOrt(OrtState& st, const CalibrateOptions& o, double percentile) {
+  TensorRange& r = st.r;
   switch (o.method) {
     case CalibMethod::kEntropy: {
-      auto [lo, hi] = OrtEntropyThreshold(signed_h, o.quantized_bins);
+      auto [lo, hi] = OrtEntropyThreshold(st.signed_h, o.quantized_bins);
       r.lo = lo;
       r.hi = hi;
-      r.final_bins = signed_h.counts().size();
+      r.final_bins = st.signed_h.counts().size();
       break;
     }
     case CalibMethod::kPercentile: {
-      auto [lo, hi] = OrtPercentileThreshold(abs_h, percentile);
+      auto [lo, hi] = OrtPercentileThreshold(st.abs_h, percentile);
       r.lo = lo;
       r.hi = hi;
-      r.final_bins = abs_h.counts().size();
+      r.final_bins = st.abs_h.counts().size();
       break;
     }
     default:
@@ -243,6 +250,35 @@ Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segm
   }
   r.amax = std::max(std::fabs(r.lo), std::fabs(r.hi));
   return r;
+}
+
+Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segment>& segs, const CalibrateOptions& o,
+                                 double percentile) {
+  OrtState st(o.bins);
+  st.r.name = name;
+  std::vector<float> batch;
+  for (const Segment& s : segs) {
+    const uint64_t nb = s.batches(), be = s.batch_elements();
+    const size_t es = io::DTypeSize(s.dtype);
+    batch.resize(be);
+    for (uint64_t b = 0; b < nb; ++b) {
+      io::ConvertToF32(s.dtype, s.data + b * be * es, batch.data(), be);
+      LMKIT_RETURN_IF_ERROR(OrtAddBatch(st, batch.data(), be, o, s.file, name));
+    }
+  }
+  return FinishOrt(st, o, percentile);
+}
+
+// The option checks shared by file and streaming calibration; returns the percentile to use.
+Result<double> CheckOptions(const CalibrateOptions& o) {
+  if (o.method == CalibMethod::kMse && o.flavor == CalibFlavor::kOrt)
+    return Status::Usage("--method mse exists only in the nvidia flavour (ONNX Runtime has no MSE calibrator)");
+  const double percentile = o.percentile.value_or(o.flavor == CalibFlavor::kNvidia ? 99.99 : 99.999);
+  if (!(percentile > 0 && percentile <= 100)) return Status::Usage("--percentile must be in (0, 100]");
+  if (o.method != CalibMethod::kMinMax && o.bins < 2) return Status::Usage("--bins must be at least 2");
+  if (o.method == CalibMethod::kEntropy && o.bins < o.quantized_bins)
+    return Status::Usage(fmt::format("--bins must be at least {} for the entropy method", o.quantized_bins));
+  return percentile;
 }
 
 }  // namespace
@@ -275,13 +311,7 @@ const char* CalibFlavorName(CalibFlavor f) { return f == CalibFlavor::kNvidia ? 
 
 Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress) {
   if (o.inputs.empty()) return Status::Usage("no activation files given");
-  if (o.method == CalibMethod::kMse && o.flavor == CalibFlavor::kOrt)
-    return Status::Usage("--method mse exists only in the nvidia flavour (ONNX Runtime has no MSE calibrator)");
-  const double percentile = o.percentile.value_or(o.flavor == CalibFlavor::kNvidia ? 99.99 : 99.999);
-  if (!(percentile > 0 && percentile <= 100)) return Status::Usage("--percentile must be in (0, 100]");
-  if (o.method != CalibMethod::kMinMax && o.bins < 2) return Status::Usage("--bins must be at least 2");
-  if (o.method == CalibMethod::kEntropy && o.bins < o.quantized_bins)
-    return Status::Usage(fmt::format("--bins must be at least {} for the entropy method", o.quantized_bins));
+  LMKIT_ASSIGN_OR_RETURN(const double percentile, CheckOptions(o));
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(Inputs in, OpenInputs(o.inputs));
   CalibrationTable table;
@@ -359,6 +389,105 @@ std::string TrtCacheText(const CalibrationTable& t) {
   std::string out = t.method == CalibMethod::kEntropy ? "TRT-8601-EntropyCalibration2\n" : "TRT-8601-MinMaxCalibration\n";
   for (const TensorRange& r : t.tensors) out += r.name + ": " + TrtScaleHex(r.amax) + "\n";
   return out;
+}
+
+struct StreamingCalibrator::State {
+  CalibrateOptions o;
+  double percentile = 0;
+  std::string source;
+  std::vector<std::string> names;
+  int pass = -1;
+  std::vector<Partial> scans;       // nvidia, pass 0
+  std::vector<uint64_t> samples, batches;
+  std::vector<AbsHistogram> hists;  // nvidia, pass 1
+  std::vector<OrtState> ort;
+  double t0 = 0;
+  bool Ort() const { return o.flavor == CalibFlavor::kOrt && o.method != CalibMethod::kMinMax; }
+};
+
+StreamingCalibrator::StreamingCalibrator() = default;
+StreamingCalibrator::StreamingCalibrator(StreamingCalibrator&&) noexcept = default;
+StreamingCalibrator& StreamingCalibrator::operator=(StreamingCalibrator&&) noexcept = default;
+StreamingCalibrator::~StreamingCalibrator() = default;
+
+Result<StreamingCalibrator> StreamingCalibrator::Create(const CalibrateOptions& o, std::vector<std::string> names,
+                                                        std::string source) {
+  LMKIT_ASSIGN_OR_RETURN(const double percentile, CheckOptions(o));
+  StreamingCalibrator c;
+  c.s_ = std::make_unique<State>();
+  State& s = *c.s_;
+  s.o = o;
+  s.percentile = percentile;
+  s.source = std::move(source);
+  s.names = std::move(names);
+  s.scans.resize(s.names.size());
+  s.samples.assign(s.names.size(), 0);
+  s.batches.assign(s.names.size(), 0);
+  if (s.Ort())
+    for (size_t i = 0; i < s.names.size(); ++i) s.ort.emplace_back(o.bins);
+  s.t0 = MonotonicSeconds();
+  return c;
+}
+
+int StreamingCalibrator::passes() const { return s_->Ort() || s_->o.method == CalibMethod::kMinMax ? 1 : 2; }
+
+Status StreamingCalibrator::BeginPass(int pass) {
+  State& s = *s_;
+  if (pass != s.pass + 1 || pass >= passes()) return Status::Usage("calibration passes must run in order");
+  s.pass = pass;
+  if (pass == 1) {
+    for (size_t i = 0; i < s.names.size(); ++i) {
+      if (!s.scans[i].finite) return Status::InvalidInput(s.source, "tensor '" + s.names[i] + "' contains NaN or Inf");
+      s.hists.emplace_back(s.o.bins, s.scans[i].absmax);
+    }
+  }
+  return Status::Ok();
+}
+
+Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
+  State& s = *s_;
+  if (tensor >= s.names.size() || s.pass < 0) return Status::Usage("calibration input out of range or before a pass");
+  if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor]);
+  if (s.pass == 0) {
+    for (uint64_t i = 0; i < n; i += kChunk) ScanChunk(x + i, std::min(kChunk, n - i), &s.scans[tensor]);
+    s.samples[tensor] += n;
+    ++s.batches[tensor];
+  } else {
+    s.hists[tensor].Add(x, n);
+  }
+  return Status::Ok();
+}
+
+Result<CalibrationTable> StreamingCalibrator::Finish() {
+  State& s = *s_;
+  if (s.pass != passes() - 1) return Status::Usage("calibration finished before its last pass");
+  CalibrationTable table;
+  table.method = s.o.method;
+  table.flavor = s.o.flavor;
+  table.percentile = s.o.method == CalibMethod::kPercentile ? s.percentile : 0;
+  table.bins = s.o.method == CalibMethod::kMinMax ? 0 : s.o.bins;
+  for (size_t i = 0; i < s.names.size(); ++i) {
+    if (s.Ort()) {
+      s.ort[i].r.name = s.names[i];
+      table.tensors.push_back(FinishOrt(s.ort[i], s.o, s.percentile));
+      table.bytes_read += s.ort[i].r.samples * sizeof(float);
+      continue;
+    }
+    const Partial& all = s.scans[i];
+    if (!all.finite) return Status::InvalidInput(s.source, "tensor '" + s.names[i] + "' contains NaN or Inf");
+    TensorRange r;
+    r.name = s.names[i];
+    r.samples = s.samples[i];
+    r.batches = s.batches[i];
+    r.min = r.samples ? all.mn : 0;
+    r.max = r.samples ? all.mx : 0;
+    table.bytes_read += r.samples * sizeof(float);
+    table.tensors.push_back(
+        FinishNvidia(std::move(r), all, s.o.method == CalibMethod::kMinMax ? nullptr : &s.hists[i], s.o, s.percentile));
+  }
+  table.seconds = MonotonicSeconds() - s.t0;
+  table.peak_rss_bytes = PeakRssBytes();
+  return table;
 }
 
 }  // namespace lmkit::quant

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,32 @@ struct CalibrationTable {
 };
 
 Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink* progress);
+
+// Calibration of tensors produced in memory (`lmkit calibrate --model`: the inputs of a model's Linear layers during
+// its forward pass), through exactly the histograms and threshold selection Calibrate uses, so the table is the one
+// Calibrate would give for files holding the same batches in the same order. The nvidia flavour (except minmax) needs
+// the data twice: pass 0 finds min/max/max|x|, pass 1 fills the |x| histogram; minmax and ort need one pass. The
+// caller feeds every pass with the same batches: BeginPass(p) for p in [0, passes()), then Add(tensor, x, n) per batch
+// (n floats; one Add = one batch). Memory is the histograms only. Errors: kUsage from the options (as Calibrate), an
+// index out of range, calls out of order; kInvalidInput for NaN/Inf (subject = `source`). Not thread-safe.
+class StreamingCalibrator {
+ public:
+  static Result<StreamingCalibrator> Create(const CalibrateOptions& options, std::vector<std::string> names,
+                                            std::string source);
+  StreamingCalibrator();
+  StreamingCalibrator(StreamingCalibrator&&) noexcept;
+  StreamingCalibrator& operator=(StreamingCalibrator&&) noexcept;
+  ~StreamingCalibrator();
+
+  int passes() const;
+  Status BeginPass(int pass);
+  Status Add(size_t tensor, const float* x, uint64_t n);
+  Result<CalibrationTable> Finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 // The CALIB.json document: {"format": "lmkit-calibration", "version": 1, "method", "flavor", "bins", ["percentile"],
 // "tensors": {name: {"amax", "range": [lo, hi], "min", "max", "samples", "batches", "bins", "scale_127"}}}.

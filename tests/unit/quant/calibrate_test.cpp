@@ -2,6 +2,11 @@
 #include "lmkit/quant/calibrate.h"
 
 #include <catch2/catch.hpp>
+#include <limits>
+#include <vector>
+
+#include "lmkit/io/dtype.h"
+#include "lmkit/io/npy.h"
 
 #include "support/run_lmkit.h"
 
@@ -53,4 +58,57 @@ TEST_CASE("calibrate: option and input errors", "[quant][calib]") {
   auto r = Calibrate(o, nullptr);
   CHECK(r.status().code() == ErrorCode::kInvalidInput);
   CHECK(r.status().message() == "activation files must be .npy or .safetensors");
+}
+
+TEST_CASE("calibrate: streaming calibration of in-memory batches equals file calibration", "[quant][calib]") {
+  const std::string path = lmkit::test::TestData("quant/laplace_acts.npy");
+  auto npy = io::NpyFile::Open(path);
+  REQUIRE(npy.ok());
+  REQUIRE(npy->shape().size() == 2);
+  const uint64_t batches = npy->shape()[0], per = npy->shape()[1];
+  std::vector<float> data(batches * per);
+  io::ConvertToF32(npy->dtype(), npy->data().data(), data.data(), data.size());
+  for (CalibFlavor f : {CalibFlavor::kNvidia, CalibFlavor::kOrt}) {
+    for (CalibMethod m : {CalibMethod::kEntropy, CalibMethod::kPercentile, CalibMethod::kMse, CalibMethod::kMinMax}) {
+      if (f == CalibFlavor::kOrt && m == CalibMethod::kMse) continue;
+      CalibrateOptions o;
+      o.inputs = {path};
+      o.method = m;
+      o.flavor = f;
+      auto want = Calibrate(o, nullptr);
+      REQUIRE(want.ok());
+      // Two tensors fed the same batches, as q_proj and k_proj see the same input.
+      auto sc = StreamingCalibrator::Create(o, {"laplace_acts", "copy"}, "mem");
+      REQUIRE(sc.ok());
+      CHECK(sc->passes() == (f == CalibFlavor::kNvidia && m != CalibMethod::kMinMax ? 2 : 1));
+      for (int p = 0; p < sc->passes(); ++p) {
+        REQUIRE(sc->BeginPass(p).ok());
+        for (uint64_t b = 0; b < batches; ++b) {
+          REQUIRE(sc->Add(0, data.data() + b * per, per).ok());
+          REQUIRE(sc->Add(1, data.data() + b * per, per).ok());
+        }
+      }
+      auto got = sc->Finish();
+      REQUIRE(got.ok());
+      REQUIRE(got->tensors.size() == 2);
+      Json gj = CalibrationToJson(*got), wj = CalibrationToJson(*want);
+      CHECK(DumpJson(gj["tensors"]["laplace_acts"]) == DumpJson(wj["tensors"]["laplace_acts"]));
+      CHECK(DumpJson(gj["tensors"]["copy"]) == DumpJson(wj["tensors"]["laplace_acts"]));
+      gj.erase("tensors");
+      wj.erase("tensors");
+      CHECK(DumpJson(gj) == DumpJson(wj));
+    }
+  }
+  CalibrateOptions o;
+  o.method = CalibMethod::kEntropy;
+  auto sc = StreamingCalibrator::Create(o, {"x"}, "mem");
+  REQUIRE(sc.ok());
+  CHECK(sc->Add(0, data.data(), 1).code() == ErrorCode::kUsage);  // before BeginPass
+  REQUIRE(sc->BeginPass(0).ok());
+  CHECK(sc->Add(1, data.data(), 1).code() == ErrorCode::kUsage);
+  CHECK(sc->Finish().status().code() == ErrorCode::kUsage);  // the second pass never ran
+  const float bad[2] = {1.0f, std::numeric_limits<float>::quiet_NaN()};
+  REQUIRE(sc->Add(0, bad, 2).ok());
+  auto e = sc->BeginPass(1);
+  CHECK(e.ToString() == "mem: tensor 'x' contains NaN or Inf");
 }

@@ -1,0 +1,42 @@
+// `lmkit eval`: NLL / perplexity of a Llama-family checkpoint over a token file; --compare adds KL and top-1 agreement.
+#include "commands.h"
+#include "lmkit/io/dtype.h"
+#include "lmkit/model/eval.h"
+
+namespace lmkit::cli {
+
+RunFn SetupEval(CLI::App& sub, const GlobalOptions& g) {
+  struct Args {
+    model::EvalOptions o;
+    std::string dtype = "u16";
+  };
+  auto a = std::make_shared<Args>();
+  sub.description(
+      "Mean negative log-likelihood and perplexity of a Hugging Face Llama-family checkpoint (float, or INT8 from "
+      "'lmkit quantize') over a token file; --compare OTHER adds per-token KL divergence, top-1 agreement and the "
+      "perplexity delta");
+  sub.add_option("MODEL", a->o.model, "model directory (config.json + *.safetensors) or a .safetensors file")
+      ->required();
+  sub.add_option("--tokens", a->o.tokens, "token ids (.npy, or headerless .bin as written by 'lmkit bpe encode')")
+      ->required();
+  sub.add_option("--compare", a->o.compare, "a second checkpoint to compare with MODEL on the same tokens");
+  sub.add_option("--seq-len", a->o.seq_len, "window length in tokens (default: min(max_position_embeddings, 1024))");
+  sub.add_option("--max-tokens", a->o.max_tokens, "evaluate only the first N tokens of the file");
+  sub.add_option("--dtype", a->dtype, "id type of a .bin token file: u16 (default) or u32");
+  return [a, &g] {
+    if (a->dtype != "u16" && a->dtype != "u32") return UsageError("eval", "--dtype must be u16 or u32");
+    a->o.bin_dtype = a->dtype == "u16" ? io::DType::kU16 : io::DType::kU32;
+    a->o.threads = g.ResolvedThreads();
+    auto progress = MakeProgress(g);
+    auto r = model::Evaluate(a->o, progress.get());
+    if (!r.ok()) return ReportError("eval", r.status());
+    if (g.json) {
+      PrintJson(model::EvalResultToJson(*r));
+    } else {
+      PrintText(model::EvalResultToText(*r));
+    }
+    return static_cast<int>(kExitOk);
+  };
+}
+
+}  // namespace lmkit::cli

@@ -1,0 +1,161 @@
+#include "lmkit/model/eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <vector>
+
+#include "lmkit/common/sysinfo.h"
+#include "lmkit/common/thread_pool.h"
+#include "lmkit/io/token_file.h"
+#include "lmkit/model/llama.h"
+
+namespace lmkit::model {
+namespace {
+
+// log-softmax of one row in double.
+void LogSoftmax(const float* z, uint32_t n, std::vector<double>& out) {
+  out.resize(n);
+  double mx = -INFINITY;
+  for (uint32_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(z[i]));
+  double s = 0;
+  for (uint32_t i = 0; i < n; ++i) s += std::exp(z[i] - mx);
+  const double lse = mx + std::log(s);
+  for (uint32_t i = 0; i < n; ++i) out[i] = z[i] - lse;
+}
+
+uint32_t ArgMax(const float* z, uint32_t n) { return static_cast<uint32_t>(std::max_element(z, z + n) - z); }
+
+}  // namespace
+
+Result<EvalResult> Evaluate(const EvalOptions& o, ProgressSink* progress) {
+  const double t0 = MonotonicSeconds();
+  LMKIT_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::Load(o.model));
+  std::unique_ptr<LlamaModel> other;
+  if (!o.compare.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(LlamaModel m2, LlamaModel::Load(o.compare));
+    other = std::make_unique<LlamaModel>(std::move(m2));
+    if (other->config().vocab != model.config().vocab)
+      return Status::InvalidInput(o.compare, fmt::format("vocab_size {} differs from the model's {}",
+                                                         other->config().vocab, model.config().vocab));
+  }
+  const uint32_t max_pos = model.config().max_positions;
+  const uint32_t T = o.seq_len ? o.seq_len : std::min<uint32_t>(max_pos, 1024);
+  if (T < 2) return Status::Usage("--seq-len must be at least 2");
+  if (T > max_pos) return Status::Usage(fmt::format("--seq-len {} exceeds max_position_embeddings {}", T, max_pos));
+  LMKIT_ASSIGN_OR_RETURN(io::TokenFile tf, io::TokenFile::Open(o.tokens, o.bin_dtype));
+  const uint64_t total = o.max_tokens ? std::min(o.max_tokens, tf.size()) : tf.size();
+  if (total < 2) return Status::InvalidInput(o.tokens, "fewer than 2 tokens to evaluate");
+  const uint32_t V = model.config().vocab;
+  for (uint64_t i = 0; i < total; ++i)
+    if (tf[i] >= V)
+      return Status::InvalidInput(o.tokens, fmt::format("token id {} at index {} is >= vocab_size {}", tf[i], i, V));
+
+  ThreadPool pool(std::max(1u, o.threads));
+  EvalResult r;
+  r.model = o.model;
+  r.mode = WeightModeName(model.mode());
+  r.seq_len = T;
+  r.compared = other != nullptr;
+  if (other) {
+    r.compare = o.compare;
+    r.compare_mode = WeightModeName(other->mode());
+  }
+  KvCache cache = model.NewCache(T), cache2 = other ? other->NewCache(T) : KvCache();
+  std::vector<float> logits(static_cast<size_t>(T) * V), logits2(other ? logits.size() : 0);
+  std::vector<uint32_t> ids(T);
+  std::vector<double> lp, lq, kls;
+  double nll = 0, nll2 = 0;
+  uint64_t agree = 0;
+  const uint64_t windows = (total + T - 1) / T;
+  if (progress) progress->Begin("evaluating", total, "tokens");
+  for (uint64_t w = 0; w < windows; ++w) {
+    const uint64_t begin = w * T;
+    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(T, total - begin));
+    if (len < 2) break;
+    for (uint32_t i = 0; i < len; ++i) ids[i] = tf[begin + i];
+    std::span<const uint32_t> seq(ids.data(), len);
+    cache.Clear();
+    LMKIT_RETURN_IF_ERROR(model.Forward(seq, cache, &pool, logits.data(), true));
+    if (other) {
+      cache2.Clear();
+      LMKIT_RETURN_IF_ERROR(other->Forward(seq, cache2, &pool, logits2.data(), true));
+    }
+    for (uint32_t t = 0; t + 1 < len; ++t) {
+      const float* z = logits.data() + static_cast<size_t>(t) * V;
+      LogSoftmax(z, V, lp);
+      nll -= lp[ids[t + 1]];
+      if (other) {
+        const float* z2 = logits2.data() + static_cast<size_t>(t) * V;
+        LogSoftmax(z2, V, lq);
+        nll2 -= lq[ids[t + 1]];
+        double kl = 0;
+        for (uint32_t i = 0; i < V; ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
+        kls.push_back(std::max(0.0, kl));  // rounding can leave -1e-17 for identical rows
+        agree += ArgMax(z, V) == ArgMax(z2, V);
+      }
+    }
+    r.tokens_scored += len - 1;
+    ++r.sequences;
+    if (progress) progress->Update(begin + len);
+  }
+  if (progress) progress->Finish();
+  r.mean_nll = nll / r.tokens_scored;
+  r.perplexity = std::exp(r.mean_nll);
+  if (other) {
+    r.compare_mean_nll = nll2 / r.tokens_scored;
+    r.compare_perplexity = std::exp(r.compare_mean_nll);
+    r.ppl_delta = r.compare_perplexity - r.perplexity;
+    double s = 0;
+    for (double k : kls) s += k;
+    r.mean_kl = s / kls.size();
+    std::vector<double> sorted = kls;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t rank = static_cast<size_t>(std::ceil(0.99 * sorted.size()));
+    r.p99_kl = sorted[std::max<size_t>(rank, 1) - 1];
+    r.max_kl = sorted.back();
+    r.top1_agreement = static_cast<double>(agree) / kls.size();
+  }
+  r.seconds = MonotonicSeconds() - t0;
+  return r;
+}
+
+Json EvalResultToJson(const EvalResult& r) {
+  Json j;
+  j["model"] = r.model;
+  j["mode"] = r.mode;
+  j["seq_len"] = r.seq_len;
+  j["sequences"] = r.sequences;
+  j["tokens_scored"] = r.tokens_scored;
+  j["mean_nll"] = r.mean_nll;
+  j["perplexity"] = r.perplexity;
+  if (r.compared) {
+    Json c;
+    c["model"] = r.compare;
+    c["mode"] = r.compare_mode;
+    c["mean_nll"] = r.compare_mean_nll;
+    c["perplexity"] = r.compare_perplexity;
+    c["ppl_delta"] = r.ppl_delta;
+    c["mean_kl"] = r.mean_kl;
+    c["p99_kl"] = r.p99_kl;
+    c["max_kl"] = r.max_kl;
+    c["top1_agreement"] = r.top1_agreement;
+    j["compare"] = c;
+  }
+  j["seconds"] = r.seconds;
+  return j;
+}
+
+std::string EvalResultToText(const EvalResult& r) {
+  std::string s = fmt::format("{} ({}): mean NLL {:.6f} nats, perplexity {:.6f} over {} tokens ({} sequences of <= {})\n",
+                              r.model, r.mode, r.mean_nll, r.perplexity, r.tokens_scored, r.sequences, r.seq_len);
+  if (r.compared) {
+    s += fmt::format("{} ({}): mean NLL {:.6f} nats, perplexity {:.6f} (delta {:+.6f})\n", r.compare, r.compare_mode,
+                     r.compare_mean_nll, r.compare_perplexity, r.ppl_delta);
+    s += fmt::format("KL(model || compare): mean {:.3e}, p99 {:.3e}, max {:.3e} nats; top-1 agreement {:.4f}\n",
+                     r.mean_kl, r.p99_kl, r.max_kl, r.top1_agreement);
+  }
+  return s;
+}
+
+}  // namespace lmkit::model

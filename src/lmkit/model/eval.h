@@ -1,0 +1,53 @@
+// `lmkit eval`: mean negative log-likelihood and perplexity of a model over a token file, optionally compared with a
+// second checkpoint position by position (KL divergence, top-1 agreement, perplexity delta).
+//
+// Contract: the token file (.bin/.npy as `lmkit bpe encode` writes them) is cut into consecutive windows of `seq_len`
+// tokens (the last window may be shorter; one of a single token is skipped); each window is an independent sequence
+// from position 0, and every token after the first of a window is scored given the ones before it. NLL is in nats,
+// averaged over scored tokens; perplexity = exp(mean NLL). With `compare`, both models see the same windows and, per
+// scored position, KL(P_model || P_compare) = sum_v p_v (log p_v - log q_v) over the full vocabulary (log-softmax in
+// double); mean and p99 (nearest rank) of those KLs, the share of positions whose arg-max (lowest index on ties)
+// agree, and ppl_delta = ppl(compare) - ppl(model). Errors: kUsage for seq_len < 2 or above max_position_embeddings;
+// kInvalidInput for a token id >= vocab_size (naming the token file and the position), models whose vocab sizes
+// differ, fewer than 2 tokens; load errors as LlamaModel::Load. Deterministic for any thread count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lmkit/common/json.h"
+#include "lmkit/common/progress.h"
+#include "lmkit/common/status.h"
+#include "lmkit/io/dtype.h"
+
+namespace lmkit::model {
+
+struct EvalOptions {
+  std::string model;
+  std::string compare;  // optional second checkpoint
+  std::string tokens;
+  io::DType bin_dtype = io::DType::kU16;  // for headerless .bin token files
+  uint32_t seq_len = 0;                   // 0 = min(max_position_embeddings, 1024)
+  uint64_t max_tokens = 0;                // 0 = the whole file
+  unsigned threads = 1;
+};
+
+struct EvalResult {
+  std::string model, mode;
+  uint32_t seq_len = 0;
+  uint64_t sequences = 0;
+  uint64_t tokens_scored = 0;
+  double mean_nll = 0, perplexity = 0;
+  bool compared = false;
+  std::string compare, compare_mode;
+  double compare_mean_nll = 0, compare_perplexity = 0, ppl_delta = 0;
+  double mean_kl = 0, p99_kl = 0, max_kl = 0, top1_agreement = 0;
+  double seconds = 0;
+};
+
+Result<EvalResult> Evaluate(const EvalOptions& options, ProgressSink* progress);
+
+Json EvalResultToJson(const EvalResult& r);
+std::string EvalResultToText(const EvalResult& r);
+
+}  // namespace lmkit::model
