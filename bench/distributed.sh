@@ -76,8 +76,8 @@ rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "?")
 {
   echo "# Distributed BPE: 2 MPI ranks vs 2 threads"
   echo
-  echo "\`bench/distributed.sh$([ $quick = 1 ] && echo ' --quick')\`, lmkit $rev, $(date -u +%Y-%m-%d), $(nproc) cores (shared with"
-  echo "other jobs), Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'). Input: $(basename "$input"), $bytes bytes."
+  echo "\`bench/distributed.sh$([ $quick = 1 ] && echo ' --quick')\`, lmkit $rev, $(date -u +%Y-%m-%d), $(nproc) cores, load average"
+  echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end, Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'). Input: $(basename "$input"), $bytes bytes."
   echo "Wall time of the whole command, fastest of $reps alternated runs; outputs compared with \`cmp\` (identical)."
   echo
   echo "| command | 1 process, --threads 2 (s) | mpirun -n 2, --threads 1 (s) | MPI overhead |"

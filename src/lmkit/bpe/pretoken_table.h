@@ -56,7 +56,8 @@ inline uint64_t Mix64(uint64_t h) {
 // seen first, get small ids, and their counters share a few hot cache lines.
 }  // namespace table_detail
 
-class PretokenTable {
+// Cache-line aligned: one table per counting thread sits in a vector, and neighbours must not share a line.
+class alignas(64) PretokenTable {
  public:
   struct Slot {
     uint64_t prefix = 0;  // first min(len, 8) bytes, zero-padded
