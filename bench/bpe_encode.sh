@@ -101,8 +101,9 @@ ok=yes; for s in "$sha1" "$sha2" "$tik_sha"; do [ "$s" = "$want" ] || ok=NO; don
 [ $quick = 1 ] || [ "$tok1" = "$EXPECT_TOKENS" ] || ok=NO
 ratio1=$(python3 -c "print(f'{min($l1a,$l1b)/max($tik1,$tik2):.1f}')")
 ratio1b=$(python3 -c "print(f'{$l1a/$tik1:.1f} and {$l1b/$tik2:.1f}')")
-ratio2=$(python3 -c "print(f'{$l2/(($l1a+$l1b)/2):.2f}')")
-ceiling=$(python3 -c "print(f'{$PAIR_MBS/(($l1a+$l1b)/2):.2f}')")
+# Against the faster of the two 1-thread runs: a transient slowdown of the VM during one of them must not flatter it.
+ratio2=$(python3 -c "print(f'{$l2/max($l1a,$l1b):.2f}')")
+ceiling=$(python3 -c "print(f'{$PAIR_MBS/max($l1a,$l1b):.2f}')")
 
 rss_rows=()
 if [ "$rss_gb" != 0 ]; then
@@ -130,7 +131,7 @@ fi
   echo
   echo "- ids identical to the reference in this run: **$ok**"
   echo "- lmkit 1 thread / tiktoken, back to back: $ratio1b (worst pairing: $ratio1×); target ≥ 10×"
-  echo "- lmkit 2 threads / lmkit 1 thread: $ratio2×; target ≥ 1.8×"
+  echo "- lmkit 2 threads / lmkit 1 thread (the faster of its two runs): $ratio2×; target ≥ 1.8×"
   echo "- ceiling on this machine: two independent 1-thread lmkit processes at once gave $PAIR_MBS MB/s combined, $ceiling× one process (the two CPUs share caches and memory bandwidth)"
   if [ "$rss_gb" != 0 ]; then
     echo
