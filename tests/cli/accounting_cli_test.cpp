@@ -8,18 +8,11 @@
 
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
+using lmkit::test::StdoutJson;
 using lmkit::test::TempDir;
 using lmkit::test::WriteAll;
 
 namespace {
-
-lmkit::Json JsonOf(const lmkit::test::RunResult& r) {
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  auto j = lmkit::ParseJson(r.out, "stdout");
-  REQUIRE(j.ok());
-  return *j;
-}
 
 // Minimal XML well-formedness check: every element closed in order, attributes quoted, one root <svg>.
 bool WellFormedSvg(const std::string& s, std::string* why) {
@@ -67,18 +60,18 @@ TEST_CASE("flops cli: CS336 GPT-2 XL golden numbers in table and JSON", "[accoun
   CHECK(t.out.find("2,127,057,600") != std::string::npos);    // parameters
   CHECK(t.out.find("FLOP = 2 x MAC") != std::string::npos);
   CHECK(t.err.empty());
-  auto j = JsonOf(RunLmkit({"--json", "flops", "cs336-gpt2-xl", "--seq-len", "16384"}));
+  auto j = StdoutJson(RunLmkit({"--json", "flops", "cs336-gpt2-xl", "--seq-len", "16384"}));
   CHECK(j["totals"]["forward"].get<uint64_t>() == 149522795724800ULL);
   CHECK(j["components"]["attention scores"].get<uint64_t>() > 0);
   CHECK(j["params"]["total"].get<int64_t>() == 2127057600);
-  auto j2 = JsonOf(RunLmkit({"flops", "nanogpt-gpt2-124m", "--format", "json"}));
+  auto j2 = StdoutJson(RunLmkit({"flops", "nanogpt-gpt2-124m", "--format", "json"}));
   CHECK(j2["totals"]["forward"].get<uint64_t>() == 291648307200ULL);
   CHECK(j2["totals"]["training"].get<uint64_t>() == 874944921600ULL);
   CHECK(j2["totals"]["palm"].get<double>() == 879894724608.0);
 }
 
 TEST_CASE("flops cli: explicit dimensions equal the preset", "[accounting][cli]") {
-  auto j = JsonOf(RunLmkit({"flops", "--json", "--layers", "12", "--d-model", "768", "--heads", "12", "--vocab", "50257",
+  auto j = StdoutJson(RunLmkit({"flops", "--json", "--layers", "12", "--d-model", "768", "--heads", "12", "--vocab", "50257",
                             "--ffn", "gelu", "--norm", "layernorm", "--positions", "1024", "--tied"}));
   CHECK(j["params"]["total"].get<int64_t>() == 124337664);
   CHECK(j["totals"]["forward"].get<uint64_t>() == 291648307200ULL);
@@ -87,10 +80,10 @@ TEST_CASE("flops cli: explicit dimensions equal the preset", "[accounting][cli]"
 }
 
 TEST_CASE("flops cli: conventions are flags", "[accounting][cli]") {
-  auto full = JsonOf(RunLmkit({"flops", "--json", "llama-2-7b", "--seq-len", "4096"}));
-  auto half = JsonOf(RunLmkit({"flops", "--json", "llama-2-7b", "--seq-len", "4096", "--causal-half"}));
+  auto full = StdoutJson(RunLmkit({"flops", "--json", "llama-2-7b", "--seq-len", "4096"}));
+  auto half = StdoutJson(RunLmkit({"flops", "--json", "llama-2-7b", "--seq-len", "4096", "--causal-half"}));
   CHECK(2 * half["components"]["attention scores"].get<uint64_t>() == full["components"]["attention scores"].get<uint64_t>());
-  auto nohead = JsonOf(RunLmkit({"flops", "--json", "llama-2-7b", "--no-lm-head"}));
+  auto nohead = StdoutJson(RunLmkit({"flops", "--json", "llama-2-7b", "--no-lm-head"}));
   CHECK(nohead["components"]["LM head"].get<uint64_t>() == 0);
   auto macs = RunLmkit({"flops", "llama-2-7b", "--macs"});
   CHECK(macs.out.find("MACs") != std::string::npos);
@@ -107,7 +100,7 @@ TEST_CASE("flops cli: GPU step time, tokens/s and roofline", "[accounting][cli]"
   CHECK(r.out.find("Roofline, prefill") != std::string::npos);
   CHECK(r.out.find("Roofline, one decode step") != std::string::npos);
   CHECK(r.out.find("memory") != std::string::npos);
-  auto j = JsonOf(RunLmkit({"flops", "--json", "llama-3-8b", "--gpu", "h100", "--mfu", "0.4", "--training"}));
+  auto j = StdoutJson(RunLmkit({"flops", "--json", "llama-3-8b", "--gpu", "h100", "--mfu", "0.4", "--training"}));
   double secs = j["step_time"]["seconds"].get<double>();
   CHECK(secs == Approx(j["totals"]["training"].get<double>() / (989.4e12 * 0.4)));
   CHECK(j["roofline"]["decode"]["matmuls"].size() > 5);
@@ -149,10 +142,10 @@ TEST_CASE("flops cli: sweep prints one table and writes a valid SVG", "[accounti
   CHECK(Count(s, "data-point=\"seq-len 16384\"") == 5);
   CHECK(Count(s, "<rect ") == 3 * 5 + 5);  // bars + legend swatches
   auto models = RunLmkit({"flops", "--sweep", "model=gpt2,mixtral-8x7b-v0.1", "--json"});
-  auto j = JsonOf(models);
+  auto j = StdoutJson(models);
   CHECK(j["sweep"]["points"].size() == 2);
   CHECK(j["sweep"]["points"][1]["components"]["router"].get<uint64_t>() > 0);
-  auto timed = JsonOf(RunLmkit({"flops", "--json", "llama-3-8b", "--sweep", "batch=1,8", "--gpu", "h100", "--mfu",
+  auto timed = StdoutJson(RunLmkit({"flops", "--json", "llama-3-8b", "--sweep", "batch=1,8", "--gpu", "h100", "--mfu",
                                 "0.5", "--training"}));
   auto& pts = timed["sweep"]["points"];
   REQUIRE(pts.size() == 2);
@@ -197,12 +190,12 @@ TEST_CASE("flops cli: bad configs name the field and the file", "[accounting][cl
   // A directory holding config.json works like the file.
   TempDir model_dir;
   WriteAll(model_dir.file("config.json"), ReadAll(lmkit::test::RepoPath("data/models/llama-2-7b.json")));
-  auto f = JsonOf(RunLmkit({"flops", "--json", model_dir.path()}));
+  auto f = StdoutJson(RunLmkit({"flops", "--json", model_dir.path()}));
   CHECK(f["params"]["total"].get<int64_t>() == 6738415616);
 }
 
 TEST_CASE("memory cli: CS336 adamwAccounting line and largest batch", "[accounting][cli]") {
-  auto j = JsonOf(RunLmkit({"memory", "--json", "cs336-gpt2-xl", "--dtype", "fp32", "--activations", "cs336",
+  auto j = StdoutJson(RunLmkit({"memory", "--json", "cs336-gpt2-xl", "--dtype", "fp32", "--activations", "cs336",
                             "--overhead-gib", "0", "--capacity-gb", "80"}));
   CHECK(j["memory"]["fixed"].get<uint64_t>() == 34032921600ULL);
   CHECK(j["memory"]["per_sequence"].get<uint64_t>() == 15517753344ULL);
@@ -217,13 +210,13 @@ TEST_CASE("memory cli: CS336 adamwAccounting line and largest batch", "[accounti
 }
 
 TEST_CASE("memory cli: inference KV cache, ZeRO, sweeps", "[accounting][cli]") {
-  auto inf = JsonOf(RunLmkit({"memory", "--json", "llama-2-7b", "--mode", "inference", "--seq-len", "2048", "--gpu", "a100-80"}));
+  auto inf = StdoutJson(RunLmkit({"memory", "--json", "llama-2-7b", "--mode", "inference", "--seq-len", "2048", "--gpu", "a100-80"}));
   CHECK(inf["memory"]["kv_bytes_per_token"].get<uint64_t>() == 524288);
   CHECK(inf["memory"]["kv_cache"].get<uint64_t>() == 1073741824ULL);
   CHECK(inf["memory"]["fits"].get<bool>());
-  auto ds = JsonOf(RunLmkit({"memory", "--json", "deepseek-v3", "--mode", "inference", "--seq-len", "1"}));
+  auto ds = StdoutJson(RunLmkit({"memory", "--json", "deepseek-v3", "--mode", "inference", "--seq-len", "1"}));
   CHECK(ds["memory"]["kv_bytes_per_token"].get<uint64_t>() == 70272);
-  auto z = JsonOf(RunLmkit({"memory", "--json", "llama-2-7b", "--zero", "3", "--gpus", "8"}));
+  auto z = StdoutJson(RunLmkit({"memory", "--json", "llama-2-7b", "--zero", "3", "--gpus", "8"}));
   CHECK(z["memory"]["weights"].get<uint64_t>() == 2ULL * 6738415616ULL / 8);
   CHECK(RunLmkit({"memory", "gpt2", "--zero", "4"}).exit_code == 2);
   CHECK(RunLmkit({"memory", "gpt2", "--mode", "train", "--dtype", "int8"}).exit_code == 2);

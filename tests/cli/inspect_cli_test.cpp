@@ -15,11 +15,11 @@ using lmkit::test::WriteAll;
 
 namespace {
 
-const std::string kModel = TestData("io/stories260K/model.safetensors");
+const std::string kInspectModel = TestData("io/stories260K/model.safetensors");
 
 // Rewrites the checkpoint's header with `edit` applied, keeping the data buffer.
 std::string EditHeader(const std::function<void(nlohmann::ordered_json&)>& edit) {
-  std::string raw = ReadAll(kModel);
+  std::string raw = ReadAll(kInspectModel);
   uint64_t n = 0;
   std::memcpy(&n, raw.data(), 8);
   auto j = nlohmann::ordered_json::parse(raw.substr(8, n));
@@ -44,7 +44,7 @@ void CheckFails(const std::string& path, const std::string& defect) {
 }  // namespace
 
 TEST_CASE("inspect cli: stories260K --json reports 47 tensors and 260,032 parameters", "[cli][inspect]") {
-  auto r = RunLmkit({"inspect", kModel, "--json"});
+  auto r = RunLmkit({"inspect", kInspectModel, "--json"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
   auto j = nlohmann::json::parse(r.out);
@@ -71,19 +71,19 @@ TEST_CASE("inspect cli: text output and the model directory", "[cli][inspect]") 
 }
 
 TEST_CASE("inspect cli: --stats is identical for --threads 1 and 3", "[cli][inspect]") {
-  auto a = RunLmkit({"--threads", "1", "inspect", kModel, "--stats", "--json"});
-  auto b = RunLmkit({"--threads", "3", "inspect", kModel, "--stats", "--json"});
+  auto a = RunLmkit({"--threads", "1", "inspect", kInspectModel, "--stats", "--json"});
+  auto b = RunLmkit({"--threads", "3", "inspect", kInspectModel, "--stats", "--json"});
   REQUIRE(a.exit_code == 0);
   CHECK(a.out == b.out);
   auto j = nlohmann::json::parse(a.out);
   CHECK(j["tensors"][0]["stats"]["max"] == 1.327228307723999);
-  auto text = RunLmkit({"inspect", kModel, "--stats"});
+  auto text = RunLmkit({"inspect", kInspectModel, "--stats"});
   CHECK(text.out.find("absmax") != std::string::npos);
 }
 
 TEST_CASE("inspect cli: corrupted checkpoints exit 1 with one line naming the defect", "[cli][inspect]") {
   TempDir dir;
-  std::string raw = ReadAll(kModel);
+  std::string raw = ReadAll(kInspectModel);
   REQUIRE(raw.size() == 1045032);
 
   std::string truncated = dir.file("truncated.safetensors");

@@ -16,7 +16,7 @@ using lmkit::test::TestData;
 
 namespace {
 
-const std::string kModel = TestData("model/stories260K");
+const std::string kCliModel = TestData("model/stories260K");
 
 Json Parse(const std::string& s) {
   auto j = ParseJson(s, "out");
@@ -33,8 +33,8 @@ std::set<std::string> Keys(const Json& j) {
 }  // namespace
 
 TEST_CASE("generate: greedy decode from BOS reproduces golden_greedy.json", "[model][cli]") {
-  const Json g = Parse(ReadAll(kModel + "/golden_greedy.json"));
-  auto r = RunLmkit({"--json", "generate", kModel, "--prompt-ids", "1", "--max-tokens", "63", "--logits"});
+  const Json g = Parse(ReadAll(kCliModel + "/golden_greedy.json"));
+  auto r = RunLmkit({"--json", "generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "63", "--logits"});
   REQUIRE(r.exit_code == 0);
   const Json j = Parse(r.out);
   CHECK(j["sequences"][0] == g["tokens"]);
@@ -43,14 +43,14 @@ TEST_CASE("generate: greedy decode from BOS reproduces golden_greedy.json", "[mo
     worst = std::max(worst, std::fabs(j["final_logits"][i].get<double>() - g["final_logits"][i].get<double>()));
   CHECK(worst < 1e-4);
   // Text output: the ids on one line.
-  auto t = RunLmkit({"generate", kModel, "--prompt-ids", "1", "--max-tokens", "3"});
+  auto t = RunLmkit({"generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "3"});
   CHECK(t.exit_code == 0);
   CHECK(t.out == "1 461 461 401\n");
   // Sampling is reproducible from the seed and independent of the thread count.
   TempDir d;
-  auto s1 = RunLmkit({"-j", "1", "generate", kModel, "--prompt-ids", "1", "--max-tokens", "20", "--temperature", "1",
+  auto s1 = RunLmkit({"-j", "1", "generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "20", "--temperature", "1",
                       "--seed", "7", "--samples", "3", "-o", d.file("a.npy")});
-  auto s2 = RunLmkit({"-j", "3", "generate", kModel, "--prompt-ids", "1", "--max-tokens", "20", "--temperature", "1",
+  auto s2 = RunLmkit({"-j", "3", "generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "20", "--temperature", "1",
                       "--seed", "7", "--samples", "3", "-o", d.file("b.npy")});
   REQUIRE(s1.exit_code == 0);
   REQUIRE(s2.exit_code == 0);
@@ -63,10 +63,10 @@ TEST_CASE("generate: greedy decode from BOS reproduces golden_greedy.json", "[mo
 
 TEST_CASE("eval: a model compared with itself has KL 0 and top-1 agreement 1", "[model][cli]") {
   TempDir d;
-  REQUIRE(RunLmkit({"generate", kModel, "--prompt-ids", "1", "--max-tokens", "99", "--temperature", "1", "--seed",
+  REQUIRE(RunLmkit({"generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "99", "--temperature", "1", "--seed",
                     "3", "--samples", "2", "-o", d.file("t.bin")})
               .exit_code == 0);
-  auto r = RunLmkit({"--json", "eval", kModel, "--tokens", d.file("t.bin"), "--compare", kModel, "--seq-len", "100"});
+  auto r = RunLmkit({"--json", "eval", kCliModel, "--tokens", d.file("t.bin"), "--compare", kCliModel, "--seq-len", "100"});
   REQUIRE(r.exit_code == 0);
   const Json j = Parse(r.out);
   CHECK(j["sequences"] == 2);
@@ -80,10 +80,10 @@ TEST_CASE("eval: a model compared with itself has KL 0 and top-1 agreement 1", "
 
 TEST_CASE("calibrate --model writes the same CALIB.json schema as file calibration", "[model][cli]") {
   TempDir d;
-  REQUIRE(RunLmkit({"generate", kModel, "--prompt-ids", "1", "--max-tokens", "63", "-o", d.file("t.npy")}).exit_code ==
+  REQUIRE(RunLmkit({"generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "63", "-o", d.file("t.npy")}).exit_code ==
           0);
   for (const char* method : {"percentile", "minmax"}) {
-    auto m = RunLmkit({"calibrate", "--model", kModel, "--tokens", d.file("t.npy"), "--method", method, "-o",
+    auto m = RunLmkit({"calibrate", "--model", kCliModel, "--tokens", d.file("t.npy"), "--method", method, "-o",
                        d.file("m.json")});
     REQUIRE(m.exit_code == 0);
     auto f = RunLmkit({"calibrate", TestData("quant/laplace_acts.npy"), "--method", method, "-o", d.file("f.json")});
@@ -99,9 +99,9 @@ TEST_CASE("calibrate --model writes the same CALIB.json schema as file calibrati
                       mj["tensors"]["model.layers.0.self_attn.o_proj"]["min"].get<double>());
   }
   // The table drives a static w8a8 quantization that eval loads.
-  REQUIRE(RunLmkit({"quantize", kModel, "-o", d.file("q"), "--scheme", "w8a8", "--calibration", d.file("m.json")})
+  REQUIRE(RunLmkit({"quantize", kCliModel, "-o", d.file("q"), "--scheme", "w8a8", "--calibration", d.file("m.json")})
               .exit_code == 0);
-  auto e = RunLmkit({"--json", "eval", kModel, "--tokens", d.file("t.npy"), "--compare", d.file("q")});
+  auto e = RunLmkit({"--json", "eval", kCliModel, "--tokens", d.file("t.npy"), "--compare", d.file("q")});
   REQUIRE(e.exit_code == 0);
   CHECK(Parse(e.out)["compare"]["mode"] == "w8a8-static");
 }
@@ -115,24 +115,24 @@ TEST_CASE("model commands: bad inputs are one-line errors", "[model][cli]") {
     REQUIRE(w->Append(ids).ok());
     REQUIRE(w->Commit().ok());
   }
-  auto r = RunLmkit({"eval", kModel, "--tokens", d.file("big.bin")});
+  auto r = RunLmkit({"eval", kCliModel, "--tokens", d.file("big.bin")});
   CHECK(r.exit_code == 1);
   CHECK(r.err == "lmkit eval: " + d.file("big.bin") + ": token id 9999 at index 2 is >= vocab_size 512\n");
-  r = RunLmkit({"calibrate", "--model", kModel, "--tokens", d.file("big.bin"), "--method", "minmax", "-o",
+  r = RunLmkit({"calibrate", "--model", kCliModel, "--tokens", d.file("big.bin"), "--method", "minmax", "-o",
                 d.file("c.json")});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("token id 9999 at index 2 is >= vocab_size 512") != std::string::npos);
-  r = RunLmkit({"generate", kModel, "--prompt-ids", "1,600", "--max-tokens", "2"});
+  r = RunLmkit({"generate", kCliModel, "--prompt-ids", "1,600", "--max-tokens", "2"});
   CHECK(r.exit_code == 1);
-  CHECK(r.err == "lmkit generate: " + kModel + ": prompt token id 600 at position 1 is >= vocab_size 512\n");
-  r = RunLmkit({"generate", kModel, "--prompt-ids", "1", "--max-tokens", "600"});
+  CHECK(r.err == "lmkit generate: " + kCliModel + ": prompt token id 600 at position 1 is >= vocab_size 512\n");
+  r = RunLmkit({"generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "600"});
   CHECK(r.exit_code == 2);
   r = RunLmkit({"eval", d.file("nope"), "--tokens", d.file("big.bin")});
   CHECK(r.exit_code == 1);
   CHECK(r.err == "lmkit eval: " + d.file("nope") + ": no such file or directory\n");
-  r = RunLmkit({"calibrate", "--model", kModel, "--method", "minmax", "-o", d.file("c.json")});
+  r = RunLmkit({"calibrate", "--model", kCliModel, "--method", "minmax", "-o", d.file("c.json")});
   CHECK(r.exit_code == 2);
-  r = RunLmkit({"calibrate", TestData("quant/laplace_acts.npy"), "--model", kModel, "--tokens", d.file("big.bin"),
+  r = RunLmkit({"calibrate", TestData("quant/laplace_acts.npy"), "--model", kCliModel, "--tokens", d.file("big.bin"),
                 "--method", "minmax", "-o", d.file("c.json")});
   CHECK(r.exit_code == 2);
 }

@@ -9,18 +9,11 @@
 
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
+using lmkit::test::StdoutJson;
 using lmkit::test::TempDir;
 using lmkit::test::TestData;
 
 namespace {
-
-lmkit::Json PlanJsonOf(const lmkit::test::RunResult& r) {
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  auto j = lmkit::ParseJson(r.out, "stdout");
-  REQUIRE(j.ok());
-  return *j;
-}
 
 size_t PlanCount(const std::string& s, const std::string& needle) {
   size_t n = 0;
@@ -41,7 +34,7 @@ void CheckOneLineError(const lmkit::test::RunResult& r, int code, const std::str
 }  // namespace
 
 TEST_CASE("plan cli: overfull plan, hand-checked packing and golden bytes in JSON", "[cli][plan]") {
-  auto j = PlanJsonOf(RunLmkit({"plan", TestData("plan/overfull.json"), "--json"}));
+  auto j = StdoutJson(RunLmkit({"plan", TestData("plan/overfull.json"), "--json"}));
   CHECK(j["schema"] == "lmkit.plan/1");
   CHECK(j["gpu"]["name"] == "H100-SXM5-80GB");
   CHECK(j["usable_bytes_per_gpu"].get<double>() == 80e9 - 4e9 - 1073741824.0);
@@ -61,7 +54,7 @@ TEST_CASE("plan cli: overfull plan, hand-checked packing and golden bytes in JSO
   CHECK(j["groups"].size() == 1);
   CHECK(j["groups"][0]["members"].size() == 3);
   // Two GPUs from the flag: everything fits, the third replica alone on GPU 1.
-  auto j2 = PlanJsonOf(RunLmkit({"plan", TestData("plan/overfull.json"), "--gpus", "2", "--format", "json"}));
+  auto j2 = StdoutJson(RunLmkit({"plan", TestData("plan/overfull.json"), "--gpus", "2", "--format", "json"}));
   CHECK(j2["unplaced"].empty());
   CHECK(j2["assignment"][1]["models"] == lmkit::Json::array({"replica#3"}));
   CHECK(j2["assignment"][1]["free_bytes"].get<double>() == 80e9 - 4e9 - 1073741824.0 - 32637435904.0);
@@ -83,7 +76,7 @@ TEST_CASE("plan cli: table and markdown reports of the worked example, determini
   CHECK(md.out.find("### Memory per model") != std::string::npos);
   CHECK(md.out.find("| chat |") != std::string::npos);
   // --gpu overrides the plan's GPU.
-  auto h200 = PlanJsonOf(RunLmkit({"plan", TestData("plan/serving.json"), "--gpu", "h200", "--json"}));
+  auto h200 = StdoutJson(RunLmkit({"plan", TestData("plan/serving.json"), "--gpu", "h200", "--json"}));
   CHECK(h200["gpu"]["name"] == "H200-SXM-141GB");
 }
 
@@ -134,7 +127,7 @@ TEST_CASE("plan cli: config paths next to the plan, CSV, stdin, overload warning
   lmkit::test::WriteAll(tmp.file("plan.json"),
                         R"({"gpu": "l4", "models": [{"name": "tiny", "model": "tiny.json", "batch": 4, "seq_len": 64,
                             "output_tokens": 32, "requests_per_s": 100000}]})");
-  auto j = PlanJsonOf(RunLmkit({"plan", tmp.file("plan.json"), "--json"}));
+  auto j = StdoutJson(RunLmkit({"plan", tmp.file("plan.json"), "--json"}));
   const auto& m = j["models"][0];
   // Parameters: embedding + head 2 x 1000 x 256; per layer q,k,v,o 4 x 256^2 + MLP 3 x 256 x 512 + 2 norms x 256;
   // final norm 256. KV: 2 x 2 layers x 256 x 2 B = 2,048 B per token.

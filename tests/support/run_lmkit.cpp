@@ -1,5 +1,7 @@
 #include "support/run_lmkit.h"
 
+#include <catch2/catch.hpp>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -135,6 +137,14 @@ std::string WriteTokenFile(const TempDir& dir, uint64_t n, uint16_t modulo) {
   }
   WriteAll(dir.file("t.bin"), bytes);
   return dir.file("t.bin");
+}
+
+Json StdoutJson(const RunResult& r) {
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto j = ParseJson(r.out, "stdout");
+  REQUIRE(j.ok());
+  return *j;
 }
 
 }  // namespace lmkit::test

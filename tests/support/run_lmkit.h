@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "lmkit/common/json.h"
+
 namespace lmkit::test {
 
 struct RunResult {
@@ -39,5 +41,7 @@ std::vector<std::string> ListDir(const std::string& path);  // names, sorted
 // Writes dir/t.bin: n little-endian uint16 ids, id i = (i * 7919) % modulo (every id below modulo appears when n
 // is large enough); returns its path.
 std::string WriteTokenFile(const TempDir& dir, uint64_t n, uint16_t modulo);
+// The one JSON document on a successful run's stdout; fails the test (showing stderr) on a non-zero exit or bad JSON.
+Json StdoutJson(const RunResult& r);
 
 }  // namespace lmkit::test

@@ -21,10 +21,10 @@ using lmkit::test::TestData;
 
 namespace {
 
-const std::string kModel = TestData("model/stories260K");
+const std::string kEvalModel = TestData("model/stories260K");
 
 std::vector<uint32_t> GoldenTokens(double* nll = nullptr) {
-  auto j = ParseJson(*ReadFileToString(kModel + "/golden_greedy.json"), "golden");
+  auto j = ParseJson(*ReadFileToString(kEvalModel + "/golden_greedy.json"), "golden");
   REQUIRE(j.ok());
   if (nll) *nll = (*j)["mean_nll_of_continuation"].get<double>();
   return (*j)["tokens"].get<std::vector<uint32_t>>();
@@ -46,9 +46,9 @@ TEST_CASE("eval: the golden continuation scores the reference NLL - self-compari
   const auto ids = GoldenTokens(&want);
   TempDir d;
   EvalOptions o;
-  o.model = kModel;
+  o.model = kEvalModel;
   o.tokens = WriteTokens(d, "golden.npy", ids);
-  o.compare = kModel;
+  o.compare = kEvalModel;
   o.threads = 2;
   auto r = Evaluate(o, nullptr);
   REQUIRE(r.ok());
@@ -74,7 +74,7 @@ TEST_CASE("eval: the golden continuation scores the reference NLL - self-compari
 TEST_CASE("eval: input errors", "[model][eval]") {
   TempDir d;
   EvalOptions o;
-  o.model = kModel;
+  o.model = kEvalModel;
   o.tokens = WriteTokens(d, "bad.bin", {1, 5, 700, 3});
   auto r = Evaluate(o, nullptr);
   CHECK(r.status().ToString() == o.tokens + ": token id 700 at index 2 is >= vocab_size 512");
@@ -92,7 +92,7 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
   const std::string toks = WriteTokens(d, "t.npy", ids);
   // Calibrate on the model's own activations, then build w8a16, w8a8 static and w8a8 dynamic checkpoints.
   CalibrateModelOptions co;
-  co.model = kModel;
+  co.model = kEvalModel;
   co.tokens = toks;
   co.calib.method = quant::CalibMethod::kMinMax;
   auto table = CalibrateModel(co, nullptr);
@@ -119,7 +119,7 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
                         Case{"w8a8s", quant::QuantScheme::kW8A8, true, WeightMode::kW8A8Static, 0.25},
                         Case{"w8a8d", quant::QuantScheme::kW8A8, false, WeightMode::kW8A8Dynamic, 0.1}}) {
     quant::QuantizeOptions qo;
-    qo.input = kModel;
+    qo.input = kEvalModel;
     qo.output = d.file(c.name);
     qo.scheme = c.scheme;
     if (c.static_act) qo.calibration = calib;
@@ -128,7 +128,7 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
     REQUIRE(m.ok());
     CHECK(m->mode() == c.mode);
     EvalOptions o;
-    o.model = kModel;
+    o.model = kEvalModel;
     o.compare = qo.output;
     o.tokens = toks;
     auto r = Evaluate(o, nullptr);

@@ -23,10 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kModel = TestData("model/stories260K");
+const std::string kLlamaModel = TestData("model/stories260K");
 
 Json Golden() {
-  auto text = ReadFileToString(kModel + "/golden_greedy.json");
+  auto text = ReadFileToString(kLlamaModel + "/golden_greedy.json");
   REQUIRE(text.ok());
   auto j = ParseJson(*text, "golden");
   REQUIRE(j.ok());
@@ -36,11 +36,11 @@ Json Golden() {
 // A copy of stories260K in `dir` with config.json edited by `edit` and tensors filtered by `keep`.
 void WriteVariant(const std::string& dir, const std::function<void(Json&)>& edit,
                   const std::function<bool(const std::string&)>& keep) {
-  auto cfg = ParseJson(*ReadFileToString(kModel + "/config.json"), "cfg");
+  auto cfg = ParseJson(*ReadFileToString(kLlamaModel + "/config.json"), "cfg");
   REQUIRE(cfg.ok());
   edit(*cfg);
   lmkit::test::WriteAll(dir + "/config.json", DumpJson(*cfg));
-  auto st = io::SafetensorsFile::Open(kModel + "/model.safetensors");
+  auto st = io::SafetensorsFile::Open(kLlamaModel + "/model.safetensors");
   REQUIRE(st.ok());
   std::vector<io::TensorData> out;
   for (const auto& t : st->tensors())
@@ -55,7 +55,7 @@ TEST_CASE("llama: greedy decode from BOS matches the float64 golden, logits with
   const auto want = g["tokens"].get<std::vector<uint32_t>>();
   const auto want_logits = g["final_logits"].get<std::vector<double>>();
   GenerateOptions o;
-  o.model = kModel;
+  o.model = kLlamaModel;
   o.prompt = {1};
   o.max_tokens = static_cast<uint32_t>(want.size() - 1);
   for (unsigned threads : {1u, 3u}) {
@@ -73,7 +73,7 @@ TEST_CASE("llama: greedy decode from BOS matches the float64 golden, logits with
 }
 
 TEST_CASE("llama: one prefill equals token-by-token decoding with the KV cache, for any thread count", "[model]") {
-  auto m = LlamaModel::Load(kModel);
+  auto m = LlamaModel::Load(kLlamaModel);
   REQUIRE(m.ok());
   CHECK(m->mode() == WeightMode::kFloat);
   const auto ids = Golden()["tokens"].get<std::vector<uint32_t>>();
@@ -199,9 +199,9 @@ TEST_CASE("llama: int8 Linear kernels equal their definition", "[model]") {
 }
 
 TEST_CASE("llama: F16 and BF16 checkpoints load exactly as their values in F32", "[model]") {
-  auto st = io::SafetensorsFile::Open(kModel + "/model.safetensors");
+  auto st = io::SafetensorsFile::Open(kLlamaModel + "/model.safetensors");
   REQUIRE(st.ok());
-  auto f32 = LlamaModel::Load(kModel);
+  auto f32 = LlamaModel::Load(kLlamaModel);
   REQUIRE(f32.ok());
   const auto ids = Golden()["tokens"].get<std::vector<uint32_t>>();
   const uint32_t V = 512, n = static_cast<uint32_t>(ids.size());
@@ -223,7 +223,7 @@ TEST_CASE("llama: F16 and BF16 checkpoints load exactly as their values in F32",
     }
     for (const auto& [dir, bufs, type] : {std::tuple{half, &hb, dt}, std::tuple{wide, &wb, io::DType::kF32}}) {
       fs::create_directories(dir);
-      fs::copy_file(kModel + "/config.json", dir + "/config.json");
+      fs::copy_file(kLlamaModel + "/config.json", dir + "/config.json");
       std::vector<io::TensorData> out;
       for (size_t i = 0; i < bufs->size(); ++i) {
         const auto& t = st->tensors()[i];
