@@ -4,7 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
-for s in bench/bpe.sh bench/quant.sh bench/dataload.sh; do
+for s in bench/bpe.sh bench/quant.sh bench/quant_accuracy.sh bench/dataload.sh bench/distributed.sh; do
   [ -f "$s" ] || continue
   echo "== $s ==" >&2
   bash "$s" || { echo "bench: $s failed" >&2; status=1; }
