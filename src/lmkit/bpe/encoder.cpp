@@ -332,10 +332,13 @@ class Chunker {
 
 }  // namespace
 
-// Performance notes (2 threads): an earlier version read a window of chunks, encoded them with a parallel-for and
-// then wrote them, all in lock step; the reads, the writes and the slowest chunk of each window left the second core
-// idle and two threads gave only 1.4-1.5x one. Now the calling thread only reads and writes, `threads` workers take
-// chunks as soon as they are read, and results are written in input order as soon as the oldest one is done.
+// Performance notes (2 threads, debmix; docs/benchmarks/bpe-encode.md): an earlier version read a window of chunks,
+// encoded them with a parallel-for and wrote them, all in lock step, and two threads gave only 1.4-1.5x one. Most of
+// that was false sharing, not the lock step: the workers' id vectors and encoders sat next to each other and their
+// headers (written on every push) shared cache lines, so two threads spent a third more CPU than one. With slots and
+// encoders cache-line aligned they spend the same CPU as one thread (1.79-2.19x wall in three idle runs, where two
+// independent processes reach 1.87-2.00x). The calling thread only reads and writes; `threads` workers take chunks as
+// soon as they are read, and results are written in input order as soon as the oldest one is done.
 Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source, TokenSink& sink,
                                  const StreamOptions& options, ProgressSink* progress) {
   const unsigned threads = std::max(1u, options.threads);
