@@ -29,6 +29,20 @@ Result<int64_t> ParsePositive(const std::string& s, const std::string& what) {
   return static_cast<int64_t>(v);
 }
 
+// Applies one --sweep value to a copy of the options and model: seq-len and batch change the options, model replaces
+// the model. Shared by the flops and memory sweeps.
+template <typename Options>
+Status ApplySweepValue(const std::string& variable, const std::string& value, Options* o, ModelSpec* m) {
+  if (variable == "seq-len") {
+    LMKIT_ASSIGN_OR_RETURN(o->seq_len, ParsePositive(value, "seq-len"));
+  } else if (variable == "batch") {
+    LMKIT_ASSIGN_OR_RETURN(o->batch, ParsePositive(value, "batch"));
+  } else {
+    LMKIT_ASSIGN_OR_RETURN(*m, ResolveModel(value));
+  }
+  return Status::Ok();
+}
+
 double Share(uint64_t part, uint64_t whole) { return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0; }
 
 std::string ConventionsLine(const FlopsOptions& o) {
@@ -191,13 +205,7 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
     for (const auto& v : req.sweep.values) {
       FlopsOptions o = req.options;
       ModelSpec m = r.model;
-      if (req.sweep.variable == "seq-len") {
-        LMKIT_ASSIGN_OR_RETURN(o.seq_len, ParsePositive(v, "seq-len"));
-      } else if (req.sweep.variable == "batch") {
-        LMKIT_ASSIGN_OR_RETURN(o.batch, ParsePositive(v, "batch"));
-      } else {
-        LMKIT_ASSIGN_OR_RETURN(m, ResolveModel(v));
-      }
+      LMKIT_RETURN_IF_ERROR(ApplySweepValue(req.sweep.variable, v, &o, &m));
       LMKIT_ASSIGN_OR_RETURN(FlopsReport rep, ComputeFlops(m, o));
       if (req.sweep.variable == "model" && r.sweep.empty()) {
         r.model = m;
@@ -459,13 +467,7 @@ Result<MemoryResult> RunMemory(const MemoryRequest& req) {
   for (const auto& v : req.sweep.values) {
     MemoryOptions o = base;
     ModelSpec m = r.model;
-    if (req.sweep.variable == "seq-len") {
-      LMKIT_ASSIGN_OR_RETURN(o.seq_len, ParsePositive(v, "seq-len"));
-    } else if (req.sweep.variable == "batch") {
-      LMKIT_ASSIGN_OR_RETURN(o.batch, ParsePositive(v, "batch"));
-    } else {
-      LMKIT_ASSIGN_OR_RETURN(m, ResolveModel(v));
-    }
+    LMKIT_RETURN_IF_ERROR(ApplySweepValue(req.sweep.variable, v, &o, &m));
     LMKIT_ASSIGN_OR_RETURN(MemoryReport rep, EstimateMemory(m, o));
     if (req.sweep.variable == "model" && r.sweep.empty()) {
       r.model = m;

@@ -56,6 +56,21 @@ __device__ __forceinline__ float BlockMax(float m, float* warp_max) {
   return v;  // valid in thread 0
 }
 
+// Reduces each thread's partial absmax `m` over the block, stores the row's scale (thread 0) and returns the inverse
+// scale used for rounding in every thread (0 for an all-zero row).
+__device__ __forceinline__ float RowInverseScale(float m, float* warp_max, float* s_scale, float* row_scale,
+                                                 float divisor, ElemType scale_type) {
+  m = BlockMax(m, warp_max);
+  if (threadIdx.x == 0) {
+    const float s = StoredScaleDevice(m, divisor, scale_type);
+    *s_scale = s;
+    *row_scale = s;
+  }
+  __syncthreads();
+  const float s = *s_scale;
+  return s > 0.0f ? __fdiv_rn(1.0f, s) : 0.0f;
+}
+
 template <typename Tag>
 __global__ void QuantizeRowsKernel(const typename Tag::Storage* __restrict__ in, int8_t* __restrict__ codes,
                                    float* __restrict__ scales, uint64_t cols, float divisor, float lo, float hi,
@@ -67,15 +82,7 @@ __global__ void QuantizeRowsKernel(const typename Tag::Storage* __restrict__ in,
   int8_t* out = codes + row * cols;
   float m = 0.0f;
   for (uint64_t c = threadIdx.x; c < cols; c += kThreads) m = fmaxf(m, fabsf(Tag::ToF32(x[c])));
-  m = BlockMax(m, warp_max);
-  if (threadIdx.x == 0) {
-    const float s = StoredScaleDevice(m, divisor, scale_type);
-    s_scale = s;
-    scales[row] = s;
-  }
-  __syncthreads();
-  const float s = s_scale;
-  const float inv = s > 0.0f ? __fdiv_rn(1.0f, s) : 0.0f;
+  const float inv = RowInverseScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type);
   for (uint64_t c = threadIdx.x; c < cols; c += kThreads) out[c] = quant::QuantizeValue(Tag::ToF32(x[c]), inv, lo, hi);
 }
 
@@ -100,15 +107,7 @@ __global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* 
       m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16))));
     }
   }
-  m = BlockMax(m, warp_max);
-  if (threadIdx.x == 0) {
-    const float s = StoredScaleDevice(m, divisor, scale_type);
-    s_scale = s;
-    scales[row] = s;
-  }
-  __syncthreads();
-  const float s = s_scale;
-  const float inv = s > 0.0f ? __fdiv_rn(1.0f, s) : 0.0f;
+  const float inv = RowInverseScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type);
   for (uint64_t c = threadIdx.x; c < n8; c += kThreads) {
     uint4 v = x[c];
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
