@@ -152,6 +152,16 @@ Status AddPrintableMerge(const Json& vocab, std::string_view a, std::string_view
   return tok.AddMerge(left, right, rank, result).WithSubject(where);
 }
 
+// Removes the first line from *text and returns it without its "\n" or "\r\n" (rank and merges files come from
+// Windows checkouts too).
+std::string_view TakeLine(std::string_view* text) {
+  const size_t nl = text->find('\n');
+  std::string_view line = text->substr(0, nl);
+  text->remove_prefix(nl == std::string_view::npos ? text->size() : nl + 1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
 }  // namespace
 
 std::vector<std::string> BuiltinTokenizerNames() { return {std::begin(kBuiltins), std::end(kBuiltins)}; }
@@ -164,11 +174,8 @@ Result<std::unique_ptr<Tokenizer>> ReadTiktoken(const std::string& path, const T
   std::string bytes;
   size_t line_no = 0;
   while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    const std::string_view line = TakeLine(&text);
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     size_t sp = line.find(' ');
     std::string where = path + ":" + std::to_string(line_no);
@@ -206,11 +213,8 @@ Result<std::unique_ptr<Tokenizer>> ReadVocabMerges(const std::string& vocab_json
   size_t line_no = 0;
   uint32_t rank = 0;
   while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    const std::string_view line = TakeLine(&text);
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
     std::string where = merges_txt + ":" + std::to_string(line_no);
     size_t sp = line.find(' ');
