@@ -84,6 +84,19 @@ std::vector<float> LinspaceEdges(float first, float last, uint32_t bins) {
   return e;
 }
 
+namespace {
+
+// np.histogram's edges for range (lo, hi): an empty range is widened to +-0.5 around it first.
+std::vector<float> NumpyRangeEdges(float lo, float hi, uint32_t bins) {
+  if (lo == hi) {
+    lo -= 0.5f;
+    hi += 0.5f;
+  }
+  return LinspaceEdges(lo, hi, bins);
+}
+
+}  // namespace
+
 void HistogramUniform(const float* x, uint64_t n, const std::vector<float>& edges, std::vector<uint64_t>& counts,
                       bool absolute) {
   const int64_t nb = static_cast<int64_t>(edges.size()) - 1;
@@ -120,13 +133,8 @@ void OrtSignedHistogram::AddBatch(const float* x, uint64_t n) {
   MinMax(x, n, &mn, &mx);
   const float t = std::max(std::fabs(mn), std::fabs(mx));
   if (counts_.empty()) {
-    // np.histogram(data, num_bins, range=(-t, t)); numpy widens an empty range to +-0.5.
-    float lo = -t, hi = t;
-    if (lo == hi) {
-      lo -= 0.5f;
-      hi += 0.5f;
-    }
-    edges_ = LinspaceEdges(lo, hi, initial_bins_);
+    // np.histogram(data, num_bins, range=(-t, t)).
+    edges_ = NumpyRangeEdges(-t, t, initial_bins_);
     counts_.assign(initial_bins_, 0);
     HistogramUniform(x, n, edges_, counts_, false);
     threshold_ = t;
@@ -137,13 +145,9 @@ void OrtSignedHistogram::AddBatch(const float* x, uint64_t n) {
   min_ = std::min(min_, mn);
   max_ = std::max(max_, mx);
   if (t <= threshold_) {
-    float lo = -threshold_, hi = threshold_;
-    if (lo == hi) {
-      lo -= 0.5f;
-      hi += 0.5f;
-    }
     std::vector<uint64_t> add(counts_.size(), 0);
-    HistogramUniform(x, n, LinspaceEdges(lo, hi, static_cast<uint32_t>(counts_.size())), add, false);
+    HistogramUniform(x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())), add,
+                     false);
     for (size_t i = 0; i < add.size(); ++i) counts_[i] += add[i];
     return;  // ORT keeps the old edges
   }
@@ -181,12 +185,7 @@ void OrtAbsHistogram::AddBatch(const float* x, uint64_t n) {
   }
   if (counts_.empty()) {
     // np.histogram(|x|, bins=num_bins): range = [min|x|, max|x|] of this batch.
-    float lo = amin, hi = amax;
-    if (lo == hi) {
-      lo -= 0.5f;
-      hi += 0.5f;
-    }
-    edges_ = LinspaceEdges(lo, hi, initial_bins_);
+    edges_ = NumpyRangeEdges(amin, amax, initial_bins_);
     counts_.assign(initial_bins_, 0);
     HistogramUniform(x, n, edges_, counts_, true);
     min_ = mn;
