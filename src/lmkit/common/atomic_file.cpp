@@ -155,6 +155,21 @@ Status AtomicFile::Write(const void* data, size_t size) {
 Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t size) {
   if (fd_ < 0) return Status::Internal("write to a closed AtomicFile");
   LMKIT_RETURN_IF_ERROR(Flush());
+  return WriteRegion(offset, data, size);
+}
+
+Result<uint64_t> AtomicFile::ReserveRegion(uint64_t size) {
+  if (fd_ < 0) return Status::Internal("write to a closed AtomicFile");
+  LMKIT_RETURN_IF_ERROR(Flush());
+  const uint64_t offset = written_;
+  if (::lseek(fd_, static_cast<off_t>(offset + size), SEEK_SET) < 0)
+    return Status::FromErrno(path_, "seek failed", errno);
+  written_ += size;
+  return offset;
+}
+
+Status AtomicFile::WriteRegion(uint64_t offset, const void* data, size_t size) const {
+  if (fd_ < 0) return Status::Internal("write to a closed AtomicFile");
   const uint8_t* p = static_cast<const uint8_t*>(data);
   size_t off = 0;
   while (off < size) {

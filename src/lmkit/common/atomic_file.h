@@ -35,6 +35,12 @@ class AtomicFile {
   // last. Does not move the append position.
   Status WriteAt(uint64_t offset, const void* data, size_t size);
   uint64_t bytes_written() const { return written_ + buffer_.size(); }
+  // Parallel filling: flushes the buffer and hands out the next `size` bytes of the file as a region, returning its
+  // offset; appends continue after it. The caller fills the region with WriteRegion before Commit (a part left unfilled
+  // reads as zeros).
+  Result<uint64_t> ReserveRegion(uint64_t size);
+  // pwrite into a reserved region. The one method that may run on several threads at once (with itself only).
+  Status WriteRegion(uint64_t offset, const void* data, size_t size) const;
 
   Status Commit();
   void Abort();

@@ -308,6 +308,23 @@ Status SafetensorsWriter::Write(const void* data, size_t size) {
   return Status::Ok();
 }
 
+Result<SafetensorsWriter::Region> SafetensorsWriter::Reserve(uint64_t size) {
+  if (size > total_ - written_) {
+    return Status::InvalidInput(out_.path(), fmt::format("{} more bytes reserved than the {} declared",
+                                                         size - (total_ - written_), total_));
+  }
+  LMKIT_ASSIGN_OR_RETURN(uint64_t offset, out_.ReserveRegion(size));
+  written_ += size;
+  return Region{&out_, offset, size};
+}
+
+Status SafetensorsWriter::WriteRegion(const Region& region, uint64_t pos, const void* data, size_t size) {
+  if (pos > region.size || size > region.size - pos)
+    return Status::Internal(fmt::format("WriteRegion: [{}, {}) outside a region of {} bytes", pos, pos + size,
+                                        region.size));
+  return region.file->WriteRegion(region.offset + pos, data, size);
+}
+
 Status SafetensorsWriter::WriteTensor(size_t index, std::span<const uint8_t> bytes) {
   if (index >= infos_.size()) return Status::Internal(fmt::format("WriteTensor: no tensor {}", index));
   const TensorInfo& t = infos_[index];

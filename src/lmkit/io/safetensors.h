@@ -126,6 +126,16 @@ class SafetensorsWriter {
   // Writes tensor `index` whole; kInvalidInput unless it is the next tensor (nothing of it written yet) and `bytes`
   // has exactly its size.
   Status WriteTensor(size_t index, std::span<const uint8_t> bytes);
+  // For tensors produced in parallel: the next `size` data bytes as a region of the file, counted as written at once;
+  // fill it with WriteRegion (any order, any thread: the only method that may run concurrently, with itself) before
+  // the next Write/Reserve/Commit. `pos` is relative to the region's start. kInvalidInput past the declared total.
+  struct Region {
+    const AtomicFile* file = nullptr;
+    uint64_t offset = 0;  // in the file
+    uint64_t size = 0;
+  };
+  Result<Region> Reserve(uint64_t size);
+  static Status WriteRegion(const Region& region, uint64_t pos, const void* data, size_t size);
   // kInvalidInput unless every declared byte was written; then renames into place.
   Status Commit();
 

@@ -9,12 +9,15 @@
 // - Work items are blocks of rows (kRowsPerItem) so the pool's per-item overhead is negligible even for small rows.
 #include "lmkit/quant/quantizer.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 namespace lmkit::quant {
 namespace {
@@ -69,30 +72,55 @@ typedef int8_t C8 __attribute__((vector_size(8)));
 //   sum xhat^2 = s^2 sum c^2,  sum x xhat = s sum x c,  sum (x - xhat)^2 = sum x^2 - 2 s sum x c + s^2 sum c^2,
 // so the loop needs two fp64 adds per element instead of four (the cancellation in the last line costs ~1e-9
 // relative at 40 dB SQNR). max|x - xhat| is exact in fp32 (Sterbenz: xhat is within a factor 2 of x).
+// Running totals of a segment (see CodeSegmentImpl).
+struct CodeAcc {
+  double tx2 = 0, txc = 0;
+  int64_t tc2 = 0;
+  uint64_t tclip = 0;
+  float em = 0;
+};
+
+// One element, scalar (segment tails).
+[[gnu::always_inline]] inline void CodeScalar(float xv, float inv, float scale, Int8Range range, int8_t* out,
+                                              CodeAcc& a) {
+  const float magic = 12582912.0f;
+  float v = xv * inv;
+  v = v < -256.0f ? -256.0f : v;
+  v = v > 256.0f ? 256.0f : v;
+  const float r = (v + magic) - magic;
+  float c = r < range.lo ? range.lo : r;
+  c = c > range.hi ? range.hi : c;
+  a.tclip += c != r ? 1 : 0;
+  *out = static_cast<int8_t>(static_cast<int32_t>(c));
+  const float ae = std::fabs(xv - c * scale);
+  a.em = a.em < ae ? ae : a.em;
+  a.tx2 += static_cast<double>(xv) * xv;
+  a.txc += static_cast<double>(xv) * c;
+  a.tc2 += static_cast<int64_t>(c) * static_cast<int64_t>(c);
+}
+
+[[gnu::always_inline]] inline void CodeFinish(const CodeAcc& a, uint64_t n, float scale, ErrorStats* st) {
+  const double s = scale, c2 = static_cast<double>(a.tc2);
+  st->count += n;
+  st->clipped += a.tclip;
+  st->sum_x2 += a.tx2;
+  st->sum_x_xhat += s * a.txc;
+  st->sum_xhat2 += s * s * c2;
+  st->sum_err2 += std::max(0.0, a.tx2 - 2.0 * s * a.txc + s * s * c2);
+  st->max_abs_err = std::max(st->max_abs_err, static_cast<double>(a.em));
+}
+
+// Codes x[0, n) with `scale` and accumulates the metrics. The sums use exact products (x*x and x*code fit a double
+// exactly; code^2 is an integer) and xhat = code * scale is applied per segment:
+//   sum xhat^2 = s^2 sum c^2,  sum x xhat = s sum x c,  sum (x - xhat)^2 = sum x^2 - 2 s sum x c + s^2 sum c^2,
+// so the loop needs two fp64 adds per element instead of four (the cancellation in the last line costs ~1e-9
+// relative at 40 dB SQNR). max|x - xhat| is exact in fp32 (Sterbenz: xhat is within a factor 2 of x).
 [[gnu::always_inline]] inline void CodeSegmentImpl(const float* x, uint64_t n, float scale, Int8Range range,
                                                    int8_t* codes, ErrorStats* st) {
   const float inv = InverseScale(scale);
   const float magic = 12582912.0f;  // 1.5 * 2^23: (v + magic) - magic == rint(v) for |v| < 2^22 (never folded:
                                     // no -ffast-math in this project)
-  double tx2 = 0, txc = 0;
-  int64_t tc2 = 0;
-  uint64_t tclip = 0;
-  float em = 0;
-  auto scalar = [&](float xv, int8_t* out) {
-    float v = xv * inv;
-    v = v < -256.0f ? -256.0f : v;
-    v = v > 256.0f ? 256.0f : v;
-    const float r = (v + magic) - magic;
-    float c = r < range.lo ? range.lo : r;
-    c = c > range.hi ? range.hi : c;
-    tclip += c != r ? 1 : 0;
-    *out = static_cast<int8_t>(static_cast<int32_t>(c));
-    const float ae = std::fabs(xv - c * scale);
-    em = em < ae ? ae : em;
-    tx2 += static_cast<double>(xv) * xv;
-    txc += static_cast<double>(xv) * c;
-    tc2 += static_cast<int64_t>(c) * static_cast<int64_t>(c);
-  };
+  CodeAcc acc;
   constexpr uint64_t kBlock = 1 << 16;  // int32 lane sums of c^2 (<= 16384 each) cannot overflow within a block
   uint64_t i = 0;
   while (i + 8 <= n) {
@@ -127,44 +155,108 @@ typedef int8_t C8 __attribute__((vector_size(8)));
       sc2 += ci * ci;
     }
     for (int j = 0; j < 4; ++j) {
-      tx2 += sx2a[j] + sx2b[j];
-      txc += sxca[j] + sxcb[j];
+      acc.tx2 += sx2a[j] + sx2b[j];
+      acc.txc += sxca[j] + sxcb[j];
     }
     for (int j = 0; j < 8; ++j) {
-      tc2 += sc2[j];
-      tclip += static_cast<uint64_t>(clip[j]);
+      acc.tc2 += sc2[j];
+      acc.tclip += static_cast<uint64_t>(clip[j]);
     }
     float m = HMax(emax);
-    em = em < m ? m : em;
+    acc.em = acc.em < m ? m : acc.em;
   }
-  for (; i < n; ++i) scalar(x[i], codes + i);
-  const double s = scale, c2 = static_cast<double>(tc2);
-  st->count += n;
-  st->clipped += tclip;
-  st->sum_x2 += tx2;
-  st->sum_x_xhat += s * txc;
-  st->sum_xhat2 += s * s * c2;
-  st->sum_err2 += std::max(0.0, tx2 - 2.0 * s * txc + s * s * c2);
-  st->max_abs_err = std::max(st->max_abs_err, static_cast<double>(em));
+  for (; i < n; ++i) CodeScalar(x[i], inv, scale, range, codes + i, acc);
+  CodeFinish(acc, n, scale, st);
 }
 
-// The same loops compiled for AVX2 (8-wide fp32, 4-wide fp64) and for the baseline, picked once at run time. No FMA
-// contraction happens in either (ISO C++ mode: -ffp-contract=off), so both give identical bits.
-__attribute__((target("avx2"))) float AbsMaxAvx2(const float* x, uint64_t n, bool* finite) {
-  return AbsMaxImpl(x, n, finite);
-}
 float AbsMaxBase(const float* x, uint64_t n, bool* finite) { return AbsMaxImpl(x, n, finite); }
-__attribute__((target("avx2"))) void CodeSegmentAvx2(const float* x, uint64_t n, float scale, Int8Range range,
-                                                     int8_t* codes, ErrorStats* st) {
-  CodeSegmentImpl(x, n, scale, range, codes, st);
-}
 void CodeSegmentBase(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, ErrorStats* st) {
   CodeSegmentImpl(x, n, scale, range, codes, st);
 }
+__attribute__((target("avx2"))) float AbsMaxAvx2(const float* x, uint64_t n, bool* finite) {
+  return AbsMaxImpl(x, n, finite);
+}
+
+// CodeSegmentImpl with AVX2 intrinsics. GCC scalarised two steps of the vector-extension version (int32 -> int8
+// became 8 pextrd + shifts; fp32 -> fp64 went through the stack), which made this loop half of the quantize time.
+// Same results bit for bit as CodeSegmentBase, NaN/inf included (for a subnormal scale 1/scale is inf):
+// - max_ps(a, b) = a > b ? a : b, so max_ps(lo, v) is `v < lo ? lo : v` with the NaN passed through, as in the base;
+// - int32 -> int8 keeps the low byte (a shuffle, not a saturating pack), as the base's conversion does;
+// - the fp64 lanes are laid out as in the base (elements 0-3 in `a`, 4-7 in `b`);
+// - no FMA: GCC contracts a * b + c in C++ even in ISO mode once the target has FMA, which changed max|x - xhat| in
+//   the scalar tail (a test compares the two paths bit for bit).
+__attribute__((target("avx2"))) void CodeSegmentAvx2(const float* x, uint64_t n, float scale, Int8Range range,
+                                                         int8_t* codes, ErrorStats* st) {
+  const uint64_t body = n / 8 * 8;
+  const float inv = InverseScale(scale);
+  const __m256 vinv = _mm256_set1_ps(inv), vs = _mm256_set1_ps(scale), vmagic = _mm256_set1_ps(12582912.0f);
+  const __m256 vlo = _mm256_set1_ps(range.lo), vhi = _mm256_set1_ps(range.hi);
+  const __m256 vneg = _mm256_set1_ps(-256.0f), vpos = _mm256_set1_ps(256.0f);
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  // Low byte of each int32 to the front of its 128-bit lane, then dwords 0 and 4 to the bottom.
+  const __m256i lowbytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i gather = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+  CodeAcc acc;
+  constexpr uint64_t kBlock = 1 << 16;  // as in CodeSegmentImpl: the int32 lane sums cannot overflow within a block
+  for (uint64_t i = 0; i < body;) {
+    const uint64_t bend = std::min(body, i + kBlock);
+    __m256d sx2a = _mm256_setzero_pd(), sx2b = sx2a, sxca = sx2a, sxcb = sx2a;
+    __m256i sc2 = _mm256_setzero_si256(), clip = sc2;
+    __m256 emax = _mm256_setzero_ps();
+    for (; i < bend; i += 8) {
+      const __m256 xv = _mm256_loadu_ps(x + i);
+      __m256 v = _mm256_mul_ps(xv, vinv);
+      v = _mm256_min_ps(vpos, _mm256_max_ps(vneg, v));
+      const __m256 r = _mm256_sub_ps(_mm256_add_ps(v, vmagic), vmagic);
+      const __m256 c = _mm256_min_ps(vhi, _mm256_max_ps(vlo, r));
+      clip = _mm256_sub_epi32(clip, _mm256_castps_si256(_mm256_cmp_ps(c, r, _CMP_NEQ_UQ)));
+      const __m256i ci = _mm256_cvttps_epi32(c);
+      const __m256i b = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(ci, lowbytes), gather);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), _mm256_castsi256_si128(b));
+      const __m256 ae = _mm256_and_ps(_mm256_sub_ps(xv, _mm256_mul_ps(c, vs)), absmask);
+      emax = _mm256_max_ps(ae, emax);
+      const __m256d xl = _mm256_cvtps_pd(_mm256_castps256_ps128(xv));
+      const __m256d xh = _mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1));
+      const __m256d cl = _mm256_cvtps_pd(_mm256_castps256_ps128(c));
+      const __m256d ch = _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1));
+      sx2a = _mm256_add_pd(sx2a, _mm256_mul_pd(xl, xl));
+      sx2b = _mm256_add_pd(sx2b, _mm256_mul_pd(xh, xh));
+      sxca = _mm256_add_pd(sxca, _mm256_mul_pd(xl, cl));
+      sxcb = _mm256_add_pd(sxcb, _mm256_mul_pd(xh, ch));
+      sc2 = _mm256_add_epi32(sc2, _mm256_mullo_epi32(ci, ci));
+    }
+    alignas(32) double a[4], b[4], ca[4], cb[4];
+    alignas(32) int32_t q[8], k[8];
+    alignas(32) float e[8];
+    _mm256_store_pd(a, sx2a);
+    _mm256_store_pd(b, sx2b);
+    _mm256_store_pd(ca, sxca);
+    _mm256_store_pd(cb, sxcb);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(q), sc2);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(k), clip);
+    _mm256_store_ps(e, emax);
+    for (int j = 0; j < 4; ++j) {
+      acc.tx2 += a[j] + b[j];
+      acc.txc += ca[j] + cb[j];
+    }
+    float m = 0;
+    for (int j = 0; j < 8; ++j) {
+      acc.tc2 += q[j];
+      acc.tclip += static_cast<uint32_t>(k[j]);
+      m = m < e[j] ? e[j] : m;
+    }
+    acc.em = acc.em < m ? m : acc.em;
+  }
+  for (uint64_t i = body; i < n; ++i) CodeScalar(x[i], inv, scale, range, codes + i, acc);
+  CodeFinish(acc, n, scale, st);
+}
+
+std::atomic<bool> g_force_baseline{false};
 
 bool HaveAvx2() {
   static const bool have = __builtin_cpu_supports("avx2");
-  return have;
+  return have && !g_force_baseline.load(std::memory_order_relaxed);
 }
 inline float AbsMax(const float* x, uint64_t n, bool* finite) {
   return HaveAvx2() ? AbsMaxAvx2(x, n, finite) : AbsMaxBase(x, n, finite);
@@ -280,9 +372,14 @@ float StoredScale(float absmax, Int8Convention convention, io::DType scale_dtype
   return s;
 }
 
-Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t cols,
-                      const QuantizeMatrixOptions& options, ThreadPool* pool, int8_t* codes, float* scales,
-                      ErrorStats* stats) {
+namespace {
+
+// QuantizeMatrix over rows in memory (`src`, codes to `codes`) or through `streams` (rows read into and codes written
+// from per-worker blocks). Statistics are kept per group of kRowsPerItem rows and reduced in group order whatever the
+// work-item size, so both variants give the same stats bit for bit.
+Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams, io::DType dtype, uint64_t rows,
+                    uint64_t cols, const QuantizeMatrixOptions& options, ThreadPool* pool, float* scales,
+                    ErrorStats* stats) {
   if (dtype != io::DType::kF32 && dtype != io::DType::kF16 && dtype != io::DType::kBF16)
     return Status::InvalidInput("", std::string("cannot quantize dtype ") + std::string(io::DTypeName(dtype)));
   const Granularity& g = options.granularity;
@@ -291,15 +388,47 @@ Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t
                                         std::to_string(cols) + " columns");
   const Int8Range range = RangeOf(options.convention);
   const size_t esize = io::DTypeSize(dtype);
-  const auto* src = static_cast<const uint8_t*>(data);
-  const uint64_t items = (rows + kRowsPerItem - 1) / kRowsPerItem;
+  const uint64_t row_bytes = cols * esize;
+  // Streamed items are >= 128 KiB of input, so the two system calls per item stay a small share of the time; larger
+  // items were slower (per-worker blocks fall out of L2: 256 KiB +15%, 1 MiB +100% on the build VM).
+  const uint64_t item_rows =
+      streams ? kRowsPerItem * std::max<uint64_t>(1, (128u << 10) / std::max<uint64_t>(1, kRowsPerItem * row_bytes))
+              : kRowsPerItem;
+  const uint64_t items = (rows + item_rows - 1) / item_rows;
+  const uint64_t groups = (rows + kRowsPerItem - 1) / kRowsPerItem;
   const unsigned workers = pool ? pool->size() : 1;
   std::vector<std::vector<float>> buffers(workers, std::vector<float>(cols));
+  // Per-worker blocks for streams; 8-aligned, so F32 rows are used in place.
+  std::vector<std::vector<uint64_t>> raw(streams ? workers : 0, std::vector<uint64_t>((item_rows * row_bytes + 7) / 8));
+  std::vector<std::vector<int8_t>> code_blocks(streams ? workers : 0, std::vector<int8_t>(item_rows * cols));
   std::atomic<uint64_t> bad_row{std::numeric_limits<uint64_t>::max()};
   auto note_bad = [&](uint64_t r) {
     uint64_t cur = bad_row.load();
     while (r < cur && !bad_row.compare_exchange_weak(cur, r)) {
     }
+  };
+  // The first stream error in item order wins, so the message does not depend on scheduling.
+  std::mutex error_mu;
+  uint64_t error_item = std::numeric_limits<uint64_t>::max();
+  Status stream_error;
+  std::atomic<bool> failed{false};
+  auto fail = [&](uint64_t item, Status st) {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (item < error_item) {
+      error_item = item;
+      stream_error = std::move(st);
+    }
+    failed = true;
+  };
+  // Raw bytes of rows [r0, r0 + n), or nullptr after a stream error.
+  auto fetch = [&](uint64_t item, uint64_t r0, uint64_t n, unsigned w) -> const uint8_t* {
+    if (!streams) return src + r0 * row_bytes;
+    if (failed.load(std::memory_order_relaxed)) return nullptr;
+    auto* dst = reinterpret_cast<uint8_t*>(raw[w].data());
+    Status st = streams->read(r0, n, dst);
+    if (st.ok()) return dst;
+    fail(item, std::move(st));
+    return nullptr;
   };
   auto run = [&](uint64_t count, const std::function<void(size_t, unsigned)>& fn) {
     if (pool)
@@ -313,28 +442,38 @@ Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t
   if (g.kind == Granularity::Kind::kTensor) {
     std::vector<float> item_max(items, 0.0f);
     run(items, [&](size_t item, unsigned w) {
+      const uint64_t r0 = item * item_rows, n = std::min(rows, r0 + item_rows) - r0;
+      const uint8_t* block = fetch(item, r0, n, w);
+      if (!block) return;
       float* buf = buffers[w].data();
-      for (uint64_t r = item * kRowsPerItem; r < std::min(rows, (item + 1) * kRowsPerItem); ++r) {
-        const float* row = LoadRow(src + r * cols * esize, dtype, cols, buf);
+      for (uint64_t k = 0; k < n; ++k) {
+        const float* row = LoadRow(block + k * row_bytes, dtype, cols, buf);
         bool finite = true;
         item_max[item] = std::max(item_max[item], AbsMax(row, cols, &finite));
-        if (!finite) note_bad(r);
+        if (!finite) note_bad(r0 + k);
       }
     });
+    if (failed) return stream_error;
     float m = 0;
     for (float v : item_max) m = std::max(m, v);
     tensor_scale = StoredScale(m, options.convention, options.scale_dtype);
     if (bad_row.load() == std::numeric_limits<uint64_t>::max()) scales[0] = tensor_scale;
   }
 
-  std::vector<ErrorStats> item_stats(items);
+  std::vector<ErrorStats> group_stats(groups);
   if (bad_row.load() == std::numeric_limits<uint64_t>::max()) {
     run(items, [&](size_t item, unsigned w) {
+      const uint64_t r0 = item * item_rows, n = std::min(rows, r0 + item_rows) - r0;
+      const uint8_t* block = fetch(item, r0, n, w);
+      if (!block) return;
       float* buf = buffers[w].data();
-      ErrorStats& st = item_stats[item];
-      for (uint64_t r = item * kRowsPerItem; r < std::min(rows, (item + 1) * kRowsPerItem); ++r) {
-        const float* row = LoadRow(src + r * cols * esize, dtype, cols, buf);
-        int8_t* out = codes + r * cols;
+      int8_t* out_block = streams ? code_blocks[w].data() : codes + r0 * cols;
+      bool all_finite = true;
+      for (uint64_t k = 0; k < n; ++k) {
+        const uint64_t r = r0 + k;
+        const float* row = LoadRow(block + k * row_bytes, dtype, cols, buf);
+        int8_t* out = out_block + k * cols;
+        ErrorStats& st = group_stats[r / kRowsPerItem];
         bool finite = true;
         switch (g.kind) {
           case Granularity::Kind::kTensor:
@@ -349,31 +488,58 @@ Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t
           }
           case Granularity::Kind::kGroup: {
             const uint64_t gs = g.group_size, ng = cols / gs;
-            for (uint64_t k = 0; k < ng && finite; ++k) {
-              float s = StoredScale(AbsMax(row + k * gs, gs, &finite), options.convention, options.scale_dtype);
+            for (uint64_t k2 = 0; k2 < ng && finite; ++k2) {
+              float s = StoredScale(AbsMax(row + k2 * gs, gs, &finite), options.convention, options.scale_dtype);
               if (!finite) break;
-              scales[r * ng + k] = s;
-              CodeSegment(row + k * gs, gs, s, range, out + k * gs, &st);
+              scales[r * ng + k2] = s;
+              CodeSegment(row + k2 * gs, gs, s, range, out + k2 * gs, &st);
             }
             break;
           }
         }
-        if (!finite) note_bad(r);
+        if (!finite) {
+          note_bad(r);
+          all_finite = false;
+        }
+      }
+      if (streams && all_finite && !failed.load(std::memory_order_relaxed)) {
+        Status st = streams->write(r0, n, out_block);
+        if (!st.ok()) fail(item, std::move(st));
       }
     });
+    if (failed) return stream_error;
   }
   if (uint64_t r = bad_row.load(); r != std::numeric_limits<uint64_t>::max()) {
+    std::vector<uint64_t> one((row_bytes + 7) / 8);
+    const uint8_t* bytes = src ? src + r * row_bytes : reinterpret_cast<const uint8_t*>(one.data());
+    if (!src) LMKIT_RETURN_IF_ERROR(streams->read(r, 1, reinterpret_cast<uint8_t*>(one.data())));
     std::vector<float> buf(cols);
-    const float* row = LoadRow(src + r * cols * esize, dtype, cols, buf.data());
+    const float* row = LoadRow(bytes, dtype, cols, buf.data());
     return Status::InvalidInput("", "non-finite value at [" + std::to_string(r) + ", " +
                                         std::to_string(FirstNonFinite(row, cols)) + "]");
   }
   if (stats) {
     ErrorStats total;
-    for (const ErrorStats& s : item_stats) total.Merge(s);
+    for (const ErrorStats& s : group_stats) total.Merge(s);
     *stats = total;
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+void ForceBaselineKernelsForTesting(bool on) { g_force_baseline = on; }
+
+Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t cols,
+                      const QuantizeMatrixOptions& options, ThreadPool* pool, int8_t* codes, float* scales,
+                      ErrorStats* stats) {
+  return QuantizeRows(static_cast<const uint8_t*>(data), codes, nullptr, dtype, rows, cols, options, pool, scales,
+                      stats);
+}
+
+Status QuantizeMatrix(const RowStreams& streams, io::DType dtype, uint64_t rows, uint64_t cols,
+                      const QuantizeMatrixOptions& options, ThreadPool* pool, float* scales, ErrorStats* stats) {
+  return QuantizeRows(nullptr, nullptr, &streams, dtype, rows, cols, options, pool, scales, stats);
 }
 
 void DequantizeMatrix(const int8_t* codes, const float* scales, uint64_t rows, uint64_t cols,

@@ -1,6 +1,7 @@
 #include "lmkit/common/atomic_file.h"
 
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "support/run_lmkit.h"
 
@@ -69,4 +70,24 @@ TEST_CASE("atomic file: a missing directory is an I/O error naming the path", "[
   REQUIRE_FALSE(f.ok());
   CHECK(f.status().code() == lmkit::ErrorCode::kIo);
   CHECK(f.status().ToString().find("/nonexistent-lmkit-dir/x.bin") != std::string::npos);
+}
+
+TEST_CASE("atomic file: a reserved region is filled from several threads while appends continue after it",
+          "[common][atomic]") {
+  TempDir dir;
+  std::string path = dir.file("r.bin");
+  auto f = AtomicFile::Create(path);
+  REQUIRE(f.ok());
+  REQUIRE(f->Write("ab").ok());  // buffered: ReserveRegion must flush it first
+  auto region = f->ReserveRegion(8);
+  REQUIRE(region.ok());
+  CHECK(*region == 2);
+  CHECK(f->bytes_written() == 10);
+  REQUIRE(f->Write("yz").ok());
+  std::thread t1([&] { REQUIRE(f->WriteRegion(*region + 4, "4567", 4).ok()); });
+  std::thread t2([&] { REQUIRE(f->WriteRegion(*region, "0123", 4).ok()); });
+  t1.join();
+  t2.join();
+  REQUIRE(f->Commit().ok());
+  CHECK(ReadAll(path) == "ab01234567yz");
 }

@@ -157,6 +157,34 @@ TEST_CASE("safetensors: streaming writer takes bytes in arbitrary pieces", "[io]
   CHECK(std::equal(c.begin(), c.end(), all.begin() + 17));
 }
 
+TEST_CASE("safetensors: a reserved region is filled out of order and counts as written", "[io][safetensors]") {
+  TempDir dir;
+  std::string path = dir.file("r.safetensors");
+  std::vector<TensorSpec> specs = {{"a", DType::kU8, {3}}, {"codes", DType::kI8, {4, 4}}, {"s", DType::kF32, {1}}};
+  auto all = Pattern(3 + 16 + 4, 5);
+  {
+    auto w = SafetensorsWriter::Create(path, specs);
+    REQUIRE(w.ok());
+    REQUIRE(w->Write(all.data(), 3).ok());
+    CHECK(w->Reserve(100).status().code() == ErrorCode::kInvalidInput);  // more than declared
+    auto region = w->Reserve(16);
+    REQUIRE(region.ok());
+    CHECK(w->data_written() == 19);
+    CHECK(w->current_tensor() == 2);
+    for (int row = 3; row >= 0; --row)
+      REQUIRE(SafetensorsWriter::WriteRegion(*region, row * 4, all.data() + 3 + row * 4, 4).ok());
+    CHECK(SafetensorsWriter::WriteRegion(*region, 14, all.data(), 4).code() == ErrorCode::kInternal);  // past its end
+    REQUIRE(w->Write(all.data() + 19, 4).ok());
+    REQUIRE(w->Commit().ok());
+  }
+  auto f = SafetensorsFile::Open(path);
+  REQUIRE(f.ok());
+  auto c = f->Data(*f->Find("codes"));
+  CHECK(std::equal(c.begin(), c.end(), all.begin() + 3));
+  auto sc = f->Data(*f->Find("s"));
+  CHECK(std::equal(sc.begin(), sc.end(), all.begin() + 19));
+}
+
 TEST_CASE("safetensors: writer refuses incomplete data, wrong order and bad names - nothing is left behind",
           "[io][safetensors]") {
   TempDir dir;

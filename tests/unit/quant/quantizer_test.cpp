@@ -2,6 +2,7 @@
 // non-finite input, granularities, thread-count independence and the error metrics.
 #include "lmkit/quant/quantizer.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -206,4 +207,125 @@ TEST_CASE("quantizer: Gaussian per-channel and per-tensor SQNR match the referen
   CHECK(t.stats.SqnrDb() < c.stats.SqnrDb());
   CHECK(c.stats.Cosine() < 1.0);
   CHECK(c.stats.Cosine() > 0.9999);
+}
+
+TEST_CASE("quantizer: the AVX2 and baseline loops give the same codes, scales and stats bit for bit", "[quant]") {
+  // Widths cover the 8-wide body, scalar tails and groups that end mid-vector; the rows include exact ties, zeros,
+  // one outlier, and a row whose scale is subnormal (1/scale overflows to inf).
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (uint64_t cols : {1u, 7u, 8u, 13u, 64u, 4099u}) {
+    const uint64_t rows = 11;
+    std::vector<float> x(rows * cols);
+    for (float& v : x) v = nd(rng);
+    for (uint64_t c = 0; c < cols; ++c) {
+      x[1 * cols + c] = 0.0f;
+      x[2 * cols + c] = static_cast<float>(static_cast<int>(c % 9) - 4) * 0.5f;  // ties at scale 1/127.5 multiples
+      x[3 * cols + c] = (c % 2 ? 1e-41f : -3e-42f);                              // subnormal absmax and scale
+    }
+    x[4 * cols] = 1e6f;  // one outlier: the rest of the row codes to 0
+    std::vector<uint16_t> bf(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      uint32_t b;
+      std::memcpy(&b, &x[i], 4);
+      bf[i] = static_cast<uint16_t>(b >> 16);
+    }
+    std::vector<Granularity> gs = {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}};
+    if (cols % 13 == 0) gs.push_back(Granularity{Granularity::Kind::kGroup, 13});
+    for (const Granularity& g : gs)
+      for (io::DType dt : {io::DType::kF32, io::DType::kBF16})
+        for (io::DType sdt : {io::DType::kF32, io::DType::kF16}) {
+          auto run = [&](bool baseline) {
+            ForceBaselineKernelsForTesting(baseline);
+            Out o;
+            o.codes.assign(rows * cols, 99);
+            o.scales.assign(g.ScaleCount(rows, cols), -1.0f);
+            const void* src = dt == io::DType::kF32 ? static_cast<const void*>(x.data()) : bf.data();
+            REQUIRE(QuantizeMatrix(src, dt, rows, cols, {g, Int8Convention::kHalfStep, sdt}, nullptr, o.codes.data(),
+                                   o.scales.data(), &o.stats)
+                        .ok());
+            ForceBaselineKernelsForTesting(false);
+            return o;
+          };
+          Out a = run(false), b = run(true);
+          INFO("cols " << cols << " granularity " << GranularityName(g) << " dtype " << io::DTypeName(dt));
+          CHECK(a.codes == b.codes);
+          CHECK(std::memcmp(a.scales.data(), b.scales.data(), a.scales.size() * 4) == 0);
+          CHECK(std::memcmp(&a.stats, &b.stats, sizeof a.stats) == 0);
+        }
+  }
+}
+
+TEST_CASE("quantizer: streamed rows and codes give the same result as the in-memory matrix", "[quant]") {
+  // Enough rows for several 128 KiB work items plus a partial one, for every granularity and thread count.
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  const uint64_t rows = 300, cols = 1000;  // 4000-byte F32 rows: 32-row items, the last one 12 rows
+  std::vector<float> x(rows * cols);
+  for (float& v : x) v = nd(rng);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(x.data());
+  ThreadPool pool(3);
+  for (auto g : {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}, Granularity{Granularity::Kind::kGroup, 100}})
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      Out mem = Run(x, rows, cols, g, Int8Convention::kHalfStep, io::DType::kF32, p);
+      std::vector<int8_t> codes(rows * cols, 99);
+      std::vector<float> scales(g.ScaleCount(rows, cols), -1.0f);
+      std::atomic<uint64_t> read_rows{0};
+      RowStreams io;
+      io.read = [&](uint64_t first, uint64_t count, uint8_t* dst) {
+        std::memcpy(dst, bytes + first * cols * 4, count * cols * 4);
+        read_rows += count;
+        return Status::Ok();
+      };
+      io.write = [&](uint64_t first, uint64_t count, const int8_t* c) {
+        std::memcpy(codes.data() + first * cols, c, count * cols);
+        return Status::Ok();
+      };
+      ErrorStats stats;
+      REQUIRE(QuantizeMatrix(io, io::DType::kF32, rows, cols, {g, Int8Convention::kHalfStep, io::DType::kF32}, p,
+                             scales.data(), &stats)
+                  .ok());
+      INFO(GranularityName(g) << (p ? " pool" : " inline"));
+      CHECK(codes == mem.codes);
+      CHECK(scales == mem.scales);
+      CHECK(std::memcmp(&stats, &mem.stats, sizeof stats) == 0);
+      // Per-tensor scales need a first pass over every row; the others read each row once.
+      CHECK(read_rows.load() == (g.kind == Granularity::Kind::kTensor ? 2 * rows : rows));
+    }
+}
+
+TEST_CASE("quantizer: stream errors and non-finite rows stop the streamed matrix", "[quant]") {
+  const uint64_t rows = 200, cols = 1000;
+  std::vector<float> x(rows * cols, 0.5f);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(x.data());
+  ThreadPool pool(2);
+  auto streams = [&](uint64_t bad_read_row, uint64_t bad_write_row, std::atomic<uint64_t>* written) {
+    RowStreams io;
+    io.read = [=](uint64_t first, uint64_t count, uint8_t* dst) {
+      if (bad_read_row >= first && bad_read_row < first + count) return Status::Io("in.bin", "read failed");
+      std::memcpy(dst, bytes + first * cols * 4, count * cols * 4);
+      return Status::Ok();
+    };
+    io.write = [=](uint64_t first, uint64_t count, const int8_t*) {
+      if (bad_write_row >= first && bad_write_row < first + count) return Status::Io("out.bin", "write failed");
+      *written += count;
+      return Status::Ok();
+    };
+    return io;
+  };
+  std::vector<float> scales(rows);
+  const QuantizeMatrixOptions opt{Granularity{}, Int8Convention::kHalfStep, io::DType::kF32};
+  std::atomic<uint64_t> written{0};
+  Status st = QuantizeMatrix(streams(150, rows, &written), io::DType::kF32, rows, cols, opt, &pool, scales.data(),
+                             nullptr);
+  CHECK(st.subject() == "in.bin");
+  CHECK(st.message() == "read failed");
+  st = QuantizeMatrix(streams(rows, 10, &written), io::DType::kF32, rows, cols, opt, &pool, scales.data(), nullptr);
+  CHECK(st.subject() == "out.bin");
+  // A NaN: the error names its position and the rows of its block are never written.
+  x[130 * cols + 7] = std::nanf("");
+  written = 0;
+  st = QuantizeMatrix(streams(rows, rows, &written), io::DType::kF32, rows, cols, opt, &pool, scales.data(), nullptr);
+  CHECK(st.message() == "non-finite value at [130, 7]");
+  CHECK(written.load() <= rows - 32);
 }
