@@ -3,10 +3,12 @@
 
 #include <catch2/catch.hpp>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/npy.h"
+#include "lmkit/io/safetensors.h"
 
 #include "support/run_lmkit.h"
 
@@ -111,4 +113,42 @@ TEST_CASE("calibrate: streaming calibration of in-memory batches equals file cal
   REQUIRE(sc->Add(0, bad, 2).ok());
   auto e = sc->BeginPass(1);
   CHECK(e.ToString() == "mem: tensor 'x' contains NaN or Inf");
+}
+
+TEST_CASE("calibrate: BF16 safetensors and F32 .npy of the same values give the same table", "[quant][calib]") {
+  // The read path differs by dtype (F32 is read straight into the float buffer, BF16 read then widened); chunks of
+  // 32k elements with a partial last one, in both flavours.
+  std::mt19937 rng(5);
+  std::exponential_distribution<float> ed(1.0f);
+  const uint64_t rows = 4, cols = 50001;
+  std::vector<float> x(rows * cols);
+  std::vector<uint16_t> bf(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    bf[i] = io::F32ToBf16((i % 2 ? 1.0f : -1.0f) * ed(rng));
+    x[i] = io::Bf16ToF32(bf[i]);
+  }
+  lmkit::test::TempDir dir;
+  const std::string npy = dir.file("acts.npy"), st = dir.file("acts.safetensors");
+  REQUIRE(io::WriteNpy(npy, io::DType::kF32, {rows, cols}, {reinterpret_cast<const uint8_t*>(x.data()), x.size() * 4}).ok());
+  {
+    auto w = io::SafetensorsWriter::Create(st, {{"acts", io::DType::kBF16, {rows, cols}}});
+    REQUIRE(w.ok());
+    REQUIRE(w->Write(bf.data(), bf.size() * 2).ok());
+    REQUIRE(w->Commit().ok());
+  }
+  for (CalibFlavor f : {CalibFlavor::kNvidia, CalibFlavor::kOrt}) {
+    CalibrateOptions o;
+    o.method = CalibMethod::kEntropy;
+    o.flavor = f;
+    o.threads = 2;
+    o.inputs = {npy};
+    auto a = Calibrate(o, nullptr);
+    o.inputs = {st};
+    auto b = Calibrate(o, nullptr);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(DumpJson(CalibrationToJson(*a)) == DumpJson(CalibrationToJson(*b)));
+    CHECK(a->tensors[0].samples == rows * cols);
+    CHECK(a->tensors[0].batches == rows);
+  }
 }
