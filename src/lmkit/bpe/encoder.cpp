@@ -339,6 +339,11 @@ class Chunker {
 // encoders cache-line aligned they spend the same CPU as one thread (1.79-2.19x wall in three idle runs, where two
 // independent processes reach 1.87-2.00x). The calling thread only reads and writes; `threads` workers take chunks as
 // soon as they are read, and results are written in input order as soon as the oldest one is done.
+Encoder& EncoderPool::Get(size_t i, size_t cache_slots) {
+  while (encoders_.size() <= i) encoders_.emplace_back(*tokenizer_, cache_slots);
+  return encoders_[i].encoder;
+}
+
 Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source, TokenSink& sink,
                                  const StreamOptions& options, ProgressSink* progress) {
   const unsigned threads = std::max(1u, options.threads);
@@ -358,8 +363,12 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
     return Status::Ok();
   };
 
+  // Encoders come from options.encoders when given (their caches stay warm from call to call), else are made here.
+  EncoderPool local_pool(tokenizer);
+  EncoderPool& pool = options.encoders ? *options.encoders : local_pool;
+  if (&pool.tokenizer() != &tokenizer) return Status::Internal("EncodeStream: encoder pool of another tokenizer");
   if (threads == 1) {
-    Encoder encoder(tokenizer);
+    Encoder& encoder = pool.Get(0, Encoder::kCacheSlots);
     std::string text;
     std::vector<uint32_t> ids;
     while (true) {
@@ -383,10 +392,6 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
     std::vector<uint32_t> ids;
     bool done = false;
   };
-  struct alignas(64) AlignedEncoder {
-    AlignedEncoder(const Tokenizer& t, size_t slots) : encoder(t, slots) {}
-    Encoder encoder;
-  };
   std::vector<Slot> slots(ring);
   std::mutex mu;
   std::condition_variable cv_work;  // workers: a chunk was filled, or stop
@@ -398,9 +403,7 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
   const size_t cache_slots = threads <= 16 ? Encoder::kCacheSlots : Encoder::kCacheSlots / 4;
 
   // Encoders are made here, not in the workers, for the same reason as the id buffers below.
-  std::vector<AlignedEncoder> encoders;
-  encoders.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) encoders.emplace_back(tokenizer, cache_slots);
+  for (unsigned i = 0; i < threads; ++i) pool.Get(i, cache_slots);
 
   auto work = [&](Encoder& encoder) {
     try {
@@ -426,7 +429,7 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
   };
   std::vector<std::thread> workers;
   workers.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) workers.emplace_back(work, std::ref(encoders[i].encoder));
+  for (unsigned i = 0; i < threads; ++i) workers.emplace_back(work, std::ref(pool.Get(i, cache_slots)));
   auto shutdown = [&] {
     {
       std::lock_guard<std::mutex> lock(mu);

@@ -516,60 +516,93 @@ Result<BpeTrainResult> TrainBpeOnText(std::string_view text, const BpeTrainOptio
   return Finish(specials, table, options, stats, nullptr);
 }
 
-Status CountPretokens(const BpeCountOptions& options, PretokenTable* table, BpeTrainStats* stats,
-                      ProgressSink* progress) {
+struct RangeCounter::Impl {
+  Impl(const BpeCountOptions& o, std::vector<std::string> specials)
+      : options(o), splitter(std::move(specials)), counter(splitter, o.threads) {}
+  BpeCountOptions options;
+  SpecialTokenSplitter splitter;
+  Counter counter;
+  // Left uninitialised (no zero-fill of a block that a small input never touches) and kept between ranges. It holds
+  // the carried tail of the previous block followed by newly read bytes, and doubles when a block has no boundary.
+  std::unique_ptr<char[]> buf;
+  size_t cap = 0;
+};
+
+Result<std::unique_ptr<RangeCounter>> RangeCounter::Create(const BpeCountOptions& options) {
   if (options.inputs.empty()) return Status::Usage("no input files");
-  if (options.begin > options.end) return Status::Usage("byte range ends before it begins");
   LMKIT_ASSIGN_OR_RETURN(auto specials, NormalizeSpecialTokens(options.special_tokens));
-  SpecialTokenSplitter splitter(specials);
-  Counter counter(splitter, options.threads);
+  std::unique_ptr<RangeCounter> rc(new RangeCounter());
+  rc->impl_ = std::make_unique<Impl>(options, std::move(specials));
+  return rc;
+}
+
+RangeCounter::RangeCounter() = default;
+RangeCounter::~RangeCounter() = default;
+
+Status RangeCounter::Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, ProgressSink* progress) {
+  Impl& m = *impl_;
+  if (begin > end) return Status::Usage("byte range ends before it begins");
   uint64_t known_total = 0;
-  for (const auto& p : options.inputs) {
+  for (const auto& p : m.options.inputs) {
     if (p == "-") continue;
     struct stat st {};
     if (::stat(p.c_str(), &st) == 0) known_total += static_cast<uint64_t>(st.st_size);
   }
-  if (options.end != UINT64_MAX) known_total = options.end - options.begin;
+  if (end != UINT64_MAX) known_total = end - begin;
   if (progress) progress->Begin("counting", known_total, "B");
-  InputStream in(options.inputs, options.begin, options.end);
-  // The buffer is left uninitialised (no zero-fill of a block that a small input never touches). It holds the carried
-  // tail of the previous block followed by newly read bytes, and doubles when a block has no boundary at all.
-  size_t cap = std::max<size_t>(options.block_bytes, 4096);
-  std::unique_ptr<char[]> buf(new char[cap]);
+  InputStream in(m.options.inputs, begin, end);
+  if (!m.buf) {
+    m.cap = std::max<size_t>(m.options.block_bytes, 4096);
+    m.buf.reset(new char[m.cap]);
+  }
   size_t len = 0;
   const double t_start = MonotonicSeconds();
   double read_seconds = 0;
   bool eof = false;
   while (!eof) {
-    if (len == cap) {
-      std::unique_ptr<char[]> bigger(new char[cap * 2]);
-      std::memcpy(bigger.get(), buf.get(), len);
-      buf = std::move(bigger);
-      cap *= 2;
+    if (len == m.cap) {
+      std::unique_ptr<char[]> bigger(new char[m.cap * 2]);
+      std::memcpy(bigger.get(), m.buf.get(), len);
+      m.buf = std::move(bigger);
+      m.cap *= 2;
     }
     const double tr = MonotonicSeconds();
     size_t got = 0;
-    LMKIT_RETURN_IF_ERROR(in.Read(buf.get() + len, cap - len, &got, &eof));
+    LMKIT_RETURN_IF_ERROR(in.Read(m.buf.get() + len, m.cap - len, &got, &eof));
     read_seconds += MonotonicSeconds() - tr;
     len += got;
-    const std::string_view text(buf.get(), len);
-    const size_t cut = eof ? len : BlockCut(text, splitter);
+    const std::string_view text(m.buf.get(), len);
+    const size_t cut = eof ? len : BlockCut(text, m.splitter);
     if (cut == 0) continue;  // no boundary yet: read more into the same buffer
-    counter.CountBlock(text.substr(0, cut));
-    std::memmove(buf.get(), buf.get() + cut, len - cut);
+    m.counter.CountBlock(text.substr(0, cut));
+    std::memmove(m.buf.get(), m.buf.get() + cut, len - cut);
     len -= cut;
     if (progress) progress->Update(in.total() - len);
   }
-  buf.reset();
   if (progress) progress->Finish();
-  PretokenTable& counted = counter.Reduce();
+  stats->input_bytes += in.total();
+  stats->read_seconds += read_seconds;
+  stats->count_seconds += MonotonicSeconds() - t_start - read_seconds;
+  return Status::Ok();
+}
+
+void RangeCounter::Finish(PretokenTable* table) {
+  impl_->buf.reset();
+  PretokenTable& counted = impl_->counter.Reduce();
   if (table->size() == 0)
     *table = std::move(counted);
   else
     table->Absorb(counted);
-  stats->input_bytes += in.total();
-  stats->read_seconds += read_seconds;
-  stats->count_seconds += MonotonicSeconds() - t_start - read_seconds;
+}
+
+Status CountPretokens(const BpeCountOptions& options, PretokenTable* table, BpeTrainStats* stats,
+                      ProgressSink* progress) {
+  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<RangeCounter> rc, RangeCounter::Create(options));
+  LMKIT_RETURN_IF_ERROR(rc->Count(options.begin, options.end, stats, progress));
+  // The reduction of the per-thread tables is part of counting.
+  const double t_reduce = MonotonicSeconds();
+  rc->Finish(table);
+  stats->count_seconds += MonotonicSeconds() - t_reduce;
   return Status::Ok();
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -74,6 +75,25 @@ struct BpeCountOptions {
 // whole input. Errors as TrainBpe's (specials, inputs).
 Status CountPretokens(const BpeCountOptions& options, PretokenTable* table, BpeTrainStats* stats,
                       ProgressSink* progress);
+
+// Counts several byte ranges of the same inputs into one set of per-thread tables, keeping them and the read buffer
+// between ranges (CountPretokens counts one range and reduces at once). For the MPI driver, which counts work pieces
+// handed out at run time. Not thread-safe: one thread at a time.
+class RangeCounter {
+ public:
+  // options.begin/end are ignored. Errors as CountPretokens' (inputs, specials).
+  static Result<std::unique_ptr<RangeCounter>> Create(const BpeCountOptions& options);
+  ~RangeCounter();
+  // Counts [begin, end) (end = UINT64_MAX: to the end) and adds to stats' input_bytes, read_seconds, count_seconds.
+  Status Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, ProgressSink* progress);
+  // Adds everything counted so far to *table; the counter is spent afterwards.
+  void Finish(PretokenTable* table);
+
+ private:
+  RangeCounter();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Checks special tokens as TrainBpe does (kUsage) and returns them with empty strings and duplicates dropped.
 Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::string>& given);

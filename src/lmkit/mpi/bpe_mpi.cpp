@@ -19,6 +19,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <atomic>
+#include <charconv>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <utility>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +46,11 @@ namespace {
 
 constexpr int kTagSize = 1;
 constexpr int kTagData = 2;
+constexpr int kTagClaim = 3;
+// Counting is split into size x kPiecesPerRank pieces handed out at run time, so a rank on a slower core takes fewer:
+// with static halves, the rank that landed on this VM's slower vCPU (1.6x slower at times, measured with taskset)
+// set the pace while the other waited.
+constexpr uint64_t kPiecesPerRank = 8;
 constexpr size_t kMaxMessage = size_t{64} << 20;
 
 void FinalizeAtExit() {
@@ -49,6 +63,15 @@ Status EnsureInit(int* rank, int* size) {
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) {
+    // All ranks on one node (Open MPI says so): use the shared-memory transport. The default pml (UCX) probes the
+    // network at start-up: MPI_Init took 0.35 s per rank on this machine, 0.13 s with ob1 + vader. A choice the user
+    // made through the environment or `mpirun --mca` (which sets the same variables) wins: setenv never overwrites.
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (local && world && std::string_view(local) == world) {
+      ::setenv("OMPI_MCA_pml", "ob1", 0);
+      ::setenv("OMPI_MCA_btl", "self,vader", 0);
+    }
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
       return Status::Internal("MPI_Init_thread failed");
@@ -59,19 +82,63 @@ Status EnsureInit(int* rank, int* size) {
   return Status::Ok();
 }
 
+// The rank and size the launcher put in the environment before MPI_Init: Open MPI's mpirun (OMPI_COMM_WORLD_*),
+// Hydra/MPICH/Intel MPI (PMI_*), Slurm's srun (SLURM_PROCID/SLURM_NTASKS). Nothing when none is set or it is invalid.
+std::optional<std::pair<int, int>> LauncherRankSize() {
+  const std::pair<const char*, const char*> vars[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& [rank_var, size_var] : vars) {
+    const char* rv = std::getenv(rank_var);
+    const char* sv = std::getenv(size_var);
+    if (!rv || !sv) continue;
+    int rank = -1, size = -1;
+    const std::string_view r(rv), z(sv);
+    if (std::from_chars(r.data(), r.data() + r.size(), rank).ec != std::errc() ||
+        std::from_chars(z.data(), z.data() + z.size(), size).ec != std::errc() || size < 1 || rank < 0 ||
+        rank >= size)
+      continue;
+    return std::make_pair(rank, size);
+  }
+  return std::nullopt;
+}
+
+// Starts MPI (its error is the return value) and runs work(rank, size) (its status goes to *work_status; it must reset
+// whatever it fills, so it can run twice). MPI_Init_thread
+// took 0.35 s per rank on this machine, mostly waiting (0.1 s CPU, UCX start-up; docs/benchmarks/distributed.md), on
+// jobs of 1-3 s: when the launcher's environment gives the rank, the work runs on a second thread during MPI_Init.
+// MPI stays on the calling thread (FUNNELED, and MPI_Finalize must run where MPI_Init did). If MPI then reports
+// another rank or size than the environment said, the work runs again with MPI's.
+template <typename Fn>
+Status InitOverlapped(int* rank, int* size, Fn&& work, Status* work_status) {
+  const auto guess = LauncherRankSize();
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!guess || inited) {
+    LMKIT_RETURN_IF_ERROR(EnsureInit(rank, size));
+    *work_status = work(*rank, *size);
+    return Status::Ok();
+  }
+  std::thread worker([&] { *work_status = work(guess->first, guess->second); });
+  Status init = EnsureInit(rank, size);
+  worker.join();
+  LMKIT_RETURN_IF_ERROR(init);
+  if (*rank != guess->first || *size != guess->second) *work_status = work(*rank, *size);
+  return Status::Ok();
+}
+
 // Waits for a request while sleeping between polls. Blocking MPI calls spin at 100% CPU while they wait (for a rank
 // that is still counting, or for rank 0 to get to the receive); on a shared machine, or with ranks oversubscribed,
 // that spinning takes CPU from the ranks doing the work (measured: debmix encode, 2 ranks on 2 busy cores, see
 // docs/benchmarks/distributed.md). The poll interval grows to 1 ms, which is noise next to the phases waited for.
-void Wait(MPI_Request* req) {
+void Wait(MPI_Request* req, MPI_Status* status = MPI_STATUS_IGNORE) {
   int done = 0;
-  MPI_Test(req, &done, MPI_STATUS_IGNORE);
+  MPI_Test(req, &done, status);
   long ns = 20000;
   while (!done) {
     timespec ts{0, ns};
     ::nanosleep(&ts, nullptr);
     ns = std::min(ns * 2, 1000000L);
-    MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    MPI_Test(req, &done, status);
   }
 }
 
@@ -85,6 +152,33 @@ void Recv(void* p, int count, MPI_Datatype type, int from, int tag) {
   MPI_Request req;
   MPI_Irecv(p, count, type, from, tag, MPI_COMM_WORLD, &req);
   Wait(&req);
+}
+
+// Root: answers claims for work pieces from the other ranks with the next index of `next` (shared with the root's own
+// worker), or -1 once all `pieces` are taken, until each of the `others` ranks got its -1. `claimed(k)` is called
+// with the number handed out so far (for progress).
+template <typename Fn>
+void ServeClaims(std::atomic<uint64_t>& next, uint64_t pieces, int others, Fn&& claimed) {
+  for (int finished = 0; finished < others;) {
+    int64_t ask = 0;
+    MPI_Request req;
+    MPI_Status status;
+    MPI_Irecv(&ask, 1, MPI_INT64_T, MPI_ANY_SOURCE, kTagClaim, MPI_COMM_WORLD, &req);
+    Wait(&req, &status);
+    const uint64_t k = next.fetch_add(1);
+    int64_t answer = k < pieces ? static_cast<int64_t>(k) : -1;
+    if (answer < 0) ++finished;
+    claimed(std::min(k + 1, pieces));
+    Send(&answer, 1, MPI_INT64_T, status.MPI_SOURCE, kTagClaim);
+  }
+}
+
+// Other ranks: the next work piece, or -1 when none is left.
+int64_t ClaimPiece() {
+  int64_t ask = 0, k = -1;
+  Send(&ask, 1, MPI_INT64_T, 0, kTagClaim);
+  Recv(&k, 1, MPI_INT64_T, 0, kTagClaim);
+  return k;
 }
 
 // Collective: ok on every rank only when `st` is ok on every rank.
@@ -138,9 +232,11 @@ uint64_t GetVarint(const char*& p) {
   }
 }
 
+// Wire form: varint entry count, then per entry varint length, key bytes, varint count.
 std::string PackTable(const bpe::PretokenTable& t) {
   std::string out;
-  out.reserve(t.key_bytes() + t.size() * 3);
+  out.reserve(t.key_bytes() + t.size() * 3 + 10);
+  PutVarint(&out, t.size());
   t.ForEach([&](std::string_view key, uint64_t count) {
     PutVarint(&out, key.size());
     out.append(key);
@@ -149,15 +245,38 @@ std::string PackTable(const bpe::PretokenTable& t) {
   return out;
 }
 
-// Trusted input (another rank of this program packed it).
+// Trusted input (another rank of this program packed it). The table is sized for both first and the look-ups run
+// kAhead entries behind their prefetches (the two made the reduction of debmix's 310k-entry halves ~2x faster).
 void UnpackInto(std::string_view packed, bpe::PretokenTable* t) {
   const char* p = packed.data();
   const char* end = p + packed.size();
+  if (p == end) return;
+  t->Reserve(t->size() + GetVarint(p));
+  struct Entry {
+    const char* key;
+    uint64_t len, prefix, hash, count;
+  };
+  constexpr size_t kAhead = 8;
+  Entry ring[kAhead];
+  size_t n = 0;
   while (p < end) {
-    const uint64_t len = GetVarint(p);
-    const std::string_view key(p, len);
-    p += len;
-    t->Add(key, GetVarint(p));
+    Entry e;
+    e.len = GetVarint(p);
+    e.key = p;
+    p += e.len;
+    e.count = GetVarint(p);
+    e.prefix = 0;
+    std::memcpy(&e.prefix, e.key, e.len < 8 ? e.len : 8);
+    e.hash = bpe::PretokenTable::Hash(e.prefix, e.key, e.len);
+    t->Prefetch(e.hash);
+    Entry& slot = ring[n % kAhead];
+    if (n >= kAhead) t->Add(slot.key, slot.len, slot.prefix, slot.hash, slot.count);
+    slot = e;
+    ++n;
+  }
+  for (size_t i = n > kAhead ? n - kAhead : 0; i < n; ++i) {
+    const Entry& e = ring[i % kAhead];
+    t->Add(e.key, e.len, e.prefix, e.hash, e.count);
   }
 }
 
@@ -193,74 +312,8 @@ class RangeSource final : public bpe::ByteSource {
   uint64_t pos_, end_, size_;
 };
 
-// Holds a rank's ids until rank 0 takes them, in fixed blocks: a growing vector would copy and re-fault its memory
-// at every doubling (measured: +0.5 s CPU per 20 MB of input on this VM, where page faults are expensive). T is the
-// output's id type (uint16 when the vocabulary fits), which halves the memory and the transfer.
+// Ids travel in messages of at most kBlockIds elements.
 constexpr size_t kBlockIds = size_t{1} << 20;
-template <typename T>
-MPI_Datatype MpiType();
-template <>
-MPI_Datatype MpiType<uint16_t>() { return MPI_UINT16_T; }
-template <>
-MPI_Datatype MpiType<uint32_t>() { return MPI_UINT32_T; }
-
-// Sends a BlockSink's ids to rank 0, freeing each block once sent.
-template <typename T>
-void SendBlocks(std::vector<std::vector<T>>& blocks) {
-  for (auto& b : blocks) {
-    Send(b.data(), static_cast<int>(b.size()), MpiType<T>(), 0, kTagData);
-    std::vector<T>().swap(b);
-  }
-}
-
-// Receives `count` ids from `from` in blocks of kBlockIds and writes them to `out`; after a write error it keeps
-// receiving (so the sender can finish) and returns the first error.
-template <typename T>
-Status RecvBlocks(int from, uint64_t count, bpe::IdOutput& out) {
-  std::vector<T> block(std::min<uint64_t>(count, kBlockIds));
-  std::vector<uint32_t> wide;
-  Status write = Status::Ok();
-  for (uint64_t left = count; left > 0;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kBlockIds));
-    Recv(block.data(), static_cast<int>(n), MpiType<T>(), from, kTagData);
-    if (write.ok()) {
-      if constexpr (std::is_same_v<T, uint32_t>) {
-        write = out.Write(block.data(), n);
-      } else {
-        wide.assign(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
-        write = out.Write(wide.data(), n);
-      }
-    }
-    left -= n;
-  }
-  return write;
-}
-
-template <typename T>
-class BlockSink final : public bpe::TokenSink {
- public:
-  Status Write(const uint32_t* ids, size_t count) override {
-    while (count > 0) {
-      if (blocks_.empty() || blocks_.back().size() == kBlockIds) {
-        blocks_.emplace_back();
-        blocks_.back().reserve(kBlockIds);
-      }
-      auto& b = blocks_.back();
-      const size_t n = std::min(count, kBlockIds - b.size());
-      for (size_t i = 0; i < n; ++i) b.push_back(static_cast<T>(ids[i]));
-      ids += n;
-      count -= n;
-      total_ += n;
-    }
-    return Status::Ok();
-  }
-  uint64_t total() const { return total_; }
-  std::vector<std::vector<T>>& blocks() { return blocks_; }
-
- private:
-  std::vector<std::vector<T>> blocks_;
-  uint64_t total_ = 0;
-};
 
 }  // namespace
 
@@ -269,29 +322,65 @@ bool MpiBuilt() { return true; }
 Result<MpiTrainResult> TrainBpeMpi(const bpe::BpeTrainOptions& options, const std::string& out_dir,
                                    ProgressSink* progress) {
   MpiTrainResult r;
-  LMKIT_RETURN_IF_ERROR(EnsureInit(&r.rank, &r.size));
-  r.root = r.rank == 0;
   bpe::PretokenTable table;
   bpe::BpeTrainStats stats;
-  bpe::ShardRange range;
-  // Every rank validates the same arguments, so argument errors are the same everywhere; input errors may differ.
-  Status st = [&]() -> Status {
+  std::unique_ptr<bpe::RangeCounter> counter;
+  std::vector<std::string> specials;
+  uint64_t pieces = 0, total = 0;
+  Status counted = Status::Ok();  // the first counting error of this rank; later pieces are claimed but not counted
+  auto count_piece = [&](uint64_t k) {
+    if (!counted.ok()) return;
+    Result<bpe::ShardRange> range = bpe::ComputeShardRange(options.inputs, bpe::ShardSpec{k, pieces}, specials);
+    if (!range.ok()) {
+      counted = range.status();
+      return;
+    }
+    total = range->total;
+    counted = counter->Count(range->begin, range->end, &stats, nullptr);
+  };
+  // Phase 1, during MPI start-up (InitOverlapped): check the arguments (every rank checks the same, so argument errors
+  // are the same everywhere) and count piece `rank`.
+  auto first = [&](int rank, int size) -> Status {
+    stats = bpe::BpeTrainStats();
+    counter.reset();
+    counted = Status::Ok();
     if (options.inputs.empty()) return Status::Usage("no input files");
-    LMKIT_ASSIGN_OR_RETURN(auto specials, bpe::NormalizeSpecialTokens(options.special_tokens));
+    LMKIT_ASSIGN_OR_RETURN(specials, bpe::NormalizeSpecialTokens(options.special_tokens));
     if (options.vocab_size < specials.size() + 256)
       return Status::Usage("--vocab-size is below the special tokens + 256 bytes every vocabulary starts with");
-    const bpe::ShardSpec shard{static_cast<uint64_t>(r.rank), static_cast<uint64_t>(r.size)};
-    LMKIT_ASSIGN_OR_RETURN(range, bpe::ComputeShardRange(options.inputs, shard, specials));
+    pieces = static_cast<uint64_t>(size) * kPiecesPerRank;
     bpe::BpeCountOptions co;
     co.inputs = options.inputs;
     co.special_tokens = options.special_tokens;
     co.threads = options.threads;
     co.block_bytes = options.block_bytes;
-    co.begin = range.begin;
-    co.end = range.end;
-    return bpe::CountPretokens(co, &table, &stats, r.root ? progress : nullptr);
-  }();
+    LMKIT_ASSIGN_OR_RETURN(counter, bpe::RangeCounter::Create(co));
+    count_piece(static_cast<uint64_t>(rank));
+    return counted;
+  };
+  Status st = Status::Ok();
+  LMKIT_RETURN_IF_ERROR(InitOverlapped(&r.rank, &r.size, first, &st));
+  r.root = r.rank == 0;
   LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(st)));
+  // Phase 2: the other pieces, to whoever asks first. The root counts on a second thread while its MPI thread serves
+  // the claims. Counts are sums, so who counted what does not change the table's contents.
+  if (r.root) {
+    std::atomic<uint64_t> next{static_cast<uint64_t>(r.size)};
+    if (progress) progress->Begin("counting", pieces, "pieces");
+    std::thread worker([&] {
+      for (uint64_t k; (k = next.fetch_add(1)) < pieces;) count_piece(k);
+    });
+    ServeClaims(next, pieces, r.size - 1, [&](uint64_t n) {
+      if (progress) progress->Update(n);
+    });
+    worker.join();
+    if (progress) progress->Finish();
+  } else {
+    for (int64_t k; (k = ClaimPiece()) >= 0;) count_piece(static_cast<uint64_t>(k));
+  }
+  LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(counted)));
+  counter->Finish(&table);
+  counter.reset();
 
   // Binomial tree: in round `step`, ranks with that bit set send to rank - step and are done.
   const double t0 = MonotonicSeconds();
@@ -311,7 +400,7 @@ Result<MpiTrainResult> TrainBpeMpi(const bpe::BpeTrainOptions& options, const st
     }
   }
   r.reduce_seconds = MonotonicSeconds() - t0;
-  stats.input_bytes = range.total;
+  stats.input_bytes = total;
   LMKIT_ASSIGN_OR_RETURN(r.train, bpe::TrainBpeOnCounts(std::move(table), options, stats, progress));
   const double tw = MonotonicSeconds();
   LMKIT_RETURN_IF_ERROR(bpe::WriteTokenizerFiles(r.train.model, out_dir));
@@ -319,24 +408,139 @@ Result<MpiTrainResult> TrainBpeMpi(const bpe::BpeTrainOptions& options, const st
   return r;
 }
 
-Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSink* progress) {
+namespace {
+
+// One encoded work piece: its ids in the output's id type (uint16 when the vocabulary fits, which halves the memory
+// and the transfer) and its stream statistics. Buffers are reused from piece to piece: fresh memory is costly here.
+// Ids in blocks of kBlockIds, kept allocated when cleared: a growing vector re-faulted fresh memory at every doubling,
+// which cost more CPU than the encoding of the piece on this VM (sys time 1.45 s against 0.17 s for one process).
+template <typename T>
+struct BlockList {
+  std::vector<std::vector<T>> blocks;  // blocks[0, used) hold ids; the rest are spare
+  size_t used = 0;
+  uint64_t count = 0;
+  void Clear() {
+    for (size_t i = 0; i < used; ++i) blocks[i].clear();
+    used = 0;
+    count = 0;
+  }
+  void Append(const uint32_t* p, size_t n) {
+    while (n > 0) {
+      if (used == 0 || blocks[used - 1].size() == kBlockIds) {
+        if (used == blocks.size()) {
+          blocks.emplace_back();
+          blocks.back().reserve(kBlockIds);
+        }
+        ++used;
+      }
+      std::vector<T>& b = blocks[used - 1];
+      const size_t k = std::min(n, kBlockIds - b.size());
+      for (size_t i = 0; i < k; ++i) b.push_back(static_cast<T>(p[i]));
+      p += k;
+      n -= k;
+      count += k;
+    }
+  }
+  // Makes room for `n` ids in blocks of kBlockIds (to be filled by MPI receives).
+  void Resize(uint64_t n) {
+    Clear();
+    count = n;
+    for (; n > 0; ++used) {
+      if (used == blocks.size()) {
+        blocks.emplace_back();
+        blocks.back().reserve(kBlockIds);
+      }
+      const size_t k = static_cast<size_t>(std::min<uint64_t>(n, kBlockIds));
+      blocks[used].resize(k);
+      n -= k;
+    }
+  }
+};
+
+// One encoded work piece: its ids in the output's id type (uint16 when the vocabulary fits, which halves the memory
+// and the transfer) and its stream statistics.
+struct Piece final : public bpe::TokenSink {
+  bool narrow = false;  // ids in b16 (else b32)
+  BlockList<uint16_t> b16;
+  BlockList<uint32_t> b32;
+  bpe::StreamStats stats;
+  bool failed = false;
+  Status Write(const uint32_t* p, size_t n) override {
+    narrow ? b16.Append(p, n) : b32.Append(p, n);
+    return Status::Ok();
+  }
+  uint64_t size() const { return narrow ? b16.count : b32.count; }
+  size_t blocks() const { return narrow ? b16.used : b32.used; }
+  void Clear() {
+    b16.Clear();
+    b32.Clear();
+    stats = bpe::StreamStats();
+    failed = false;
+  }
+  void Resize(uint64_t n) { narrow ? b16.Resize(n) : b32.Resize(n); }
+  // Block i as an MPI buffer.
+  void* Block(size_t i) { return narrow ? static_cast<void*>(b16.blocks[i].data()) : b32.blocks[i].data(); }
+  int BlockSize(size_t i) const {
+    return static_cast<int>(narrow ? b16.blocks[i].size() : b32.blocks[i].size());
+  }
+  MPI_Datatype Type() const { return narrow ? MPI_UINT16_T : MPI_UINT32_T; }
+};
+
+// Piece header sent ahead of its ids: index, id count (UINT64_MAX: the piece failed on the sender), bytes, chunks,
+// largest chunk, the sender's CPU seconds since its previous header (as bits).
+constexpr int kHeadWords = 6;
+
+Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink* progress) {
   MpiEncodeResult r;
-  LMKIT_RETURN_IF_ERROR(EnsureInit(&r.rank, &r.size));
-  r.root = r.rank == 0;
   bpe::EncodeReport& rep = r.report;
   const double t0 = MonotonicSeconds();
   double c0 = CpuSeconds();
   std::unique_ptr<bpe::Tokenizer> tok;
+  std::unique_ptr<bpe::EncoderPool> encoders;  // one thread encodes at a time: phase 1's, then the piece worker
   std::unique_ptr<bpe::IdOutput> out;
-  // Ranks other than 0 hold their ids (as uint16 when the output is uint16); rank 0 writes its own to the output.
-  BlockSink<uint16_t> held16;
-  BlockSink<uint32_t> held32;
-  bpe::StreamStats stats;
-  int fd = -1;
-  Status st = [&]() -> Status {
+  std::vector<std::string> specials;
+  uint64_t pieces = 0;
+  Status encoded = Status::Ok();  // the first encoding error of this rank; later pieces are claimed, not encoded
+  auto encode_piece = [&](uint64_t k, Piece* piece) {
+    piece->Clear();
+    piece->narrow = rep.dtype == bpe::IdDtype::kU16;
+    piece->failed = !encoded.ok();
+    if (piece->failed) return;
+    const std::vector<std::string> inputs = {req.input};
+    Status st = [&]() -> Status {
+      LMKIT_ASSIGN_OR_RETURN(bpe::ShardRange range, bpe::ComputeShardRange(inputs, bpe::ShardSpec{k, pieces}, specials));
+      const int fd = ::open(req.input.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return Status::FromErrno(req.input, "cannot open", errno);
+      ::posix_fadvise(fd, static_cast<off_t>(range.begin), static_cast<off_t>(range.end - range.begin),
+                      POSIX_FADV_SEQUENTIAL);
+      RangeSource source(fd, req.input, range.begin, range.end);
+      bpe::StreamOptions opts;
+      opts.threads = rep.threads;
+      opts.chunk_bytes = req.chunk_bytes;
+      opts.encoders = encoders.get();
+      auto stats = bpe::EncodeStream(*tok, source, *piece, opts, nullptr);
+      ::close(fd);
+      if (!stats.ok()) return stats.status();
+      piece->stats = *stats;
+      return Status::Ok();
+    }();
+    if (!st.ok()) {
+      encoded = std::move(st);
+      piece->failed = true;
+    }
+  };
+  Piece own;  // phase 1's piece
+  // Phase 1, during MPI start-up (InitOverlapped): check the arguments, load the tokenizer, open the output on the
+  // root (so a bad path fails everywhere at once) and encode piece `rank`.
+  auto first = [&](int rank, int size) -> Status {
+    out.reset();
+    encoded = Status::Ok();
     if (req.input == "-") return Status::Usage("--mpi needs an input file (stdin cannot be split between ranks)");
     if (req.output.empty()) return Status::Usage("--mpi needs -o FILE (rank 0 writes the one output)");
-    LMKIT_ASSIGN_OR_RETURN(tok, bpe::LoadTokenizer(req.tokenizer, req.tokenizer_options));
+    if (!tok) {
+      LMKIT_ASSIGN_OR_RETURN(tok, bpe::LoadTokenizer(req.tokenizer, req.tokenizer_options));
+      encoders = std::make_unique<bpe::EncoderPool>(*tok);
+    }
     rep.load_seconds = MonotonicSeconds() - t0;
     c0 = CpuSeconds();  // CPU over the encode phase, as EncodeFile reports it
     rep.tokenizer = tok->description();
@@ -345,70 +549,176 @@ Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSin
     rep.format = req.format.value_or(bpe::IdFormatFromPath(req.output));
     LMKIT_ASSIGN_OR_RETURN(rep.dtype, bpe::ResolveDtype(req.dtype, *tok));
     rep.threads = std::max(1u, req.threads);
-    std::vector<std::string> specials;
-    for (const auto& s : tok->enabled_specials()) specials.push_back(s.text);
-    const bpe::ShardSpec shard{static_cast<uint64_t>(r.rank), static_cast<uint64_t>(r.size)};
-    const std::vector<std::string> inputs = {req.input};
-    LMKIT_ASSIGN_OR_RETURN(bpe::ShardRange range, bpe::ComputeShardRange(inputs, shard, specials));
-    // Rank 0 opens the output before the others hand over their ids, so a bad path fails everywhere at once.
-    if (r.root) {
+    specials.clear();
+    for (const auto& sp : tok->enabled_specials()) specials.push_back(sp.text);
+    pieces = static_cast<uint64_t>(size) * kPiecesPerRank;
+    if (rank == 0) {
       LMKIT_ASSIGN_OR_RETURN(out, bpe::OpenIdOutput(req, *tok, rep.format, rep.dtype));
     }
-    fd = ::open(req.input.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::FromErrno(req.input, "cannot open", errno);
-    ::posix_fadvise(fd, static_cast<off_t>(range.begin), static_cast<off_t>(range.end - range.begin),
-                    POSIX_FADV_SEQUENTIAL);
-    RangeSource source(fd, req.input, range.begin, range.end);
-    bpe::StreamOptions opts;
-    opts.threads = rep.threads;
-    opts.chunk_bytes = req.chunk_bytes;
-    bpe::TokenSink& sink = r.root                           ? static_cast<bpe::TokenSink&>(*out)
-                           : rep.dtype == bpe::IdDtype::kU16 ? static_cast<bpe::TokenSink&>(held16)
-                                                              : static_cast<bpe::TokenSink&>(held32);
-    LMKIT_ASSIGN_OR_RETURN(stats, bpe::EncodeStream(*tok, source, sink, opts, r.root ? progress : nullptr));
-    return Status::Ok();
-  }();
-  if (fd >= 0) ::close(fd);
+    encode_piece(static_cast<uint64_t>(rank), &own);
+    return encoded;
+  };
+  Status st = Status::Ok();
+  LMKIT_RETURN_IF_ERROR(InitOverlapped(&r.rank, &r.size, first, &st));
+  r.root = r.rank == 0;
   LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(st)));
 
-  // Per-rank summary sent ahead of the ids: tokens, bytes, chunks, largest chunk, CPU seconds (as bits).
   if (!r.root) {
-    const double cpu = CpuSeconds() - c0;
-    uint64_t head[5] = {held16.total() + held32.total(), stats.bytes, stats.chunks, stats.largest_chunk, 0};
-    std::memcpy(&head[4], &cpu, 8);
-    Send(head, 5, MPI_UINT64_T, 0, kTagSize);
-    SendBlocks(held16.blocks());
-    SendBlocks(held32.blocks());
-    r.root = false;
+    // Send each piece as soon as it is encoded (the root buffers what it cannot write yet), then claim the next.
+    double cpu_mark = c0;
+    for (int64_t k = r.rank; k >= 0; k = ClaimPiece()) {
+      if (k != r.rank) encode_piece(static_cast<uint64_t>(k), &own);
+      const double cpu = CpuSeconds();
+      const double piece_cpu = cpu - cpu_mark;
+      cpu_mark = cpu;
+      uint64_t head[kHeadWords] = {static_cast<uint64_t>(k), own.failed ? UINT64_MAX : own.size(),
+                                   own.stats.bytes, own.stats.chunks, own.stats.largest_chunk, 0};
+      std::memcpy(&head[5], &piece_cpu, 8);
+      Send(head, kHeadWords, MPI_UINT64_T, 0, kTagSize);
+      for (size_t i = 0; !own.failed && i < own.blocks(); ++i) Send(own.Block(i), own.BlockSize(i), own.Type(), 0, kTagData);
+    }
+    LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(encoded)));
     return r;
   }
-  Status write = Status::Ok();
-  rep.bytes = stats.bytes;
-  rep.tokens = stats.tokens;
-  rep.chunks = stats.chunks;
-  rep.largest_chunk = stats.largest_chunk;
-  double other_cpu = 0;
-  for (int from = 1; from < r.size; ++from) {
-    uint64_t head[5];
-    Recv(head, 5, MPI_UINT64_T, from, kTagSize);
-    rep.tokens += head[0];
-    rep.bytes += head[1];
-    rep.chunks += head[2];
-    rep.largest_chunk = std::max(rep.largest_chunk, head[3]);
-    double cpu;
-    std::memcpy(&cpu, &head[4], 8);
-    other_cpu += cpu;
-    // Blocks of kBlockIds ids, the last one shorter, of the type the sender held.
-    Status st = rep.dtype == bpe::IdDtype::kU16 ? RecvBlocks<uint16_t>(from, head[0], *out)
-                                                : RecvBlocks<uint32_t>(from, head[0], *out);
-    if (write.ok()) write = std::move(st);
+
+  // Root: a worker thread encodes pieces claimed from `next`; this (MPI) thread answers the other ranks' claims,
+  // receives their pieces, and writes every piece in index order as soon as it and all before it are in.
+  std::atomic<uint64_t> next{static_cast<uint64_t>(r.size)};
+  std::mutex mu;
+  std::map<uint64_t, std::unique_ptr<Piece>> ready;  // encoded, not yet written
+  std::vector<std::unique_ptr<Piece>> spare;         // written, buffers kept for reuse
+  auto take_spare = [&]() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (spare.empty()) return std::make_unique<Piece>();
+    auto p = std::move(spare.back());
+    spare.pop_back();
+    return p;
+  };
+  {
+    ready[0] = std::make_unique<Piece>(std::move(own));
   }
-  LMKIT_RETURN_IF_ERROR(write);
+  std::thread worker([&] {
+    for (uint64_t k; (k = next.fetch_add(1)) < pieces;) {
+      auto p = take_spare();
+      encode_piece(k, p.get());
+      std::lock_guard<std::mutex> lock(mu);
+      ready[k] = std::move(p);
+    }
+  });
+  Status write = Status::Ok();
+  bool any_failed = false;
+  double other_cpu = 0;
+  uint64_t written = 0;
+  int finished = 0;
+  const int others = r.size - 1;
+  std::vector<uint32_t> wide;
+  int64_t claim_buf = 0;
+  uint64_t head[kHeadWords];
+  MPI_Request claim_req = MPI_REQUEST_NULL, head_req = MPI_REQUEST_NULL;
+  if (others > 0) {
+    MPI_Irecv(&claim_buf, 1, MPI_INT64_T, MPI_ANY_SOURCE, kTagClaim, MPI_COMM_WORLD, &claim_req);
+    MPI_Irecv(head, kHeadWords, MPI_UINT64_T, MPI_ANY_SOURCE, kTagSize, MPI_COMM_WORLD, &head_req);
+  }
+  if (progress) progress->Begin("encoding", pieces, "pieces");
+  long idle_ns = 20000;
+  while (written < pieces || finished < others) {
+    bool busy = false;
+    int done = 0;
+    MPI_Status status;
+    if (claim_req != MPI_REQUEST_NULL) {
+      MPI_Test(&claim_req, &done, &status);
+      if (done) {
+        busy = true;
+        const uint64_t k = next.fetch_add(1);
+        int64_t answer = k < pieces ? static_cast<int64_t>(k) : -1;
+        if (answer < 0) ++finished;
+        Send(&answer, 1, MPI_INT64_T, status.MPI_SOURCE, kTagClaim);
+        if (finished < others)
+          MPI_Irecv(&claim_buf, 1, MPI_INT64_T, MPI_ANY_SOURCE, kTagClaim, MPI_COMM_WORLD, &claim_req);
+      }
+    }
+    if (head_req != MPI_REQUEST_NULL) {
+      MPI_Test(&head_req, &done, &status);
+      if (done) {
+        busy = true;
+        auto p = take_spare();
+        p->Clear();
+        p->narrow = rep.dtype == bpe::IdDtype::kU16;
+        p->failed = head[1] == UINT64_MAX;
+        p->Resize(p->failed ? 0 : head[1]);
+        p->stats = bpe::StreamStats{head[2], p->size(), head[3], head[4]};
+        double cpu;
+        std::memcpy(&cpu, &head[5], 8);
+        other_cpu += cpu;
+        for (size_t i = 0; i < p->blocks(); ++i) Recv(p->Block(i), p->BlockSize(i), p->Type(), status.MPI_SOURCE, kTagData);
+        const uint64_t k = head[0];
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ready[k] = std::move(p);
+        }
+        MPI_Irecv(head, kHeadWords, MPI_UINT64_T, MPI_ANY_SOURCE, kTagSize, MPI_COMM_WORLD, &head_req);
+      }
+    }
+    // Write what is in order.
+    for (;;) {
+      std::unique_ptr<Piece> p;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        auto it = ready.find(written);
+        if (it == ready.end()) break;
+        p = std::move(it->second);
+        ready.erase(it);
+      }
+      busy = true;
+      any_failed |= p->failed;
+      if (write.ok() && !any_failed) {
+        for (size_t i = 0; i < p->blocks() && write.ok(); ++i) {
+          if (p->narrow) {
+            wide.assign(p->b16.blocks[i].begin(), p->b16.blocks[i].end());
+            write = out->Write(wide.data(), wide.size());
+          } else {
+            write = out->Write(p->b32.blocks[i].data(), p->b32.blocks[i].size());
+          }
+        }
+      }
+      rep.bytes += p->stats.bytes;
+      rep.tokens += p->stats.tokens;
+      rep.chunks += p->stats.chunks;
+      rep.largest_chunk = std::max(rep.largest_chunk, p->stats.largest_chunk);
+      ++written;
+      if (progress) progress->Update(written);
+      std::lock_guard<std::mutex> lock(mu);
+      spare.push_back(std::move(p));
+    }
+    if (busy) {
+      idle_ns = 20000;
+    } else {
+      timespec ts{0, idle_ns};
+      ::nanosleep(&ts, nullptr);
+      idle_ns = std::min(idle_ns * 2, 1000000L);
+    }
+  }
+  if (head_req != MPI_REQUEST_NULL) {  // every piece is in: no header will come
+    MPI_Cancel(&head_req);
+    MPI_Wait(&head_req, MPI_STATUS_IGNORE);
+  }
+  worker.join();
+  if (progress) progress->Finish();
+  Status all = encoded;
+  if (all.ok()) all = write;
+  if (all.ok() && any_failed) all = Status::Internal("another MPI rank failed (see its message)");
+  LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(all)));
   LMKIT_RETURN_IF_ERROR(out->Commit());
   rep.encode_seconds = MonotonicSeconds() - t0 - rep.load_seconds;
   rep.encode_cpu_seconds = CpuSeconds() - c0 + other_cpu;
   rep.peak_rss_bytes = PeakRssBytes();
   return r;
+}
+
+}  // namespace
+
+Result<MpiEncodeResult> EncodeFileMpi(const bpe::EncodeRequest& req, ProgressSink* progress) {
+  return EncodePieces(req, progress);
 }
 
 }  // namespace lmkit::mpi

@@ -164,6 +164,33 @@ TEST_CASE("bpe encode: streamed encodes equal whole encodes for every chunk size
   for (unsigned threads : {1u, 2u, 4u}) CHECK(EncodeStreamed(gpt2, corpus, 4096, threads) == want);
 }
 
+TEST_CASE("bpe encode: an encoder pool reused across streams gives the same ids", "[bpe][encode]") {
+  // MPI work pieces reuse warm encoders from piece to piece; the ids must not depend on what they encoded before.
+  const Tokenizer& gpt2 = Builtin("gpt2");
+  std::string corpus = test::ReadAll(test::TestData("bpe-encode/corpus.en"));
+  auto want = Expected("corpus.gpt2.json");
+  for (unsigned threads : {1u, 2u}) {
+    EncoderPool pool(gpt2);
+    for (int round = 0; round < 2; ++round) {
+      StringSource src(corpus);
+      VectorSink sink;
+      StreamOptions opt;
+      opt.chunk_bytes = 4096;
+      opt.threads = threads;
+      opt.encoders = &pool;
+      REQUIRE(EncodeStream(gpt2, src, sink, opt, nullptr).ok());
+      INFO("threads " << threads << " round " << round);
+      CHECK(sink.ids() == want);
+    }
+  }
+  EncoderPool other(Builtin("cl100k_base"));
+  StringSource src("x");
+  VectorSink sink;
+  StreamOptions opt;
+  opt.encoders = &other;
+  CHECK(EncodeStream(gpt2, src, sink, opt, nullptr).status().code() == ErrorCode::kInternal);
+}
+
 TEST_CASE("bpe encode: input without safe cut points becomes one chunk", "[bpe][encode]") {
   const Tokenizer& tok = Builtin("gpt2");
   std::string text(5000, 'x');

@@ -3,6 +3,7 @@
 #include "lmkit/bpe/shard.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 
 #include "lmkit/bpe/counts_file.h"
 #include "lmkit/bpe/pretoken_table.h"
@@ -129,4 +130,38 @@ TEST_CASE("shard: training on N shard counts equals training on the text, N = 1.
     CHECK(sharded->stats.pretokens_total == whole->stats.pretokens_total);
     CHECK(sharded->stats.pretokens_unique == whole->stats.pretokens_unique);
   }
+}
+
+TEST_CASE("shard: a RangeCounter over the pieces of a corpus counts what one pass counts", "[bpe][shard]") {
+  // The MPI driver counts work pieces in whatever order they are handed out, into one counter per rank.
+  const std::string path = lmkit::test::TestData("bpe/corpus.en");
+  lmkit::bpe::BpeCountOptions co;
+  co.inputs = {path};
+  co.special_tokens = {"<|endoftext|>"};
+  co.block_bytes = 4096;
+  lmkit::bpe::PretokenTable whole;
+  lmkit::bpe::BpeTrainStats ws;
+  REQUIRE(lmkit::bpe::CountPretokens(co, &whole, &ws, nullptr).ok());
+  for (unsigned threads : {1u, 2u}) {
+    co.threads = threads;
+    auto rc = lmkit::bpe::RangeCounter::Create(co);
+    REQUIRE(rc.ok());
+    lmkit::bpe::BpeTrainStats st;
+    const uint64_t n = 7;
+    for (uint64_t k : {3, 0, 6, 1, 5, 2, 4}) {  // out of order, as claimed at run time
+      auto r = ComputeShardRange(co.inputs, {k, n}, co.special_tokens);
+      REQUIRE(r.ok());
+      REQUIRE((*rc)->Count(r->begin, r->end, &st, nullptr).ok());
+    }
+    lmkit::bpe::PretokenTable pieces;
+    (*rc)->Finish(&pieces);
+    CHECK(st.input_bytes == ws.input_bytes);
+    REQUIRE(pieces.size() == whole.size());
+    std::map<std::string, uint64_t> a, b;
+    whole.ForEach([&](std::string_view key, uint64_t c) { a[std::string(key)] = c; });
+    pieces.ForEach([&](std::string_view key, uint64_t c) { b[std::string(key)] = c; });
+    CHECK(a == b);
+  }
+  co.inputs.clear();
+  CHECK(lmkit::bpe::RangeCounter::Create(co).status().code() == lmkit::ErrorCode::kUsage);
 }
