@@ -1,13 +1,16 @@
 // MPI drivers for BPE training and encoding (see bpe_mpi.h). Built only with MPI (bpe_mpi_nompi.cpp otherwise).
 //
-// Performance notes (debmix.txt 130 MB on the shared 2-core machine; docs/benchmarks/distributed.md):
+// Performance notes (debmix.txt 130 MB on the shared 2-core VM; docs/benchmarks/distributed.md):
+//  - work pieces (kPiecesPerRank per rank) are handed out at run time: with static halves the rank that landed on the
+//    VM's slower vCPU (1.6x slower at times) set the pace. Training overhead went from +35% to +4-11% wall.
+//  - MPI_Init took 0.35 s per rank, mostly waiting; the first piece runs meanwhile (InitOverlapped), and single-node
+//    jobs get Open MPI's shared-memory transport unless the user chose one (0.13 s).
 //  - the counts travel in a compact unsorted wire form (varint length, bytes, varint count), not the sorted,
-//    checksummed counts-file form: sorting ~1 M keys per rank would cost more than the transfer.
+//    checksummed counts-file form: sorting ~1 M keys per rank would cost more than the transfer. The receiver
+//    reserves room for both tables first: growing during the merge re-faulted 32 MB, and fresh memory is slow here.
 //  - the reduction is a binomial tree, so rank 0 absorbs log2(P) tables rather than P-1.
-//  - rank 0 streams its own ids straight into the output (OpenIdOutput, the sinks of a single-process encode, so the
-//    file is byte-identical); the other ranks hold theirs in fixed blocks of 1 M ids, as uint16 when the output is
-//    uint16 (a growing vector of uint32 cost +0.5 s CPU per 20 MB on this VM, in page faults and copies), and send
-//    them in rank order.
+//  - encoded pieces are held in reused blocks of 1 M ids, as uint16 when the output is uint16 (a growing vector cost
+//    more sys time in page faults than the encoding), with warm encoders (EncoderPool) from piece to piece.
 //  - waits poll with a growing sleep instead of spinning in blocking MPI calls (see Wait).
 #include "lmkit/mpi/bpe_mpi.h"
 

@@ -2,17 +2,22 @@
 // MPI job (docs/distributed.md).
 //
 // Contract: both functions are collective (every rank of MPI_COMM_WORLD calls them with the same arguments). They
-// start MPI on first use (MPI_Init_thread, FUNNELED: only the calling thread talks MPI; MPI_Finalize runs at exit).
-// Rank r handles shard r of size (shard.h), so the ranks split the input at special-token/pre-token boundaries.
-// - TrainBpeMpi: each rank counts its shard on options.threads threads; the counts are summed over a binomial tree
-//   (log2 P rounds); rank 0 trains and writes vocab.json/merges.txt/tokenizer.json to out_dir. The files are byte-
-//   identical to a single-process TrainBpe + WriteTokenizerFiles.
-// - EncodeFileMpi: each rank encodes its byte range of request.input; rank 0 receives the ids in rank order and writes
-//   the one output file (request.output, required) exactly as EncodeFile would.
+// start MPI on first use (MPI_Init_thread, FUNNELED: MPI calls stay on the calling thread; MPI_Finalize runs at exit).
+// The input is cut into size x 8 work pieces at special-token/pre-token boundaries (shard.h); rank r takes piece r
+// while MPI starts (the rank is read from the launcher's environment: OMPI_COMM_WORLD_*, PMI_*, SLURM_PROCID/NTASKS;
+// the piece is redone if MPI_Comm_rank disagrees), then the ranks claim the others from rank 0 as they finish, so
+// faster ranks take more. On a single node under Open MPI, OMPI_MCA_pml=ob1 and OMPI_MCA_btl=self,vader are set
+// unless already in the environment.
+// - TrainBpeMpi: each rank counts its pieces on options.threads threads into one table; the tables are summed over a
+//   binomial tree (log2 P rounds); rank 0 trains and writes vocab.json/merges.txt/tokenizer.json to out_dir. The
+//   files are byte-identical to a single-process TrainBpe + WriteTokenizerFiles (counts are sums).
+// - EncodeFileMpi: each rank encodes its pieces of request.input and sends them to rank 0, which writes them in piece
+//   order into the one output file (request.output, required), byte-identical to EncodeFile's. Rank 0 holds pieces
+//   that arrive ahead of their turn (about one per rank).
 // Only rank 0's result is meaningful (root = true); other ranks return after handing over their part. An error on any
-// rank before the hand-over is reported by every rank (each with its own message, or "another rank failed"), so no
-// rank waits forever. Errors: as TrainBpe/EncodeFile, kUsage for stdin input or a missing -o, kUnsupported when
-// this lmkit was built without MPI (MpiBuilt() false).
+// rank is reported by every rank (each with its own message, or "another rank failed"): after an error a rank keeps
+// claiming pieces without working on them, so no rank waits forever. Errors: as TrainBpe/EncodeFile, kUsage for
+// stdin input or a missing -o, kUnsupported when this lmkit was built without MPI (MpiBuilt() false).
 #pragma once
 
 #include <cstdint>
