@@ -171,29 +171,47 @@ class alignas(64) PretokenTable {
     }
   }
 
-  // Adds every entry of `o`, in o's slot order. Room for both tables is made first (one rehash at most instead of
-  // one per doubling), and look-ups run kAhead entries behind their prefetches, as in CountSpan.
+  // An entry for AddPrefetched: `key` is only read when len > 8.
+  struct Entry {
+    const char* key = nullptr;
+    uint64_t len = 0, prefix = 0, hash = 0, count = 0;
+  };
+  // Adds the entries next(&entry) produces until it returns false, in that order (so entry ids are as with plain Add
+  // calls). Each look-up runs kAhead entries behind the prefetch of its slot, as in CountSpan, so the cache misses of
+  // a bulk merge overlap.
+  template <typename Next>
+  void AddPrefetched(Next&& next) {
+    constexpr size_t kAhead = 8;
+    Entry ring[kAhead];
+    size_t n = 0;
+    for (Entry e; next(&e); ++n) {
+      Prefetch(e.hash);
+      Entry& slot = ring[n % kAhead];
+      if (n >= kAhead) Add(slot.key, slot.len, slot.prefix, slot.hash, slot.count);
+      slot = e;
+    }
+    for (size_t i = n > kAhead ? n - kAhead : 0; i < n; ++i) {
+      const Entry& e = ring[i % kAhead];
+      Add(e.key, e.len, e.prefix, e.hash, e.count);
+    }
+  }
+
+  // Adds every entry of `o`, in o's slot order, after making room for both tables (one rehash at most instead of one
+  // per doubling).
   void Absorb(const PretokenTable& o) {
     Reserve(size() + o.size());
-    constexpr size_t kAhead = 8;
-    const Slot* pending[kAhead];
-    uint64_t hashes[kAhead];
-    size_t n = 0;
-    auto add = [&](const Slot& s, uint64_t h) {
-      const char* p = s.len > 8 ? o.arena_.data() + o.offs_[s.id] : nullptr;  // only read when len > 8
-      Add(p, s.len, s.prefix, h, o.counts_[s.id]);
-    };
-    for (const Slot& s : o.slots_) {
-      if (s.len == 0) continue;
-      const uint64_t h = Hash(s.prefix, s.len > 8 ? o.arena_.data() + o.offs_[s.id] : nullptr, s.len);
-      Prefetch(h);
-      const size_t k = n % kAhead;
-      if (n >= kAhead) add(*pending[k], hashes[k]);
-      pending[k] = &s;
-      hashes[k] = h;
-      ++n;
-    }
-    for (size_t i = n > kAhead ? n - kAhead : 0; i < n; ++i) add(*pending[i % kAhead], hashes[i % kAhead]);
+    size_t i = 0;
+    AddPrefetched([&](Entry* e) {
+      while (i < o.slots_.size() && o.slots_[i].len == 0) ++i;
+      if (i == o.slots_.size()) return false;
+      const Slot& s = o.slots_[i++];
+      e->key = s.len > 8 ? o.arena_.data() + o.offs_[s.id] : nullptr;
+      e->len = s.len;
+      e->prefix = s.prefix;
+      e->hash = Hash(s.prefix, e->key, s.len);
+      e->count = o.counts_[s.id];
+      return true;
+    });
   }
 
   // Makes room for `entries` entries in all, so adding up to that many never grows the table.

@@ -9,7 +9,7 @@
 
 namespace lmkit {
 
-Result<FileReader> FileReader::Open(const std::string& path) {
+Result<OpenedFile> OpenRegularFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
@@ -26,10 +26,15 @@ Result<FileReader> FileReader::Open(const std::string& path) {
     ::close(fd);
     return Status::InvalidInput(path, S_ISDIR(st.st_mode) ? "is a directory, expected a file" : "not a regular file");
   }
+  return OpenedFile{fd, static_cast<uint64_t>(st.st_size)};
+}
+
+Result<FileReader> FileReader::Open(const std::string& path) {
+  LMKIT_ASSIGN_OR_RETURN(OpenedFile f, OpenRegularFile(path));
   FileReader r;
   r.path_ = path;
-  r.fd_ = fd;
-  r.size_ = static_cast<uint64_t>(st.st_size);
+  r.fd_ = f.fd;
+  r.size_ = f.size;
   return r;
 }
 

@@ -17,6 +17,15 @@
 
 namespace lmkit {
 
+// Opens `path` read-only and checks that it is a regular file: the descriptor (the caller closes it) and the size.
+// Errors name the path: kNotFound, kIo with the errno text, kInvalidInput for a directory or another non-regular file.
+// Shared by FileReader and MappedFile.
+struct OpenedFile {
+  int fd = -1;
+  uint64_t size = 0;
+};
+Result<OpenedFile> OpenRegularFile(const std::string& path);
+
 class FileReader {
  public:
   static Result<FileReader> Open(const std::string& path);

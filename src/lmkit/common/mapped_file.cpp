@@ -8,28 +8,16 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "lmkit/common/file_reader.h"
+
 namespace lmkit {
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    if (e == ENOENT) return Status::NotFound(path, "no such file");
-    return Status::FromErrno(path, "cannot open", e);
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return Status::FromErrno(path, "cannot stat", e);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::InvalidInput(path, S_ISDIR(st.st_mode) ? "is a directory, expected a file" : "not a regular file");
-  }
+  LMKIT_ASSIGN_OR_RETURN(OpenedFile opened, OpenRegularFile(path));
+  const int fd = opened.fd;
   MappedFile f;
   f.path_ = path;
-  f.size_ = static_cast<size_t>(st.st_size);
+  f.size_ = static_cast<size_t>(opened.size);
   if (f.size_ > 0) {
     void* p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
