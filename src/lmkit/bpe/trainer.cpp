@@ -542,14 +542,19 @@ RangeCounter::~RangeCounter() = default;
 Status RangeCounter::Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, ProgressSink* progress) {
   Impl& m = *impl_;
   if (begin > end) return Status::Usage("byte range ends before it begins");
-  uint64_t known_total = 0;
-  for (const auto& p : m.options.inputs) {
-    if (p == "-") continue;
-    struct stat st {};
-    if (::stat(p.c_str(), &st) == 0) known_total += static_cast<uint64_t>(st.st_size);
+  if (progress) {
+    // The size to show: the range, or all inputs that have one (stdin has none).
+    uint64_t known_total = 0;
+    if (end != UINT64_MAX) {
+      known_total = end - begin;
+    } else {
+      for (const auto& p : m.options.inputs) {
+        struct stat st {};
+        if (p != "-" && ::stat(p.c_str(), &st) == 0) known_total += static_cast<uint64_t>(st.st_size);
+      }
+    }
+    progress->Begin("counting", known_total, "B");
   }
-  if (end != UINT64_MAX) known_total = end - begin;
-  if (progress) progress->Begin("counting", known_total, "B");
   InputStream in(m.options.inputs, begin, end);
   if (!m.buf) {
     m.cap = std::max<size_t>(m.options.block_bytes, 4096);

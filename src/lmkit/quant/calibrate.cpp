@@ -42,6 +42,17 @@ struct Segment {
   uint64_t batch_elements() const { return shape.size() >= 2 && shape[0] ? elements() / shape[0] : elements(); }
 };
 
+// Reads elements [first, first + count) of `s` as fp32 into `out`: F32 straight into it, other dtypes through `raw`
+// (resized as needed) and converted.
+Status ReadAsF32(const Segment& s, uint64_t first, uint64_t count, float* out, std::vector<uint8_t>* raw) {
+  const size_t es = io::DTypeSize(s.dtype);
+  if (s.dtype == io::DType::kF32) return s.reader->ReadAt(s.offset + first * es, out, count * es);
+  raw->resize(count * es);
+  LMKIT_RETURN_IF_ERROR(s.reader->ReadAt(s.offset + first * es, raw->data(), count * es));
+  io::ConvertToF32(s.dtype, raw->data(), out, count);
+  return Status::Ok();
+}
+
 struct Inputs {
   std::vector<std::unique_ptr<FileReader>> readers;
   std::vector<std::string> order;
@@ -148,22 +159,19 @@ Status ForEachChunk(const std::vector<Segment>& segs, ThreadPool& pool, std::vec
                     const std::function<void(const float*, uint64_t, unsigned)>& fn) {
   for (const Segment& s : segs) {
     const uint64_t n = s.elements(), chunks = (n + kChunk - 1) / kChunk;
-    const size_t es = io::DTypeSize(s.dtype);
     std::vector<Status> errors(chunks);
     std::atomic<bool> failed{false};
-    std::vector<std::vector<uint8_t>> raws(s.dtype == io::DType::kF32 ? 0 : pool.size(), std::vector<uint8_t>(kChunk * es));
+    std::vector<std::vector<uint8_t>> raws(pool.size());
     pool.ParallelFor(chunks, [&](size_t c, unsigned w) {
       if (failed.load(std::memory_order_relaxed)) return;
       const uint64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
       float* buf = bufs[w].data();
-      uint8_t* raw = s.dtype == io::DType::kF32 ? reinterpret_cast<uint8_t*>(buf) : raws[w].data();
-      Status st = s.reader->ReadAt(s.offset + begin * es, raw, count * es);
+      Status st = ReadAsF32(s, begin, count, buf, &raws[w]);
       if (!st.ok()) {
         errors[c] = std::move(st);
         failed = true;
         return;
       }
-      if (s.dtype != io::DType::kF32) io::ConvertToF32(s.dtype, raw, buf, count);
       fn(buf, count, w);
     });
     if (failed)
@@ -284,13 +292,9 @@ Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segm
   std::vector<uint8_t> raw;
   for (const Segment& s : segs) {
     const uint64_t nb = s.batches(), be = s.batch_elements();
-    const size_t es = io::DTypeSize(s.dtype);
     batch.resize(be);
-    raw.resize(s.dtype == io::DType::kF32 ? 0 : be * es);
     for (uint64_t b = 0; b < nb; ++b) {
-      uint8_t* dst = s.dtype == io::DType::kF32 ? reinterpret_cast<uint8_t*>(batch.data()) : raw.data();
-      LMKIT_RETURN_IF_ERROR(s.reader->ReadAt(s.offset + b * be * es, dst, be * es));
-      if (s.dtype != io::DType::kF32) io::ConvertToF32(s.dtype, raw.data(), batch.data(), be);
+      LMKIT_RETURN_IF_ERROR(ReadAsF32(s, b * be, be, batch.data(), &raw));
       LMKIT_RETURN_IF_ERROR(OrtAddBatch(st, batch.data(), be, o, s.file, name));
     }
   }

@@ -1,4 +1,4 @@
-// Performance notes: the pipeline is one pass per tensor. The pool's workers pread ~256 KiB of rows at a time into
+// Performance notes: the pipeline is one pass per tensor. The pool's workers pread >= 128 KiB of rows at a time into
 // their own buffers, code them, and pwrite the codes into a region of the output reserved for the tensor, so reading,
 // coding and writing all run on every thread; the main thread only writes the scales. Copied tensors go through one
 // 8 MiB buffer. History (bf16 1e9 parameters, 2 threads, tmpfs): the first version read the memory map and wrote the
