@@ -274,10 +274,12 @@ namespace {
 // and moves the bytes past the cut into the next buffer. Only that short tail is copied twice.
 class Chunker {
  public:
-  Chunker(ByteSource& source, size_t chunk, const std::vector<SpecialToken>& specials)
+  // `carry` is a buffer the caller keeps (its contents are discarded here).
+  Chunker(ByteSource& source, size_t chunk, const std::vector<SpecialToken>& specials, std::string& carry)
       : source_(source), chunk_(chunk), read_block_(std::clamp<size_t>(chunk, 4096, size_t{1} << 20)),
-        specials_(specials) {
+        specials_(specials), carry_(carry) {
     for (const auto& s : specials) look_ = std::max(look_, s.text.size());
+    carry_.clear();
   }
 
   // Fills *out with the next chunk (reusing its capacity); false at the end of the input.
@@ -326,7 +328,7 @@ class Chunker {
   size_t read_block_;
   const std::vector<SpecialToken>& specials_;
   size_t look_ = 2;  // bytes a cut decision needs beyond the cut
-  std::string carry_;
+  std::string& carry_;
   bool eof_ = false;
 };
 
@@ -350,7 +352,6 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
   size_t chunk = options.chunk_bytes;
   // Input in flight stays under 16 MiB (its ids add ~1.5 bytes per input byte): 1 MiB chunks up to 8 threads.
   if (chunk == 0) chunk = std::clamp<size_t>((size_t{16} << 20) / (2 * threads), size_t{64} << 10, size_t{1} << 20);
-  Chunker chunker(source, chunk, tokenizer.enabled_specials());
   StreamStats stats;
   if (progress != nullptr) progress->Begin("encoding", source.SizeHint(), "B");
   auto account = [&](const std::string& text, const std::vector<uint32_t>& ids) -> Status {
@@ -367,10 +368,12 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
   EncoderPool local_pool(tokenizer);
   EncoderPool& pool = options.encoders ? *options.encoders : local_pool;
   if (&pool.tokenizer() != &tokenizer) return Status::Internal("EncodeStream: encoder pool of another tokenizer");
+  Chunker chunker(source, chunk, tokenizer.enabled_specials(), pool.Carry());
   if (threads == 1) {
     Encoder& encoder = pool.Get(0, Encoder::kCacheSlots);
-    std::string text;
-    std::vector<uint32_t> ids;
+    EncoderPool::Slot& slot = pool.Slots(1)[0];
+    std::string& text = slot.text;
+    std::vector<uint32_t>& ids = slot.ids;
     while (true) {
       LMKIT_ASSIGN_OR_RETURN(bool more, chunker.Next(&text));
       if (!more) break;
@@ -385,14 +388,8 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
   // A ring of slots; chunk number n lives in slot n % ring. Sequence counters, guarded by mu:
   //   written <= claimed <= filled, and filled - written <= ring.
   const size_t ring = 2 * size_t{threads};
-  // Cache-line aligned: workers push ids into neighbouring slots (and update their encoders' scratch vectors) at the
-  // same time; sharing a cache line between two of them cost a third more CPU with 2 threads (false sharing).
-  struct alignas(64) Slot {
-    std::string text;
-    std::vector<uint32_t> ids;
-    bool done = false;
-  };
-  std::vector<Slot> slots(ring);
+  std::vector<EncoderPool::Slot>& slots = pool.Slots(ring);
+  for (size_t i = 0; i < ring; ++i) slots[i].done = false;
   std::mutex mu;
   std::condition_variable cv_work;  // workers: a chunk was filled, or stop
   std::condition_variable cv_done;  // reader/writer: a chunk was encoded
@@ -411,7 +408,7 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
       while (true) {
         cv_work.wait(lock, [&] { return stop || claimed < filled; });
         if (stop) return;
-        Slot& slot = slots[claimed++ % ring];
+        EncoderPool::Slot& slot = slots[claimed++ % ring];
         lock.unlock();
         slot.ids.clear();
         encoder.Encode(slot.text, &slot.ids);
@@ -446,7 +443,7 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
     if (worker_error) break;
     if (written < filled && slots[written % ring].done) {
       // The oldest chunk is encoded: write it (outside the lock; no worker touches a done slot).
-      Slot& slot = slots[written % ring];
+      EncoderPool::Slot& slot = slots[written % ring];
       lock.unlock();
       status = account(slot.text, slot.ids);
       lock.lock();
@@ -457,7 +454,7 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
     if (!eof && filled - written < ring) {
       // A free slot: read the next chunk into it. Its buffers were reserved on this thread, so id vectors do not
       // grow in per-thread malloc arenas (which would inflate the resident set with every thread added).
-      Slot& slot = slots[filled % ring];
+      EncoderPool::Slot& slot = slots[filled % ring];
       lock.unlock();
       auto more = chunker.Next(&slot.text);
       if (!more.ok()) {

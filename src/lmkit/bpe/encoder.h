@@ -151,8 +151,10 @@ class VectorSink final : public TokenSink {
   std::vector<uint32_t> ids_;
 };
 
-// Encoders kept from one EncodeStream call to the next (StreamOptions::encoders), so that their caches of merged
-// pieces stay warm: encoding 8 MiB pieces with a fresh encoder each cost 40% more than one stream (MPI work pieces).
+// Encoders and stream buffers kept from one EncodeStream call to the next (StreamOptions::encoders), so that the
+// encoders' caches of merged pieces stay warm and the text and id buffers stay mapped: encoding 8 MiB pieces with a
+// fresh encoder each cost 40% more than one stream (MPI work pieces), and fresh buffers cost a page fault per 4 KiB
+// (about 17 us each on the benchmark VM).
 // Not thread-safe; one pool per caller, used by one EncodeStream at a time, with one tokenizer.
 class EncoderPool {
  public:
@@ -160,6 +162,21 @@ class EncoderPool {
   // Encoder i, made with `cache_slots` on first use (later calls keep its size).
   Encoder& Get(size_t i, size_t cache_slots);
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+
+  // One chunk in flight in EncodeStream. Cache-line aligned: workers push ids into neighbouring slots at the same
+  // time, and sharing a line between two of them cost a third more CPU with 2 threads (false sharing).
+  struct alignas(64) Slot {
+    std::string text;
+    std::vector<uint32_t> ids;
+    bool done = false;
+  };
+  // At least n slots (kept, with their capacity, between calls; contents unspecified).
+  std::vector<Slot>& Slots(size_t n) {
+    if (slots_.size() < n) slots_.resize(n);
+    return slots_;
+  }
+  // The chunker's carry-over buffer (contents unspecified).
+  std::string& Carry() { return carry_; }
 
  private:
   // Cache-line aligned: the workers of one stream update their encoders' scratch vectors at the same time.
@@ -169,6 +186,8 @@ class EncoderPool {
   };
   const Tokenizer* tokenizer_;
   std::deque<Aligned> encoders_;  // a deque: references stay valid as it grows
+  std::vector<Slot> slots_;
+  std::string carry_;
 };
 
 struct StreamOptions {

@@ -55,6 +55,9 @@ constexpr int kTagClaim = 3;
 // set the pace while the other waited.
 constexpr uint64_t kPiecesPerRank = 8;
 constexpr size_t kMaxMessage = size_t{64} << 20;
+// Longest sleep between polls while a rank waits for the answer to its claim: it has nothing else to do, and with the
+// 1 ms cap of other waits, claims cost rank 1 26-50 ms of a 1.1 s debmix encode.
+constexpr long kClaimPollNs = 100000;
 
 void FinalizeAtExit() {
   int finalized = 0;
@@ -133,16 +136,22 @@ Status InitOverlapped(int* rank, int* size, Fn&& work, Status* work_status) {
 // that is still counting, or for rank 0 to get to the receive); on a shared machine, or with ranks oversubscribed,
 // that spinning takes CPU from the ranks doing the work (measured: debmix encode, 2 ranks on 2 busy cores, see
 // docs/benchmarks/distributed.md). The poll interval grows to 1 ms, which is noise next to the phases waited for.
-void Wait(MPI_Request* req, MPI_Status* status = MPI_STATUS_IGNORE) {
+void Wait(MPI_Request* req, MPI_Status* status = MPI_STATUS_IGNORE, long max_sleep_ns = 1000000) {
   int done = 0;
   MPI_Test(req, &done, status);
-  long ns = 20000;
+  long ns = std::min(20000L, max_sleep_ns);
   while (!done) {
     timespec ts{0, ns};
     ::nanosleep(&ts, nullptr);
-    ns = std::min(ns * 2, 1000000L);
+    ns = std::min(ns * 2, max_sleep_ns);
     MPI_Test(req, &done, status);
   }
+}
+
+// Wait for every request in *reqs (sleeping between polls, as Wait does), then clears it.
+void WaitAll(std::vector<MPI_Request>* reqs) {
+  for (MPI_Request& req : *reqs) Wait(&req);
+  reqs->clear();
 }
 
 void Send(const void* p, int count, MPI_Datatype type, int to, int tag) {
@@ -157,13 +166,29 @@ void Recv(void* p, int count, MPI_Datatype type, int from, int tag) {
   Wait(&req);
 }
 
-// Root: answers one claim from `source` with the next index of `next` (shared with the root's own worker), or -1
-// once all `pieces` are taken. Returns whether the answer was -1 (that rank is done claiming).
-bool AnswerClaim(std::atomic<uint64_t>& next, uint64_t pieces, int source) {
-  const uint64_t k = next.fetch_add(1);
-  int64_t answer = k < pieces ? static_cast<int64_t>(k) : -1;
+// A claim's message: the next piece now, or the one after the piece about to start (answered only while plenty are
+// left, so that the last pieces still go to whichever rank is free first).
+constexpr int64_t kClaimNow = 0;
+constexpr int64_t kClaimAhead = 1;
+constexpr int64_t kClaimRetry = -2;  // answer to kClaimAhead near the end: claim again when free
+
+// Root: answers one claim (`ask`) from `source` with the next index of `next` (shared with the root's own worker), or
+// -1 once all `pieces` are taken; a kClaimAhead gets kClaimRetry once fewer than `keep` pieces would be left. Returns
+// whether the answer was -1 (that rank is done claiming).
+bool AnswerClaim(std::atomic<uint64_t>& next, uint64_t pieces, int source, int64_t ask = kClaimNow,
+                 uint64_t keep = 0) {
+  int64_t answer;
+  if (ask == kClaimAhead) {
+    uint64_t k = next.load();
+    while (k + keep < pieces && !next.compare_exchange_weak(k, k + 1)) {
+    }
+    answer = k + keep < pieces ? static_cast<int64_t>(k) : kClaimRetry;
+  } else {
+    const uint64_t k = next.fetch_add(1);
+    answer = k < pieces ? static_cast<int64_t>(k) : -1;
+  }
   Send(&answer, 1, MPI_INT64_T, source, kTagClaim);
-  return answer < 0;
+  return answer == -1;
 }
 
 // Root: answers the other ranks' claims until each of the `others` got its -1. `claimed(n)` gets the number of
@@ -176,16 +201,23 @@ void ServeClaims(std::atomic<uint64_t>& next, uint64_t pieces, int others, Fn&& 
     MPI_Status status;
     MPI_Irecv(&ask, 1, MPI_INT64_T, MPI_ANY_SOURCE, kTagClaim, MPI_COMM_WORLD, &req);
     Wait(&req, &status);
-    if (AnswerClaim(next, pieces, status.MPI_SOURCE)) ++finished;
+    if (AnswerClaim(next, pieces, status.MPI_SOURCE, ask)) ++finished;
     claimed(std::min(next.load(), pieces));
   }
 }
 
+// Other ranks: posts a claim; its answer lands in *k once *req completes.
+void PostClaim(int64_t ask, int64_t* k, MPI_Request* req) {
+  MPI_Irecv(k, 1, MPI_INT64_T, 0, kTagClaim, MPI_COMM_WORLD, req);
+  Send(&ask, 1, MPI_INT64_T, 0, kTagClaim);
+}
+
 // Other ranks: the next work piece, or -1 when none is left.
 int64_t ClaimPiece() {
-  int64_t ask = 0, k = -1;
-  Send(&ask, 1, MPI_INT64_T, 0, kTagClaim);
-  Recv(&k, 1, MPI_INT64_T, 0, kTagClaim);
+  int64_t k = -1;
+  MPI_Request req;
+  PostClaim(kClaimNow, &k, &req);
+  Wait(&req, MPI_STATUS_IGNORE, kClaimPollNs);
   return k;
 }
 
@@ -429,7 +461,7 @@ struct BlockList {
       }
       std::vector<T>& b = blocks[used - 1];
       const size_t k = std::min(n, kBlockIds - b.size());
-      for (size_t i = 0; i < k; ++i) b.push_back(static_cast<T>(p[i]));
+      b.insert(b.end(), p, p + k);  // one converting copy (a push_back per id was 4% of a rank's CPU)
       p += k;
       n -= k;
       count += k;
@@ -558,19 +590,54 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
   LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(st)));
 
   if (!r.root) {
-    // Send each piece as soon as it is encoded (the root buffers what it cannot write yet), then claim the next.
+    // Each piece is sent without waiting (the root buffers what it cannot write yet) while this rank claims and
+    // encodes the next one into the other buffer. Blocking sends left rank 1 idle for 0.1-0.14 s of a 1.1 s debmix
+    // encode, waiting for the root's MPI thread to get to its receives.
+    Piece spare_piece;
+    Piece* bufs[2] = {&own, &spare_piece};
+    uint64_t heads[2][kHeadWords];
+    std::vector<MPI_Request> sending[2];
     double cpu_mark = c0;
-    for (int64_t k = r.rank; k >= 0; k = ClaimPiece()) {
-      if (k != r.rank) encode_piece(static_cast<uint64_t>(k), &own);
+    int cur = 0;
+    // A claim for the piece after the current one is posted when the current one starts, so its answer is in by the
+    // time the piece is done: claims made only when idle cost rank 1 26-50 ms of a 1.1 s debmix encode (the root's
+    // MPI thread shares 2 cores with two encoders and answers between its own sleeps).
+    int64_t ahead_k = kClaimRetry;
+    MPI_Request ahead_req = MPI_REQUEST_NULL;
+    bool ahead_posted = false;
+    for (int64_t k = r.rank; k >= 0;) {
+      Piece& p = *bufs[cur];
       const double cpu = CpuSeconds();
       const double piece_cpu = cpu - cpu_mark;
       cpu_mark = cpu;
-      uint64_t head[kHeadWords] = {static_cast<uint64_t>(k), own.failed ? UINT64_MAX : own.size(),
-                                   own.stats.bytes, own.stats.chunks, own.stats.largest_chunk, 0};
+      uint64_t* head = heads[cur];
+      const uint64_t words[kHeadWords] = {static_cast<uint64_t>(k), p.failed ? UINT64_MAX : p.size(), p.stats.bytes,
+                                          p.stats.chunks, p.stats.largest_chunk, 0};
+      std::memcpy(head, words, sizeof words);
       std::memcpy(&head[5], &piece_cpu, 8);
-      Send(head, kHeadWords, MPI_UINT64_T, 0, kTagSize);
-      for (size_t i = 0; !own.failed && i < own.blocks(); ++i) Send(own.Block(i), own.BlockSize(i), own.Type(), 0, kTagData);
+      std::vector<MPI_Request>& reqs = sending[cur];
+      reqs.emplace_back();
+      MPI_Isend(head, kHeadWords, MPI_UINT64_T, 0, kTagSize, MPI_COMM_WORLD, &reqs.back());
+      for (size_t i = 0; !p.failed && i < p.blocks(); ++i) {
+        reqs.emplace_back();
+        MPI_Isend(p.Block(i), p.BlockSize(i), p.Type(), 0, kTagData, MPI_COMM_WORLD, &reqs.back());
+      }
+      k = kClaimRetry;
+      if (ahead_posted) {
+        Wait(&ahead_req);
+        ahead_posted = false;
+        k = ahead_k;
+      }
+      if (k == kClaimRetry) k = ClaimPiece();
+      if (k < 0) break;
+      PostClaim(kClaimAhead, &ahead_k, &ahead_req);
+      ahead_posted = true;
+      cur ^= 1;
+      WaitAll(&sending[cur]);  // the piece before last: its buffer is reused now
+      encode_piece(static_cast<uint64_t>(k), bufs[cur]);
     }
+    WaitAll(&sending[0]);
+    WaitAll(&sending[1]);
     LMKIT_RETURN_IF_ERROR(AgreeOk(std::move(encoded)));
     return r;
   }
@@ -608,6 +675,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
   std::vector<uint32_t> wide;
   int64_t claim_buf = 0;
   uint64_t head[kHeadWords];
+  std::vector<MPI_Request> recvs;
   MPI_Request claim_req = MPI_REQUEST_NULL, head_req = MPI_REQUEST_NULL;
   if (others > 0) {
     MPI_Irecv(&claim_buf, 1, MPI_INT64_T, MPI_ANY_SOURCE, kTagClaim, MPI_COMM_WORLD, &claim_req);
@@ -623,7 +691,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
       MPI_Test(&claim_req, &done, &status);
       if (done) {
         busy = true;
-        if (AnswerClaim(next, pieces, status.MPI_SOURCE)) ++finished;
+        if (AnswerClaim(next, pieces, status.MPI_SOURCE, claim_buf, static_cast<uint64_t>(r.size))) ++finished;
         if (finished < others)
           MPI_Irecv(&claim_buf, 1, MPI_INT64_T, MPI_ANY_SOURCE, kTagClaim, MPI_COMM_WORLD, &claim_req);
       }
@@ -641,7 +709,10 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
         double cpu;
         std::memcpy(&cpu, &head[5], 8);
         other_cpu += cpu;
-        for (size_t i = 0; i < p->blocks(); ++i) Recv(p->Block(i), p->BlockSize(i), p->Type(), status.MPI_SOURCE, kTagData);
+        recvs.resize(p->blocks());
+        for (size_t i = 0; i < p->blocks(); ++i)
+          MPI_Irecv(p->Block(i), p->BlockSize(i), p->Type(), status.MPI_SOURCE, kTagData, MPI_COMM_WORLD, &recvs[i]);
+        WaitAll(&recvs);
         const uint64_t k = head[0];
         {
           std::lock_guard<std::mutex> lock(mu);

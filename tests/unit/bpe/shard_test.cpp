@@ -86,6 +86,38 @@ TEST_CASE("shard: file ranges equal the in-memory cuts, over several files", "[b
   CHECK(ComputeShardRange({dir.file("missing")}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kNotFound);
 }
 
+TEST_CASE("shard: a cut far past the target is found across growing read windows", "[bpe][shard]") {
+  // A 300,000-byte word has no cut inside, so the boundary searches read windows of 4 KiB, 8 KiB, ... up to 1 MiB
+  // from the target to the word's end; the join of the two files lies inside the word too.
+  lmkit::test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "word ";
+  const size_t run_begin = text.size();
+  text += std::string(300000, 'a');
+  const size_t run_end = text.size();
+  for (int i = 0; i < 2000; ++i) text += " tail";
+  const size_t join = run_begin + 123457;
+  lmkit::test::WriteAll(dir.file("a"), text.substr(0, join));
+  lmkit::test::WriteAll(dir.file("b"), text.substr(join));
+  const std::vector<std::string> files = {dir.file("a"), dir.file("b")};
+  const std::vector<std::string> sp = {"<|endoftext|>"};
+  for (uint64_t n : {2, 3, 4}) {
+    auto cuts = ShardCutsOfText(text, n, sp);
+    for (uint64_t k = 0; k < n; ++k) {
+      auto r = ComputeShardRange(files, {k, n}, sp);
+      REQUIRE(r.ok());
+      CHECK(r->begin == cuts[k]);
+      CHECK(r->end == cuts[k + 1]);
+    }
+  }
+  // Halving lands inside the word: the cut is its end (" tail" starts a new pre-token).
+  auto half = ComputeShardRange(files, {1, 2}, sp);
+  REQUIRE(half.ok());
+  REQUIRE(text.size() / 2 > run_begin);
+  REQUIRE(text.size() / 2 < run_end);
+  CHECK(half->begin == run_end);
+}
+
 TEST_CASE("shard: training on N shard counts equals training on the text, N = 1..5", "[bpe][shard]") {
   lmkit::test::TempDir dir;
   const std::string path = lmkit::test::TestData("bpe/corpus.en");
