@@ -62,6 +62,20 @@ iovt=$(python3 -c "print(f'{($ibm/$ibt-1)*100:+.1f}')"); iove=$(python3 -c "prin
 starts=()
 for ((i = 0; i < 3; i++)); do t0=$(now); "${MPIRUN[@]}" true; t1=$(now); starts+=("$(python3 -c "print($t1-$t0)")"); done
 start=$(best "${starts[@]}")
+# The fixed cost of an MPI command, whatever its input: the same encode of a 12-byte file, one process against mpirun
+# (launch, MPI_Init/Finalize, a tokenizer per rank). What the MPI run spends beyond it scales with the input.
+echo "hello world" > "$W/tiny.txt"
+tiny_t=(); tiny_m=()
+for ((i = 0; i < 3; i++)); do
+  t0=$(now); "$LMKIT" --quiet --threads 2 bpe encode -t gpt2 "$W/tiny.txt" -o "$W/tiny_t.bin"; t1=$(now)
+  tiny_t+=("$(python3 -c "print($t1-$t0)")")
+  t0=$(now); "${MPIRUN[@]}" "$LMKIT" --quiet --threads 1 bpe encode -t gpt2 "$W/tiny.txt" --mpi -o "$W/tiny_m.bin"; t1=$(now)
+  tiny_m+=("$(python3 -c "print($t1-$t0)")")
+done
+tt=$(best "${tiny_t[@]}"); tm=$(best "${tiny_m[@]}")
+fixed=$(python3 -c "print(f'{$tm-$tt:.2f}')")
+fixed_pct=$(python3 -c "print(f'{($tm-$tt)/$et*100:.1f}')")
+net=$(python3 -c "print(f'{(($em-$tm)/($et-$tt)-1)*100:+.1f}')")
 
 # Scaling-model figures from the single-process runs and two shard counts.
 unique=$(j "['pretokens_unique']" < "$W/train_t.json"); total=$(j "['pretokens_total']" < "$W/train_t.json")
@@ -87,6 +101,10 @@ rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "?")
   echo "| bpe train, in-process time (load, count, reduce, merge, write) | $ibt | $ibm | $iovt % |"
   echo "| bpe encode, in-process time (load, encode, gather, write) | $iet | $iem | $iove % |"
   echo "| \`mpirun -n 2 true\` (MPI start-up alone, fastest of 3) | | $start | |"
+  echo "| bpe encode of a 12-byte file (fixed cost, fastest of 3) | $tt | $tm | +$fixed s |"
+  echo
+  echo "- Fixed cost of the MPI command over one process: **$fixed s**, $fixed_pct % of the single-process encode."
+  echo "- Encode overhead net of that fixed cost (what grows with the input): **$net %**."
   echo
   echo "Runs: train ${train_t[*]} vs ${train_m[*]}; encode ${enc_t[*]} vs ${enc_m[*]} (s)."
   echo
