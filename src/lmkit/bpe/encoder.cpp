@@ -483,6 +483,17 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
 
 // ---- formats and outputs ----
 
+Status TokenSink::Write16(const uint16_t* ids, size_t count) {
+  uint32_t wide[4096];
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(count - done, std::size(wide));
+    std::copy(ids + done, ids + done + n, wide);
+    LMKIT_RETURN_IF_ERROR(Write(wide, n));
+    done += n;
+  }
+  return Status::Ok();
+}
+
 Result<IdFormat> IdFormatFromName(std::string_view name) {
   if (name == "bin") return IdFormat::kBin;
   if (name == "npy") return IdFormat::kNpy;
@@ -623,6 +634,7 @@ class TokenWriterSink final : public TokenSink {
  public:
   explicit TokenWriterSink(io::TokenWriter w) : w_(std::move(w)) {}
   Status Write(const uint32_t* ids, size_t count) override { return w_.Append({ids, count}); }
+  Status Write16(const uint16_t* ids, size_t count) override { return w_.Append16({ids, count}); }
   Status Commit() { return w_.Commit(); }
 
  private:
@@ -770,6 +782,7 @@ class OwnedIdOutput final : public IdOutput {
  public:
   explicit OwnedIdOutput(S sink) : sink_(std::move(sink)) {}
   Status Write(const uint32_t* ids, size_t count) override { return sink_.Write(ids, count); }
+  Status Write16(const uint16_t* ids, size_t count) override { return sink_.Write16(ids, count); }
   Status Commit() override { return sink_.Commit(); }
 
  private:

@@ -111,6 +111,8 @@ class TokenSink {
  public:
   virtual ~TokenSink() = default;
   virtual Status Write(const uint32_t* ids, size_t count) = 0;
+  // Ids that fit uint16 (MPI pieces of a uint16 output); the default widens them for Write.
+  virtual Status Write16(const uint16_t* ids, size_t count);
 };
 
 class StringSource final : public ByteSource {

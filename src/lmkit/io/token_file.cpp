@@ -1,5 +1,7 @@
 #include "lmkit/io/token_file.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -95,23 +97,42 @@ Status TokenWriter::Append(std::span<const uint32_t> ids) {
   size_t bytes = ids.size() * sizeof(uint32_t);
   if (dtype_ == DType::kU16) {
     narrow_.resize(ids.size());
+    // Narrow everything and check once (the loop vectorises); find the offending id only on failure.
+    uint32_t all = 0;
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] > 0xffffu) {
-        const std::string& p = impl_->format == TokenFormat::kBin ? impl_->bin.path() : impl_->npy.path();
-        return Status::InvalidInput(p, fmt::format("token id {} does not fit uint16", ids[i]));
-      }
+      all |= ids[i];
       narrow_[i] = static_cast<uint16_t>(ids[i]);
+    }
+    if (all > 0xffffu) {
+      const uint32_t bad = *std::find_if(ids.begin(), ids.end(), [](uint32_t id) { return id > 0xffffu; });
+      return Status::InvalidInput(Path(), fmt::format("token id {} does not fit uint16", bad));
     }
     data = narrow_.data();
     bytes = ids.size() * sizeof(uint16_t);
   }
+  return WriteRaw(data, bytes, ids.size());
+}
+
+Status TokenWriter::Append16(std::span<const uint16_t> ids) {
+  if (!impl_) return Status::Internal("TokenWriter used before Create");
+  if (ids.empty()) return Status::Ok();
+  if (dtype_ == DType::kU16) return WriteRaw(ids.data(), ids.size() * sizeof(uint16_t), ids.size());
+  wide_.assign(ids.begin(), ids.end());
+  return WriteRaw(wide_.data(), wide_.size() * sizeof(uint32_t), ids.size());
+}
+
+Status TokenWriter::WriteRaw(const void* data, size_t bytes, size_t ids) {
   if (impl_->format == TokenFormat::kBin) {
     LMKIT_RETURN_IF_ERROR(impl_->bin.Write(data, bytes));
   } else {
     LMKIT_RETURN_IF_ERROR(impl_->npy.Write(data, bytes));
   }
-  count_ += ids.size();
+  count_ += ids;
   return Status::Ok();
+}
+
+const std::string& TokenWriter::Path() const {
+  return impl_->format == TokenFormat::kBin ? impl_->bin.path() : impl_->npy.path();
 }
 
 Status TokenWriter::Commit() {

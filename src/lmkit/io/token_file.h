@@ -76,16 +76,22 @@ class TokenWriter {
   TokenWriter& operator=(TokenWriter&&) noexcept;
   ~TokenWriter();
 
+  // Errors: kInvalidInput naming the file when an id does not fit a uint16 output (nothing of that call is written).
   Status Append(std::span<const uint32_t> ids);
+  // Ids that already fit uint16 (written as they are to a uint16 output, widened for a uint32 one).
+  Status Append16(std::span<const uint16_t> ids);
   Status Commit();
   uint64_t count() const { return count_; }
 
  private:
+  Status WriteRaw(const void* data, size_t bytes, size_t ids);
+  const std::string& Path() const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   DType dtype_ = DType::kU16;
   uint64_t count_ = 0;
   std::vector<uint16_t> narrow_;  // scratch for uint16 output
+  std::vector<uint32_t> wide_;    // scratch for uint16 ids into a uint32 output
 };
 
 }  // namespace lmkit::io

@@ -672,7 +672,6 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
   uint64_t written = 0;
   int finished = 0;
   const int others = r.size - 1;
-  std::vector<uint32_t> wide;
   int64_t claim_buf = 0;
   uint64_t head[kHeadWords];
   std::vector<MPI_Request> recvs;
@@ -736,8 +735,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
       if (write.ok() && !any_failed) {
         for (size_t i = 0; i < p->blocks() && write.ok(); ++i) {
           if (p->narrow) {
-            wide.assign(p->b16.blocks[i].begin(), p->b16.blocks[i].end());
-            write = out->Write(wide.data(), wide.size());
+            write = out->Write16(p->b16.blocks[i].data(), p->b16.blocks[i].size());
           } else {
             write = out->Write(p->b32.blocks[i].data(), p->b32.blocks[i].size());
           }

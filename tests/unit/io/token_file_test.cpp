@@ -29,9 +29,12 @@ TEST_CASE("token_file: every format and width round-trips through TokenWriter", 
       {
         auto w = TokenWriter::Create(path, fmt, dt);
         REQUIRE(w.ok());
+        // The middle third goes in as uint16 ids (Append16), as MPI pieces do: same bytes at either width.
+        std::vector<uint16_t> mid(ids.begin() + 1234, ids.begin() + 3000);
         REQUIRE(w->Append({ids.data(), 1234}).ok());
         REQUIRE(w->Append({}).ok());
-        REQUIRE(w->Append({ids.data() + 1234, ids.size() - 1234}).ok());
+        REQUIRE(w->Append16(mid).ok());
+        REQUIRE(w->Append({ids.data() + 3000, ids.size() - 3000}).ok());
         CHECK(w->count() == ids.size());
         REQUIRE(w->Commit().ok());
       }
@@ -62,10 +65,11 @@ TEST_CASE("token_file: errors are clear", "[io][token_file]") {
   TempDir dir;
   auto w = TokenWriter::Create(dir.file("a.bin"), TokenFormat::kBin, DType::kU16);
   REQUIRE(w.ok());
-  std::vector<uint32_t> bad = {1, 70000};
+  std::vector<uint32_t> bad = {1, 70000, 3, 80000};
   auto st = w->Append(bad);
   CHECK(st.code() == ErrorCode::kInvalidInput);
-  CHECK(st.message() == "token id 70000 does not fit uint16");
+  CHECK(st.message() == "token id 70000 does not fit uint16");  // the first offender
+  CHECK(st.subject() == dir.file("a.bin"));
   CHECK(w->count() == 0);
   CHECK(TokenWriter::Create(dir.file("b.bin"), TokenFormat::kBin, DType::kI32).status().code() == ErrorCode::kUsage);
 
