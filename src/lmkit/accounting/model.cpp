@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cmath>
 #include <set>
 #include <system_error>
 
@@ -51,8 +52,10 @@ class Fields {
     const Json& v = j_[key];
     if (v.is_number_integer()) return v.get<int64_t>();
     if (v.is_number_float()) {
-      double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+      // 4096.0 is an integer; 1e300 is not one lmkit can hold (and casting it would be undefined).
+      const double d = v.get<double>();
+      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == std::trunc(d))
+        return static_cast<int64_t>(d);
     }
     return Status::InvalidInput(subject_, "field '" + std::string(key) + "' is not an integer");
   }
@@ -61,6 +64,19 @@ class Fields {
 };
 
 #define LMKIT_FIELD(var, expr) LMKIT_ASSIGN_OR_RETURN(var, expr)
+
+constexpr int64_t kMaxLayers = int64_t{1} << 14;  // ValidateModel's bound on counts
+
+// Saturating arithmetic for sizes read from files and flags: an overflow gives INT64_MAX, which ValidateModel rejects
+// as implausibly large (signed overflow itself would be undefined behaviour).
+int64_t SatMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
 
 const std::vector<std::string>& KnownFamilies() {
   static const std::vector<std::string> k = {"gpt2",      "llama",     "mistral",  "qwen2",       "qwen3",
@@ -148,6 +164,9 @@ Status ParseFamily(const Fields& f, const std::string& family, ModelSpec& m) {
     LMKIT_FIELD(m.d_ff, f.Int("intermediate_size"));
   }
   if (m.layers <= 0) return Status::InvalidInput(f.subject(), "field for the layer count must be positive");
+  if (m.layers > kMaxLayers)  // before the per-layer tables below are sized by it
+    return Status::InvalidInput(f.subject(), "field 'layers' is implausibly large (" +
+                                                 std::to_string(m.layers) + " > " + std::to_string(kMaxLayers) + ")");
   moe.assign(static_cast<size_t>(m.layers), false);
   window.assign(static_cast<size_t>(m.layers), 0);
 
@@ -196,7 +215,7 @@ Status ParseFamily(const Fields& f, const std::string& family, ModelSpec& m) {
       LMKIT_FIELD(m.moe.top_k, f.Int("num_experts_per_tok"));
       LMKIT_FIELD(m.moe.expert_d_ff, f.Int("moe_intermediate_size"));
       LMKIT_FIELD(int64_t shared, f.IntOr("n_shared_experts", 0));
-      m.moe.shared_d_ff = shared * m.moe.expert_d_ff;
+      m.moe.shared_d_ff = SatMul(shared, m.moe.expert_d_ff);
       LMKIT_FIELD(int64_t first_dense, f.IntOr("first_k_dense_replace", 0));
       LMKIT_FIELD(int64_t freq, f.IntOr("moe_layer_freq", 1));
       if (freq <= 0) return Status::InvalidInput(f.subject(), "field 'moe_layer_freq' must be positive");
@@ -210,7 +229,7 @@ Status ParseFamily(const Fields& f, const std::string& family, ModelSpec& m) {
       LMKIT_FIELD(m.mla_spec.qk_nope_head_dim, f.Int("qk_nope_head_dim"));
       LMKIT_FIELD(m.mla_spec.qk_rope_head_dim, f.Int("qk_rope_head_dim"));
       LMKIT_FIELD(m.mla_spec.v_head_dim, f.Int("v_head_dim"));
-      m.head_dim = m.mla_spec.qk_nope_head_dim + m.mla_spec.qk_rope_head_dim;
+      m.head_dim = SatAdd(m.mla_spec.qk_nope_head_dim, m.mla_spec.qk_rope_head_dim);
       LMKIT_FIELD(int64_t mtp, f.IntOr("num_nextn_predict_layers", 0));
       if (mtp > 0) m.notes.push_back("multi-token-prediction layer(s) not counted (" + std::to_string(mtp) + ")");
       if (m.qkv_bias) m.notes.push_back("attention_bias ignored for MLA");
@@ -315,9 +334,9 @@ Result<ModelSpec> FromDimensions(const Dimensions& d) {
   if (d.d_ff > 0) {
     m.d_ff = d.d_ff;
   } else if (d.ffn == FfnKind::kGelu) {
-    m.d_ff = 4 * d.d_model;
+    m.d_ff = SatMul(4, d.d_model);
   } else {
-    m.d_ff = ((8 * d.d_model / 3 + 255) / 256) * 256;
+    m.d_ff = (SatAdd(SatMul(8, d.d_model) / 3, 255) / 256) * 256;
   }
   m.vocab = d.vocab;
   m.learned_positions = d.positions;
@@ -381,6 +400,7 @@ Status ValidateModel(const ModelSpec& m, const std::string& subject) {
     return Status::Ok();
   };
   constexpr int64_t kWidth = int64_t{1} << 22, kCount = int64_t{1} << 14;
+  static_assert(kCount == kMaxLayers);
   LMKIT_RETURN_IF_ERROR(at_most(m.layers, kCount, "layers"));
   LMKIT_RETURN_IF_ERROR(at_most(m.heads, kCount, "attention heads"));
   LMKIT_RETURN_IF_ERROR(at_most(m.d_model, kWidth, "hidden size (d_model)"));

@@ -1,9 +1,18 @@
 #include "lmkit/bpe/tokenizer.h"
 
+#include "lmkit/common/json.h"
+
 #include <algorithm>
 #include <cstdio>
 
 namespace lmkit::bpe {
+
+namespace {
+
+// A token's bytes for an error message: JSON-quoted, so newlines, quotes and invalid UTF-8 cannot break the one line.
+std::string QuotedToken(std::string_view bytes) { return DumpJson(Json(std::string(bytes)), -1); }
+
+}  // namespace
 
 // ---- BytesIdMap ----
 
@@ -103,7 +112,9 @@ void PairMap::Rehash(size_t cap, unsigned shift) {
 void Tokenizer::ReserveTokens(size_t count) { tokens_.Reserve(count); }
 
 Status Tokenizer::AddToken(std::string_view bytes, uint32_t id) {
-  if (id >= 0x7FFFFFFFu) return Status::InvalidInput("", "token id " + std::to_string(id) + " is too large");
+  if (id > kMaxTokenId)
+    return Status::InvalidInput("", "token id " + std::to_string(id) + " is above lmkit's limit of " +
+                                        std::to_string(kMaxTokenId));
   if (bytes.empty()) return Status::InvalidInput("", "empty token (id " + std::to_string(id) + ")");
   if (IsOrdinary(id)) return Status::InvalidInput("", "token id " + std::to_string(id) + " is defined twice");
   if (!tokens_.Insert(bytes, id))
@@ -148,9 +159,11 @@ void Tokenizer::AddAllSplitsAsMerges() {
 
 Status Tokenizer::AddSpecial(std::string text, uint32_t id, bool enabled) {
   if (text.empty()) return Status::InvalidInput("", "empty special token");
-  if (id >= 0x7FFFFFFFu) return Status::InvalidInput(text, "special token id is too large");
+  if (id > kMaxTokenId)
+    return Status::InvalidInput("", "special token " + QuotedToken(text) + ": id " + std::to_string(id) +
+                                        " is above lmkit's limit of " + std::to_string(kMaxTokenId));
   for (auto& s : known_specials_)
-    if (s.text == text) return Status::InvalidInput(text, "special token defined twice");
+    if (s.text == text) return Status::InvalidInput("", "special token " + QuotedToken(text) + " is defined twice");
   known_specials_.push_back({text, id});
   if (enabled) return EnableSpecial(text);
   return Status::Ok();
@@ -193,14 +206,15 @@ Status Tokenizer::Finish() {
     if (IsOrdinary(s.id)) {
       std::string_view b(token_arena_.data() + ordinary_[s.id].offset, ordinary_[s.id].len);
       if (b != s.text)
-        return Status::InvalidInput(s.text, "special token id " + std::to_string(s.id) +
-                                                " is already the ordinary token of other bytes");
+        return Status::InvalidInput("", "special token " + QuotedToken(s.text) + ": id " + std::to_string(s.id) +
+                                            " is already the ordinary token of other bytes");
       return Status::Ok();
     }
     if (decode_[s.id].len != kNoId) {
       std::string_view b(decode_arena_.data() + decode_[s.id].offset, decode_[s.id].len);
       if (b != s.text)
-        return Status::InvalidInput(s.text, "special token id " + std::to_string(s.id) + " is used twice");
+        return Status::InvalidInput("", "special token " + QuotedToken(s.text) + ": id " + std::to_string(s.id) +
+                                            " is used twice");
       return Status::Ok();
     }
     decode_[s.id] = {static_cast<uint32_t>(decode_arena_.size()), static_cast<uint32_t>(s.text.size())};

@@ -31,6 +31,9 @@
 namespace lmkit::bpe {
 
 inline constexpr uint32_t kNoId = 0xFFFFFFFFu;
+// The largest token id a tokenizer may use. Ids index dense tables (a file naming id 2^31 would otherwise ask for
+// 16 GB); real vocabularies stay under 1 M (o200k: 200 k, Gemma 3: 262 k).
+inline constexpr uint32_t kMaxTokenId = (1u << 24) - 1;
 // A pair lookup result packed as (rank << 32) | result_id, so that comparing packed values compares ranks first.
 inline constexpr uint64_t kNoPair = ~uint64_t{0};
 

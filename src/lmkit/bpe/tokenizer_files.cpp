@@ -93,6 +93,12 @@ Status ParseU32(std::string_view s, uint32_t* v) {
   return Status::Ok();
 }
 
+Result<uint32_t> JsonId(const Json& v, const std::string& path, const std::string& what);
+
+// A value for an error message, as compact JSON; text from a merges file may be invalid UTF-8, which Json::dump
+// would throw on (DumpJson replaces it).
+std::string QuotedJson(const Json& v) { return DumpJson(v, -1); }
+
 // Reads `<stem>.json` next to a rank file (lmkit's data/tokenizers format, a superset of tiktoken's own
 // `{pat_str, special_tokens}`): its pattern and special tokens.
 Status ReadTiktokenMetadata(const std::string& path, Tokenizer& tok, std::optional<PretokPattern>* pattern) {
@@ -101,7 +107,7 @@ Status ReadTiktokenMetadata(const std::string& path, Tokenizer& tok, std::option
   if (!j.is_object()) return Status::InvalidInput(path, "expected a JSON object");
   if (j.contains("pattern") && j["pattern"].is_string()) {
     auto p = PatternFromName(j["pattern"].get<std::string>());
-    if (!p.ok()) return Status::InvalidInput(path, "unknown \"pattern\" " + j["pattern"].dump());
+    if (!p.ok()) return Status::InvalidInput(path, "unknown \"pattern\" " + QuotedJson(j["pattern"]));
     *pattern = *p;
   } else if (j.contains("pat_str") && j["pat_str"].is_string()) {
     *pattern = PatternFromRegex(j["pat_str"].get<std::string>());
@@ -111,12 +117,24 @@ Status ReadTiktokenMetadata(const std::string& path, Tokenizer& tok, std::option
   if (j.contains("special_tokens")) {
     if (!j["special_tokens"].is_object()) return Status::InvalidInput(path, "\"special_tokens\" must be an object");
     for (auto it = j["special_tokens"].begin(); it != j["special_tokens"].end(); ++it) {
-      if (!it.value().is_number_unsigned())
-        return Status::InvalidInput(path, "special token " + it.key() + ": id must be a non-negative integer");
-      LMKIT_RETURN_IF_ERROR(tok.AddSpecial(it.key(), it.value().get<uint32_t>(), true).WithSubject(path));
+      LMKIT_ASSIGN_OR_RETURN(uint32_t id, JsonId(it.value(), path, "special token " + it.key()));
+      LMKIT_RETURN_IF_ERROR(tok.AddSpecial(it.key(), id, true).WithSubject(path));
     }
   }
   return Status::Ok();
+}
+
+// obj[key] as a string (bool), `fallback` when obj is not an object or lacks the key; a value of another type is an
+// error naming the key. (nlohmann's value() would throw on a wrong type.)
+Result<std::string> StrField(const Json& obj, const char* key, const std::string& fallback, const std::string& path) {
+  if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return fallback;
+  if (!obj[key].is_string()) return Status::InvalidInput(path, std::string("\"") + key + "\" must be a string");
+  return obj[key].get<std::string>();
+}
+Result<bool> BoolField(const Json& obj, const char* key, bool fallback, const std::string& path) {
+  if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return fallback;
+  if (!obj[key].is_boolean()) return Status::InvalidInput(path, std::string("\"") + key + "\" must be true or false");
+  return obj[key].get<bool>();
 }
 
 Result<uint32_t> JsonId(const Json& v, const std::string& path, const std::string& what) {
@@ -132,7 +150,7 @@ Status AddPrintableVocab(const Json& vocab, const std::string& path, Tokenizer& 
     LMKIT_ASSIGN_OR_RETURN(uint32_t id, JsonId(it.value(), path, "token " + it.key()));
     auto bytes = PrintableToBytes(it.key());
     if (!bytes.ok())
-      return Status::InvalidInput(path, "token " + Json(it.key()).dump() + " is not in GPT-2's byte-level form");
+      return Status::InvalidInput(path, "token " + QuotedJson(it.key()) + " is not in GPT-2's byte-level form");
     LMKIT_RETURN_IF_ERROR(tok.AddToken(*bytes, id).WithSubject(path));
   }
   return Status::Ok();
@@ -143,7 +161,7 @@ Status AddPrintableMerge(const Json& vocab, std::string_view a, std::string_view
                          const std::string& where, Tokenizer& tok) {
   auto find = [&](const std::string& key) -> Result<uint32_t> {
     auto it = vocab.find(key);
-    if (it == vocab.end()) return Status::InvalidInput(where, "token " + Json(key).dump() + " is not in the vocabulary");
+    if (it == vocab.end()) return Status::InvalidInput(where, "token " + QuotedJson(key) + " is not in the vocabulary");
     return it->get<uint32_t>();
   };
   LMKIT_ASSIGN_OR_RETURN(uint32_t left, find(std::string(a)));
@@ -234,8 +252,8 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
     return Status::InvalidInput(path, "not a tokenizer.json (no \"model\" object)");
   const Json& model = j["model"];
-  if (model.value("type", std::string("BPE")) != "BPE")
-    return Status::Unsupported(path, "model type " + model["type"].dump() + " is not BPE");
+  LMKIT_ASSIGN_OR_RETURN(const std::string model_type, StrField(model, "type", "BPE", path));
+  if (model_type != "BPE") return Status::Unsupported(path, "model type " + QuotedJson(model_type) + " is not BPE");
   if (j.contains("normalizer") && !j["normalizer"].is_null())
     return Status::Unsupported(path, "tokenizer.json has a normalizer; lmkit implements byte-level BPE without one");
   if (!model.contains("vocab") || !model.contains("merges"))
@@ -244,27 +262,32 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   // Pre-tokenizer: ByteLevel (GPT-2 regex) or Split(one of the known regexes) followed by ByteLevel.
   std::optional<PretokPattern> pattern;
   const Json pre = j.value("pre_tokenizer", Json());
-  auto byte_level_ok = [&](const Json& p) -> Status {
-    if (p.value("add_prefix_space", false))
-      return Status::Unsupported(path, "ByteLevel add_prefix_space=true is not supported");
-    return Status::Ok();
+  // A ByteLevel step: whether it splits with GPT-2's regex itself.
+  auto byte_level = [&](const Json& p) -> Result<bool> {
+    LMKIT_ASSIGN_OR_RETURN(bool prefix_space, BoolField(p, "add_prefix_space", false, path));
+    if (prefix_space) return Status::Unsupported(path, "ByteLevel add_prefix_space=true is not supported");
+    return BoolField(p, "use_regex", true, path);
   };
-  if (pre.is_object() && pre.value("type", "") == "ByteLevel") {
-    LMKIT_RETURN_IF_ERROR(byte_level_ok(pre));
-    if (pre.value("use_regex", true)) pattern = PretokPattern::kGpt2;
-  } else if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers")) {
+  LMKIT_ASSIGN_OR_RETURN(const std::string pre_type, StrField(pre, "type", "", path));
+  if (pre_type == "ByteLevel") {
+    LMKIT_ASSIGN_OR_RETURN(bool use_regex, byte_level(pre));
+    if (use_regex) pattern = PretokPattern::kGpt2;
+  } else if (pre_type == "Sequence" && pre.contains("pretokenizers")) {
+    if (!pre["pretokenizers"].is_array()) return Status::InvalidInput(path, "\"pretokenizers\" must be a list");
     for (const Json& p : pre["pretokenizers"]) {
-      std::string type = p.value("type", "");
+      if (!p.is_object()) return Status::InvalidInput(path, "\"pretokenizers\" entries must be objects");
+      LMKIT_ASSIGN_OR_RETURN(const std::string type, StrField(p, "type", "", path));
       if (type == "ByteLevel") {
-        LMKIT_RETURN_IF_ERROR(byte_level_ok(p));
-        if (p.value("use_regex", true) && !pattern) pattern = PretokPattern::kGpt2;
+        LMKIT_ASSIGN_OR_RETURN(bool use_regex, byte_level(p));
+        if (use_regex && !pattern) pattern = PretokPattern::kGpt2;
       } else if (type == "Split" && p.contains("pattern") && p["pattern"].is_object() &&
                  p["pattern"].contains("Regex")) {
+        if (!p["pattern"]["Regex"].is_string()) return Status::InvalidInput(path, "Split \"Regex\" must be a string");
         pattern = PatternFromRegex(p["pattern"]["Regex"].get<std::string>());
         if (!pattern && !options.pattern)
           return Status::Unsupported(path, "Split pattern is not one of gpt2/cl100k/o200k; pass --pattern to override");
       } else if (!options.pattern) {
-        return Status::Unsupported(path, "pre-tokenizer " + Json(type).dump() + " is not supported");
+        return Status::Unsupported(path, "pre-tokenizer " + QuotedJson(type) + " is not supported");
       }
     }
   }
@@ -274,6 +297,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   auto tok = std::make_unique<Tokenizer>();
   const Json& vocab = model["vocab"];
   LMKIT_RETURN_IF_ERROR(AddPrintableVocab(vocab, path, *tok));
+  if (!model["merges"].is_array()) return Status::InvalidInput(path, "\"merges\" must be a list");
   uint32_t rank = 0;
   for (const Json& m : model["merges"]) {
     std::string where = path + ": merge " + std::to_string(rank);
@@ -299,7 +323,8 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
       LMKIT_RETURN_IF_ERROR(tok->AddSpecial(a["content"].get<std::string>(), id, true).WithSubject(path));
     }
   }
-  tok->set_whole_piece_shortcut(model.value("ignore_merges", false));
+  LMKIT_ASSIGN_OR_RETURN(bool ignore_merges, BoolField(model, "ignore_merges", false, path));
+  tok->set_whole_piece_shortcut(ignore_merges);
   tok->set_pattern(*pattern);
   tok->set_description("tokenizer.json " + path);
   LMKIT_RETURN_IF_ERROR(FinishWith(*tok, options, path));

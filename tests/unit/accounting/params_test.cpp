@@ -146,3 +146,33 @@ TEST_CASE("params: config errors name the field", "[accounting][params]") {
                    "intermediate_size": 128, "vocab_size": 32000})");
   CHECK(i.message().find("'layers' is implausibly large") != std::string::npos);
 }
+
+TEST_CASE("params: out-of-range numbers found by fuzz_config are errors, not undefined arithmetic",
+          "[accounting][params]") {
+  // Run under the UBSan build in CI: each of these was a float-to-int cast, a signed overflow or a 10^12-entry
+  // allocation before the bounds were checked.
+  auto err = [](const std::string& text) {
+    auto j = lmkit::ParseJson(text, "inline");
+    REQUIRE(j.ok());
+    auto m = ParseModelConfig(*j, "bad.json");
+    REQUIRE(!m.ok());
+    CHECK(m.status().subject() == "bad.json");
+    return m.status().message();
+  };
+  const std::string llama = R"("model_type": "llama", "num_attention_heads": 1, "intermediate_size": 128,
+                                "vocab_size": 32000)";
+  CHECK(err("{" + llama + R"(, "hidden_size": 1e300, "num_hidden_layers": 2})") ==
+        "field 'hidden_size' is not an integer");
+  CHECK(err("{" + llama + R"(, "hidden_size": -1e19, "num_hidden_layers": 2})") ==
+        "field 'hidden_size' is not an integer");
+  CHECK(err("{" + llama + R"(, "hidden_size": 64, "num_hidden_layers": 1e12})") ==
+        "field 'layers' is implausibly large (1000000000000 > 16384)");
+  const std::string v3 = R"("model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 2,
+      "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "kv_lora_rank": 16, "v_head_dim": 8,
+      "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4)";
+  CHECK(err("{" + v3 + R"(, "qk_nope_head_dim": 9223372036854775807, "qk_rope_head_dim": 8,
+                          "n_shared_experts": 1})")
+            .find("'head_dim' is implausibly large") != std::string::npos);
+  CHECK(err("{" + v3 + R"(, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "n_shared_experts": 4611686018427387904})")
+            .find("'shared expert intermediate size' is implausibly large") != std::string::npos);
+}

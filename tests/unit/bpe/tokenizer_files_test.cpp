@@ -3,6 +3,7 @@
 #include "lmkit/bpe/tokenizer_files.h"
 
 #include <catch2/catch.hpp>
+#include <functional>
 
 #include "lmkit/bpe/byte_unicode.h"
 #include "lmkit/bpe/encoder.h"
@@ -151,4 +152,60 @@ TEST_CASE("bpe tokenizer files: tokenizer.json with string or pair merges and ad
   auto bad = LoadTokenizer(dir.file("tokenizer.json"), {});
   REQUIRE(!bad.ok());
   CHECK(bad.status().subject() == dir.file("tokenizer.json"));
+}
+
+TEST_CASE("bpe tokenizer files: malformed files found by fuzz_tokenizer are one-line errors naming the file",
+          "[bpe][tokenizer]") {
+  TempDir dir;
+  TokenizerOptions opt;
+  opt.pattern = PretokPattern::kGpt2;
+  auto message = [&](const std::string& path) {
+    auto t = LoadTokenizer(path, opt);
+    REQUIRE(!t.ok());
+    CHECK(t.status().message().find('\n') == std::string::npos);
+    return t.status().subject() + ": " + t.status().message();
+  };
+  // An id of 2^31 - 2 used to size a 16 GB table; ids above 2^24 - 1 are refused before anything is allocated.
+  std::string ranks;
+  for (int b = 0; b < 256; ++b) ranks += Base64(std::string(1, static_cast<char>(b))) + " " + std::to_string(b) + "\n";
+  const std::string tik = dir.file("big.tiktoken");
+  WriteAll(tik, ranks + Base64("ab") + " 2147483646\n");
+  CHECK(message(tik) == tik + ":257: token id 2147483646 is above lmkit's limit of 16777215");
+  WriteAll(tik, ranks + Base64("ab") + " 16777215\n");  // the limit itself is allowed
+  CHECK(LoadTokenizer(tik, opt).ok());
+
+  auto tokenizer_json = [&](const std::function<void(Json&)>& edit) {
+    Json j;
+    j["pre_tokenizer"] = Json{{"type", "ByteLevel"}, {"add_prefix_space", false}};
+    j["model"]["type"] = "BPE";
+    j["model"]["vocab"] = SmallVocab({"he"});
+    j["model"]["merges"] = Json::array({"h e"});
+    edit(j);
+    const std::string path = dir.file("tokenizer.json");
+    WriteAll(path, j.dump());
+    return message(path);
+  };
+  const std::string tj = dir.file("tokenizer.json");
+  // Fields of the wrong type used to escape as exceptions ("internal error: [json.exception.type_error.302] ...").
+  CHECK(tokenizer_json([](Json& j) { j["model"]["type"] = 5; }) == tj + ": \"type\" must be a string");
+  CHECK(tokenizer_json([](Json& j) { j["model"]["ignore_merges"] = "yes"; }) ==
+        tj + ": \"ignore_merges\" must be true or false");
+  CHECK(tokenizer_json([](Json& j) { j["pre_tokenizer"]["use_regex"] = 1; }) == tj + ": \"use_regex\" must be true or false");
+  CHECK(tokenizer_json([](Json& j) { j["pre_tokenizer"] = Json{{"type", "Sequence"}, {"pretokenizers", {7}}}; }) ==
+        tj + ": \"pretokenizers\" entries must be objects");
+  CHECK(tokenizer_json([](Json& j) { j["model"]["merges"] = Json{{"h", "e"}}; }) == tj + ": \"merges\" must be a list");
+  // A special token whose id is an ordinary token of other bytes: the file is named, the token quoted.
+  CHECK(tokenizer_json([](Json& j) {
+          j["added_tokens"] = Json::array({Json{{"id", 256}, {"content", "<|end|>\n"}}});
+        }) == tj + ": special token \"<|end|>\\n\": id 256 is already the ordinary token of other bytes");
+  CHECK(tokenizer_json([](Json& j) { j["added_tokens"] = Json::array({Json{{"id", 20000000}, {"content", "<|x|>"}}}); }) ==
+        tj + ": special token \"<|x|>\": id 20000000 is above lmkit's limit of 16777215");
+
+  // A merges.txt line naming bytes that are not valid UTF-8 (and not in the vocabulary): quoted, not thrown.
+  WriteAll(dir.file("vocab.json"), SmallVocab({"he"}).dump());
+  WriteAll(dir.file("merges.txt"), "#version: 0.2\nh \xA9\n");
+  auto vm = ReadVocabMerges(dir.file("vocab.json"), dir.file("merges.txt"), opt);
+  REQUIRE(!vm.ok());
+  CHECK(vm.status().subject() == dir.file("merges.txt") + ":2");
+  CHECK(vm.status().message() == "token \"\xEF\xBF\xBD\" is not in the vocabulary");
 }
