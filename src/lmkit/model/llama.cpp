@@ -189,11 +189,13 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     model.mode_ = WeightMode::kW8A16;
     if (g.is_object() && g.contains("input_activations") && !g["input_activations"].is_null()) {
       const Json& a = g["input_activations"];
-      if (!a.is_object() || a.value("num_bits", 0) != 8 || a.value("type", "") != "int" || !a.value("symmetric", false))
+      // Compared with ==, which never throws on a value of another type (value() would).
+      auto field = [&](const char* key) { return a.is_object() && a.contains(key) ? a[key] : Json(); };
+      if (!a.is_object() || field("num_bits") != 8 || field("type") != "int" || field("symmetric") != true)
         return Status::Unsupported(config_path, "input_activations must be symmetric 8-bit int");
       ld.w8a8 = true;
-      ld.dynamic = a.value("dynamic", false);
-      if (ld.dynamic && a.value("strategy", "") != "token")
+      ld.dynamic = field("dynamic") == true;
+      if (ld.dynamic && field("strategy") != "token")
         return Status::Unsupported(config_path, "dynamic input_activations must use strategy \"token\"");
       model.mode_ = ld.dynamic ? WeightMode::kW8A8Dynamic : WeightMode::kW8A8Static;
     }

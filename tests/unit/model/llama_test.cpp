@@ -158,6 +158,23 @@ TEST_CASE("llama: checkpoint errors are one line naming the file and the tensor"
     WriteVariant(p, [](Json& j) { j["tie_word_embeddings"] = false; }, [](const std::string&) { return true; });
     CHECK(LlamaModel::Load(p).status().ToString() == p + ": missing tensor 'lm_head.weight'");
   }
+  {
+    // A quantization_config whose fields have the wrong types is refused by name (value() used to throw).
+    const std::string p = d.file("bad_quant_types");
+    fs::create_directories(p);
+    WriteVariant(
+        p,
+        [](Json& j) {
+          j["quantization_config"] = Json{
+              {"quant_method", "compressed-tensors"},
+              {"format", "int-quantized"},
+              {"config_groups",
+               {{"group_0", {{"input_activations", {{"num_bits", "8"}, {"type", 5}, {"symmetric", "yes"}}}}}}}};
+        },
+        [](const std::string&) { return true; });
+    auto m = LlamaModel::Load(p);
+    CHECK(m.status().ToString() == p + "/config.json: input_activations must be symmetric 8-bit int");
+  }
   CHECK(LlamaModel::Load(d.file("nothing")).status().code() == ErrorCode::kNotFound);
 }
 
