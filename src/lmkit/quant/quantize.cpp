@@ -112,7 +112,7 @@ Result<Plan> MakePlan(const QuantizeOptions& o) {
     plan.directory = true;
     const fs::path dir(o.input);
     std::vector<std::string> names;
-    if (fs::exists(dir / "model.safetensors.index.json")) {
+    if (fs::exists(dir / "model.safetensors.index.json", ec)) {
       plan.index_name = "model.safetensors.index.json";
       const std::string ipath = (dir / plan.index_name).string();
       LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(ipath));
@@ -128,7 +128,7 @@ Result<Plan> MakePlan(const QuantizeOptions& o) {
         if (seen.insert(f).second) names.push_back(f);
       }
       std::sort(names.begin(), names.end());
-    } else if (fs::exists(dir / "model.safetensors")) {
+    } else if (fs::exists(dir / "model.safetensors", ec)) {
       names.push_back("model.safetensors");
     } else {
       return Status::NotFound(o.input, "no model.safetensors or model.safetensors.index.json in the directory");
