@@ -3,8 +3,6 @@
 // hang, overflow or allocate without bound, and must explain every rejection in one line. The first input byte picks
 // the reader. Every document ParseJson accepts must survive DumpJson and parse back equal. An accepted model config is
 // run through the parameter, FLOP and memory accounting, whose arithmetic must stay defined (UBSan).
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -20,19 +18,11 @@
 #include "lmkit/model/config.h"
 #include "lmkit/quant/calibrate.h"
 
+#include "scratch_dir.h"
+
 using namespace lmkit;
 
 namespace {
-
-const std::string& Dir() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/lmkit-fuzz-config.XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (d == nullptr) std::abort();
-    return std::string(d);
-  }();
-  return dir;
-}
 
 // The CLI prints Status::ToString(), which keeps an error on one line even when a message quotes a key or value
 // holding a newline; what must hold here is that there is a message.
@@ -90,13 +80,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (j.ok()) Check(model::ParseLlamaConfig(*j, "config.json"));
       break;
     case 2:
-      if (j.ok()) Check(accounting::ParsePlan(*j, "plan.json", Dir()));
+      if (j.ok()) Check(accounting::ParsePlan(*j, "plan.json", FuzzScratchDir()));
       break;
     case 3:
       Check(quant::ParseCalibrationAmax(text, "calib.json"));
       break;
     default: {
-      const std::string path = Dir() + "/gpus.json";
+      const std::string path = FuzzScratchDir() + "/gpus.json";
       {
         std::ofstream f(path, std::ios::binary | std::ios::trunc);
         f << text;

@@ -3,8 +3,6 @@
 // the file. The first input byte picks the format; for vocab.json + merges.txt the rest is split at the first "\n@@\n"
 // (vocab before, merges after). An accepted tokenizer must be lossless: decoding the encoding of a fixed text and of
 // the input's own bytes gives those bytes back, with and without its special tokens.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -15,19 +13,11 @@
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/bpe/tokenizer_files.h"
 
+#include "scratch_dir.h"
+
 using namespace lmkit::bpe;
 
 namespace {
-
-const std::string& Dir() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/lmkit-fuzz-tok.XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (d == nullptr) std::abort();
-    return std::string(d);
-  }();
-  return dir;
-}
 
 void Put(const std::string& path, std::string_view bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -58,20 +48,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string subject;
   switch (data[0] % 3) {
     case 0:
-      subject = Dir() + "/ranks.tiktoken";
+      subject = FuzzScratchDir() + "/ranks.tiktoken";
       Put(subject, body);
       tok = ReadTiktoken(subject, options);
       break;
     case 1: {
       const size_t cut = body.find("\n@@\n");
-      subject = Dir() + "/vocab.json";
+      subject = FuzzScratchDir() + "/vocab.json";
       Put(subject, body.substr(0, cut));
-      Put(Dir() + "/merges.txt", cut == std::string_view::npos ? std::string_view() : body.substr(cut + 4));
-      tok = ReadVocabMerges(subject, Dir() + "/merges.txt", options);
+      Put(FuzzScratchDir() + "/merges.txt", cut == std::string_view::npos ? std::string_view() : body.substr(cut + 4));
+      tok = ReadVocabMerges(subject, FuzzScratchDir() + "/merges.txt", options);
       break;
     }
     default:
-      subject = Dir() + "/tokenizer.json";
+      subject = FuzzScratchDir() + "/tokenizer.json";
       Put(subject, body);
       tok = ReadHfTokenizerJson(subject, options);
       break;
@@ -80,7 +70,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const lmkit::Status& st = tok.status();
     if (st.message().empty() || st.ToString().find('\n') != std::string::npos) std::abort();
     // The file is named, in the subject or (for errors about one special token) in the message.
-    if (st.subject().find(Dir()) == std::string::npos && st.message().find(Dir()) == std::string::npos) std::abort();
+    const std::string& dir = FuzzScratchDir();
+    if (st.subject().find(dir) == std::string::npos && st.message().find(dir) == std::string::npos) std::abort();
     return 0;
   }
   RoundTrip(**tok, "Hello, world! It's 2026 -- naïve café\n\t  x<|endoftext|>y");

@@ -65,7 +65,15 @@ class Fields {
 
 #define LMKIT_FIELD(var, expr) LMKIT_ASSIGN_OR_RETURN(var, expr)
 
-constexpr int64_t kMaxLayers = int64_t{1} << 14;  // ValidateModel's bound on counts
+// Bounds that keep every later int64/uint64 product exact (counts are checked again where they can still grow).
+constexpr int64_t kMaxWidth = int64_t{1} << 22, kMaxCount = int64_t{1} << 14;
+
+Status AtMost(int64_t v, int64_t cap, const char* field, const std::string& subject) {
+  if (v > cap)
+    return Status::InvalidInput(subject, std::string("field '") + field + "' is implausibly large (" +
+                                             std::to_string(v) + " > " + std::to_string(cap) + ")");
+  return Status::Ok();
+}
 
 // Saturating arithmetic for sizes read from files and flags: an overflow gives INT64_MAX, which ValidateModel rejects
 // as implausibly large (signed overflow itself would be undefined behaviour).
@@ -164,9 +172,8 @@ Status ParseFamily(const Fields& f, const std::string& family, ModelSpec& m) {
     LMKIT_FIELD(m.d_ff, f.Int("intermediate_size"));
   }
   if (m.layers <= 0) return Status::InvalidInput(f.subject(), "field for the layer count must be positive");
-  if (m.layers > kMaxLayers)  // before the per-layer tables below are sized by it
-    return Status::InvalidInput(f.subject(), "field 'layers' is implausibly large (" +
-                                                 std::to_string(m.layers) + " > " + std::to_string(kMaxLayers) + ")");
+  // ValidateModel checks it again; here it must hold before the per-layer tables below are sized by it.
+  LMKIT_RETURN_IF_ERROR(AtMost(m.layers, kMaxCount, "layers", f.subject()));
   moe.assign(static_cast<size_t>(m.layers), false);
   window.assign(static_cast<size_t>(m.layers), 0);
 
@@ -392,30 +399,21 @@ Status ValidateModel(const ModelSpec& m, const std::string& subject) {
     LMKIT_RETURN_IF_ERROR(positive(m.mla_spec.qk_rope_head_dim, "qk_rope_head_dim"));
     LMKIT_RETURN_IF_ERROR(positive(m.mla_spec.v_head_dim, "v_head_dim"));
   }
-  // Bounds that keep every later int64/uint64 product exact (counts are checked again where they can still grow).
-  auto at_most = [&](int64_t v, int64_t cap, const char* field) -> Status {
-    if (v > cap)
-      return Status::InvalidInput(subject, std::string("field '") + field + "' is implausibly large (" +
-                                               std::to_string(v) + " > " + std::to_string(cap) + ")");
-    return Status::Ok();
-  };
-  constexpr int64_t kWidth = int64_t{1} << 22, kCount = int64_t{1} << 14;
-  static_assert(kCount == kMaxLayers);
-  LMKIT_RETURN_IF_ERROR(at_most(m.layers, kCount, "layers"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.heads, kCount, "attention heads"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.d_model, kWidth, "hidden size (d_model)"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.head_dim, kWidth, "head_dim"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.d_ff, kWidth, "intermediate size (d_ff)"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.vocab, kWidth * 16, "vocab_size"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.learned_positions, kWidth * 16, "n_positions"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.moe.routed_experts, kCount, "number of experts"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.moe.expert_d_ff, kWidth, "expert intermediate size"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.moe.shared_d_ff, kWidth * 16, "shared expert intermediate size"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.q_lora_rank, kWidth, "q_lora_rank"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.kv_lora_rank, kWidth, "kv_lora_rank"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.qk_nope_head_dim, kWidth, "qk_nope_head_dim"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.qk_rope_head_dim, kWidth, "qk_rope_head_dim"));
-  LMKIT_RETURN_IF_ERROR(at_most(m.mla_spec.v_head_dim, kWidth, "v_head_dim"));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.layers, kMaxCount, "layers", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.heads, kMaxCount, "attention heads", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.d_model, kMaxWidth, "hidden size (d_model)", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.head_dim, kMaxWidth, "head_dim", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.d_ff, kMaxWidth, "intermediate size (d_ff)", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.vocab, kMaxWidth * 16, "vocab_size", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.learned_positions, kMaxWidth * 16, "n_positions", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.moe.routed_experts, kMaxCount, "number of experts", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.moe.expert_d_ff, kMaxWidth, "expert intermediate size", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.moe.shared_d_ff, kMaxWidth * 16, "shared expert intermediate size", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.mla_spec.q_lora_rank, kMaxWidth, "q_lora_rank", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.mla_spec.kv_lora_rank, kMaxWidth, "kv_lora_rank", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.mla_spec.qk_nope_head_dim, kMaxWidth, "qk_nope_head_dim", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.mla_spec.qk_rope_head_dim, kMaxWidth, "qk_rope_head_dim", subject));
+  LMKIT_RETURN_IF_ERROR(AtMost(m.mla_spec.v_head_dim, kMaxWidth, "v_head_dim", subject));
   // The parameter count itself must fit comfortably in int64 (estimated in double, generously).
   {
     auto D = [](int64_t v) { return static_cast<double>(v); };

@@ -3,6 +3,7 @@
 #include "lmkit/common/json.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 
 namespace lmkit::bpe {
@@ -81,21 +82,17 @@ void PairMap::Reserve(size_t count) {
   // One rehash to the final size: doubling step by step touched twice the memory, and fresh pages cost a fault each
   // (GPT-2's ~100 k pairs: 14 doublings were a quarter of the tokenizer's load time on the benchmark VM).
   size_t cap = slots_.size();
-  unsigned shift = shift_;
-  while (cap < count * 2) {
-    cap *= 2;
-    --shift;
-  }
-  if (cap != slots_.size()) Rehash(cap, shift);
+  while (cap < count * 2) cap *= 2;
+  if (cap != slots_.size()) Rehash(cap);
 }
 
-void PairMap::Grow() { Rehash(slots_.size() * 2, shift_ - 1); }
+void PairMap::Grow() { Rehash(slots_.size() * 2); }
 
-void PairMap::Rehash(size_t cap, unsigned shift) {
+void PairMap::Rehash(size_t cap) {
   std::vector<Slot> old = std::move(slots_);
   slots_.assign(cap, Slot{});
   mask_ = cap - 1;
-  shift_ = shift;
+  shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap));  // Index takes the top log2(cap) bits of the hash
   for (const Slot& s : old) {
     if (s.key == kEmpty) continue;
     for (size_t i = Index(s.key);; i = (i + 1) & mask_) {

@@ -143,7 +143,7 @@ class PairMap {
   };
   size_t Index(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
   void Grow();
-  void Rehash(size_t cap, unsigned shift);  // cap = 2^(64 - shift)
+  void Rehash(size_t cap);  // cap: a power of two
   std::vector<Slot> slots_ = std::vector<Slot>(16);
   size_t mask_ = 15;
   unsigned shift_ = 60;

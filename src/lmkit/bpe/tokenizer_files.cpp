@@ -93,11 +93,11 @@ Status ParseU32(std::string_view s, uint32_t* v) {
   return Status::Ok();
 }
 
-Result<uint32_t> JsonId(const Json& v, const std::string& path, const std::string& what);
-
-// A value for an error message, as compact JSON; text from a merges file may be invalid UTF-8, which Json::dump
-// would throw on (DumpJson replaces it).
-std::string QuotedJson(const Json& v) { return DumpJson(v, -1); }
+Result<uint32_t> JsonId(const Json& v, const std::string& path, const std::string& what) {
+  if (!v.is_number_unsigned() || v.get<uint64_t>() >= 0x7FFFFFFFu)
+    return Status::InvalidInput(path, what + ": id must be a non-negative integer");
+  return v.get<uint32_t>();
+}
 
 // Reads `<stem>.json` next to a rank file (lmkit's data/tokenizers format, a superset of tiktoken's own
 // `{pat_str, special_tokens}`): its pattern and special tokens.
@@ -107,7 +107,7 @@ Status ReadTiktokenMetadata(const std::string& path, Tokenizer& tok, std::option
   if (!j.is_object()) return Status::InvalidInput(path, "expected a JSON object");
   if (j.contains("pattern") && j["pattern"].is_string()) {
     auto p = PatternFromName(j["pattern"].get<std::string>());
-    if (!p.ok()) return Status::InvalidInput(path, "unknown \"pattern\" " + QuotedJson(j["pattern"]));
+    if (!p.ok()) return Status::InvalidInput(path, "unknown \"pattern\" " + DumpJson(j["pattern"], -1));
     *pattern = *p;
   } else if (j.contains("pat_str") && j["pat_str"].is_string()) {
     *pattern = PatternFromRegex(j["pat_str"].get<std::string>());
@@ -137,11 +137,6 @@ Result<bool> BoolField(const Json& obj, const char* key, bool fallback, const st
   return obj[key].get<bool>();
 }
 
-Result<uint32_t> JsonId(const Json& v, const std::string& path, const std::string& what) {
-  if (!v.is_number_unsigned() || v.get<uint64_t>() >= 0x7FFFFFFFu)
-    return Status::InvalidInput(path, what + ": id must be a non-negative integer");
-  return v.get<uint32_t>();
-}
 
 // Fills `tok` from a {printable token: id} object (vocab.json, tokenizer.json's model.vocab).
 Status AddPrintableVocab(const Json& vocab, const std::string& path, Tokenizer& tok) {
@@ -150,7 +145,7 @@ Status AddPrintableVocab(const Json& vocab, const std::string& path, Tokenizer& 
     LMKIT_ASSIGN_OR_RETURN(uint32_t id, JsonId(it.value(), path, "token " + it.key()));
     auto bytes = PrintableToBytes(it.key());
     if (!bytes.ok())
-      return Status::InvalidInput(path, "token " + QuotedJson(it.key()) + " is not in GPT-2's byte-level form");
+      return Status::InvalidInput(path, "token " + DumpJson(it.key(), -1) + " is not in GPT-2's byte-level form");
     LMKIT_RETURN_IF_ERROR(tok.AddToken(*bytes, id).WithSubject(path));
   }
   return Status::Ok();
@@ -161,7 +156,9 @@ Status AddPrintableMerge(const Json& vocab, std::string_view a, std::string_view
                          const std::string& where, Tokenizer& tok) {
   auto find = [&](const std::string& key) -> Result<uint32_t> {
     auto it = vocab.find(key);
-    if (it == vocab.end()) return Status::InvalidInput(where, "token " + QuotedJson(key) + " is not in the vocabulary");
+    // DumpJson, not Json::dump, which throws on the invalid UTF-8 a merges.txt line may hold.
+    if (it == vocab.end())
+      return Status::InvalidInput(where, "token " + DumpJson(key, -1) + " is not in the vocabulary");
     return it->get<uint32_t>();
   };
   LMKIT_ASSIGN_OR_RETURN(uint32_t left, find(std::string(a)));
@@ -253,7 +250,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
     return Status::InvalidInput(path, "not a tokenizer.json (no \"model\" object)");
   const Json& model = j["model"];
   LMKIT_ASSIGN_OR_RETURN(const std::string model_type, StrField(model, "type", "BPE", path));
-  if (model_type != "BPE") return Status::Unsupported(path, "model type " + QuotedJson(model_type) + " is not BPE");
+  if (model_type != "BPE") return Status::Unsupported(path, "model type " + DumpJson(model_type, -1) + " is not BPE");
   if (j.contains("normalizer") && !j["normalizer"].is_null())
     return Status::Unsupported(path, "tokenizer.json has a normalizer; lmkit implements byte-level BPE without one");
   if (!model.contains("vocab") || !model.contains("merges"))
@@ -287,7 +284,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
         if (!pattern && !options.pattern)
           return Status::Unsupported(path, "Split pattern is not one of gpt2/cl100k/o200k; pass --pattern to override");
       } else if (!options.pattern) {
-        return Status::Unsupported(path, "pre-tokenizer " + QuotedJson(type) + " is not supported");
+        return Status::Unsupported(path, "pre-tokenizer " + DumpJson(type, -1) + " is not supported");
       }
     }
   }

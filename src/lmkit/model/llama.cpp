@@ -190,7 +190,7 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     if (g.is_object() && g.contains("input_activations") && !g["input_activations"].is_null()) {
       const Json& a = g["input_activations"];
       // Compared with ==, which never throws on a value of another type (value() would).
-      auto field = [&](const char* key) { return a.is_object() && a.contains(key) ? a[key] : Json(); };
+      auto field = [&](const char* key) { return a.contains(key) ? a[key] : Json(); };  // `a` is an object here
       if (!a.is_object() || field("num_bits") != 8 || field("type") != "int" || field("symmetric") != true)
         return Status::Unsupported(config_path, "input_activations must be symmetric 8-bit int");
       ld.w8a8 = true;

@@ -606,8 +606,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
     // time the piece is done: claims made only when idle cost rank 1 26-50 ms of a 1.1 s debmix encode (the root's
     // MPI thread shares 2 cores with two encoders and answers between its own sleeps).
     int64_t ahead_k = kClaimRetry;
-    MPI_Request ahead_req = MPI_REQUEST_NULL;
-    bool ahead_posted = false;
+    MPI_Request ahead_req = MPI_REQUEST_NULL;  // null again once its answer is in (Wait's MPI_Test frees it)
     for (int64_t k = r.rank; k >= 0;) {
       Piece& p = *bufs[cur];
       const double cpu = CpuSeconds();
@@ -626,15 +625,13 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
         MPI_Isend(p.Block(i), p.BlockSize(i), p.Type(), 0, kTagData, MPI_COMM_WORLD, &reqs.back());
       }
       k = kClaimRetry;
-      if (ahead_posted) {
+      if (ahead_req != MPI_REQUEST_NULL) {
         Wait(&ahead_req);
-        ahead_posted = false;
         k = ahead_k;
       }
       if (k == kClaimRetry) k = ClaimPiece();
       if (k < 0) break;
       PostClaim(kClaimAhead, &ahead_k, &ahead_req);
-      ahead_posted = true;
       cur ^= 1;
       WaitAll(&sending[cur]);  // the piece before last: its buffer is reused now
       encode_piece(static_cast<uint64_t>(k), bufs[cur]);

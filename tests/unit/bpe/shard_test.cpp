@@ -15,6 +15,26 @@ using lmkit::bpe::IsShardCut;
 using lmkit::bpe::ParseShardSpec;
 using lmkit::bpe::ShardCutsOfText;
 
+namespace {
+
+// ComputeShardRange over `files` (which hold `text` split anywhere) gives, for every N in `ns`, the cuts that
+// ShardCutsOfText finds in the text in memory.
+void CheckFileRangesEqualCuts(const std::vector<std::string>& files, const std::string& text,
+                              std::initializer_list<uint64_t> ns, const std::vector<std::string>& sp) {
+  for (uint64_t n : ns) {
+    auto cuts = ShardCutsOfText(text, n, sp);
+    for (uint64_t k = 0; k < n; ++k) {
+      auto r = ComputeShardRange(files, {k, n}, sp);
+      REQUIRE(r.ok());
+      CHECK(r->total == text.size());
+      CHECK(r->begin == cuts[k]);
+      CHECK(r->end == cuts[k + 1]);
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("shard: K/N parsing", "[bpe][shard]") {
   auto s = ParseShardSpec("3/16");
   REQUIRE(s.ok());
@@ -72,16 +92,7 @@ TEST_CASE("shard: file ranges equal the in-memory cuts, over several files", "[b
   lmkit::test::WriteAll(dir.file("c"), text.substr(b));
   const std::vector<std::string> files = {dir.file("a"), dir.file("b"), dir.file("c")};
   const std::vector<std::string> sp = {"<|endoftext|>"};
-  for (uint64_t n : {1, 2, 5}) {
-    auto cuts = ShardCutsOfText(text, n, sp);
-    for (uint64_t k = 0; k < n; ++k) {
-      auto r = ComputeShardRange(files, {k, n}, sp);
-      REQUIRE(r.ok());
-      CHECK(r->total == text.size());
-      CHECK(r->begin == cuts[k]);
-      CHECK(r->end == cuts[k + 1]);
-    }
-  }
+  CheckFileRangesEqualCuts(files, text, {1, 2, 5}, sp);
   CHECK(ComputeShardRange({"-"}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kUsage);
   CHECK(ComputeShardRange({dir.file("missing")}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kNotFound);
 }
@@ -101,15 +112,7 @@ TEST_CASE("shard: a cut far past the target is found across growing read windows
   lmkit::test::WriteAll(dir.file("b"), text.substr(join));
   const std::vector<std::string> files = {dir.file("a"), dir.file("b")};
   const std::vector<std::string> sp = {"<|endoftext|>"};
-  for (uint64_t n : {2, 3, 4}) {
-    auto cuts = ShardCutsOfText(text, n, sp);
-    for (uint64_t k = 0; k < n; ++k) {
-      auto r = ComputeShardRange(files, {k, n}, sp);
-      REQUIRE(r.ok());
-      CHECK(r->begin == cuts[k]);
-      CHECK(r->end == cuts[k + 1]);
-    }
-  }
+  CheckFileRangesEqualCuts(files, text, {2, 3, 4}, sp);
   // Halving lands inside the word: the cut is its end (" tail" starts a new pre-token).
   auto half = ComputeShardRange(files, {1, 2}, sp);
   REQUIRE(half.ok());
