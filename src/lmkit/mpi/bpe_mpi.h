@@ -6,8 +6,9 @@
 // The input is cut into size x 8 work pieces at special-token/pre-token boundaries (shard.h); rank r takes piece r
 // while MPI starts (the rank is read from the launcher's environment: OMPI_COMM_WORLD_*, PMI_*, SLURM_PROCID/NTASKS;
 // the piece is redone if MPI_Comm_rank disagrees), then the ranks claim the others from rank 0 as they finish, so
-// faster ranks take more. On a single node under Open MPI, OMPI_MCA_pml=ob1 and OMPI_MCA_btl=self,vader are set
-// unless already in the environment.
+// faster ranks take more. On a single node under Open MPI, OMPI_MCA_pml=ob1, OMPI_MCA_btl=self,vader and
+// HWLOC_COMPONENTS=-linuxio,-pci,-gl,-opencl are set unless already in the environment. After MPI_Init, TCP_NODELAY is
+// set on the process's loopback TCP sockets (the launcher connection).
 // - TrainBpeMpi: each rank counts its pieces on options.threads threads into one table; the tables are summed over a
 //   binomial tree (log2 P rounds); rank 0 trains and writes vocab.json/merges.txt/tokenizer.json to out_dir. The
 //   files are byte-identical to a single-process TrainBpe + WriteTokenizerFiles (counts are sums).
