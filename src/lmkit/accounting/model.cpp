@@ -222,6 +222,8 @@ Status ParseFamily(const Fields& f, const std::string& family, ModelSpec& m) {
       LMKIT_FIELD(m.moe.top_k, f.Int("num_experts_per_tok"));
       LMKIT_FIELD(m.moe.expert_d_ff, f.Int("moe_intermediate_size"));
       LMKIT_FIELD(int64_t shared, f.IntOr("n_shared_experts", 0));
+      // Checked here, by its own name: ValidateModel only sees the product shared x moe_intermediate_size.
+      if (shared < 0) return Status::InvalidInput(f.subject(), "field 'n_shared_experts' must not be negative");
       m.moe.shared_d_ff = SatMul(shared, m.moe.expert_d_ff);
       LMKIT_FIELD(int64_t first_dense, f.IntOr("first_k_dense_replace", 0));
       LMKIT_FIELD(int64_t freq, f.IntOr("moe_layer_freq", 1));
@@ -379,6 +381,19 @@ Status ValidateModel(const ModelSpec& m, const std::string& subject) {
   LMKIT_RETURN_IF_ERROR(positive(m.kv_heads, "key/value heads"));
   LMKIT_RETURN_IF_ERROR(positive(m.head_dim, "head_dim"));
   LMKIT_RETURN_IF_ERROR(positive(m.vocab, "vocab_size"));
+  // Sizes where 0 means "none" (no position table, no shared expert, a plain q_proj ...): a negative value is never
+  // meaningful, and the sums in params.cpp would turn it into a negative or silently smaller parameter count.
+  auto non_negative = [&](int64_t v, const char* field) -> Status {
+    if (v < 0)
+      return Status::InvalidInput(subject, std::string("field '") + field + "' must not be negative (got " +
+                                               std::to_string(v) + ")");
+    return Status::Ok();
+  };
+  LMKIT_RETURN_IF_ERROR(non_negative(m.learned_positions, "n_positions"));
+  LMKIT_RETURN_IF_ERROR(non_negative(m.max_seq_len, "max_position_embeddings"));
+  LMKIT_RETURN_IF_ERROR(non_negative(m.d_ff, "intermediate size (d_ff)"));
+  LMKIT_RETURN_IF_ERROR(non_negative(m.moe.shared_d_ff, "shared expert intermediate size"));
+  LMKIT_RETURN_IF_ERROR(non_negative(m.mla_spec.q_lora_rank, "q_lora_rank"));
   bool any_dense = false;
   for (const auto& k : m.kinds) any_dense = any_dense || !k.moe;
   if (any_dense) LMKIT_RETURN_IF_ERROR(positive(m.d_ff, "intermediate size (d_ff)"));

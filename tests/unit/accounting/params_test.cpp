@@ -176,3 +176,37 @@ TEST_CASE("params: out-of-range numbers found by fuzz_config are errors, not und
   CHECK(err("{" + v3 + R"(, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "n_shared_experts": 4611686018427387904})")
             .find("'shared expert intermediate size' is implausibly large") != std::string::npos);
 }
+
+TEST_CASE("params: negative optional sizes are errors, not smaller or negative counts", "[accounting][params]") {
+  // Each of these used to parse: n_positions -5 gave a negative embedding count, a negative n_shared_experts or
+  // q_lora_rank silently removed parameters.
+  auto err = [](const std::string& text) {
+    auto j = lmkit::ParseJson(text, "inline");
+    REQUIRE(j.ok());
+    auto m = ParseModelConfig(*j, "bad.json");
+    REQUIRE(!m.ok());
+    CHECK(m.status().code() == lmkit::ErrorCode::kInvalidInput);
+    CHECK(m.status().subject() == "bad.json");
+    return m.status().message();
+  };
+  CHECK(err(R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 100,
+                "n_positions": -5})") == "field 'n_positions' must not be negative (got -5)");
+  CHECK(err(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+                "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": -1})") ==
+        "field 'max_position_embeddings' must not be negative (got -1)");
+  const std::string v3 = R"("model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 2,
+      "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "kv_lora_rank": 16, "v_head_dim": 8,
+      "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 4)";
+  CHECK(err("{" + v3 + R"(, "n_shared_experts": -1})") == "field 'n_shared_experts' must not be negative");
+  CHECK(err("{" + v3 + R"(, "q_lora_rank": -7})") == "field 'q_lora_rank' must not be negative (got -7)");
+  Dimensions d;
+  d.layers = 2;
+  d.d_model = 64;
+  d.heads = 4;
+  d.vocab = 100;
+  d.positions = -5;
+  auto m = FromDimensions(d);
+  REQUIRE(!m.ok());
+  CHECK(m.status().message() == "field 'n_positions' must not be negative (got -5)");
+}
