@@ -233,3 +233,21 @@ TEST_CASE("memory cli: inference KV cache, ZeRO, sweeps", "[accounting][cli]") {
   auto help = RunLmkit({"memory", "--help"});
   CHECK(help.out.find("Korthikanti") != std::string::npos);
 }
+
+TEST_CASE("flops cli: negative optional dimension flags are errors, not the default", "[accounting][cli]") {
+  // 0 means "default" on these flags; a negative value used to fall through to the default silently.
+  const std::vector<std::string> base = {"flops", "--layers", "2", "--d-model", "768", "--heads", "12", "--vocab", "100"};
+  for (const char* flag : {"--kv-heads", "--head-dim", "--d-ff", "--experts", "--top-k", "--expert-d-ff"}) {
+    auto args = base;
+    args.insert(args.end(), {flag, "-4"});
+    auto r = RunLmkit(args);
+    INFO(flag);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == std::string("lmkit flops: ") + flag + ": must not be negative (got -4)\n");
+  }
+  auto p = RunLmkit({"memory", "--layers", "2", "--d-model", "768", "--heads", "12", "--vocab", "100", "--positions",
+                     "-5"});
+  CHECK(p.exit_code == 1);
+  CHECK(p.err == "lmkit memory: explicit dimensions: field 'n_positions' must not be negative (got -5)\n");
+}

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "lmkit/common/data_dir.h"
 #include "lmkit/common/mapped_file.h"
@@ -322,6 +323,16 @@ Result<ModelSpec> ResolveModel(const std::string& arg) {
 }
 
 Result<ModelSpec> FromDimensions(const Dimensions& d) {
+  // 0 on these flags means "use the default"; a negative value would otherwise fall through to the default too and
+  // be accepted silently (--kv-heads -4 planned plain MHA).
+  const std::pair<const char*, int64_t> optional_flags[] = {{"--kv-heads", d.kv_heads},
+                                                            {"--head-dim", d.head_dim},
+                                                            {"--d-ff", d.d_ff},
+                                                            {"--experts", d.experts},
+                                                            {"--top-k", d.top_k},
+                                                            {"--expert-d-ff", d.expert_d_ff}};
+  for (const auto& [flag, v] : optional_flags)
+    if (v < 0) return Status::InvalidInput(flag, "must not be negative (got " + std::to_string(v) + ")");
   ModelSpec m;
   m.name = "custom";
   m.source = "explicit dimensions";
