@@ -251,3 +251,23 @@ TEST_CASE("flops cli: negative optional dimension flags are errors, not the defa
   CHECK(p.exit_code == 1);
   CHECK(p.err == "lmkit memory: explicit dimensions: field 'n_positions' must not be negative (got -5)\n");
 }
+
+TEST_CASE("flops cli: a sweep with an empty or out-of-range value is a usage error", "[accounting][cli]") {
+  TempDir dir;
+  std::string svg = dir.file("chart.svg");
+  // "1,,2" used to drop the empty value and print a two-point table; a value past 2^63 was clamped to INT64_MAX.
+  auto a = RunLmkit({"flops", "gpt2", "--sweep", "seq-len=1,,2", "--svg", svg});
+  CHECK(a.exit_code == 2);
+  CHECK(a.out.empty());
+  CHECK(a.err == "lmkit flops: --sweep seq-len: empty value in '1,,2'\n");
+  CHECK(ReadAll(svg).empty());
+  auto b = RunLmkit({"memory", "gpt2", "--sweep", "batch=4,"});
+  CHECK(b.exit_code == 2);
+  CHECK(b.err == "lmkit memory: --sweep batch: empty value in '4,'\n");
+  auto c = RunLmkit({"flops", "gpt2", "--sweep", "seq-len=99999999999999999999999"});
+  CHECK(c.exit_code == 2);
+  CHECK(c.err == "lmkit flops: --sweep seq-len: '99999999999999999999999' is not a positive integer\n");
+  auto d = RunLmkit({"flops", "gpt2", "--sweep", "seq-len="});
+  CHECK(d.exit_code == 2);
+  CHECK(d.err == "lmkit flops: --sweep seq-len has no values\n");
+}

@@ -1,5 +1,6 @@
 #include "lmkit/accounting/report.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -23,8 +24,10 @@ std::string Sep(Format f) { return f == Format::kCsv ? "" : "\n"; }
 
 Result<int64_t> ParsePositive(const std::string& s, const std::string& what) {
   char* end = nullptr;
+  errno = 0;
   long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || end == nullptr || *end != '\0' || v <= 0)
+  // ERANGE: strtoll clamps an out-of-range number to LLONG_MAX, which would pass as a valid (huge) value.
+  if (s.empty() || end == nullptr || *end != '\0' || v <= 0 || errno == ERANGE)
     return Status::Usage("--sweep " + what + ": '" + s + "' is not a positive integer");
   return static_cast<int64_t>(v);
 }
@@ -157,11 +160,14 @@ Result<Sweep> ParseSweep(const std::string& spec) {
   if (s.variable != "seq-len" && s.variable != "batch" && s.variable != "model")
     return Status::Usage("--sweep variable must be seq-len, batch or model (got '" + s.variable + "')");
   std::string rest = spec.substr(eq + 1);
+  if (rest.empty()) return Status::Usage("--sweep " + s.variable + " has no values");
   size_t pos = 0;
   while (pos <= rest.size()) {
     size_t comma = rest.find(',', pos);
     std::string v = rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (!v.empty()) s.values.push_back(v);
+    // An empty value ("1,,2", "1,") is a typo, not something to skip: the table would silently lack a point.
+    if (v.empty()) return Status::Usage("--sweep " + s.variable + ": empty value in '" + rest + "'");
+    s.values.push_back(v);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
