@@ -1,4 +1,6 @@
 // `lmkit memory`: weights, gradients, optimizer state, activations, KV cache and overhead per GPU; fit and max batch.
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "commands.h"
@@ -65,9 +67,15 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
     auto am = accounting::ParseActivationModel(st->activations);
     if (!am.ok()) return ReportError("memory", am.status());
     opt.activations = *am;
-    if (st->overhead_gib < 0) return UsageError("memory", "--overhead-gib must not be negative");
+    // NaN passes a plain `< 0` test, and llround of NaN, inf or anything past 2^63 is undefined (it printed an
+    // overhead of 9,223,372,036,854,775,808 bytes and a max batch of -2^63). 1e9 GB(GiB) bounds both to the 1e18-byte
+    // range the estimate itself is checked against, so every sum and the max batch stay exact.
+    constexpr double kMaxGb = 1e9;
+    if (!(st->overhead_gib >= 0 && st->overhead_gib <= kMaxGb))
+      return UsageError("memory", fmt::format("--overhead-gib must be a number from 0 to 1e9 (got {})", st->overhead_gib));
     opt.overhead_bytes = static_cast<uint64_t>(std::llround(st->overhead_gib * 1073741824.0));
-    if (st->capacity_gb < 0) return UsageError("memory", "--capacity-gb must not be negative");
+    if (!(st->capacity_gb >= 0 && st->capacity_gb <= kMaxGb))
+      return UsageError("memory", fmt::format("--capacity-gb must be a number from 0 to 1e9 (got {})", st->capacity_gb));
     opt.capacity_bytes = st->capacity_gb * 1e9;
     auto fmt = accounting::ParseFormat(g.json ? "json" : st->args.format);
     if (!fmt.ok()) return ReportError("memory", fmt.status());

@@ -271,3 +271,22 @@ TEST_CASE("flops cli: a sweep with an empty or out-of-range value is a usage err
   CHECK(d.exit_code == 2);
   CHECK(d.err == "lmkit flops: --sweep seq-len has no values\n");
 }
+
+TEST_CASE("memory cli: NaN, infinite or huge --overhead-gib and --capacity-gb are usage errors", "[accounting][cli]") {
+  // These used to print an overflowed overhead (9,223,372,036,854,775,808 bytes), "fits in inf ZB" with a largest
+  // batch of -9223372036854775808, or (NaN capacity) no fit verdict at all.
+  auto a = RunLmkit({"memory", "gpt2", "--overhead-gib", "nan"});
+  CHECK(a.exit_code == 2);
+  CHECK(a.out.empty());
+  CHECK(a.err == "lmkit memory: --overhead-gib must be a number from 0 to 1e9 (got nan)\n");
+  CHECK(RunLmkit({"memory", "gpt2", "--overhead-gib", "1e30"}).exit_code == 2);
+  auto b = RunLmkit({"memory", "gpt2", "--capacity-gb", "inf"});
+  CHECK(b.exit_code == 2);
+  CHECK(b.err == "lmkit memory: --capacity-gb must be a number from 0 to 1e9 (got inf)\n");
+  CHECK(RunLmkit({"memory", "gpt2", "--capacity-gb", "nan"}).exit_code == 2);
+  CHECK(RunLmkit({"memory", "gpt2", "--capacity-gb", "1e300"}).exit_code == 2);
+  // The bounds themselves are accepted and give exact, non-negative numbers.
+  auto c = StdoutJson(RunLmkit({"memory", "--json", "gpt2", "--capacity-gb", "1e9", "--overhead-gib", "0"}));
+  CHECK(c["memory"]["fits"].get<bool>());
+  CHECK(c["memory"]["max_batch"].get<int64_t>() > 0);
+}
