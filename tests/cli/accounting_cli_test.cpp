@@ -290,3 +290,20 @@ TEST_CASE("memory cli: NaN, infinite or huge --overhead-gib and --capacity-gb ar
   CHECK(c["memory"]["fits"].get<bool>());
   CHECK(c["memory"]["max_batch"].get<int64_t>() > 0);
 }
+
+TEST_CASE("flops cli: a tiny --mfu gives finite, non-overflowed times, and --steps is checked", "[accounting][cli]") {
+  // --mfu 1e-300 is inside (0, 1]; its step time (~3e296 s) used to print as 9,223,372,036,854,775,808 days (llround
+  // past 2^63), and with --steps 2^63-1 the JSON total_seconds was null (infinity).
+  auto a = RunLmkit({"flops", "gpt2", "--gpu", "h100", "--mfu", "1e-300"});
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out.find("9,223,372,036,854,775,808") == std::string::npos);
+  CHECK(a.out.find("forward step at MFU 0.00: 3.41e+291 days per step") != std::string::npos);
+  auto b = RunLmkit({"flops", "gpt2", "--gpu", "h100", "--mfu", "1e-300", "--steps", "9223372036854775807", "--json"});
+  CHECK(b.exit_code == 2);
+  CHECK(b.out.empty());
+  CHECK(b.err ==
+        "lmkit flops: --steps 9223372036854775807 x the step time overflows; use fewer steps or a larger --mfu\n");
+  auto c = RunLmkit({"flops", "gpt2", "--gpu", "h100", "--mfu", "0.5", "--steps", "-3"});
+  CHECK(c.exit_code == 2);
+  CHECK(c.err == "lmkit flops: --steps must be positive (got -3)\n");
+}

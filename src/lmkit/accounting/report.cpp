@@ -204,6 +204,8 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
     r.gpu = g;
   }
   if (req.mfu != 0 && !r.gpu) return Status::Usage("--mfu needs --gpu");
+  // A negative count used to be ignored silently, printing no total at all.
+  if (req.steps < 0) return Status::Usage("--steps must be positive (got " + std::to_string(req.steps) + ")");
   if (req.steps > 0 && req.mfu == 0) return Status::Usage("--steps needs --gpu and --mfu");
 
   if (!req.sweep.variable.empty()) {
@@ -259,6 +261,9 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
     LMKIT_ASSIGN_OR_RETURN(StepTime st, EstimateStepTime(static_cast<double>(f), static_cast<double>(r.report.tokens),
                                                          *r.gpu, req.dtype, req.mfu));
     r.step = st;
+    // JSON has no infinity (it would print total_seconds as null): a total that overflows a double is refused.
+    if (req.steps > 0 && !std::isfinite(st.seconds * static_cast<double>(req.steps)))
+      return Status::Usage("--steps " + std::to_string(req.steps) + " x the step time overflows; use fewer steps or a larger --mfu");
   }
   if (r.gpu && req.sweep.variable.empty()) {
     LMKIT_ASSIGN_OR_RETURN(Roofline pre, ComputeRoofline(r.report.matmuls, *r.gpu, req.dtype));

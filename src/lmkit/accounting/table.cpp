@@ -112,7 +112,15 @@ std::string Seconds(double s) {
   if (s < 120) return Fixed(s, 2) + " s";
   if (s < 2 * 3600) return Fixed(s / 60, 1) + " min";
   if (s < 2 * 86400) return Fixed(s / 3600, 2) + " h";
-  return Grouped(static_cast<uint64_t>(std::llround(s / 86400))) + " days";
+  const double days = s / 86400;
+  // llround past 2^63 (or of inf) is undefined and printed 9,223,372,036,854,775,808 days for a tiny --mfu; beyond a
+  // grouped integer's useful range the count is printed in scientific form instead.
+  if (!(days < 1e15)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g days", days);
+    return buf;
+  }
+  return Grouped(static_cast<uint64_t>(std::llround(days))) + " days";
 }
 
 }  // namespace lmkit::accounting
