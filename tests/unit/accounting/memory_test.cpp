@@ -6,6 +6,7 @@
 #include "lmkit/accounting/flops.h"
 #include "lmkit/accounting/gpu.h"
 #include "lmkit/accounting/roofline.h"
+#include "support/run_lmkit.h"
 
 using namespace lmkit::accounting;
 
@@ -221,4 +222,25 @@ TEST_CASE("roofline: decode is memory-bound, long prefill compute-bound", "[acco
   // q_proj at M=1: intensity ~ 1 FLOP/byte (2·K·N FLOPs over 2·K·N bytes).
   for (const auto& row : rd->rows)
     if (row.op.name == "q_proj") CHECK(row.intensity == Approx(1.0).epsilon(0.01));
+}
+
+TEST_CASE("gpu: a table entry with zero bandwidth or no capacity is an error", "[accounting][gpu]") {
+  // A zero bandwidth used to load and make the roofline's ridge and memory times infinite (null in --json); a
+  // negative capacity silently dropped memory's fit verdict.
+  lmkit::test::TempDir dir;
+  const std::string path = dir.file("gpus.json");
+  auto load = [&](const std::string& memory_gb, const std::string& bandwidth) {
+    lmkit::test::WriteAll(path, R"({"gpus": [{"name": "X1", "memory_gb": )" + memory_gb + R"(, "bandwidth_tb_s": )" +
+                                    bandwidth + R"(, "dense_tflops": {"bf16": 100}}]})");
+    return LoadGpuTable(path);
+  };
+  REQUIRE(load("80", "3").ok());
+  for (auto [mem, bw] : {std::pair{"80", "0"}, std::pair{"-80", "3"}, std::pair{"80", "1e300"}}) {
+    auto t = load(mem, bw);
+    INFO(mem << " " << bw);
+    REQUIRE_FALSE(t.ok());
+    CHECK(t.status().code() == lmkit::ErrorCode::kInvalidInput);
+    CHECK(t.status().subject() == path);
+    CHECK(t.status().message() == "GPU 'X1': memory_gb and bandwidth_tb_s must be positive numbers");
+  }
 }
