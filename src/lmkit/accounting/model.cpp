@@ -28,12 +28,17 @@ class Fields {
     if (!Has(key)) return fallback;
     return IntValue(key);
   }
-  bool BoolOr(const char* key, bool fallback) const {
-    if (!Has(key) || !j_[key].is_boolean()) return fallback;
+  // A present field of the wrong type is an error, not the fallback: "tie_word_embeddings": "true" used to count an
+  // untied head silently (a different parameter total).
+  Result<bool> BoolOr(const char* key, bool fallback) const {
+    if (!Has(key)) return fallback;
+    if (!j_[key].is_boolean())
+      return Status::InvalidInput(subject_, "field '" + std::string(key) + "' is not true or false");
     return j_[key].get<bool>();
   }
-  std::string StrOr(const char* key, const std::string& fallback) const {
-    if (!Has(key) || !j_[key].is_string()) return fallback;
+  Result<std::string> StrOr(const char* key, const std::string& fallback) const {
+    if (!Has(key)) return fallback;
+    if (!j_[key].is_string()) return Status::InvalidInput(subject_, "field '" + std::string(key) + "' is not a string");
     return j_[key].get<std::string>();
   }
   Result<std::vector<int64_t>> IntList(const char* key) const {
@@ -131,9 +136,9 @@ Status ParseGpt2(const Fields& f, ModelSpec& m) {
   m.ffn = FfnKind::kGelu;
   m.norm = NormKind::kLayerNorm;
   // nanoGPT's `bias` flag (False = no biases in linears or LayerNorms); HF GPT-2 always has them.
-  bool bias = f.BoolOr("bias", true);
+  LMKIT_FIELD(bool bias, f.BoolOr("bias", true));
   m.norm_bias = m.qkv_bias = m.out_bias = m.mlp_bias = bias;
-  m.tied = f.BoolOr("tie_word_embeddings", true);
+  LMKIT_FIELD(m.tied, f.BoolOr("tie_word_embeddings", true));
   if (!bias) m.notes.push_back("no biases (nanoGPT bias=False)");
   return Status::Ok();
 }
@@ -157,9 +162,10 @@ Status ParseLlamaLike(const Fields& f, ModelSpec& m) {
   }
   m.ffn = FfnKind::kSwiGlu;
   m.norm = NormKind::kRmsNorm;
-  m.tied = f.BoolOr("tie_word_embeddings", false);
-  m.qkv_bias = m.out_bias = f.BoolOr("attention_bias", false);
-  m.mlp_bias = f.BoolOr("mlp_bias", false);
+  LMKIT_FIELD(m.tied, f.BoolOr("tie_word_embeddings", false));
+  LMKIT_FIELD(m.qkv_bias, f.BoolOr("attention_bias", false));
+  m.out_bias = m.qkv_bias;
+  LMKIT_FIELD(m.mlp_bias, f.BoolOr("mlp_bias", false));
   return Status::Ok();
 }
 
@@ -189,7 +195,8 @@ Status ParseFamily(const Fields& f, const std::string& family, ModelSpec& m) {
       m.out_bias = false;
     }
     if (family == "qwen3" || family == "qwen3_moe") m.qk_norm = true;
-    if (f.BoolOr("use_sliding_window", false)) {
+    LMKIT_FIELD(bool use_window, f.BoolOr("use_sliding_window", false));
+    if (use_window) {
       // transformers' Qwen2: layers from max_window_layers on use the window.
       LMKIT_FIELD(int64_t w, f.IntOr("sliding_window", 0));
       LMKIT_FIELD(int64_t from, f.IntOr("max_window_layers", 0));
@@ -230,7 +237,8 @@ Status ParseFamily(const Fields& f, const std::string& family, ModelSpec& m) {
       LMKIT_FIELD(int64_t freq, f.IntOr("moe_layer_freq", 1));
       if (freq <= 0) return Status::InvalidInput(f.subject(), "field 'moe_layer_freq' must be positive");
       for (int64_t i = 0; i < m.layers; ++i) moe[static_cast<size_t>(i)] = i >= first_dense && i % freq == 0;
-      m.moe.router_bias = f.StrOr("topk_method", "") == "noaux_tc";
+      LMKIT_FIELD(std::string topk_method, f.StrOr("topk_method", ""));
+      m.moe.router_bias = topk_method == "noaux_tc";
     }
     if (family != "deepseek") {
       m.mla = true;
@@ -263,7 +271,7 @@ int64_t ModelSpec::kv_dim() const { return kv_heads * head_dim; }
 Result<ModelSpec> ParseModelConfig(const Json& config, const std::string& subject) {
   if (!config.is_object()) return Status::InvalidInput(subject, "config is not a JSON object");
   Fields f(config, subject);
-  std::string family = f.StrOr("model_type", "");
+  LMKIT_FIELD(std::string family, f.StrOr("model_type", ""));
   if (family.empty()) return Status::InvalidInput(subject, "missing field 'model_type'");
   const auto& known = KnownFamilies();
   if (std::find(known.begin(), known.end(), family) == known.end()) {

@@ -210,3 +210,31 @@ TEST_CASE("params: negative optional sizes are errors, not smaller or negative c
   REQUIRE(!m.ok());
   CHECK(m.status().message() == "field 'n_positions' must not be negative (got -5)");
 }
+
+TEST_CASE("params: a boolean or string field of the wrong type is an error, not the default", "[accounting][params]") {
+  // "tie_word_embeddings": "true" used to fall back to false and count an untied head without a word.
+  auto err = [](const std::string& text) {
+    auto j = lmkit::ParseJson(text, "inline");
+    REQUIRE(j.ok());
+    auto m = ParseModelConfig(*j, "bad.json");
+    REQUIRE(!m.ok());
+    CHECK(m.status().code() == lmkit::ErrorCode::kInvalidInput);
+    CHECK(m.status().subject() == "bad.json");
+    return m.status().message();
+  };
+  const std::string llama = R"("hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+                               "intermediate_size": 128, "vocab_size": 100)";
+  CHECK(err(R"({"model_type": "llama", "tie_word_embeddings": "true", )" + llama + "}") ==
+        "field 'tie_word_embeddings' is not true or false");
+  CHECK(err(R"({"model_type": "qwen2", "use_sliding_window": 1, )" + llama + "}") ==
+        "field 'use_sliding_window' is not true or false");
+  CHECK(err(R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 100, "bias": "no"})") ==
+        "field 'bias' is not true or false");
+  CHECK(err(R"({"model_type": 5, )" + llama + "}") == "field 'model_type' is not a string");
+  // null still means "absent" (HF writes it for unset optional fields).
+  auto j = lmkit::ParseJson(R"({"model_type": "llama", "tie_word_embeddings": null, )" + llama + "}", "inline");
+  REQUIRE(j.ok());
+  auto m = ParseModelConfig(*j, "ok.json");
+  REQUIRE(m.ok());
+  CHECK_FALSE(m->tied);
+}
