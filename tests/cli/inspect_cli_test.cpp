@@ -2,6 +2,7 @@
 // and corrupted copies of the checkpoint (made here) that must fail with one line naming the defect.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -145,4 +146,21 @@ TEST_CASE("inspect cli: .npy files", "[cli][inspect]") {
   auto e = RunLmkit({"inspect", dir.file("be.npy")});
   CHECK(e.exit_code == 1);
   CHECK(e.err.find("big-endian") != std::string::npos);
+}
+
+TEST_CASE("inspect cli: a .npy file with a damaged magic gets the npy reader's error", "[cli][inspect]") {
+  // Without the magic the file used to go to the safetensors reader: "header length 378576894774931 exceeds the
+  // limit" for a typo'd magic, "too short for the 8-byte header length" for a 4-byte stub.
+  TempDir dir;
+  WriteAll(dir.file("bad.npy"), std::string("\x93NUMPX\x01\x00", 8));
+  auto a = RunLmkit({"inspect", dir.file("bad.npy")});
+  CHECK(a.exit_code == 1);
+  CHECK(a.out.empty());
+  CHECK(a.err == "lmkit inspect: " + dir.file("bad.npy") + ": not a .npy file (missing the \\x93NUMPY magic)\n");
+  WriteAll(dir.file("stub.npy"), std::string("\x93NUM", 4));
+  auto b = RunLmkit({"inspect", dir.file("stub.npy")});
+  CHECK(b.exit_code == 1);
+  CHECK(b.err.find(dir.file("stub.npy") + ": ") != std::string::npos);
+  CHECK(b.err.find("8-byte header length") == std::string::npos);
+  CHECK(std::count(b.err.begin(), b.err.end(), '\n') == 1);
 }

@@ -183,7 +183,11 @@ Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink
     }
   } else {
     LMKIT_ASSIGN_OR_RETURN(MappedFile probe, MappedFile::Open(options.path));
-    bool is_npy = probe.size() >= 6 && std::memcmp(probe.data(), "\x93NUMPY", 6) == 0;
+    // A file named .npy is read as one even without the magic, so a damaged .npy gets the npy reader's error ("not a
+    // .npy file (missing the \x93NUMPY magic)") rather than the safetensors reader's header-length complaints.
+    const std::string& path = options.path;
+    bool is_npy = (probe.size() >= 6 && std::memcmp(probe.data(), "\x93NUMPY", 6) == 0) ||
+                  (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0);
     if (is_npy) {
       report.format = "npy";
       LMKIT_ASSIGN_OR_RETURN(NpyFile f, NpyFile::Open(options.path));
