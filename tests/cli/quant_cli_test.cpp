@@ -333,3 +333,27 @@ TEST_CASE("calibrate: usage and input errors", "[quant][cli]") {
   CHECK(r.exit_code == 1);
   CHECK_FALSE(fs::exists(dir.file("c.json")));
 }
+
+TEST_CASE("calibrate: ort flavour with values near FLT_MAX or a far outlier batch is a one-line error", "[quant][cli]") {
+  // These crashed (SIGSEGV from a NaN bin index) or grew the histogram until memory ran out.
+  TempDir dir;
+  const std::string huge = dir.file("huge.npy"), far = dir.file("far.npy");
+  const std::vector<float> h = {3e38f, 1.0f, -3.2e38f, 2.0f};  // two batches of 2
+  const std::vector<float> f = {0.5f, 1.0f, 1e6f, 2.0f};
+  REQUIRE(io::WriteNpy(huge, io::DType::kF32, {2, 2}, {reinterpret_cast<const uint8_t*>(h.data()), 16}).ok());
+  REQUIRE(io::WriteNpy(far, io::DType::kF32, {2, 2}, {reinterpret_cast<const uint8_t*>(f.data()), 16}).ok());
+  auto r = RunLmkit({"calibrate", huge, "--method", "entropy", "--flavor", "ort", "-o", dir.file("c.json")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit calibrate: " + huge +
+                     ": tensor 'huge': batch 2 (|x| up to 3.2e+38) would grow the ort flavour's histogram past 65536 "
+                     "bins or beyond the float range; use --flavor nvidia\n");
+  r = RunLmkit({"calibrate", far, "--method", "percentile", "--flavor", "ort", "-o", dir.file("c.json")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("tensor 'far': batch 2 (|x| up to 1e+06) would grow") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("c.json")));
+  // A single batch near FLT_MAX still calibrates.
+  REQUIRE(io::WriteNpy(huge, io::DType::kF32, {4}, {reinterpret_cast<const uint8_t*>(h.data()), 16}).ok());
+  r = RunLmkit({"calibrate", huge, "--method", "entropy", "--flavor", "ort", "-o", dir.file("c.json")});
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(dir.file("c.json")));
+}

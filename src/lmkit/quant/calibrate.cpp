@@ -251,8 +251,14 @@ Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const Calibrat
   r.min = st.first ? *mn : std::min<double>(r.min, *mn);
   r.max = st.first ? *mx : std::max<double>(r.max, *mx);
   st.first = false;
-  if (o.method == CalibMethod::kEntropy) st.signed_h.AddBatch(batch, be);
-  if (o.method == CalibMethod::kPercentile) st.abs_h.AddBatch(batch, be);
+  const bool added = o.method == CalibMethod::kEntropy      ? st.signed_h.AddBatch(batch, be)
+                     : o.method == CalibMethod::kPercentile ? st.abs_h.AddBatch(batch, be)
+                                                            : true;
+  if (!added)
+    return Status::InvalidInput(
+        file, fmt::format("tensor '{}': batch {} (|x| up to {:g}) would grow the ort flavour's histogram past {} bins "
+                          "or beyond the float range; use --flavor nvidia",
+                          name, r.batches + 1, std::max(std::fabs(*mn), std::fabs(*mx)), OrtMaxBins(o.bins)));
   r.samples += be;
   ++r.batches;
   return Status::Ok();

@@ -107,7 +107,11 @@ void HistogramUniform(const float* x, uint64_t n, const std::vector<float>& edge
     if (!(v >= first && v <= last)) continue;
     // numpy: ((v - first) / denom * nbins) in the array's precision, truncated, then fixed up against the edges.
     float f = denom > 0 ? (v - first) / denom * static_cast<float>(nb) : 0.0f;
-    int64_t k = std::min<int64_t>(static_cast<int64_t>(f), nb - 1);
+    // Edges near +-FLT_MAX overflow `denom` (or v - first) to inf and make f NaN, whose cast to an integer is
+    // undefined (it indexed far outside `counts`); fp64 cannot overflow here and the fix-up below corrects it.
+    if (!(f >= 0.0f && f < static_cast<float>(nb)))
+      f = static_cast<float>((static_cast<double>(v) - first) / (static_cast<double>(last) - first) * nb);
+    int64_t k = f >= 0.0f ? std::min<int64_t>(static_cast<int64_t>(std::min(f, static_cast<float>(nb))), nb - 1) : 0;
     while (k > 0 && v < edges[k]) --k;
     while (k < nb - 1 && v >= edges[k + 1]) ++k;
     ++counts[k];
@@ -128,7 +132,7 @@ void MinMax(const float* x, uint64_t n, float* mn, float* mx) {
 
 }  // namespace
 
-void OrtSignedHistogram::AddBatch(const float* x, uint64_t n) {
+bool OrtSignedHistogram::AddBatch(const float* x, uint64_t n) {
   float mn, mx;
   MinMax(x, n, &mn, &mx);
   const float t = std::max(std::fabs(mn), std::fabs(mx));
@@ -140,41 +144,50 @@ void OrtSignedHistogram::AddBatch(const float* x, uint64_t n) {
     threshold_ = t;
     min_ = mn;
     max_ = mx;
-    return;
+    return true;
   }
-  min_ = std::min(min_, mn);
-  max_ = std::max(max_, mx);
   if (t <= threshold_) {
+    min_ = std::min(min_, mn);
+    max_ = std::max(max_, mx);
     std::vector<uint64_t> add(counts_.size(), 0);
     HistogramUniform(x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())), add,
                      false);
     for (size_t i = 0; i < add.size(); ++i) counts_[i] += add[i];
-    return;  // ORT keeps the old edges
+    return true;  // ORT keeps the old edges
   }
   const uint32_t old_bins = static_cast<uint32_t>(counts_.size());
   if (threshold_ == 0) {
+    min_ = std::min(min_, mn);
+    max_ = std::max(max_, mx);
     edges_ = LinspaceEdges(-t, t, old_bins);
     std::vector<uint64_t> h(old_bins, 0);
     HistogramUniform(x, n, edges_, h, false);
     for (size_t i = 0; i < h.size(); ++i) h[i] += counts_[i];
     counts_ = std::move(h);
     threshold_ = t;
-    return;
+    return true;
   }
   // fp32 arithmetic as numpy does it on float32 scalars.
   const float stride = 2.0f * threshold_ / static_cast<float>(old_bins);
-  const uint32_t half = static_cast<uint32_t>(std::floor((t - threshold_) / stride) + 1.0f);
+  const float half_f = std::floor((t - threshold_) / stride) + 1.0f;
+  // Checked before any cast: a NaN/inf or huge half_f made the casts undefined and the vector below gigantic.
+  if (!(half_f >= 1.0f && static_cast<double>(old_bins) + 2.0 * half_f <= OrtMaxBins(initial_bins_))) return false;
+  const uint32_t half = static_cast<uint32_t>(half_f);
   const uint32_t new_bins = old_bins + 2 * half;
   const float new_t = static_cast<float>(half) * stride + threshold_;
+  if (!std::isfinite(new_t)) return false;
+  min_ = std::min(min_, mn);
+  max_ = std::max(max_, mx);
   edges_ = LinspaceEdges(-new_t, new_t, new_bins);
   std::vector<uint64_t> h(new_bins, 0);
   HistogramUniform(x, n, edges_, h, false);
   for (uint32_t i = 0; i < old_bins; ++i) h[half + i] += counts_[i];
   counts_ = std::move(h);
   threshold_ = new_t;
+  return true;
 }
 
-void OrtAbsHistogram::AddBatch(const float* x, uint64_t n) {
+bool OrtAbsHistogram::AddBatch(const float* x, uint64_t n) {
   float mn, mx;
   MinMax(x, n, &mn, &mx);
   float amin = n ? std::fabs(x[0]) : 0.0f, amax = amin;
@@ -190,25 +203,31 @@ void OrtAbsHistogram::AddBatch(const float* x, uint64_t n) {
     HistogramUniform(x, n, edges_, counts_, true);
     min_ = mn;
     max_ = mx;
-    return;
+    return true;
   }
-  min_ = std::min(min_, mn);
-  max_ = std::max(max_, mx);
   if (amax > edges_.back()) {
     // np.arange(last + width, amax + width, width) in float32: length from the fp32 difference, values
     // start + i * delta with delta = (start + width) - start (numpy's float fill).
     const float width = edges_[1] - edges_[0];
     const float start = edges_.back() + width, stop = amax + width;
-    const uint64_t len = static_cast<uint64_t>(std::ceil(static_cast<double>((stop - start) / width)));
+    const double len_f = std::ceil(static_cast<double>((stop - start) / width));
+    // Checked before the cast: inf (stop overflowed) or billions of bins for one far outlier.
+    if (!(std::isfinite(start) && std::isfinite(stop) && len_f >= 0 &&
+          static_cast<double>(counts_.size()) + len_f <= OrtMaxBins(initial_bins_)))
+      return false;
+    const uint64_t len = static_cast<uint64_t>(len_f);
     const float second = start + width;
     const float delta = second - start;
     for (uint64_t i = 0; i < len; ++i)
       edges_.push_back(i == 0 ? start : i == 1 ? second : start + static_cast<float>(i) * delta);
   }
+  min_ = std::min(min_, mn);
+  max_ = std::max(max_, mx);
   std::vector<uint64_t> h(edges_.size() - 1, 0);
   HistogramUniform(x, n, edges_, h, true);
   for (size_t i = 0; i < counts_.size(); ++i) h[i] += counts_[i];
   counts_ = std::move(h);
+  return true;
 }
 
 }  // namespace lmkit::quant

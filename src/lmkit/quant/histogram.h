@@ -50,7 +50,9 @@ LMKIT_HD uint32_t AbsBin(float v_abs, float amax, uint32_t bins) {
 class OrtSignedHistogram {
  public:
   explicit OrtSignedHistogram(uint32_t bins) : initial_bins_(bins) {}
-  void AddBatch(const float* x, uint64_t n);
+  // False (and nothing added) when the batch would grow the histogram past OrtMaxBins(bins) or to a range that
+  // overflows fp32: ORT would allocate billions of bins (or divide by inf) for one far outlier.
+  bool AddBatch(const float* x, uint64_t n);
 
   const std::vector<uint64_t>& counts() const { return counts_; }
   const std::vector<float>& edges() const { return edges_; }  // counts().size() + 1
@@ -72,7 +74,7 @@ class OrtSignedHistogram {
 class OrtAbsHistogram {
  public:
   explicit OrtAbsHistogram(uint32_t bins) : initial_bins_(bins) {}
-  void AddBatch(const float* x, uint64_t n);
+  bool AddBatch(const float* x, uint64_t n);  // false as OrtSignedHistogram::AddBatch
 
   const std::vector<uint64_t>& counts() const { return counts_; }
   const std::vector<float>& edges() const { return edges_; }
@@ -86,6 +88,10 @@ class OrtAbsHistogram {
   std::vector<float> edges_;
   float min_ = 0, max_ = 0;
 };
+
+// The most bins a grown ORT histogram may reach: 32x the default 2048 (or the initial count when larger). The entropy
+// search is quadratic in the bin count, so a histogram grown without bound by one outlier batch would hang it.
+constexpr uint32_t OrtMaxBins(uint32_t initial_bins) { return initial_bins > (1u << 16) ? initial_bins : (1u << 16); }
 
 // numpy.linspace(first, last, bins + 1) cast to float32 (computed in fp64, last edge exact).
 std::vector<float> LinspaceEdges(float first, float last, uint32_t bins);

@@ -106,6 +106,33 @@ TEST_CASE("calibrators: ORT signed histogram grows by whole bins and keeps every
   CHECK(h.max() == 3.0f);
 }
 
+TEST_CASE("calibrators: ORT histograms refuse growth past the bin limit or the float range", "[quant][calib]") {
+  // One far outlier used to grow the histogram by billions of bins (hang, out of memory), and edges near FLT_MAX
+  // made the bin index NaN (a write far outside the counts).
+  OrtSignedHistogram s(2048);
+  std::vector<float> b1 = {-1.0f, 0.5f, 1.0f};
+  std::vector<float> far = {1e6f};
+  REQUIRE(s.AddBatch(b1.data(), b1.size()));
+  CHECK_FALSE(s.AddBatch(far.data(), far.size()));
+  CHECK(s.counts().size() == 2048);  // unchanged
+  CHECK(s.max() == 1.0f);
+  OrtAbsHistogram a(2048);
+  REQUIRE(a.AddBatch(b1.data(), b1.size()));
+  CHECK_FALSE(a.AddBatch(far.data(), far.size()));
+  CHECK(a.counts().size() == 2048);
+
+  OrtSignedHistogram huge(2048);
+  std::vector<float> h1 = {3e38f, -3e38f, 1.0f};
+  REQUIRE(huge.AddBatch(h1.data(), h1.size()));
+  uint64_t total = 0;
+  for (uint64_t c : huge.counts()) total += c;
+  CHECK(total == 3);
+  CHECK(huge.counts().front() == 1);
+  CHECK(huge.counts().back() == 1);
+  std::vector<float> h2 = {-3.2e38f};
+  CHECK_FALSE(huge.AddBatch(h2.data(), h2.size()));  // 2 * threshold overflows fp32
+}
+
 TEST_CASE("calibrators: histogram binning follows torch.histc and numpy edges", "[quant][calib]") {
   AbsHistogram h(4, 2.0f);
   std::vector<float> v = {0.0f, 0.49f, 0.5f, -1.0f, 1.99f, 2.0f, -2.0f, 2.5f};
