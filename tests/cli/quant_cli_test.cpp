@@ -262,6 +262,58 @@ TEST_CASE("quantize: NaN weights name the tensor - usage errors - deterministic 
   CHECK(ReadAll(a + "/config.json") == ReadAll(b + "/config.json"));
 }
 
+TEST_CASE("quantize: a failing directory input leaves no output directory and an existing one untouched", "[quant][cli]") {
+  TempDir dir;
+  // An index naming a missing shard: the output directory used to be created (and left) before the shards were opened.
+  const std::string idx_only = dir.file("idx_only"), out = dir.file("out");
+  fs::create_directories(idx_only);
+  lmkit::test::WriteAll(idx_only + "/model.safetensors.index.json",
+                        R"({"weight_map": {"a.weight": "model-00001-of-00002.safetensors"}})");
+  auto r = RunLmkit({"quantize", idx_only, "-o", out});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit quantize: " + idx_only + "/model-00001-of-00002.safetensors: no such file\n");
+  CHECK_FALSE(fs::exists(out));
+
+  // A malformed config.json was read after model.safetensors had been written into the output.
+  const std::string bad_cfg = dir.file("bad_cfg");
+  fs::create_directories(bad_cfg);
+  fs::copy_file(kStories + "/model.safetensors", bad_cfg + "/model.safetensors");
+  lmkit::test::WriteAll(bad_cfg + "/config.json", "[1, 2");
+  r = RunLmkit({"quantize", bad_cfg, "-o", out});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.rfind("lmkit quantize: " + bad_cfg + "/config.json: malformed JSON", 0) == 0);
+  CHECK_FALSE(fs::exists(out));
+
+  // NaN in the second shard: the first shard used to be committed already. An existing output keeps its files.
+  const std::string sharded = dir.file("sharded");
+  fs::create_directories(sharded);
+  WriteToyCheckpoint(sharded + "/model-00001-of-00002.safetensors", io::DType::kF32);
+  WriteToyCheckpoint(sharded + "/model-00002-of-00002.safetensors", io::DType::kF32, /*with_nan=*/true);
+  // The two toy shards hold the same names; the index only has to list both files.
+  lmkit::test::WriteAll(sharded + "/model.safetensors.index.json",
+                        R"({"weight_map": {"x": "model-00001-of-00002.safetensors",
+                                           "y": "model-00002-of-00002.safetensors"}})");
+  r = RunLmkit({"quantize", sharded, "-o", out});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit quantize: " + sharded +
+                     "/model-00002-of-00002.safetensors: tensor 'model.layers.0.mlp.up_proj.weight': non-finite "
+                     "value at [3, 9]\n");
+  CHECK_FALSE(fs::exists(out));
+  fs::create_directories(out);
+  lmkit::test::WriteAll(out + "/model-00001-of-00002.safetensors", "old");
+  r = RunLmkit({"quantize", sharded, "-o", out});
+  CHECK(r.exit_code == 1);
+  CHECK(lmkit::test::ListDir(out) == std::vector<std::string>{"model-00001-of-00002.safetensors"});
+  CHECK(ReadAll(out + "/model-00001-of-00002.safetensors") == "old");
+
+  // A missing parent is an error, as for file outputs (it used to be created with all its parents).
+  r = RunLmkit({"quantize", kStories, "-o", dir.file("no/such/q")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit quantize: " + dir.file("no/such/q") +
+                     ": cannot create the output directory: No such file or directory\n");
+  CHECK_FALSE(fs::exists(dir.file("no")));
+}
+
 TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[quant][cli]") {
   TempDir dir;
   const std::string acts = TestData("quant/laplace_acts.npy");

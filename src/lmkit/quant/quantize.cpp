@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -133,8 +134,10 @@ Result<Plan> MakePlan(const QuantizeOptions& o) {
     } else {
       return Status::NotFound(o.input, "no model.safetensors or model.safetensors.index.json in the directory");
     }
-    fs::create_directories(o.output, ec);
-    if (ec) return Status::Io(o.output, "cannot create the output directory: " + ec.message());
+    // The output directory is created only once every input has been validated (Quantize), so a bad input leaves
+    // no directory behind.
+    if (fs::exists(o.output, ec) && !fs::is_directory(o.output, ec))
+      return Status::InvalidInput(o.output, "exists and is not a directory (OUTPUT of a directory INPUT)");
     for (const auto& n : names)
       plan.shards.push_back(Shard{(dir / n).string(), (fs::path(o.output) / n).string(), n, {}});
   } else {
@@ -158,18 +161,31 @@ std::vector<uint8_t> ScaleBytes(const std::vector<float>& scales, io::DType dtyp
   return out;
 }
 
-Status CopyRegularFiles(const QuantizeOptions& o, const Plan& plan) {
+// The other regular files of the input directory (tokenizer, generation config, ...), read before anything is
+// committed so that an unreadable one fails the run before the output changes.
+Status CollectRegularFiles(const QuantizeOptions& o, const Plan& plan,
+                           std::vector<std::pair<std::string, std::string>>* files) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(o.input, ec)) {
     if (!entry.is_regular_file()) continue;
     const std::string name = entry.path().filename().string();
     if (name == "config.json" || name == plan.index_name || EndsWith(name, ".safetensors")) continue;
     LMKIT_ASSIGN_OR_RETURN(std::string content, ReadFileToString(entry.path().string()));
-    LMKIT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(o.output) / name).string(), content));
+    files->emplace_back((fs::path(o.output) / name).string(), std::move(content));
   }
   if (ec) return Status::Io(o.input, "cannot list the directory: " + ec.message());
   return Status::Ok();
 }
+
+// Removes the output directory this run created when the run fails. Declared before the shard writers, so it runs
+// after their destructors have removed the temporary files; fs::remove only removes an empty directory.
+struct QuantizeCreatedDirGuard {
+  std::string path;
+  ~QuantizeCreatedDirGuard() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove(path, ec);
+  }
+};
 
 Json ShapeJson(const std::vector<uint64_t>& shape) {
   Json a = Json::array();
@@ -271,6 +287,27 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
     }
   }
 
+  // config.json is parsed before anything is written: a malformed one used to fail after the shards were in place.
+  std::optional<Json> cfg;
+  const std::string cpath = (fs::path(o.input) / "config.json").string();
+  std::error_code cfg_ec;
+  if (plan.directory && fs::exists(cpath, cfg_ec)) {
+    LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(cpath));
+    LMKIT_ASSIGN_OR_RETURN(cfg, ParseJson(text, cpath));
+    if (!cfg->is_object()) return Status::InvalidInput(cpath, "config.json is not a JSON object");
+  }
+  QuantizeCreatedDirGuard created_dir;
+  if (plan.directory) {
+    // One level only, as for file outputs: a missing parent is an error, not a tree of directories left behind.
+    std::error_code ec;
+    if (fs::create_directory(o.output, ec)) created_dir.path = o.output;
+    if (ec) return Status::Io(o.output, "cannot create the output directory: " + ec.message());
+  }
+  // Every shard stays uncommitted (a temporary file) until all of them are written: an error in a later shard must
+  // not leave earlier ones in the destination.
+  std::vector<io::SafetensorsWriter> writers;
+  writers.reserve(plan.shards.size());
+
   ThreadPool pool(std::max(1u, o.threads));
   std::vector<float> scales;
   std::vector<uint8_t> copy_buf;
@@ -295,7 +332,10 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
       if (!o.calibration.empty()) specs.push_back({m + ".input_scale", t.dtype, {1}});
     }
     for (const auto& sp : specs) weight_map[sp.name] = s.file_name;
-    LMKIT_ASSIGN_OR_RETURN(io::SafetensorsWriter w, io::SafetensorsWriter::Create(s.out_path, specs, s.file.metadata()));
+    LMKIT_ASSIGN_OR_RETURN(io::SafetensorsWriter created,
+                           io::SafetensorsWriter::Create(s.out_path, specs, s.file.metadata()));
+    writers.push_back(std::move(created));
+    io::SafetensorsWriter& w = writers.back();
     // Tensor bytes are read with pread, not through the header's mapping (file_reader.h says why).
     LMKIT_ASSIGN_OR_RETURN(FileReader in, FileReader::Open(s.in_path));
     if (in.size() != s.file.file_bytes()) return Status::InvalidInput(s.in_path, "file changed while being read");
@@ -358,10 +398,10 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
       done_bytes += t.num_bytes();
       if (progress) progress->Update(done_bytes);
     }
-    LMKIT_RETURN_IF_ERROR(w.Commit());
   }
   if (progress) progress->Finish();
 
+  std::vector<std::pair<std::string, std::string>> files;  // (path, content) written after the shards
   if (plan.directory) {
     if (!plan.index_name.empty()) {
       Json idx;
@@ -369,19 +409,17 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
       Json wm = Json::object();
       for (const auto& [k, v] : weight_map) wm[k] = v;
       idx["weight_map"] = wm;
-      LMKIT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(o.output) / plan.index_name).string(), DumpJson(idx) + "\n"));
+      files.emplace_back((fs::path(o.output) / plan.index_name).string(), DumpJson(idx) + "\n");
     }
-    const std::string cpath = (fs::path(o.input) / "config.json").string();
-    std::error_code ec;
-    if (fs::exists(cpath, ec)) {
-      LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(cpath));
-      LMKIT_ASSIGN_OR_RETURN(Json cfg, ParseJson(text, cpath));
-      if (!cfg.is_object()) return Status::InvalidInput(cpath, "config.json is not a JSON object");
-      cfg["quantization_config"] = QuantizationConfig(o, ignore);
-      LMKIT_RETURN_IF_ERROR(WriteFileAtomically((fs::path(o.output) / "config.json").string(), DumpJson(cfg) + "\n"));
+    if (cfg) {
+      (*cfg)["quantization_config"] = QuantizationConfig(o, ignore);
+      files.emplace_back((fs::path(o.output) / "config.json").string(), DumpJson(*cfg) + "\n");
     }
-    LMKIT_RETURN_IF_ERROR(CopyRegularFiles(o, plan));
+    LMKIT_RETURN_IF_ERROR(CollectRegularFiles(o, plan, &files));
   }
+  for (io::SafetensorsWriter& w : writers) LMKIT_RETURN_IF_ERROR(w.Commit());
+  for (const auto& [path, content] : files) LMKIT_RETURN_IF_ERROR(WriteFileAtomically(path, content));
+  created_dir.path.clear();  // success: keep it
   rep.seconds = MonotonicSeconds() - t0;
   rep.peak_rss_bytes = PeakRssBytes();
   return rep;
