@@ -262,6 +262,24 @@ TEST_CASE("quantize: NaN weights name the tensor - usage errors - deterministic 
   CHECK(ReadAll(a + "/config.json") == ReadAll(b + "/config.json"));
 }
 
+TEST_CASE("quantize: an amax past the scale dtype's range is an error, not an infinite input_scale", "[quant][cli]") {
+  TempDir dir;
+  const std::string in = dir.file("toy.safetensors");
+  WriteToyCheckpoint(in, io::DType::kF16);
+  // 1e7 / 127.5 = 78431 > 65504, the largest F16; 1e300 does not even fit a float.
+  for (const char* amax : {"1e7", "1e300"}) {
+    lmkit::test::WriteAll(dir.file("calib.json"),
+                          std::string(R"({"tensors": {"model.layers.0.mlp.up_proj": {"amax": )") + amax + "}}}");
+    auto r = RunLmkit({"quantize", in, "-o", dir.file("s.safetensors"), "--scheme", "w8a8", "--calibration",
+                       dir.file("calib.json")});
+    const std::string shown = amax == std::string("1e7") ? "1e+07" : "1e+300";  // fmt's {:g}
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "lmkit quantize: " + dir.file("calib.json") + ": amax " + shown +
+                       " for 'model.layers.0.mlp.up_proj' gives an input_scale beyond the range of F16\n");
+    CHECK_FALSE(fs::exists(dir.file("s.safetensors")));
+  }
+}
+
 TEST_CASE("quantize: a failing directory input leaves no output directory and an existing one untouched", "[quant][cli]") {
   TempDir dir;
   // An index naming a missing shard: the output directory used to be created (and left) before the shards were opened.

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -279,6 +280,14 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
         const std::string m = ModuleName(t.name);
         if (!calib.count(m) && !calib.count(m + ".input"))
           return Status::InvalidInput(o.calibration, "no activation range for '" + m + "' (or '" + m + ".input')");
+        // amax / 127.5 is stored in the weight's dtype; past its range it became an infinite input_scale (F32 above
+        // 3.4e38, F16 above 8.4e6) in a checkpoint reported as a success.
+        const double amax = calib.count(m) ? calib[m] : calib[m + ".input"];
+        if (!(amax <= std::numeric_limits<float>::max()) ||
+            !std::isfinite(StoredScale(static_cast<float>(amax), Int8Convention::kHalfStep, t.dtype)))
+          return Status::InvalidInput(o.calibration, fmt::format("amax {:g} for '{}' gives an input_scale beyond the "
+                                                                 "range of {}",
+                                                                 amax, m, io::DTypeName(t.dtype)));
       }
       if (!sel && EndsWith(t.name, ".weight") && t.shape.size() == 2) {
         const std::string m = ModuleName(t.name);
