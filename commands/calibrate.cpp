@@ -1,5 +1,6 @@
 // `lmkit calibrate`: activation ranges (amax per tensor) from .npy/.safetensors samples; writes CALIB.json.
 #include <fmt/format.h>
+#include <optional>
 
 #include "commands.h"
 #include "lmkit/common/atomic_file.h"
@@ -46,17 +47,26 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     a->o.flavor = *flavor;
     if (p->count() > 0) a->o.percentile = a->percentile;
     a->o.threads = g.ResolvedThreads();
+    // Both outputs are opened before the work and committed after it, so an unwritable --trt-cache does not leave
+    // a CALIB.json behind with exit 1 (and fails before the calibration time is spent).
+    auto out_file = AtomicFile::Create(a->output);
+    if (!out_file.ok()) return ReportError("calibrate", out_file.status());
+    std::optional<AtomicFile> trt_file;
+    if (!a->trt_cache.empty()) {
+      auto f = AtomicFile::Create(a->trt_cache);
+      if (!f.ok()) return ReportError("calibrate", f.status());
+      trt_file = std::move(*f);
+    }
     auto progress = MakeProgress(g);
     a->m.calib = a->o;
     auto table = from_model ? model::CalibrateModel(a->m, progress.get()) : quant::Calibrate(a->o, progress.get());
     if (!table.ok()) return ReportError("calibrate", table.status());
     Json doc = quant::CalibrationToJson(*table);
-    Status st = WriteFileAtomically(a->output, DumpJson(doc) + "\n");
+    Status st = out_file->Write(DumpJson(doc) + "\n");
+    if (st.ok() && trt_file) st = trt_file->Write(quant::TrtCacheText(*table));
+    if (st.ok()) st = out_file->Commit();
+    if (st.ok() && trt_file) st = trt_file->Commit();
     if (!st.ok()) return ReportError("calibrate", st);
-    if (!a->trt_cache.empty()) {
-      st = WriteFileAtomically(a->trt_cache, quant::TrtCacheText(*table));
-      if (!st.ok()) return ReportError("calibrate", st);
-    }
     if (g.json) {
       Json j = doc;
       j["seconds"] = table->seconds;

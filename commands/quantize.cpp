@@ -1,5 +1,6 @@
 // `lmkit quantize`: INT8 weights (compressed-tensors) from a safetensors checkpoint; prints the error report.
 #include <fmt/format.h>
+#include <optional>
 
 #include "commands.h"
 #include "lmkit/common/atomic_file.h"
@@ -38,12 +39,21 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     a->o.granularity = *gran;
     a->o.format = *format;
     a->o.threads = g.ResolvedThreads();
+    // The report file is opened before quantizing, so an unwritable --report fails before any output is written
+    // instead of after (exit 1 with the quantized model already in place).
+    std::optional<AtomicFile> report_file;
+    if (!a->report.empty()) {
+      auto f = AtomicFile::Create(a->report);
+      if (!f.ok()) return ReportError("quantize", f.status());
+      report_file = std::move(*f);
+    }
     auto progress = MakeProgress(g);
     auto rep = quant::Quantize(a->o, progress.get());
     if (!rep.ok()) return ReportError("quantize", rep.status());
     Json j = quant::QuantizeReportToJson(*rep);
-    if (!a->report.empty()) {
-      Status st = WriteFileAtomically(a->report, DumpJson(j) + "\n");
+    if (report_file) {
+      Status st = report_file->Write(DumpJson(j) + "\n");
+      if (st.ok()) st = report_file->Commit();
       if (!st.ok()) return ReportError("quantize", st);
     }
     if (g.json)

@@ -332,6 +332,25 @@ TEST_CASE("quantize: a failing directory input leaves no output directory and an
   CHECK_FALSE(fs::exists(dir.file("no")));
 }
 
+TEST_CASE("quantize and calibrate: an unwritable report or cache fails before any output is written", "[quant][cli]") {
+  TempDir dir;
+  const std::string in = dir.file("toy.safetensors");
+  WriteToyCheckpoint(in, io::DType::kF32);
+  auto r = RunLmkit({"quantize", in, "-o", dir.file("q.safetensors"), "--report", dir.file("no/r.json")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit quantize: " + dir.file("no/r.json") + ": cannot create output in " + dir.file("no") +
+                     ": No such file or directory\n");
+  CHECK_FALSE(fs::exists(dir.file("q.safetensors")));
+
+  const std::string acts = TestData("quant/laplace_acts.npy");
+  r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", dir.file("c.json"), "--trt-cache",
+                dir.file("no/c.cache")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.rfind("lmkit calibrate: " + dir.file("no/c.cache") + ": cannot create output in", 0) == 0);
+  CHECK_FALSE(fs::exists(dir.file("c.json")));
+  CHECK(lmkit::test::ListDir(dir.path()) == std::vector<std::string>{"toy.safetensors"});
+}
+
 TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[quant][cli]") {
   TempDir dir;
   const std::string acts = TestData("quant/laplace_acts.npy");
