@@ -39,6 +39,14 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (from_model == !a->o.inputs.empty())
       return UsageError("calibrate", "give either ACTIVATIONS files or --model with --tokens");
     if (from_model != (tokens->count() > 0)) return UsageError("calibrate", "--model and --tokens go together");
+    // The JSON and the cache replace their destination, so one that names an input would destroy it.
+    std::vector<std::string> ins = a->o.inputs;
+    if (from_model) ins = {a->m.model, a->m.tokens};
+    for (const std::string* out : {&a->output, &a->trt_cache})
+      for (const auto& in : ins)
+        if (WouldOverwriteInput(*out, in)) return UsageError("calibrate", *out + " would overwrite the input " + in);
+    if (!a->trt_cache.empty() && a->trt_cache == a->output)
+      return UsageError("calibrate", "-o and --trt-cache name the same file");
     auto method = quant::ParseCalibMethod(a->method);
     if (!method.ok()) return ReportError("calibrate", method.status());
     auto flavor = quant::ParseCalibFlavor(a->flavor);

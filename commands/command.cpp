@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 
 #include "lmkit/common/thread_pool.h"
 
@@ -17,6 +18,17 @@ int ReportError(const std::string& command, const Status& status) {
   if (status.code() == ErrorCode::kUsage) return kExitUsage;
   if (status.code() == ErrorCode::kCancelled) return kExitInterrupted;
   return kExitFailure;
+}
+
+bool WouldOverwriteInput(const std::string& output, const std::string& input) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (output.empty() || input.empty() || !fs::exists(output, ec)) return false;
+  if (fs::is_directory(input, ec)) {
+    fs::path parent = fs::path(output).parent_path();
+    return fs::equivalent(parent.empty() ? fs::path(".") : parent, input, ec);
+  }
+  return fs::equivalent(output, input, ec);
 }
 
 int UsageError(const std::string& command, const std::string& message) {

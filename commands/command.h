@@ -37,6 +37,9 @@ struct CommandSpec {
 int ReportError(const std::string& command, const Status& status);
 // Prints `lmkit <command>: <message>` on stderr and returns kExitUsage.
 int UsageError(const std::string& command, const std::string& message);
+// True when writing the file `output` would replace `input` (a file) or an existing file of `input` (a directory).
+// fs::equivalent sees through symlinks, hard links and spellings such as ./x, which a path comparison would miss.
+bool WouldOverwriteInput(const std::string& output, const std::string& input);
 // A note on stderr (suppressed by --quiet), e.g. "no CUDA device; using the CPU path".
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message);
 // Prints the CPU-fallback note at most once per process.

@@ -29,6 +29,9 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("-o,--output", a->output, "write all sequences, concatenated, to a .npy or .bin (uint16/uint32) file");
   sub.add_flag("--logits", a->logits, "with --json: include the first sequence's next-position logits");
   return [a, &g] {
+    // The token file replaces its destination; naming the checkpoint (or a file of its directory) would destroy it.
+    if (WouldOverwriteInput(a->output, a->o.model))
+      return UsageError("generate", a->output + " would overwrite the input " + a->o.model);
     a->o.threads = g.ResolvedThreads();
     auto progress = MakeProgress(g);
     auto r = model::Generate(a->o, progress.get());

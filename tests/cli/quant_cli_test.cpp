@@ -351,6 +351,33 @@ TEST_CASE("quantize and calibrate: an unwritable report or cache fails before an
   CHECK(lmkit::test::ListDir(dir.path()) == std::vector<std::string>{"toy.safetensors"});
 }
 
+TEST_CASE("calibrate and generate: -o naming an input is a usage error and the input survives", "[quant][cli]") {
+  TempDir dir;
+  const std::string acts = dir.file("acts.npy");
+  fs::copy_file(TestData("quant/laplace_acts.npy"), acts);
+  const std::string before = ReadAll(acts);
+  auto r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", acts});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit calibrate: " + acts + " would overwrite the input " + acts + "\n");
+  r = RunLmkit(
+      {"calibrate", acts, "--method", "minmax", "-o", dir.file("c.json"), "--trt-cache", dir.path() + "/./acts.npy"});
+  CHECK(r.exit_code == 2);
+  CHECK(ReadAll(acts) == before);
+  CHECK_FALSE(fs::exists(dir.file("c.json")));
+
+  const std::string model = dir.file("m");
+  fs::create_directories(model);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(TestData(std::string("model/stories260K/") + f), model + "/" + f);
+  const std::string weights = ReadAll(model + "/model.safetensors");
+  r = RunLmkit({"generate", model, "--prompt-ids", "1", "--max-tokens", "3", "-o", model + "/model.safetensors"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit generate: " + model + "/model.safetensors would overwrite the input " + model + "\n");
+  CHECK(ReadAll(model + "/model.safetensors") == weights);
+  r = RunLmkit({"calibrate", "--model", model, "--tokens", acts, "--method", "minmax", "-o", model + "/config.json"});
+  CHECK(r.exit_code == 2);
+}
+
 TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[quant][cli]") {
   TempDir dir;
   const std::string acts = TestData("quant/laplace_acts.npy");
