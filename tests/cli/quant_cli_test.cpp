@@ -450,6 +450,18 @@ TEST_CASE("calibrate: usage and input errors", "[quant][cli]") {
   CHECK_FALSE(fs::exists(dir.file("c.json")));
 }
 
+TEST_CASE("calibrate: a tensor with no elements is an error, not amax 0 from zero samples", "[quant][cli]") {
+  TempDir dir;
+  const std::string empty = dir.file("empty.npy");
+  REQUIRE(io::WriteNpy(empty, io::DType::kF32, {0, 16}, {}).ok());
+  for (const char* flavor : {"nvidia", "ort"}) {
+    auto r = RunLmkit({"calibrate", empty, "--method", "entropy", "--flavor", flavor, "-o", dir.file("c.json")});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "lmkit calibrate: " + empty + ": tensor 'empty' has no elements to calibrate from\n");
+    CHECK_FALSE(fs::exists(dir.file("c.json")));
+  }
+}
+
 TEST_CASE("calibrate: ort flavour with values near FLT_MAX or a far outlier batch is a one-line error", "[quant][cli]") {
   // These crashed (SIGSEGV from a NaN bin index) or grew the histogram until memory ran out.
   TempDir dir;

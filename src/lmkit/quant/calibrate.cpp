@@ -367,6 +367,10 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* prog
                                 ? CalibrateOrt(name, segs, o, percentile)
                                 : CalibrateNvidia(name, segs, o, percentile, pool);
     if (!r.ok()) return r.status();
+    // A tensor with no elements used to get "amax 0, samples 0": a range measured from nothing, which a w8a8 quantize
+    // turns into input_scale 0 (every activation of the layer coded as 0).
+    if (r->samples == 0)
+      return Status::InvalidInput(segs.front().file, "tensor '" + name + "' has no elements to calibrate from");
     table.tensors.push_back(std::move(*r));
     if (progress) progress->Update(++done);
   }
