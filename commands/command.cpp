@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "lmkit/common/thread_pool.h"
@@ -18,6 +20,18 @@ int ReportError(const std::string& command, const Status& status) {
   if (status.code() == ErrorCode::kUsage) return kExitUsage;
   if (status.code() == ErrorCode::kCancelled) return kExitInterrupted;
   return kExitFailure;
+}
+
+CLI::Validator PositiveFinite() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v) || !(v > 0))
+          return "must be a positive number, not '" + value + "'";
+        return "";
+      },
+      "POSITIVE", "PositiveFinite");
 }
 
 bool WouldOverwriteInput(const std::string& output, const std::string& input) {

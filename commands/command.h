@@ -37,6 +37,9 @@ struct CommandSpec {
 int ReportError(const std::string& command, const Status& status);
 // Prints `lmkit <command>: <message>` on stderr and returns kExitUsage.
 int UsageError(const std::string& command, const std::string& message);
+// An option check: the value must parse as a finite number > 0. Used instead of CLI::PositiveNumber, which lets "nan"
+// through (every comparison with NaN is false) and prints a 300-digit range when it rejects a value.
+CLI::Validator PositiveFinite();
 // True when writing the file `output` would replace `input` (a file) or an existing file of `input` (a directory).
 // fs::equivalent sees through symlinks, hard links and spellings such as ./x, which a path comparison would miss.
 bool WouldOverwriteInput(const std::string& output, const std::string& input);

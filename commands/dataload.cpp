@@ -163,12 +163,12 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("paths", f->paths, "token files: flat .bin (dtype by --dtype) or .npy (dtype from its header)");
   sub.add_option("--dtype", f->dtype, "token dtype of .bin files (auto: uint16, or uint32 when --vocab-size > 65536)")
       ->check(CLI::IsMember({"auto", "uint16", "uint32"}));
-  sub.add_option("-b,--batch-size", f->batch_size, "windows per batch (nanoGPT GPT-2: 12)")->check(CLI::PositiveNumber);
+  sub.add_option("-b,--batch-size", f->batch_size, "windows per batch (nanoGPT GPT-2: 12)")->check(PositiveFinite());
   sub.add_option("-t,--context-length", f->context, "tokens per window, T (nanoGPT GPT-2: 1024)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveFinite());
   auto* dur = sub.add_option("--duration", f->duration, "steady-state time per configuration: 10s, 500ms, 2m");
   auto* steps = sub.add_option("--steps", f->steps, "measure exactly N batches after warm-up instead of --duration")
-                    ->check(CLI::PositiveNumber);
+                    ->check(PositiveFinite());
   dur->excludes(steps);
   sub.add_option("--warmup", f->warmup, "batches before the steady state (timed apart)");
   sub.add_option("--access", f->access, "how windows are read: mmap, pread, direct (O_DIRECT)")
@@ -181,7 +181,7 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
       ->check(CLI::IsMember({"as-is", "warm", "cold", "cold-each"}));
   sub.add_option("--prefetch", f->prefetch, "batches produced ahead of the consumer (loader threads: global --threads, "
                                             "default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveFinite());
   sub.add_option("--out-dtype", f->out_dtype, "dtype of x and y: int64 (torch LongTensor), int32, uint16")
       ->check(CLI::IsMember({"int64", "int32", "uint16"}));
   sub.add_option("--device", f->device, "cpu, or cuda[:N] to add pinned staging and the host->device copy");
@@ -192,9 +192,9 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--gpu", f->gpu, "GPU of the demand model (e.g. H200)");
   sub.add_option("--mfu", f->mfu, "model FLOPs utilisation of the demand model, in (0, 1]");
   sub.add_option("--tokens-per-s", f->tokens_per_s, "demand: tokens per second the training step consumes")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveFinite());
   sub.add_option("--step-time-ms", f->step_time_ms, "demand: milliseconds per B x T training step")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveFinite());
   sub.add_option("--sweep", f->sweep,
                  "knobs to sweep, each NAME=V1,V2 (threads, prefetch, access, advice, cache, batch-size, "
                  "context-length, out-dtype, memory=pinned,pageable)");

@@ -25,7 +25,7 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--max-tokens", a->o.max_tokens, "ids to generate per sequence")->required();
   sub.add_option("--temperature", a->o.temperature, "0 = greedy (default); > 0 samples from softmax(logits / T)");
   sub.add_option("--seed", a->o.seed, "random seed for sampling (default 0)");
-  sub.add_option("--samples", a->o.samples, "number of sequences (default 1)")->check(CLI::PositiveNumber);
+  sub.add_option("--samples", a->o.samples, "number of sequences (default 1)")->check(PositiveFinite());
   sub.add_option("-o,--output", a->output, "write all sequences, concatenated, to a .npy or .bin (uint16/uint32) file");
   sub.add_flag("--logits", a->logits, "with --json: include the first sequence's next-position logits");
   return [a, &g] {

@@ -89,6 +89,24 @@ TEST_CASE("dataload cli: bad input and usage errors", "[dataload][cli]") {
   CHECK(npy_u32.exit_code == 2);
 }
 
+TEST_CASE("dataload cli: a NaN demand is a usage error, not a silent run without one", "[dataload][cli]") {
+  TempDir dir;
+  const std::string f = WriteTokenFile(dir, 5000, 1000);
+  // CLI::PositiveNumber let "nan" through; the demand was then dropped and the run ended "verdict none", exit 0.
+  auto r = RunLmkit({"dataload", f, "--steps", "3", "-t", "8", "--tokens-per-s", "nan"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err ==
+        "lmkit dataload: --tokens-per-s: must be a positive number, not 'nan' (see 'lmkit dataload --help')\n");
+  r = RunLmkit({"dataload", f, "--steps", "3", "-t", "8", "--step-time-ms", "nan", "--fail-on", "high"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--step-time-ms: must be a positive number, not 'nan'") != std::string::npos);
+  // The rejection of 0 names the rule instead of a 300-digit range.
+  r = RunLmkit({"dataload", f, "--steps", "0"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit dataload: --steps: must be a positive number, not '0' (see 'lmkit dataload --help')\n");
+}
+
 TEST_CASE("dataload cli: a sweep prints one table and a recommendation", "[dataload][cli]") {
   TempDir dir;
   const std::string f = WriteTokenFile(dir, 50000, 50257);
