@@ -1,4 +1,8 @@
 // `lmkit bpe encode` / `lmkit bpe decode` as scripts use them: formats, round trips through files, summaries, errors.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -156,4 +160,29 @@ TEST_CASE("cli bpe encode: a named special token of a vocab.json + merges.txt di
   r = RunLmkit({"bpe", "encode", "--tokenizer", dir.path()}, "x");
   CHECK(r.exit_code == 1);
   CHECK(r.err.find(dir.file("merges.txt") + ":3: token \"lp\" is not in the vocabulary") != std::string::npos);
+}
+
+// `-o /dev/null`, `-o /dev/full`, `-o /dev/stdout` or a FIFO: the ids used to go to a temporary file that was then
+// renamed over the destination, replacing the device node or pipe with a plain file (for root, /dev/null itself). A
+// FIFO in a scratch directory stands in for the devices, so a regression cannot damage the machine running the test.
+TEST_CASE("cli bpe encode and decode: a FIFO output is written in place, not replaced", "[cli][bpe][encode]") {
+  TempDir dir;
+  const std::string fifo = dir.file("ids.pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // opened first: lmkit's open cannot block
+  REQUIRE(rd >= 0);
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--format", "json", "-o", fifo, "-"}, "Hello world");
+  CHECK(r.exit_code == 0);
+  char buf[256] = {};
+  ssize_t n = ::read(rd, buf, sizeof(buf));
+  CHECK(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0) == "[15496,995]\n");
+  r = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", "--format", "json", "-o", fifo, "-"}, "[15496,995]");
+  CHECK(r.exit_code == 0);
+  n = ::read(rd, buf, sizeof(buf));
+  CHECK(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0) == "Hello world");
+  ::close(rd);
+  struct stat st {};
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(lmkit::test::ListDir(dir.path()) == std::vector<std::string>{"ids.pipe"});
 }

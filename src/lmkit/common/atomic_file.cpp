@@ -69,6 +69,21 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path) {
   std::string dir = DirName(path);
   std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
   if (base.empty()) return Status::InvalidInput(path, "output path names a directory");
+  // An existing destination that is not a regular file (/dev/null, /dev/full, /dev/stdout, a FIFO) must not be
+  // replaced by rename(2): that swaps the device node or pipe for a plain file (run as root, /dev/null itself). Such a
+  // destination is written in place instead; it holds no old content a half-written file could spoil, and write
+  // errors (ENOSPC from /dev/full) still reach the caller.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return Status::InvalidInput(path, "is a directory");
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno(path, "cannot open for writing", errno);
+    AtomicFile f;
+    f.path_ = path;
+    f.fd_ = fd;
+    f.buffer_.reserve(kBufferSize);
+    return f;
+  }
   std::string templ = (dir == "/" ? std::string("/") : dir + "/") + "." + base + ".tmp.XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
@@ -186,6 +201,11 @@ Status AtomicFile::WriteRegion(uint64_t offset, const void* data, size_t size) c
 Status AtomicFile::Commit() {
   if (fd_ < 0) return Status::Internal("commit of a closed AtomicFile");
   Status st = Flush();
+  if (temp_path_.empty()) {  // written in place (see Create): nothing to rename, and devices and pipes reject fsync
+    if (::close(fd_) != 0 && st.ok()) st = Status::FromErrno(path_, "close failed", errno);
+    fd_ = -1;
+    return st;
+  }
   if (st.ok() && ::fsync(fd_) != 0) st = Status::FromErrno(path_, "fsync failed", errno);
   if (st.ok() && ::close(fd_) != 0) st = Status::FromErrno(path_, "close failed", errno);
   else if (!st.ok()) ::close(fd_);
@@ -212,7 +232,7 @@ void AtomicFile::Abort() {
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
-    ::unlink(temp_path_.c_str());
+    if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
   }
   Unregister(slot_);
   slot_ = -1;

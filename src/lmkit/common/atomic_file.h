@@ -4,7 +4,8 @@
 // Write() appends through a buffer; Commit() flushes, fsyncs, renames onto the destination and fsyncs the directory.
 // If Commit() is not reached (an error, an early return, a destroyed object) the temporary file is removed and an
 // existing destination file is untouched. InstallInterruptCleanup() makes SIGINT/SIGTERM remove every live temporary
-// file before the process dies. Not thread-safe per object; distinct objects may be used from distinct threads.
+// file before the process dies. An existing destination that is not a regular file (a device such as /dev/null, a
+// FIFO) is written in place, without a temporary file or rename; a directory is kInvalidInput. Not thread-safe per object; distinct objects may be used from distinct threads.
 #pragma once
 
 #include <cstddef>
@@ -46,7 +47,7 @@ class AtomicFile {
   void Abort();
 
   const std::string& path() const { return path_; }
-  const std::string& temp_path() const { return temp_path_; }
+  const std::string& temp_path() const { return temp_path_; }  // empty when written in place
 
  private:
   Status Flush();

@@ -1,5 +1,9 @@
 #include "lmkit/common/atomic_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -90,4 +94,37 @@ TEST_CASE("atomic file: a reserved region is filled from several threads while a
   t2.join();
   REQUIRE(f->Commit().ok());
   CHECK(ReadAll(path) == "ab01234567yz");
+}
+
+// A FIFO stands in for /dev/null, /dev/full or /dev/stdout: renaming a temporary file onto such a destination replaced
+// the node itself with a plain file (run as root, `-o /dev/null` destroyed /dev/null for the whole machine).
+TEST_CASE("atomic file: a FIFO destination is written in place, not replaced", "[common][atomic]") {
+  TempDir dir;
+  std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A non-blocking reader opened first, so the writer's open does not wait and the test cannot hang.
+  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(rd >= 0);
+  {
+    auto f = AtomicFile::Create(fifo);
+    REQUIRE(f.ok());
+    REQUIRE(f->Write("through the pipe").ok());
+    REQUIRE(f->Commit().ok());
+  }
+  char buf[64] = {};
+  const ssize_t n = ::read(rd, buf, sizeof(buf));
+  ::close(rd);
+  CHECK(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0) == "through the pipe");
+  struct stat st {};
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(ListDir(dir.path()) == std::vector<std::string>{"pipe"});
+}
+
+TEST_CASE("atomic file: a directory destination is refused before anything is written", "[common][atomic]") {
+  TempDir dir;
+  auto f = AtomicFile::Create(dir.path());
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.status().code() == lmkit::ErrorCode::kInvalidInput);
+  CHECK(f.status().ToString() == dir.path() + ": is a directory");
 }
