@@ -1,4 +1,6 @@
 // `lmkit bpe train` end to end: files written, their formats, stdin and several inputs, --json, errors.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -92,4 +94,22 @@ TEST_CASE("bpe train cli: --special-token takes one value, so inputs may follow 
   auto vocab = lmkit::ParseJson(ReadAll(dir.file("vocab.json")), "vocab.json");
   REQUIRE(vocab.ok());
   CHECK((*vocab)["<|x|>"] == 1);
+}
+
+// The three files were renamed into place one by one, so a failure on tokenizer.json came after vocab.json and
+// merges.txt had already been replaced: an error exit that left a mixed old/new tokenizer behind.
+TEST_CASE("bpe train cli: a failing tokenizer.json leaves the old vocab.json and merges.txt", "[bpe][cli]") {
+  TempDir dir;
+  const std::string out = dir.file("tok");
+  REQUIRE(::mkdir(out.c_str(), 0755) == 0);
+  lmkit::test::WriteAll(out + "/vocab.json", "old vocab");
+  lmkit::test::WriteAll(out + "/merges.txt", "old merges");
+  REQUIRE(::mkdir((out + "/tokenizer.json").c_str(), 0755) == 0);  // cannot be replaced by a file
+  auto r = RunLmkit({"bpe", "train", TestData("bpe/tinystories_sample.txt"), "--vocab-size", "300", "-o", out});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit bpe train: " + out + "/tokenizer.json: is a directory\n");
+  CHECK(r.out.empty());
+  CHECK(ReadAll(out + "/vocab.json") == "old vocab");
+  CHECK(ReadAll(out + "/merges.txt") == "old merges");
+  CHECK(lmkit::test::ListDir(out) == std::vector<std::string>{"merges.txt", "tokenizer.json", "vocab.json"});
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <vector>
 
 #include "lmkit/bpe/byte_unicode.h"
 #include "lmkit/common/atomic_file.h"
@@ -103,9 +104,19 @@ Status WriteTokenizerFiles(const BpeModel& model, const std::string& dir) {
   } else if (!S_ISDIR(st.st_mode)) {
     return Status::InvalidInput(dir, "is not a directory");
   }
-  LMKIT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/vocab.json", RenderVocabJson(model)));
-  LMKIT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/merges.txt", RenderMergesTxt(model)));
-  LMKIT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/tokenizer.json", RenderTokenizerJson(model)));
+  // The three files are one tokenizer: all are created and written before any is renamed into place, so a failure
+  // (an unwritable destination, a directory named tokenizer.json, a full disk) leaves the old set whole instead of a
+  // new vocab.json beside an old tokenizer.json. Only a failing rename after the first can still split the set.
+  const std::string names[] = {"vocab.json", "merges.txt", "tokenizer.json"};
+  std::vector<AtomicFile> files;
+  for (const auto& name : names) {
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(dir + "/" + name));
+    files.push_back(std::move(f));
+  }
+  LMKIT_RETURN_IF_ERROR(files[0].Write(RenderVocabJson(model)));
+  LMKIT_RETURN_IF_ERROR(files[1].Write(RenderMergesTxt(model)));
+  LMKIT_RETURN_IF_ERROR(files[2].Write(RenderTokenizerJson(model)));
+  for (auto& f : files) LMKIT_RETURN_IF_ERROR(f.Commit());
   return Status::Ok();
 }
 
