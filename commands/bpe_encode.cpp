@@ -60,6 +60,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--dtype", f->dtype, "auto | uint16 | uint32 for bin/npy (auto: uint16 when the vocabulary fits)");
   sub.add_option("--pattern", f->pattern, "pre-tokenization pattern for rank files: gpt2 | cl100k | o200k");
   sub.add_option("--chunk-bytes", f->chunk_bytes, "input bytes per parallel chunk (default: 1 MiB)")
+      ->transform(DecimalCount())
       ->group("");  // for tests and experiments
   sub.add_flag("--mpi", f->mpi, "run as one rank of an MPI job: each rank encodes a byte range, rank 0 writes -o");
   return [f, &g]() -> int {

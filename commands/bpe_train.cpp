@@ -27,7 +27,9 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
   };
   auto o = std::make_shared<Options>();
   sub.add_option("inputs", o->inputs, "text files to train on, read in order as one stream ('-' = stdin)");
-  sub.add_option("--vocab-size", o->vocab_size, "vocabulary size: special tokens + 256 bytes + merges")->required();
+  sub.add_option("--vocab-size", o->vocab_size, "vocabulary size: special tokens + 256 bytes + merges")
+      ->required()
+      ->transform(DecimalCount());
   sub.add_option("--special-token", o->specials,
                  "a special token (repeatable): split out of the text before training, never merged; ids 0, 1, ...")
       ->allow_extra_args(false);  // one value per flag, so a following input path is not taken as a special
@@ -37,6 +39,7 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub.add_option("--block-bytes", o->block_bytes, "input bytes read per block (default 64 MiB)")
+      ->transform(DecimalCount())
       ->group("");  // for experiments: the result does not depend on it
   sub.add_flag("--mpi", o->mpi, "run as one rank of an MPI job (mpirun -n P lmkit bpe train ... --mpi)");
   return [o, &g] {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -55,6 +57,20 @@ int UsageError(const std::string& command, const std::string& message) {
     std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), m.c_str());
   }
   return kExitUsage;
+}
+
+CLI::Validator DecimalCount() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        uint64_t v = 0;
+        const char* end = value.data() + value.size();
+        const auto [ptr, ec] = std::from_chars(value.data(), end, v);  // no sign, no base prefix, no spaces
+        if (value.empty() || ec != std::errc() || ptr != end)
+          return "expected a whole number from 0 to " + std::to_string(UINT64_MAX) + ", got '" + value + "'";
+        value = std::to_string(v);
+        return std::string();
+      },
+      "");
 }
 
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message) {

@@ -56,6 +56,12 @@ void PrintText(const std::string& text);
 // A progress sink for stderr: draws only when stderr is a terminal and --quiet is off.
 std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g);
 
+// A check for unsigned integer flags (size_t, uint64_t). CLI11 2.1 converts those with strtoull(base 0): "-1" wrapped
+// to 2^64-1, a value past 64 bits saturated to it silently, and "0400" was read as octal 256. This accepts decimal
+// digits only, within 64 bits (else a usage error naming the flag), and rewrites the value without leading zeros so
+// that CLI11's own conversion reads it as decimal.
+CLI::Validator DecimalCount();
+
 // Nearest name from `candidates` within edit distance 3 (or a prefix match), or "" when nothing is close.
 std::string NearestName(const std::string& name, const std::vector<std::string>& candidates);
 

@@ -186,3 +186,10 @@ TEST_CASE("cli bpe encode and decode: a FIFO output is written in place, not rep
   CHECK(S_ISFIFO(st.st_mode));
   CHECK(lmkit::test::ListDir(dir.path()) == std::vector<std::string>{"ids.pipe"});
 }
+
+TEST_CASE("cli bpe encode: --chunk-bytes must be a decimal count", "[cli][bpe][encode]") {
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--chunk-bytes", "-1", "-"}, "x");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("got '-1'") != std::string::npos);  // CLI11 leaves a hidden flag's name out of its message
+  CHECK(r.out.empty());
+}

@@ -1,6 +1,7 @@
 // `lmkit bpe train` end to end: files written, their formats, stdin and several inputs, --json, errors.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -112,4 +113,27 @@ TEST_CASE("bpe train cli: a failing tokenizer.json leaves the old vocab.json and
   CHECK(ReadAll(out + "/vocab.json") == "old vocab");
   CHECK(ReadAll(out + "/merges.txt") == "old merges");
   CHECK(lmkit::test::ListDir(out) == std::vector<std::string>{"merges.txt", "tokenizer.json", "vocab.json"});
+}
+
+// CLI11 read size_t flags with strtoull: "-1" became 2^64-1 and an overflowing value saturated to it, so both
+// trained silently to the end instead of being refused; "0400" was octal 256.
+TEST_CASE("bpe train cli: --vocab-size must be a decimal count within 64 bits", "[bpe][cli]") {
+  TempDir dir;
+  const std::string in = TestData("bpe/tinystories_sample.txt");
+  for (std::string bad : {"-1", "99999999999999999999", "0x200", "+300", "3e2", ""}) {
+    INFO(bad);
+    auto r = RunLmkit({"bpe", "train", in, "--vocab-size", bad, "-o", dir.file("out")});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--vocab-size") != std::string::npos);
+    CHECK(r.err.find("got '" + bad + "'") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+    CHECK(lmkit::test::ListDir(dir.path()).empty());
+  }
+  auto r = RunLmkit({"bpe", "train", in, "--vocab-size", "0300", "-o", dir.file("out"), "--json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(lmkit::test::StdoutJson(r)["vocab_size"] == 300);  // decimal, not octal 192 (a usage error)
+  r = RunLmkit({"bpe", "train", in, "--vocab-size", "300", "--block-bytes", "-5", "-o", dir.file("out2")});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("got '-5'") != std::string::npos);
 }
