@@ -31,6 +31,10 @@ Status TokenizerOptionsFrom(const std::string& pattern, const std::vector<std::s
     if (!p.ok()) return Status::Usage("unknown --pattern '" + pattern + "' (expected gpt2, cl100k or o200k)");
     out->pattern = *p;
   }
+  // An empty one would match nowhere; the loader's error for it had no token to name ("lmkit bpe encode:
+  // --special-token is not ..."), so it is refused here as the usage error bpe train makes of it.
+  for (const auto& s : specials)
+    if (s.empty()) return Status::Usage("--special-token: a special token must not be empty");
   out->specials = specials;
   return Status::Ok();
 }

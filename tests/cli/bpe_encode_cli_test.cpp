@@ -193,3 +193,10 @@ TEST_CASE("cli bpe encode: --chunk-bytes must be a decimal count", "[cli][bpe][e
   CHECK(r.err.find("got '-1'") != std::string::npos);  // CLI11 leaves a hidden flag's name out of its message
   CHECK(r.out.empty());
 }
+
+TEST_CASE("cli bpe encode: an empty --special-token is a usage error", "[cli][bpe][encode]") {
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--special-token", "", "-"}, "x");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit bpe encode: --special-token: a special token must not be empty\n");
+  CHECK(r.out.empty());
+}
