@@ -27,6 +27,7 @@ RunFn SetupBpeCount(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("-o,--output", o->output, "the counts file to write")->required();
   return [o, &g] {
     const std::string cmd = "bpe count";
+    if (Status st = CheckOutputIsNotAnInput(o->inputs, o->output); !st.ok()) return ReportError(cmd, st);
     auto spec = bpe::ParseShardSpec(o->shard);
     if (!spec.ok()) return ReportError(cmd, spec.status());
     auto specials = bpe::NormalizeSpecialTokens(o->specials);

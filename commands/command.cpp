@@ -1,5 +1,6 @@
 #include "command.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,6 +72,17 @@ CLI::Validator DecimalCount() {
         return std::string();
       },
       "");
+}
+
+Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output) {
+  struct stat out {};
+  if (output.empty() || ::stat(output.c_str(), &out) != 0 || !S_ISREG(out.st_mode)) return Status::Ok();
+  for (const auto& in : inputs) {
+    struct stat st {};
+    if (in != "-" && ::stat(in.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino)
+      return Status::Usage(in + ": is also the output (-o " + output + "); writing it would destroy the input");
+  }
+  return Status::Ok();
 }
 
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message) {

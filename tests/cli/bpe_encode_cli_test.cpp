@@ -200,3 +200,28 @@ TEST_CASE("cli bpe encode: an empty --special-token is a usage error", "[cli][bp
   CHECK(r.err == "lmkit bpe encode: --special-token: a special token must not be empty\n");
   CHECK(r.out.empty());
 }
+
+// `-o` naming the input replaced the corpus (or the ids) with the result, and reported success.
+TEST_CASE("cli bpe encode, decode and count: an output that is the input is refused", "[cli][bpe][encode]") {
+  TempDir dir;
+  const std::string text = dir.file("in.txt");
+  WriteAll(text, "Hello world");
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", text, "-o", text});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit bpe encode: " + text + ": is also the output (-o " + text +
+                     "); writing it would destroy the input\n");
+  CHECK(ReadAll(text) == "Hello world");
+  // Another spelling of the same file.
+  const std::string other = dir.path() + "/./in.txt";
+  r = RunLmkit({"bpe", "count", text, "-o", other});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("lmkit bpe count: " + text + ": is also the output") == 0);
+  CHECK(ReadAll(text) == "Hello world");
+  const std::string ids = dir.file("ids.json");
+  WriteAll(ids, "[15496,995]");
+  r = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", ids, "-o", ids});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("lmkit bpe decode: " + ids + ": is also the output") == 0);
+  CHECK(ReadAll(ids) == "[15496,995]");
+  CHECK(lmkit::test::ListDir(dir.path()) == std::vector<std::string>{"ids.json", "in.txt"});
+}
