@@ -1,6 +1,5 @@
 #include "command.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,13 +74,12 @@ CLI::Validator DecimalCount() {
 }
 
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output) {
-  struct stat out {};
-  if (output.empty() || ::stat(output.c_str(), &out) != 0 || !S_ISREG(out.st_mode)) return Status::Ok();
-  for (const auto& in : inputs) {
-    struct stat st {};
-    if (in != "-" && ::stat(in.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino)
+  // Only a regular file can be destroyed this way: reading /dev/zero and writing /dev/null is fine.
+  std::error_code ec;
+  if (output.empty() || !std::filesystem::is_regular_file(output, ec)) return Status::Ok();
+  for (const auto& in : inputs)
+    if (in != "-" && WouldOverwriteInput(output, in))
       return Status::Usage(in + ": is also the output (-o " + output + "); writing it would destroy the input");
-  }
   return Status::Ok();
 }
 

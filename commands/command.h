@@ -62,8 +62,8 @@ std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g);
 // that CLI11's own conversion reads it as decimal.
 CLI::Validator DecimalCount();
 
-// Usage error (naming the input) when `output` is an existing regular file that is also one of `inputs` (same device and
-// inode, so "./a.txt", a hard link or a symlink count too): the result would replace the data it was made from.
+// Usage error (naming the input) when `output` is an existing regular file that WouldOverwriteInput says is one of
+// `inputs` ("-", stdin, is skipped): the result would replace the data it was made from.
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output);
 
 // Nearest name from `candidates` within edit distance 3 (or a prefix match), or "" when nothing is close.
