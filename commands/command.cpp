@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -94,17 +95,26 @@ void NoteCpuFallbackOnce(const GlobalOptions& g, const std::string& command, con
   Note(g, command, why + "; using the CPU path");
 }
 
+namespace {
+// The first errno of a failed write to stdout (0: none), for StdoutWriteError.
+std::atomic<int> stdout_errno{0};
+}  // namespace
+
+void PrintText(const std::string& text) {
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    int expected = 0;
+    stdout_errno.compare_exchange_strong(expected, errno != 0 ? errno : EIO);
+  }
+}
+
 void PrintJson(const Json& doc) {
   std::string s = DumpJson(doc, 2);
   s.push_back('\n');
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fflush(stdout);
+  PrintText(s);
 }
 
-void PrintText(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
+int StdoutWriteError() { return stdout_errno.load(); }
 
 std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g) {
   return std::make_unique<TerminalProgress>(STDERR_FILENO, !g.quiet);

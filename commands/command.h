@@ -52,6 +52,9 @@ void NoteCpuFallbackOnce(const GlobalOptions& g, const std::string& command, con
 void PrintJson(const Json& doc);
 // Writes text on stdout exactly as given.
 void PrintText(const std::string& text);
+// The errno of the first PrintText/PrintJson write that failed (a full disk, /dev/full, a closed pipe with SIGPIPE
+// ignored), or 0. main() turns it into exit 1: a script must not read a truncated report as a success.
+int StdoutWriteError();
 
 // A progress sink for stderr: draws only when stderr is a terminal and --quiet is off.
 std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g);

@@ -112,7 +112,15 @@ int Main(int argc, char** argv) {
     return UsageError(cmd, std::string(e.what()) + " (see 'lmkit " + (cmd.empty() ? "" : cmd + " ") + "--help')");
   }
   for (auto& [sub, run] : runs) {
-    if (sub->parsed()) return run();
+    if (!sub->parsed()) continue;
+    const int rc = run();
+    if (const int err = StdoutWriteError(); err != 0) {
+      std::string cmd = sub->get_name();
+      for (auto* sub2 : sub->get_subcommands()) cmd += " " + sub2->get_name();
+      std::fprintf(stderr, "lmkit %s: stdout: write failed: %s\n", cmd.c_str(), std::strerror(err));
+      return rc == 0 ? kExitFailure : rc;
+    }
+    return rc;
   }
   return UsageError("", "no command given (see 'lmkit --help')");
 }

@@ -1,5 +1,10 @@
 // The CLI contract of docs/cli.md: help, version, unknown commands, exit codes, one-line errors.
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <catch2/catch.hpp>
+
+#include <cstdlib>
 
 #include "lmkit/common/json.h"
 #include "lmkit/version.h"
@@ -72,5 +77,26 @@ TEST_CASE("test names are safe for ctest discovery", "[meta]") {
     INFO(tc.name);
     CHECK(tc.name.find(';') == std::string::npos);
     CHECK(tc.name.find('[') == std::string::npos);
+  }
+}
+
+// A report that could not be written is a failure: `lmkit flops ... > /dev/full` used to exit 0 with nothing written,
+// and a script reading the exit code took the missing report for a success.
+TEST_CASE("cli: a failed write of the report on stdout exits 1 with one line", "[cli]") {
+  struct stat st {};
+  if (::stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) {
+    WARN("no /dev/full here; skipped");
+    return;
+  }
+  lmkit::test::TempDir dir;
+  const std::string err = dir.file("err.txt");
+  for (const std::string args : {"flops gpt2", "--json flops gpt2", "env --json"}) {
+    const std::string cmd = std::string("'") + LMKIT_BINARY + "' " + args + " >/dev/full 2>'" + err + "'";
+    const int status = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    const std::string text = lmkit::test::ReadAll(err);
+    const std::string name = args.find("env") != std::string::npos ? "env" : "flops";
+    CHECK(text == "lmkit " + name + ": stdout: write failed: No space left on device\n");
   }
 }
