@@ -38,7 +38,12 @@ size_t MaxLen(const std::vector<std::string>& specials) {
 }
 
 // floor(total * k / n) without overflow (k < n < 2^32 in practice: (total % n) * k < n^2).
-uint64_t Target(uint64_t total, uint64_t k, uint64_t n) { return total / n * k + total % n * k / n; }
+// floor(total * k / n), in 128 bits: a 64-bit form overflowed once N passed 2^32 (`--shard 18446744073709551614/
+// 18446744073709551615` gave the range [0, 0)).
+uint64_t Target(uint64_t total, uint64_t k, uint64_t n) {
+  __extension__ typedef unsigned __int128 Wide;
+  return static_cast<uint64_t>(static_cast<Wide>(total) * k / n);
+}
 
 struct InputFile {
   std::string path;

@@ -97,6 +97,27 @@ TEST_CASE("shard: file ranges equal the in-memory cuts, over several files", "[b
   CHECK(ComputeShardRange({dir.file("missing")}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kNotFound);
 }
 
+// N past 2^32: the shard targets are floor(total * K / N) without overflow. In " a a a ..." (100 bytes) the cuts are
+// the even offsets (a space starts a pre-token), so a target t gives the first even offset >= t.
+TEST_CASE("shard: huge N still gives the exact targets", "[bpe][shard]") {
+  lmkit::test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += " a";
+  lmkit::test::WriteAll(dir.file("t"), text);
+  const uint64_t n = UINT64_MAX;
+  // Targets 24.99.., 49.99.. and 99.99.. bytes.
+  const std::pair<uint64_t, uint64_t> k_begin[] = {{n / 4, 24}, {n / 2, 50}, {n - 1, 100}};
+  for (const auto& [k, begin] : k_begin) {
+    auto r = ComputeShardRange({dir.file("t")}, {k, n}, {});
+    REQUIRE(r.ok());
+    CHECK(r->total == 100);
+    CHECK(r->begin == begin);
+  }
+  auto last = ComputeShardRange({dir.file("t")}, {n - 1, n}, {});
+  REQUIRE(last.ok());
+  CHECK(last->end == 100);
+}
+
 TEST_CASE("shard: a cut far past the target is found across growing read windows", "[bpe][shard]") {
   // A 300,000-byte word has no cut inside, so the boundary searches read windows of 4 KiB, 8 KiB, ... up to 1 MiB
   // from the target to the word's end; the join of the two files lies inside the word too.
