@@ -72,10 +72,12 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
     // range the estimate itself is checked against, so every sum and the max batch stay exact.
     constexpr double kMaxGb = 1e9;
     if (!(st->overhead_gib >= 0 && st->overhead_gib <= kMaxGb))
-      return UsageError("memory", fmt::format("--overhead-gib must be a number from 0 to 1e9 (got {})", st->overhead_gib));
+      return UsageError("memory",
+                        fmt::format("--overhead-gib must be a number from 0 to 1e9 (got {})", st->overhead_gib));
     opt.overhead_bytes = static_cast<uint64_t>(std::llround(st->overhead_gib * 1073741824.0));
     if (!(st->capacity_gb >= 0 && st->capacity_gb <= kMaxGb))
-      return UsageError("memory", fmt::format("--capacity-gb must be a number from 0 to 1e9 (got {})", st->capacity_gb));
+      return UsageError("memory",
+                        fmt::format("--capacity-gb must be a number from 0 to 1e9 (got {})", st->capacity_gb));
     opt.capacity_bytes = st->capacity_gb * 1e9;
     auto fmt = accounting::ParseFormat(g.json ? "json" : st->args.format);
     if (!fmt.ok()) return ReportError("memory", fmt.status());

@@ -100,8 +100,8 @@ Result<std::vector<GpuSpec>> LoadGpuTable(const std::string& path) {
     s.memory_bytes = g["memory_gb"].get<double>() * 1e9;
     s.bandwidth_bytes_per_s = g["bandwidth_tb_s"].get<double>() * 1e12;
     // The roofline divides by the bandwidth and the fit verdict needs a capacity: a zero bandwidth printed
-    // "ridge inf FLOP/B" (null in JSON), a negative capacity silently dropped the verdict. (bandwidth_tb_s 1e300 becomes
-    // infinity once scaled to bytes, hence the isfinite.)
+    // "ridge inf FLOP/B" (null in JSON), a negative capacity silently dropped the verdict. (bandwidth_tb_s 1e300
+    // becomes infinity once scaled to bytes, hence the isfinite.)
     if (!(s.memory_bytes > 0 && std::isfinite(s.memory_bytes)) ||
         !(s.bandwidth_bytes_per_s > 0 && std::isfinite(s.bandwidth_bytes_per_s)))
       return Status::InvalidInput(file, "GPU '" + s.name + "': memory_gb and bandwidth_tb_s must be positive numbers");

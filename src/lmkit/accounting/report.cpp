@@ -263,7 +263,8 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
     r.step = st;
     // JSON has no infinity (it would print total_seconds as null): a total that overflows a double is refused.
     if (req.steps > 0 && !std::isfinite(st.seconds * static_cast<double>(req.steps)))
-      return Status::Usage("--steps " + std::to_string(req.steps) + " x the step time overflows; use fewer steps or a larger --mfu");
+      return Status::Usage("--steps " + std::to_string(req.steps) +
+                           " x the step time overflows; use fewer steps or a larger --mfu");
   }
   if (r.gpu && req.sweep.variable.empty()) {
     LMKIT_ASSIGN_OR_RETURN(Roofline pre, ComputeRoofline(r.report.matmuls, *r.gpu, req.dtype));

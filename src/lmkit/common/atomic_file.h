@@ -5,7 +5,8 @@
 // If Commit() is not reached (an error, an early return, a destroyed object) the temporary file is removed and an
 // existing destination file is untouched. InstallInterruptCleanup() makes SIGINT/SIGTERM remove every live temporary
 // file before the process dies. An existing destination that is not a regular file (a device such as /dev/null, a
-// FIFO) is written in place, without a temporary file or rename; a directory is kInvalidInput. Not thread-safe per object; distinct objects may be used from distinct threads.
+// FIFO) is written in place, without a temporary file or rename; a directory is kInvalidInput. Not thread-safe per
+// object; distinct objects may be used from distinct threads.
 #pragma once
 
 #include <cstddef>
