@@ -120,34 +120,4 @@ std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g) {
   return std::make_unique<TerminalProgress>(STDERR_FILENO, !g.quiet);
 }
 
-namespace {
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-}  // namespace
-
-std::string NearestName(const std::string& name, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = 4;
-  for (const auto& c : candidates) {
-    if (!name.empty() && c.rfind(name, 0) == 0) return c;  // a prefix ("quant" -> "quantize")
-    size_t d = EditDistance(name, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
 }  // namespace lmkit::cli

@@ -9,6 +9,7 @@
 
 #include "exit_codes.h"
 #include "lmkit/common/json.h"
+#include "lmkit/common/nearest_name.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
 
@@ -69,7 +70,5 @@ CLI::Validator DecimalCount();
 // `inputs` ("-", stdin, is skipped): the result would replace the data it was made from.
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output);
 
-// Nearest name from `candidates` within edit distance 3 (or a prefix match), or "" when nothing is close.
-std::string NearestName(const std::string& name, const std::vector<std::string>& candidates);
 
 }  // namespace lmkit::cli

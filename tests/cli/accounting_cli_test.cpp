@@ -111,6 +111,20 @@ TEST_CASE("flops cli: GPU step time, tokens/s and roofline", "[accounting][cli]"
   CHECK(badgpu.err.find("unknown GPU") != std::string::npos);
 }
 
+// A mistyped preset or GPU name gets the nearest one, as an unknown command does; nonsense gets only the list.
+TEST_CASE("flops cli: unknown preset and GPU names suggest the nearest", "[accounting][cli]") {
+  auto preset = RunLmkit({"flops", "lama-2-7b"});
+  CHECK(preset.exit_code == 1);
+  CHECK(preset.err.rfind("lmkit flops: lama-2-7b: no such model file or preset; did you mean 'llama-2-7b'? (presets: ",
+                         0) == 0);
+  auto gpu = RunLmkit({"flops", "gpt2", "--gpu", "h2000"});
+  CHECK(gpu.exit_code == 1);
+  CHECK(gpu.err.rfind("lmkit flops: h2000: unknown GPU; did you mean 'H200-SXM-141GB'? (known: ", 0) == 0);
+  auto far = RunLmkit({"flops", "gpt2", "--gpu", "zzz"});
+  CHECK(far.exit_code == 1);
+  CHECK(far.err.rfind("lmkit flops: zzz: unknown GPU (known: ", 0) == 0);
+}
+
 TEST_CASE("flops cli: csv and markdown", "[accounting][cli]") {
   auto csv = RunLmkit({"flops", "gpt2", "--format", "csv"});
   REQUIRE(csv.exit_code == 0);

@@ -6,6 +6,7 @@
 
 #include "lmkit/common/data_dir.h"
 #include "lmkit/common/json.h"
+#include "lmkit/common/nearest_name.h"
 #include "lmkit/common/mapped_file.h"
 
 namespace lmkit::accounting {
@@ -126,9 +127,27 @@ Result<GpuSpec> FindGpu(const std::string& name, const std::string& table_path) 
     for (const auto& a : g.aliases)
       if (Canonical(a) == want) return g;
   }
+  // Suggestions compare canonical spellings (names and aliases), so "h10" finds H100 through its alias "h100".
   std::string list;
-  for (const auto& g : table) list += (list.empty() ? "" : ", ") + g.name;
-  return Status::NotFound(name, "unknown GPU (known: " + list + ")");
+  std::vector<std::string> canon;
+  std::vector<const GpuSpec*> owner;
+  for (const auto& g : table) {
+    list += (list.empty() ? "" : ", ") + g.name;
+    canon.push_back(Canonical(g.name));
+    owner.push_back(&g);
+    for (const auto& a : g.aliases) {
+      canon.push_back(Canonical(a));
+      owner.push_back(&g);
+    }
+  }
+  const std::string near = NearestName(want, canon);
+  std::string hint;
+  for (size_t i = 0; i < canon.size() && !near.empty(); ++i)
+    if (canon[i] == near) {
+      hint = "; did you mean '" + owner[i]->name + "'?";
+      break;
+    }
+  return Status::NotFound(name, "unknown GPU" + hint + " (known: " + list + ")");
 }
 
 }  // namespace lmkit::accounting

@@ -9,6 +9,7 @@
 
 #include "lmkit/common/data_dir.h"
 #include "lmkit/common/mapped_file.h"
+#include "lmkit/common/nearest_name.h"
 
 namespace lmkit::accounting {
 namespace {
@@ -316,7 +317,9 @@ Result<ModelSpec> LoadPreset(const std::string& name) {
     auto names = PresetNames();
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    return Status::NotFound(name, "no such model file or preset (presets: " + list + ")");
+    const std::string near = NearestName(name, names);
+    return Status::NotFound(name, "no such model file or preset" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                                      " (presets: " + list + ")");
   }
   LMKIT_ASSIGN_OR_RETURN(ModelSpec m, LoadModelConfig(*path));
   m.name = name;

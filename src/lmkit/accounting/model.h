@@ -93,8 +93,8 @@ Result<ModelSpec> LoadModelConfig(const std::string& path);
 Result<ModelSpec> LoadPreset(const std::string& name);
 // Names of the shipped presets, sorted.
 std::vector<std::string> PresetNames();
-// `arg` is a path to a config.json or directory when one exists there, else a preset name (kNotFound with the nearest
-// preset names when neither).
+// `arg` is a path to a config.json or directory when one exists there, else a preset name (when neither: kNotFound
+// with the nearest preset name, if one is close (NearestName), and the list of presets).
 Result<ModelSpec> ResolveModel(const std::string& arg);
 
 // Explicit dimensions (the CLI's --layers --d-model ... flags). Zero kv_heads = heads, zero head_dim = d/heads,
