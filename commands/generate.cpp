@@ -32,6 +32,11 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
     // The token file replaces its destination; naming the checkpoint (or a file of its directory) would destroy it.
     if (WouldOverwriteInput(a->output, a->o.model))
       return UsageError("generate", a->output + " would overwrite the input " + a->o.model);
+    // A checkpoint given as a .safetensors file reads the config.json beside it: that is an input too.
+    const std::string beside = (std::filesystem::path(a->o.model).parent_path() / "config.json").string();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(a->o.model, ec) && WouldOverwriteInput(a->output, beside))
+      return UsageError("generate", a->output + " would overwrite the input " + beside);
     a->o.threads = g.ResolvedThreads();
     auto progress = MakeProgress(g);
     auto r = model::Generate(a->o, progress.get());

@@ -374,6 +374,13 @@ TEST_CASE("calibrate and generate: -o naming an input is a usage error and the i
   CHECK(r.exit_code == 2);
   CHECK(r.err == "lmkit generate: " + model + "/model.safetensors would overwrite the input " + model + "\n");
   CHECK(ReadAll(model + "/model.safetensors") == weights);
+  // The model given as its .safetensors file: the config.json beside it is read too, so it is an input as well.
+  const std::string config = ReadAll(model + "/config.json");
+  r = RunLmkit({"generate", model + "/model.safetensors", "--prompt-ids", "1", "--max-tokens", "3", "-o",
+                model + "/config.json"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit generate: " + model + "/config.json would overwrite the input " + model + "/config.json\n");
+  CHECK(ReadAll(model + "/config.json") == config);
   r = RunLmkit({"calibrate", "--model", model, "--tokens", acts, "--method", "minmax", "-o", model + "/config.json"});
   CHECK(r.exit_code == 2);
 }

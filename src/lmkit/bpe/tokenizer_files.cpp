@@ -312,6 +312,9 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
     }
     ++rank;
   }
+  // A present added_tokens that is not a list (null aside) is refused: ignoring it would drop the special tokens.
+  if (j.contains("added_tokens") && !j["added_tokens"].is_array() && !j["added_tokens"].is_null())
+    return Status::InvalidInput(path, "\"added_tokens\" is not a list");
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
     for (const Json& a : j["added_tokens"]) {
       if (!a.is_object() || !a.contains("content") || !a["content"].is_string() || !a.contains("id"))
@@ -333,6 +336,9 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& spec, const 
     if (IsFile(spec + "/vocab.json") && IsFile(spec + "/merges.txt"))
       return ReadVocabMerges(spec + "/vocab.json", spec + "/merges.txt", options);
     if (IsFile(spec + "/tokenizer.json")) return ReadHfTokenizerJson(spec + "/tokenizer.json", options);
+    // Half of a vocab.json + merges.txt pair is named: "has neither" would send the user looking for the wrong file.
+    if (IsFile(spec + "/vocab.json")) return Status::NotFound(spec, "directory has vocab.json but no merges.txt");
+    if (IsFile(spec + "/merges.txt")) return Status::NotFound(spec, "directory has merges.txt but no vocab.json");
     return Status::NotFound(spec, "directory has neither vocab.json + merges.txt nor tokenizer.json");
   }
   if (IsFile(spec)) {

@@ -3,6 +3,7 @@
 #include "lmkit/bpe/tokenizer_files.h"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <functional>
 
 #include "lmkit/bpe/byte_unicode.h"
@@ -208,4 +209,44 @@ TEST_CASE("bpe tokenizer files: malformed files found by fuzz_tokenizer are one-
   REQUIRE(!vm.ok());
   CHECK(vm.status().subject() == dir.file("merges.txt") + ":2");
   CHECK(vm.status().message() == "token \"\xEF\xBF\xBD\" is not in the vocabulary");
+}
+
+TEST_CASE("bpe tokenizer files: a directory with half of vocab.json + merges.txt names the missing one",
+          "[bpe][tokenizer]") {
+  TokenizerOptions opt;
+  opt.pattern = PretokPattern::kGpt2;
+  TempDir dir;
+  auto message = [&] {
+    auto t = LoadTokenizer(dir.path(), opt);
+    REQUIRE(!t.ok());
+    CHECK(t.status().code() == ErrorCode::kNotFound);
+    return t.status().subject() + ": " + t.status().message();
+  };
+  CHECK(message() == dir.path() + ": directory has neither vocab.json + merges.txt nor tokenizer.json");
+  WriteAll(dir.file("vocab.json"), SmallVocab({}).dump());
+  CHECK(message() == dir.path() + ": directory has vocab.json but no merges.txt");
+  std::remove(dir.file("vocab.json").c_str());
+  WriteAll(dir.file("merges.txt"), "#version: 0.2\n");
+  CHECK(message() == dir.path() + ": directory has merges.txt but no vocab.json");
+}
+
+// added_tokens that is not a list used to be skipped, so the special tokens were silently missing.
+TEST_CASE("bpe tokenizer files: tokenizer.json added_tokens must be a list", "[bpe][tokenizer]") {
+  TokenizerOptions opt;
+  opt.pattern = PretokPattern::kGpt2;
+  TempDir dir;
+  Json j;
+  j["pre_tokenizer"] = Json{{"type", "ByteLevel"}, {"add_prefix_space", false}};
+  j["model"]["type"] = "BPE";
+  j["model"]["vocab"] = SmallVocab({});
+  j["model"]["merges"] = Json::array();
+  j["added_tokens"] = Json{{"id", 256}, {"content", "<|end|>"}};
+  const std::string path = dir.file("tokenizer.json");
+  WriteAll(path, j.dump());
+  auto t = LoadTokenizer(path, opt);
+  REQUIRE(!t.ok());
+  CHECK(t.status().subject() + ": " + t.status().message() == path + ": \"added_tokens\" is not a list");
+  j["added_tokens"] = nullptr;  // null is "none", as HF writes it
+  WriteAll(path, j.dump());
+  CHECK(LoadTokenizer(path, opt).ok());
 }
