@@ -318,8 +318,8 @@ Result<ModelSpec> LoadPreset(const std::string& name) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     const std::string near = NearestName(name, names);
-    return Status::NotFound(name, "no such model file or preset" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                                      " (presets: " + list + ")");
+    const std::string hint = near.empty() ? "" : "; did you mean '" + near + "'?";
+    return Status::NotFound(name, "no such model file or preset" + hint + " (presets: " + list + ")");
   }
   LMKIT_ASSIGN_OR_RETURN(ModelSpec m, LoadModelConfig(*path));
   m.name = name;
@@ -391,50 +391,45 @@ Result<ModelSpec> FromDimensions(const Dimensions& d) {
 }
 
 Status ValidateModel(const ModelSpec& m, const std::string& subject) {
-  auto positive = [&](int64_t v, const char* field) -> Status {
-    if (v <= 0)
-      return Status::InvalidInput(subject, std::string("field '") + field + "' must be positive (got " +
-                                               std::to_string(v) + ")");
-    return Status::Ok();
+  // at_least(v, 1, ...) for sizes that must exist; at_least(v, 0, ...) for sizes where 0 means "none" (no position
+  // table, no shared expert, a plain q_proj ...): a negative one is never meaningful, and the sums in params.cpp would
+  // turn it into a negative or silently smaller parameter count.
+  auto at_least = [&](int64_t v, int64_t min, const char* field) -> Status {
+    if (v >= min) return Status::Ok();
+    return Status::InvalidInput(subject, std::string("field '") + field + "' must " +
+                                             (min > 0 ? "be positive" : "not be negative") + " (got " +
+                                             std::to_string(v) + ")");
   };
-  LMKIT_RETURN_IF_ERROR(positive(m.layers, "layers"));
-  LMKIT_RETURN_IF_ERROR(positive(m.d_model, "hidden size (d_model)"));
-  LMKIT_RETURN_IF_ERROR(positive(m.heads, "attention heads"));
-  LMKIT_RETURN_IF_ERROR(positive(m.kv_heads, "key/value heads"));
-  LMKIT_RETURN_IF_ERROR(positive(m.head_dim, "head_dim"));
-  LMKIT_RETURN_IF_ERROR(positive(m.vocab, "vocab_size"));
-  // Sizes where 0 means "none" (no position table, no shared expert, a plain q_proj ...): a negative value is never
-  // meaningful, and the sums in params.cpp would turn it into a negative or silently smaller parameter count.
-  auto non_negative = [&](int64_t v, const char* field) -> Status {
-    if (v < 0)
-      return Status::InvalidInput(subject, std::string("field '") + field + "' must not be negative (got " +
-                                               std::to_string(v) + ")");
-    return Status::Ok();
-  };
-  LMKIT_RETURN_IF_ERROR(non_negative(m.learned_positions, "n_positions"));
-  LMKIT_RETURN_IF_ERROR(non_negative(m.max_seq_len, "max_position_embeddings"));
-  LMKIT_RETURN_IF_ERROR(non_negative(m.d_ff, "intermediate size (d_ff)"));
-  LMKIT_RETURN_IF_ERROR(non_negative(m.moe.shared_d_ff, "shared expert intermediate size"));
-  LMKIT_RETURN_IF_ERROR(non_negative(m.mla_spec.q_lora_rank, "q_lora_rank"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.layers, 1, "layers"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.d_model, 1, "hidden size (d_model)"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.heads, 1, "attention heads"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.kv_heads, 1, "key/value heads"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.head_dim, 1, "head_dim"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.vocab, 1, "vocab_size"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.learned_positions, 0, "n_positions"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.max_seq_len, 0, "max_position_embeddings"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.d_ff, 0, "intermediate size (d_ff)"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.moe.shared_d_ff, 0, "shared expert intermediate size"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.mla_spec.q_lora_rank, 0, "q_lora_rank"));
   bool any_dense = false;
   for (const auto& k : m.kinds) any_dense = any_dense || !k.moe;
-  if (any_dense) LMKIT_RETURN_IF_ERROR(positive(m.d_ff, "intermediate size (d_ff)"));
+  if (any_dense) LMKIT_RETURN_IF_ERROR(at_least(m.d_ff, 1, "intermediate size (d_ff)"));
   if (m.heads % m.kv_heads != 0)
     return Status::InvalidInput(subject, "field 'num_key_value_heads' (" + std::to_string(m.kv_heads) +
                                              ") does not divide the attention heads (" + std::to_string(m.heads) + ")");
   if (m.is_moe()) {
-    LMKIT_RETURN_IF_ERROR(positive(m.moe.top_k, "num_experts_per_tok"));
-    LMKIT_RETURN_IF_ERROR(positive(m.moe.expert_d_ff, "expert intermediate size"));
+    LMKIT_RETURN_IF_ERROR(at_least(m.moe.top_k, 1, "num_experts_per_tok"));
+    LMKIT_RETURN_IF_ERROR(at_least(m.moe.expert_d_ff, 1, "expert intermediate size"));
     if (m.moe.top_k > m.moe.routed_experts)
       return Status::InvalidInput(subject, "field 'num_experts_per_tok' (" + std::to_string(m.moe.top_k) +
                                                ") exceeds the number of experts (" +
                                                std::to_string(m.moe.routed_experts) + ")");
   }
   if (m.mla) {
-    LMKIT_RETURN_IF_ERROR(positive(m.mla_spec.kv_lora_rank, "kv_lora_rank"));
-    LMKIT_RETURN_IF_ERROR(positive(m.mla_spec.qk_nope_head_dim, "qk_nope_head_dim"));
-    LMKIT_RETURN_IF_ERROR(positive(m.mla_spec.qk_rope_head_dim, "qk_rope_head_dim"));
-    LMKIT_RETURN_IF_ERROR(positive(m.mla_spec.v_head_dim, "v_head_dim"));
+    LMKIT_RETURN_IF_ERROR(at_least(m.mla_spec.kv_lora_rank, 1, "kv_lora_rank"));
+    LMKIT_RETURN_IF_ERROR(at_least(m.mla_spec.qk_nope_head_dim, 1, "qk_nope_head_dim"));
+    LMKIT_RETURN_IF_ERROR(at_least(m.mla_spec.qk_rope_head_dim, 1, "qk_rope_head_dim"));
+    LMKIT_RETURN_IF_ERROR(at_least(m.mla_spec.v_head_dim, 1, "v_head_dim"));
   }
   LMKIT_RETURN_IF_ERROR(AtMost(m.layers, kMaxCount, "layers", subject));
   LMKIT_RETURN_IF_ERROR(AtMost(m.heads, kMaxCount, "attention heads", subject));

@@ -78,6 +78,17 @@ ModelSpec ParseParams(const char* text) {
   REQUIRE(m.ok());
   return *m;
 }
+
+// The message of a config the reader refuses; every such refusal is kInvalidInput naming the file.
+std::string ConfigError(const std::string& text) {
+  auto j = lmkit::ParseJson(text, "inline");
+  REQUIRE(j.ok());
+  auto m = ParseModelConfig(*j, "bad.json");
+  REQUIRE(!m.ok());
+  CHECK(m.status().code() == lmkit::ErrorCode::kInvalidInput);
+  CHECK(m.status().subject() == "bad.json");
+  return m.status().message();
+}
 }  // namespace
 
 TEST_CASE("params: qwen2_moe shared expert with gate, sparse step and mlp_only_layers", "[accounting][params]") {
@@ -151,55 +162,39 @@ TEST_CASE("params: out-of-range numbers found by fuzz_config are errors, not und
           "[accounting][params]") {
   // Run under the UBSan build in CI: each of these was a float-to-int cast, a signed overflow or a 10^12-entry
   // allocation before the bounds were checked.
-  auto err = [](const std::string& text) {
-    auto j = lmkit::ParseJson(text, "inline");
-    REQUIRE(j.ok());
-    auto m = ParseModelConfig(*j, "bad.json");
-    REQUIRE(!m.ok());
-    CHECK(m.status().subject() == "bad.json");
-    return m.status().message();
-  };
   const std::string llama = R"("model_type": "llama", "num_attention_heads": 1, "intermediate_size": 128,
                                 "vocab_size": 32000)";
-  CHECK(err("{" + llama + R"(, "hidden_size": 1e300, "num_hidden_layers": 2})") ==
+  CHECK(ConfigError("{" + llama + R"(, "hidden_size": 1e300, "num_hidden_layers": 2})") ==
         "field 'hidden_size' is not an integer");
-  CHECK(err("{" + llama + R"(, "hidden_size": -1e19, "num_hidden_layers": 2})") ==
+  CHECK(ConfigError("{" + llama + R"(, "hidden_size": -1e19, "num_hidden_layers": 2})") ==
         "field 'hidden_size' is not an integer");
-  CHECK(err("{" + llama + R"(, "hidden_size": 64, "num_hidden_layers": 1e12})") ==
+  CHECK(ConfigError("{" + llama + R"(, "hidden_size": 64, "num_hidden_layers": 1e12})") ==
         "field 'layers' is implausibly large (1000000000000 > 16384)");
   const std::string v3 = R"("model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 2,
       "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "kv_lora_rank": 16, "v_head_dim": 8,
       "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4)";
-  CHECK(err("{" + v3 + R"(, "qk_nope_head_dim": 9223372036854775807, "qk_rope_head_dim": 8,
+  CHECK(ConfigError("{" + v3 + R"(, "qk_nope_head_dim": 9223372036854775807, "qk_rope_head_dim": 8,
                           "n_shared_experts": 1})")
             .find("'head_dim' is implausibly large") != std::string::npos);
-  CHECK(err("{" + v3 + R"(, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "n_shared_experts": 4611686018427387904})")
+  CHECK(ConfigError("{" + v3 +
+                    R"(, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "n_shared_experts": 4611686018427387904})")
             .find("'shared expert intermediate size' is implausibly large") != std::string::npos);
 }
 
 TEST_CASE("params: negative optional sizes are errors, not smaller or negative counts", "[accounting][params]") {
   // Each of these used to parse: n_positions -5 gave a negative embedding count, a negative n_shared_experts or
   // q_lora_rank silently removed parameters.
-  auto err = [](const std::string& text) {
-    auto j = lmkit::ParseJson(text, "inline");
-    REQUIRE(j.ok());
-    auto m = ParseModelConfig(*j, "bad.json");
-    REQUIRE(!m.ok());
-    CHECK(m.status().code() == lmkit::ErrorCode::kInvalidInput);
-    CHECK(m.status().subject() == "bad.json");
-    return m.status().message();
-  };
-  CHECK(err(R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 100,
+  CHECK(ConfigError(R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 100,
                 "n_positions": -5})") == "field 'n_positions' must not be negative (got -5)");
-  CHECK(err(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+  CHECK(ConfigError(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
                 "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": -1})") ==
         "field 'max_position_embeddings' must not be negative (got -1)");
   const std::string v3 = R"("model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 2,
       "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "kv_lora_rank": 16, "v_head_dim": 8,
       "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2,
       "moe_intermediate_size": 4)";
-  CHECK(err("{" + v3 + R"(, "n_shared_experts": -1})") == "field 'n_shared_experts' must not be negative");
-  CHECK(err("{" + v3 + R"(, "q_lora_rank": -7})") == "field 'q_lora_rank' must not be negative (got -7)");
+  CHECK(ConfigError("{" + v3 + R"(, "n_shared_experts": -1})") == "field 'n_shared_experts' must not be negative");
+  CHECK(ConfigError("{" + v3 + R"(, "q_lora_rank": -7})") == "field 'q_lora_rank' must not be negative (got -7)");
   Dimensions d;
   d.layers = 2;
   d.d_model = 64;
@@ -213,24 +208,16 @@ TEST_CASE("params: negative optional sizes are errors, not smaller or negative c
 
 TEST_CASE("params: a boolean or string field of the wrong type is an error, not the default", "[accounting][params]") {
   // "tie_word_embeddings": "true" used to fall back to false and count an untied head without a word.
-  auto err = [](const std::string& text) {
-    auto j = lmkit::ParseJson(text, "inline");
-    REQUIRE(j.ok());
-    auto m = ParseModelConfig(*j, "bad.json");
-    REQUIRE(!m.ok());
-    CHECK(m.status().code() == lmkit::ErrorCode::kInvalidInput);
-    CHECK(m.status().subject() == "bad.json");
-    return m.status().message();
-  };
   const std::string llama = R"("hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
                                "intermediate_size": 128, "vocab_size": 100)";
-  CHECK(err(R"({"model_type": "llama", "tie_word_embeddings": "true", )" + llama + "}") ==
+  CHECK(ConfigError(R"({"model_type": "llama", "tie_word_embeddings": "true", )" + llama + "}") ==
         "field 'tie_word_embeddings' is not true or false");
-  CHECK(err(R"({"model_type": "qwen2", "use_sliding_window": 1, )" + llama + "}") ==
+  CHECK(ConfigError(R"({"model_type": "qwen2", "use_sliding_window": 1, )" + llama + "}") ==
         "field 'use_sliding_window' is not true or false");
-  CHECK(err(R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 100, "bias": "no"})") ==
+  CHECK(ConfigError(R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 100,
+                        "bias": "no"})") ==
         "field 'bias' is not true or false");
-  CHECK(err(R"({"model_type": 5, )" + llama + "}") == "field 'model_type' is not a string");
+  CHECK(ConfigError(R"({"model_type": 5, )" + llama + "}") == "field 'model_type' is not a string");
   // null still means "absent" (HF writes it for unset optional fields).
   auto j = lmkit::ParseJson(R"({"model_type": "llama", "tie_word_embeddings": null, )" + llama + "}", "inline");
   REQUIRE(j.ok());
