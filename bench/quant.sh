@@ -6,6 +6,10 @@
 #      (per-row absmax, scale, round, clamp, int8; only the math is timed, loading is free for it)
 #   3. histogram calibration of 1e8 fp32 activations: `lmkit --threads 2 calibrate --method entropy` (nvidia flavour)
 #      vs torch.ao HistogramObserver(bins=2048) fed in 10 batches + calculate_qparams()
+#   4. both again on data already in memory (bench/quant_inmem.cpp, target lmkit_bench_quant): the footing of the
+#      PyTorch side, which times only the math on loaded tensors
+#   5. calibration again from a copy of the activations on the root filesystem (DISK_DIR, default /var/tmp): a disk
+#      filesystem's page cache is read faster than tmpfs on recent kernels (large folios)
 # Writes docs/benchmarks/quant.md. Wall AND CPU seconds are recorded: on a shared machine wall time mostly measures
 # the other tenants. Environment: LMKIT (binary, default build/lmkit), BENCH_DIR (default /dev/shm/lmkit-quant-bench;
 # tmpfs so the output file's fsync does not measure the disk), TENSORS (default 60), ACTS (default 100000000).
@@ -19,8 +23,11 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 $PY -c 'import numpy, torch' 2>/dev/null || { echo "bench/quant.sh: needs numpy and torch (apt-get install python3-numpy python3-torch)" >&2; exit 1; }
 [ -x "$LMKIT" ] || { echo "bench/quant.sh: build lmkit first (ninja -C build)" >&2; exit 1; }
+ninja -C "$(dirname "$LMKIT")" lmkit_bench_quant >/dev/null
+INMEM="$(dirname "$LMKIT")/lmkit_bench_quant"
+DISK_DIR=${DISK_DIR:-/var/tmp}
 mkdir -p "$BENCH_DIR"
-trap 'rm -rf "$BENCH_DIR"' EXIT
+trap 'rm -rf "$BENCH_DIR" "$DISK_DIR/lmkit-quant-bench-acts.npy"' EXIT
 
 cc -O2 -pthread bench/memcpy_bw.c -o "$BENCH_DIR/memcpy_bw"
 memcpy=$(/usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" "$BENCH_DIR/memcpy_bw" 2 256 8)
@@ -47,6 +54,8 @@ echo "lmkit quantize: $lm_s s wall, $lm_cpu s cpu, $lm_gbs GB/s" >&2
 /usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" $PY bench/quant_torch.py quantize "$ckpt" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
 read -r th_s th_cpu th_params <"$BENCH_DIR/torch.txt"
 echo "torch quantize: $th_s s (math only), process cpu $th_cpu s" >&2
+read -r im_s im_params im_traffic < <("$INMEM" quantize "$ckpt" 2)
+echo "lmkit quantize in memory: $im_s s" >&2
 rm -f "$ckpt"
 
 acts="$BENCH_DIR/acts.npy"
@@ -62,12 +71,21 @@ echo "lmkit calibrate: $lc_s s wall, $lc_cpu s cpu" >&2
 /usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" $PY bench/quant_torch.py histogram "$acts" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
 read -r th_hist th_hist_cpu th_load <"$BENCH_DIR/torch.txt"
 echo "torch HistogramObserver: $th_hist s, process cpu $th_hist_cpu s" >&2
+read -r ic_s ic_samples ic_amax < <("$INMEM" calibrate "$acts" 2)
+echo "lmkit calibrate in memory: $ic_s s (amax $ic_amax)" >&2
+disk_acts="$DISK_DIR/lmkit-quant-bench-acts.npy"
+cp "$acts" "$disk_acts" && cat "$disk_acts" >/dev/null
+"$LMKIT" --threads 2 calibrate "$disk_acts" --method entropy -o "$BENCH_DIR/c2.json" --json >"$BENCH_DIR/out2.json"
+ld_s=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out2.json")
+echo "lmkit calibrate from $DISK_DIR: $ld_s s" >&2
 
 $PY - "$TENSORS" "$memcpy_cpu" "$memcpy" "$cp_gbs" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
-    "$th_hist" "$th_hist_cpu" "$ACTS" "$th_load" <<'PYEOF' >docs/benchmarks/quant.md
+    "$th_hist" "$th_hist_cpu" "$ACTS" "$th_load" "$im_s" "$im_traffic" "$ic_s" "$ld_s" "$DISK_DIR" \
+    "$(findmnt -no FSTYPE -T "$BENCH_DIR")" "$(findmnt -no FSTYPE -T "$DISK_DIR")" <<'PYEOF' >docs/benchmarks/quant.md
 import platform, subprocess, sys, datetime
 a = sys.argv[1:]
-tensors, memcpy_cpu, memcpy, cp_gbs, lm_s, lm_cpu, lm_gbs, lm_rss, params, b_in, b_out, th_s, th_cpu, lc_s, lc_cpu, th_h, th_h_cpu, acts, th_load = a
+(tensors, memcpy_cpu, memcpy, cp_gbs, lm_s, lm_cpu, lm_gbs, lm_rss, params, b_in, b_out, th_s, th_cpu, lc_s, lc_cpu, th_h,
+ th_h_cpu, acts, th_load, im_s, im_traffic, ic_s, ld_s, disk_dir, bench_fs, disk_fs) = a
 f = lambda x: float(x)
 cpu = open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
 load = open("/proc/loadavg").read().split()[0]
@@ -80,11 +98,14 @@ print(f"{int(params):,} parameters ({tensors} x [4096, 4096] bf16, {f(b_in)/1e9:
 print("| | wall s | CPU s | GB/s (read + written, wall) |")
 print("|---|---|---|---|")
 traffic = f(b_in) + f(b_out)
-print(f"| lmkit quantize (whole pipeline, file to file) | {f(lm_s):.2f} | {f(lm_cpu):.2f} | {f(lm_gbs):.2f} |")
+print(f"| lmkit quantize (whole pipeline, file to file, {bench_fs}) | {f(lm_s):.2f} | {f(lm_cpu):.2f} | {f(lm_gbs):.2f} |")
+print(f"| lmkit QuantizeMatrix, data in memory (math + error metrics, best of 3) | {f(im_s):.2f} | | {f(im_traffic)/f(im_s)/1e9:.2f} |")
 print(f"| PyTorch {__import__('torch').__version__} (math only, loading not timed) | {f(th_s):.2f} | {f(th_cpu):.2f} | {traffic/f(th_s)/1e9:.2f} |")
 print(f"| memcpy, 2 threads (bench/memcpy_bw.c) | | {f(memcpy_cpu):.2f} (incl. page faults) | {f(memcpy):.2f} |")
 print(f"| cp of the checkpoint (same filesystem) | {2*f(b_in)/f(cp_gbs)/1e9:.2f} | | {f(cp_gbs):.2f} |\n")
-print(f"- speed-up vs PyTorch: **{f(th_s)/f(lm_s):.1f}x** wall, {f(th_cpu)/f(lm_cpu):.1f}x CPU (target >= 3x)")
+print(f"- speed-up vs PyTorch: **{f(th_s)/f(lm_s):.1f}x** wall file to file, {f(th_cpu)/f(lm_cpu):.1f}x CPU; "
+      f"**{f(th_s)/f(im_s):.1f}x** with both in memory (target >= 3x)")
+print(f"- fraction of memcpy bandwidth with the data in memory: **{100*f(im_traffic)/f(im_s)/1e9/f(memcpy):.0f}%** (target >= 50%)")
 print(f"- fraction of memcpy bandwidth: **{100*f(lm_gbs)/f(memcpy):.0f}%** of wall GB/s (target >= 50%); per CPU-second "
       f"lmkit moves {traffic/f(lm_cpu)/1e9:.2f} GB, memcpy at least {2*2*256*2**20*8/f(memcpy_cpu)/1e9:.2f} GB "
       f"({100*(traffic/f(lm_cpu))/(2*2*256*2**20*8/f(memcpy_cpu)):.0f}%)")
@@ -95,10 +116,14 @@ print("## Histogram calibration\n")
 print(f"{int(acts):,} fp32 Laplace activations (10 batches).\n")
 print("| | wall s | CPU s |")
 print("|---|---|---|")
-print(f"| lmkit calibrate --method entropy (nvidia: 2 passes, 2048 bins, KL search) | {f(lc_s):.2f} | {f(lc_cpu):.2f} |")
-print(f"| torch.ao HistogramObserver(bins=2048) + calculate_qparams | {f(th_h):.2f} | {f(th_h_cpu):.2f} |\n")
+print(f"| lmkit calibrate --method entropy (nvidia: 2 passes, 2048 bins, KL search), file on {bench_fs} | {f(lc_s):.3f} | {f(lc_cpu):.2f} |")
+print(f"| the same, file on {disk_fs} ({disk_dir}, in the page cache) | {f(ld_s):.3f} | |")
+print(f"| lmkit StreamingCalibrator, data in memory (best of 3) | {f(ic_s):.3f} | |")
+print(f"| torch.ao HistogramObserver(bins=2048) + calculate_qparams, data in memory | {f(th_h):.3f} | {f(th_h_cpu):.2f} |\n")
+print(f"- speed-up with both in memory: **{f(th_h)/f(ic_s):.1f}x** (target >= 10x)")
 print(f"- speed-up: **{f(th_h)/f(lc_s):.1f}x** wall, {f(th_h_cpu)/f(lc_cpu):.1f}x CPU (target >= 10x) against the "
-      "observer alone, with the activations already in memory for torch and read from the file by lmkit")
+      "observer alone, with the activations already in memory for torch and read from the file by lmkit; "
+      f"{f(th_h)/f(ld_s):.1f}x from the {disk_fs} file")
 print(f"- from the same .npy file (torch: np.load {f(th_load):.2f} s + observer): **{(f(th_h)+f(th_load))/f(lc_s):.1f}x** wall")
 PYEOF
 cat docs/benchmarks/quant.md

@@ -152,6 +152,14 @@ void ScanChunk(const float* x, uint64_t n, Partial* p) {
   (avx2 ? ScanAvx2 : ScanBase)(x, n, p);
 }
 
+// Order-free: min, max and max|x| are the same whichever partial comes first.
+void MergePartial(Partial& into, const Partial& p) {
+  into.finite = into.finite && p.finite;
+  into.mn = std::min(into.mn, p.mn);
+  into.mx = std::max(into.mx, p.mx);
+  into.absmax = std::max(into.absmax, p.absmax);
+}
+
 // Calls fn(chunk_floats, count, worker) for every kChunk-element chunk of every segment, in parallel; each chunk is
 // read into the worker's buffer (F32) or read and converted to fp32 into it. The first read error in chunk order
 // is returned.
@@ -183,14 +191,14 @@ Status ForEachChunk(const std::vector<Segment>& segs, ThreadPool& pool, std::vec
 
 // The threshold from the scan (`all`) and, except for minmax, the |x| histogram over [0, all.absmax].
 TensorRange FinishNvidia(TensorRange r, const Partial& all, const AbsHistogram* h, const CalibrateOptions& o,
-                         double percentile) {
+                         double percentile, ThreadPool* pool) {
   double amax = all.absmax;
   if (h) {
     r.final_bins = o.bins;
     if (all.absmax > 0) {
       switch (o.method) {
         case CalibMethod::kPercentile: amax = NvidiaPercentileAmax(*h, percentile); break;
-        case CalibMethod::kEntropy: amax = NvidiaEntropyAmax(*h, o.quantized_bins, o.quantized_bins); break;
+        case CalibMethod::kEntropy: amax = NvidiaEntropyAmax(*h, o.quantized_bins, o.quantized_bins, pool); break;
         case CalibMethod::kMse: amax = NvidiaMseAmax(*h, o.quantized_bins); break;
         case CalibMethod::kMinMax: break;
       }
@@ -211,12 +219,7 @@ Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<S
   TensorRange r;
   r.name = name;
   Partial all;
-  for (const Partial& p : parts) {
-    all.finite &= p.finite;
-    all.mn = std::min(all.mn, p.mn);
-    all.mx = std::max(all.mx, p.mx);
-    all.absmax = std::max(all.absmax, p.absmax);
-  }
+  for (const Partial& p : parts) MergePartial(all, p);
   if (!all.finite) return Status::InvalidInput(segs.front().file, "tensor '" + name + "' contains NaN or Inf");
   for (const Segment& s : segs) {
     r.samples += s.elements();
@@ -224,12 +227,12 @@ Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<S
   }
   r.min = r.samples ? all.mn : 0;
   r.max = r.samples ? all.mx : 0;
-  if (o.method == CalibMethod::kMinMax) return FinishNvidia(std::move(r), all, nullptr, o, percentile);
+  if (o.method == CalibMethod::kMinMax) return FinishNvidia(std::move(r), all, nullptr, o, percentile, &pool);
   std::vector<AbsHistogram> hists(pool.size(), AbsHistogram(o.bins, all.absmax));
   LMKIT_RETURN_IF_ERROR(
       ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { hists[w].Add(x, n); }));
   for (size_t w = 1; w < hists.size(); ++w) hists[0].Merge(hists[w]);
-  return FinishNvidia(std::move(r), all, &hists[0], o, percentile);
+  return FinishNvidia(std::move(r), all, &hists[0], o, percentile, &pool);
 }
 
 // ONNX Runtime's state for one tensor: histograms grown batch by batch in input order.
@@ -439,9 +442,12 @@ struct StreamingCalibrator::State {
   std::string source;
   std::vector<std::string> names;
   int pass = -1;
-  std::vector<Partial> scans;       // nvidia, pass 0
+  std::unique_ptr<ThreadPool> pool;  // o.threads
+  std::vector<Partial> scans;        // nvidia, pass 0
   std::vector<uint64_t> samples, batches;
-  std::vector<AbsHistogram> hists;  // nvidia, pass 1
+  // nvidia, pass 1: [tensor][worker]; workers past the first get a histogram once a batch is split among them, and
+  // Finish merges them (integer counts: the same table for any thread count).
+  std::vector<std::vector<AbsHistogram>> hists;
   std::vector<OrtState> ort;
   double t0 = 0;
   bool Ort() const { return o.flavor == CalibFlavor::kOrt && o.method != CalibMethod::kMinMax; }
@@ -465,6 +471,7 @@ Result<StreamingCalibrator> StreamingCalibrator::Create(const CalibrateOptions& 
   s.scans.resize(s.names.size());
   s.samples.assign(s.names.size(), 0);
   s.batches.assign(s.names.size(), 0);
+  s.pool = std::make_unique<ThreadPool>(std::max(1u, o.threads));
   if (s.Ort())
     for (size_t i = 0; i < s.names.size(); ++i) s.ort.emplace_back(o.bins);
   s.t0 = MonotonicSeconds();
@@ -480,7 +487,7 @@ Status StreamingCalibrator::BeginPass(int pass) {
   if (pass == 1) {
     for (size_t i = 0; i < s.names.size(); ++i) {
       if (!s.scans[i].finite) return Status::InvalidInput(s.source, "tensor '" + s.names[i] + "' contains NaN or Inf");
-      s.hists.emplace_back(s.o.bins, s.scans[i].absmax);
+      s.hists.emplace_back().emplace_back(s.o.bins, s.scans[i].absmax);
     }
   }
   return Status::Ok();
@@ -490,12 +497,32 @@ Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
   State& s = *s_;
   if (tensor >= s.names.size() || s.pass < 0) return Status::Usage("calibration input out of range or before a pass");
   if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor]);
+  // A batch of at least two chunks is split among the workers (each chunk goes to one worker's partial).
+  const uint64_t chunks = (n + kChunk - 1) / kChunk;
+  const bool split = s.pool->size() > 1 && chunks > 1;
+  auto chunk = [&](size_t c) { return std::make_pair(x + c * kChunk, std::min(kChunk, n - c * kChunk)); };
   if (s.pass == 0) {
-    for (uint64_t i = 0; i < n; i += kChunk) ScanChunk(x + i, std::min(kChunk, n - i), &s.scans[tensor]);
+    if (split) {
+      std::vector<Partial> parts(s.pool->size());
+      s.pool->ParallelFor(chunks, [&](size_t c, unsigned w) {
+        auto [p, m] = chunk(c);
+        ScanChunk(p, m, &parts[w]);
+      });
+      for (const Partial& p : parts) MergePartial(s.scans[tensor], p);
+    } else {
+      for (uint64_t i = 0; i < n; i += kChunk) ScanChunk(x + i, std::min(kChunk, n - i), &s.scans[tensor]);
+    }
     s.samples[tensor] += n;
     ++s.batches[tensor];
+  } else if (split) {
+    std::vector<AbsHistogram>& h = s.hists[tensor];
+    while (h.size() < s.pool->size()) h.emplace_back(s.o.bins, h.front().amax());
+    s.pool->ParallelFor(chunks, [&](size_t c, unsigned w) {
+      auto [p, m] = chunk(c);
+      h[w].Add(p, m);
+    });
   } else {
-    s.hists[tensor].Add(x, n);
+    s.hists[tensor].front().Add(x, n);
   }
   return Status::Ok();
 }
@@ -524,8 +551,12 @@ Result<CalibrationTable> StreamingCalibrator::Finish() {
     r.min = r.samples ? all.mn : 0;
     r.max = r.samples ? all.mx : 0;
     table.bytes_read += r.samples * sizeof(float);
-    table.tensors.push_back(
-        FinishNvidia(std::move(r), all, s.o.method == CalibMethod::kMinMax ? nullptr : &s.hists[i], s.o, s.percentile));
+    AbsHistogram* h = nullptr;
+    if (s.o.method != CalibMethod::kMinMax) {
+      h = &s.hists[i].front();
+      for (size_t w = 1; w < s.hists[i].size(); ++w) h->Merge(s.hists[i][w]);
+    }
+    table.tensors.push_back(FinishNvidia(std::move(r), all, h, s.o, s.percentile, s.pool.get()));
   }
   table.seconds = MonotonicSeconds() - s.t0;
   table.peak_rss_bytes = PeakRssBytes();

@@ -1,22 +1,33 @@
 // Threshold (amax) selection from histograms: entropy (KL), percentile and MSE, in the two reference flavours.
 //
-// Contract: pure functions of a histogram; no allocation beyond O(bins) scratch. docs/quant.md describes each
+// Contract: pure functions of a histogram; no allocation beyond O(bins) scratch (per task of the pool, if given). docs/quant.md describes each
 // algorithm, its source and how the flavours differ; reference/quant.md's parity values hold to 1e-5 relative
 // (tests/unit/quant/calibrators_test.cpp).
 #pragma once
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "lmkit/quant/histogram.h"
+
+namespace lmkit {
+class ThreadPool;
+}
 
 namespace lmkit::quant {
 
 // NVIDIA pytorch-quantization _compute_amax_entropy: bins[0] is replaced by bins[1]; for every i in [start_bin, bins]
 // P = first i bins with the tail mass added to bin i-1, Q = those i bins merged into 128 groups (np.linspace group
 // boundaries), each group's mass spread over its non-zero bins; KL(P||Q) with scipy's normalisation; the LAST i with
-// the minimal divergence wins; amax = left edge of bin i (edge i).
-double NvidiaEntropyAmax(const AbsHistogram& h, uint32_t start_bin = 128, uint32_t quant_bins = 128);
+// the minimal divergence wins; amax = left edge of bin i (edge i). With `pool`, candidates are evaluated in parallel;
+// the result is the same for any thread count.
+double NvidiaEntropyAmax(const AbsHistogram& h, uint32_t start_bin = 128, uint32_t quant_bins = 128,
+                         ThreadPool* pool = nullptr);
+// The divergence of every candidate: element c is KL(P || Q) for i = start_bin + c (inf where Q is 0 under P's mass);
+// empty when there is nothing to search (fewer than 2 bins, start_bin 0 or past the last bin).
+std::vector<double> NvidiaEntropyDivergences(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins,
+                                             ThreadPool* pool = nullptr);
 // NVIDIA _compute_amax_percentile: edge[idx] where idx is the first bin whose CDF reaches percentile/100.
 double NvidiaPercentileAmax(const AbsHistogram& h, double percentile);
 // NVIDIA _compute_amax_mse: bin centres c_i for i >= start_bin as candidates; minimise sum_j counts_j (fq(c_j) -

@@ -1,58 +1,95 @@
 // Performance notes: AbsHistogram::Add is the hot loop of `lmkit calibrate --flavor nvidia`. A multiply by 1/amax
-// would change bins relative to torch.histc's (v / amax) * bins, so the division stays, 8 lanes at a time (AVX2 clone);
-// the scatter goes to two interleaved tables (2048 entries each, L1-resident) so equal consecutive bins do not
-// serialise on one counter. The ORT classes follow numpy's algorithm literally
-// and are not tuned: ORT parity, not speed, is their job.
+// would change bins relative to torch.histc's (v / amax) * bins, so the division stays, 16 or 8 lanes at a time
+// (AVX-512 and AVX2 clones chosen at run time); the increments go to four interleaved 32-bit tables (histogram.h).
+// On the build VM (AMD EPYC with AVX-512) 1e8 Laplace samples take 0.053 s on one thread, against 0.070 s for the
+// AVX2 loop with two 64-bit tables this replaced. The ORT classes follow numpy's algorithm literally and are not
+// tuned: ORT parity, not speed, is their job.
 #include "lmkit/quant/histogram.h"
 
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as the unused merge source, which -Wmaybe-uninitialized
+// and -Wuninitialized report at every use (a known false positive of the header, not of this code).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace lmkit::quant {
 
-AbsHistogram::AbsHistogram(uint32_t bins, float amax) : counts_(bins, 0), amax_(amax) {}
-
 namespace {
 
-#pragma GCC diagnostic ignored "-Wpsabi"  // vector helpers are always inlined in this file
-typedef float F8 __attribute__((vector_size(32)));
-typedef int32_t I8 __attribute__((vector_size(32)));
+constexpr uint32_t kTables = 4;
+// Largest block one kernel call takes: with pending_ checked before each block, no 32-bit slot can overflow.
+constexpr uint64_t kMaxBlock = uint64_t{1} << 30;
 
-// Bins of 8 values at a time (IEEE vector division: the same bits as AbsBin's scalar division), then scalar
-// increments into two interleaved count arrays so that runs of equal bins do not serialise on one counter.
-[[gnu::always_inline]] inline void AddImpl(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* c0,
-                                           uint64_t* c1) {
-  const F8 vamax = F8{} + amax, vbins = F8{} + static_cast<float>(bins);
+// Every kernel computes, per value v: a = |v| (sign bit cleared); keep = a <= amax (false for NaN and values above
+// amax); bin = min((int)((a / amax) * bins), bins - 1) in fp32 (AbsBin), or the drop slot `bins` when !keep; value i
+// goes to table i % kTables. IEEE division and multiplication give the same bits in every lane width.
+void AddBase(const float* x, uint64_t n, float amax, uint32_t bins, uint32_t* t) {
+  const uint32_t stride = bins + 1;
+  for (uint64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    const uint32_t b = a <= amax ? AbsBin(a, amax, bins) : bins;
+    ++t[(i % kTables) * stride + b];
+  }
+}
+
+__attribute__((target("avx2"))) void AddAvx2(const float* x, uint64_t n, float amax, uint32_t bins, uint32_t* t) {
+  const uint32_t stride = bins + 1;
+  const __m256 vamax = _mm256_set1_ps(amax), vbins = _mm256_set1_ps(static_cast<float>(bins));
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i last = _mm256_set1_epi32(static_cast<int32_t>(bins - 1));
+  const __m256i drop = _mm256_set1_epi32(static_cast<int32_t>(bins));
+  alignas(32) int32_t b[8];
   uint64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    F8 v;
-    std::memcpy(&v, x + i, sizeof v);
-    const F8 a = reinterpret_cast<F8>(reinterpret_cast<I8>(v) & 0x7fffffff);
-    const I8 keep = a <= vamax;  // false for NaN and values above amax
-    const F8 f = (a / vamax) * vbins;
-    I8 b = __builtin_convertvector(keep ? f : F8{}, I8);
-    b = b >= static_cast<int32_t>(bins) ? static_cast<int32_t>(bins - 1) : b;
-    for (int j = 0; j < 8; j += 2) {
-      c0[b[j]] += keep[j] ? 1 : 0;
-      c1[b[j + 1]] += keep[j + 1] ? 1 : 0;
-    }
+    const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + i), absmask);
+    const __m256 keep = _mm256_cmp_ps(a, vamax, _CMP_LE_OQ);
+    __m256i k = _mm256_cvttps_epi32(_mm256_and_ps(keep, _mm256_mul_ps(_mm256_div_ps(a, vamax), vbins)));
+    k = _mm256_blendv_epi8(drop, _mm256_min_epi32(k, last), _mm256_castps_si256(keep));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(b), k);
+    for (uint32_t j = 0; j < 8; ++j) ++t[(j % kTables) * stride + static_cast<uint32_t>(b[j])];
   }
-  for (; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    if (a <= amax) ++c0[AbsBin(a, amax, bins)];
+  AddBase(x + i, n - i, amax, bins, t);  // i is a multiple of kTables: the tail keeps the interleaving
+}
+
+__attribute__((target("avx512f"))) void AddAvx512(const float* x, uint64_t n, float amax, uint32_t bins, uint32_t* t) {
+  const uint32_t stride = bins + 1;
+  const __m512 vamax = _mm512_set1_ps(amax), vbins = _mm512_set1_ps(static_cast<float>(bins));
+  const __m512i last = _mm512_set1_epi32(static_cast<int32_t>(bins - 1));
+  const __m512i drop = _mm512_set1_epi32(static_cast<int32_t>(bins));
+  alignas(64) int32_t b[16];
+  uint64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+    const __mmask16 keep = _mm512_cmp_ps_mask(a, vamax, _CMP_LE_OQ);
+    const __m512i k = _mm512_cvttps_epi32(_mm512_maskz_mul_ps(keep, _mm512_div_ps(a, vamax), vbins));
+    _mm512_store_si512(b, _mm512_mask_blend_epi32(keep, drop, _mm512_min_epi32(k, last)));
+    for (uint32_t j = 0; j < 16; ++j) ++t[(j % kTables) * stride + static_cast<uint32_t>(b[j])];
   }
+  AddBase(x + i, n - i, amax, bins, t);
 }
-__attribute__((target("avx2"))) void AddAvx2(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* c0,
-                                             uint64_t* c1) {
-  AddImpl(x, n, amax, bins, c0, c1);
-}
-void AddBase(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* c0, uint64_t* c1) {
-  AddImpl(x, n, amax, bins, c0, c1);
+
+std::atomic<int> g_forced_level{-1};
+
+int KernelLevel() {
+  static const int best = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  const int forced = g_forced_level.load(std::memory_order_relaxed);
+  return forced < 0 ? best : std::min(forced, best);
 }
 
 }  // namespace
+
+void SetAbsHistogramKernelForTesting(int level) { g_forced_level.store(level, std::memory_order_relaxed); }
+
+AbsHistogram::AbsHistogram(uint32_t bins, float amax) : counts_(bins, 0), amax_(amax) {}
 
 void AbsHistogram::Add(const float* x, uint64_t n) {
   const uint32_t bins = this->bins();
@@ -60,21 +97,51 @@ void AbsHistogram::Add(const float* x, uint64_t n) {
     for (uint64_t i = 0; i < n; ++i) counts_[0] += std::fabs(x[i]) <= amax_;
     return;
   }
-  std::vector<uint64_t> second(bins, 0);
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  (avx2 ? AddAvx2 : AddBase)(x, n, amax_, bins, counts_.data(), second.data());
-  for (uint32_t b = 0; b < bins; ++b) counts_[b] += second[b];
+  if (tables_.empty()) tables_.assign(size_t{kTables} * (bins + 1), 0);
+  const int level = KernelLevel();
+  while (n > 0) {
+    const uint64_t block = std::min(n, kMaxBlock);
+    if (pending_ + block > std::numeric_limits<uint32_t>::max()) Flush();
+    (level == 2 ? AddAvx512 : level == 1 ? AddAvx2 : AddBase)(x, block, amax_, bins, tables_.data());
+    pending_ += block;
+    x += block;
+    n -= block;
+  }
+}
+
+void AbsHistogram::Flush() const {
+  if (pending_ == 0) return;
+  const uint32_t bins = this->bins(), stride = bins + 1;
+  for (uint32_t t = 0; t < kTables; ++t)
+    for (uint32_t b = 0; b < bins; ++b) counts_[b] += tables_[t * stride + b];
+  std::fill(tables_.begin(), tables_.end(), 0u);
+  pending_ = 0;
+}
+
+const std::vector<uint64_t>& AbsHistogram::counts() const {
+  Flush();
+  return counts_;
+}
+
+std::vector<uint64_t>& AbsHistogram::mutable_counts() {
+  Flush();
+  return counts_;
 }
 
 void AbsHistogram::Merge(const AbsHistogram& other) {
-  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  Flush();
+  const std::vector<uint64_t>& c = other.counts();
+  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += c[i];
 }
 
 double AbsHistogram::Edge(uint32_t i) const {
   return static_cast<float>(static_cast<double>(amax_) * i / bins());
 }
 
-uint64_t AbsHistogram::total() const { return std::accumulate(counts_.begin(), counts_.end(), uint64_t{0}); }
+uint64_t AbsHistogram::total() const {
+  const std::vector<uint64_t>& c = counts();
+  return std::accumulate(c.begin(), c.end(), uint64_t{0});
+}
 
 std::vector<float> LinspaceEdges(float first, float last, uint32_t bins) {
   std::vector<float> e(bins + 1);

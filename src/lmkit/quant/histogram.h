@@ -25,8 +25,9 @@ class AbsHistogram {
   void Add(const float* x, uint64_t n);
   void Merge(const AbsHistogram& other);  // same bins and amax
 
-  const std::vector<uint64_t>& counts() const { return counts_; }
-  std::vector<uint64_t>& mutable_counts() { return counts_; }
+  // The accessors first fold the pending 32-bit tables of Add into the 64-bit counts (hence `mutable` below).
+  const std::vector<uint64_t>& counts() const;
+  std::vector<uint64_t>& mutable_counts();
   float amax() const { return amax_; }
   uint32_t bins() const { return static_cast<uint32_t>(counts_.size()); }
   // Left edge of bin i (i == bins gives amax): float(amax * i / bins), as torch.linspace(0, amax, bins + 1).
@@ -34,9 +35,21 @@ class AbsHistogram {
   uint64_t total() const;
 
  private:
-  std::vector<uint64_t> counts_;
+  void Flush() const;
+
+  // Add counts into kTables interleaved 32-bit tables of bins + 1 slots (the last one takes the values it drops) so
+  // that consecutive equal bins, the common case for peaked activations, do not serialise on one counter in memory;
+  // 4 x 2049 x 4 bytes stays in L1. `pending_` values since the last Flush bound every slot, so a Flush before it
+  // could pass 2^32 keeps the tables exact.
+  mutable std::vector<uint64_t> counts_;
+  mutable std::vector<uint32_t> tables_;
+  mutable uint64_t pending_ = 0;
   float amax_;
 };
+
+// Tests only: 0 forces the portable loop of AbsHistogram::Add, 1 the AVX2 one, 2 the AVX-512 one (ignored where the
+// CPU lacks it), -1 restores the run-time choice. All give the same counts.
+void SetAbsHistogramKernelForTesting(int level);
 
 // The bin of one value 0 <= v_abs <= amax, amax > 0 (shared definition for the CPU loop and the CUDA kernel).
 LMKIT_HD uint32_t AbsBin(float v_abs, float amax, uint32_t bins) {

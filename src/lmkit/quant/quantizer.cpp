@@ -9,6 +9,12 @@
 // - Work items are blocks of rows (kRowsPerItem) so the pool's per-item overhead is negligible even for small rows.
 #include "lmkit/quant/quantizer.h"
 
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the unused merge source, which -Wmaybe-uninitialized
+// and -Wuninitialized report at every use (a known false positive of the header, not of this code).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -252,17 +258,123 @@ __attribute__((target("avx2"))) void CodeSegmentAvx2(const float* x, uint64_t n,
   CodeFinish(acc, n, scale, st);
 }
 
-std::atomic<bool> g_force_baseline{false};
+// The constants of CodeSegmentAvx512.
+struct Code16Consts {
+  __m512 inv, s, magic, lo, hi, neg, pos;
+  __m512i absmask;
+};
 
+// Codes the 16 (lanes 0xffff) or first 8 (0x00ff) elements at x into codes and adds to the sums; see
+// CodeSegmentAvx512.
+[[gnu::always_inline]] __attribute__((target("avx512f"))) inline void Code16(const float* x, int8_t* codes,
+                                                                            __mmask16 lanes, const Code16Consts& k,
+                                                                            __m512d& sx2, __m512d& sxc, __m512i& sc2,
+                                                                            __m512& emax, uint64_t& clip) {
+  const __m512 xv = _mm512_maskz_loadu_ps(lanes, x);
+  __m512 v = _mm512_mul_ps(xv, k.inv);
+  v = _mm512_min_ps(k.pos, _mm512_max_ps(k.neg, v));
+  const __m512 r = _mm512_sub_ps(_mm512_add_ps(v, k.magic), k.magic);
+  const __m512 c = _mm512_min_ps(k.hi, _mm512_max_ps(k.lo, r));
+  clip += static_cast<uint64_t>(__builtin_popcount(_mm512_mask_cmp_ps_mask(lanes, c, r, _CMP_NEQ_UQ)));
+  const __m512i ci = _mm512_cvttps_epi32(c);
+  _mm512_mask_cvtepi32_storeu_epi8(codes, lanes, ci);
+  const __m512 ae =
+      _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_sub_ps(xv, _mm512_mul_ps(c, k.s))), k.absmask));
+  emax = _mm512_max_ps(ae, emax);  // masked-off lanes give |0 - 0 * s| = 0
+  sc2 = _mm512_add_epi32(sc2, _mm512_mullo_epi32(ci, ci));
+  const __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(xv));
+  const __m512d c0 = _mm512_cvtps_pd(_mm512_castps512_ps256(c));
+  sx2 = _mm512_add_pd(sx2, _mm512_mul_pd(x0, x0));
+  sxc = _mm512_add_pd(sxc, _mm512_mul_pd(x0, c0));
+  if (lanes == 0xffff) {
+    const __m512d x1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1)));
+    const __m512d c1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1)));
+    sx2 = _mm512_add_pd(sx2, _mm512_mul_pd(x1, x1));
+    sxc = _mm512_add_pd(sxc, _mm512_mul_pd(x1, c1));
+  }
+}
+
+// CodeSegmentAvx2 with 16 lanes (AVX-512F), the same results bit for bit: every fp32 step is the same IEEE
+// operation per element; the fp64 sums keep the base's lane layout because each group of 8 elements is widened into
+// one 8-double register whose lanes 0-3 and 4-7 are the base's `a` and `b` accumulators, and groups are added in
+// element order (two per step, then a last one when the segment holds an odd number of 8-groups); the integer sums
+// (c^2, clipped) and the max are order-free. On the build VM's Zen 5 this halves the coding time against AVX2.
+__attribute__((target("avx512f"))) void CodeSegmentAvx512(const float* x, uint64_t n, float scale, Int8Range range,
+                                                          int8_t* codes, ErrorStats* st) {
+  const uint64_t body = n / 8 * 8;
+  const float inv = InverseScale(scale);
+  const Code16Consts k = {_mm512_set1_ps(inv),      _mm512_set1_ps(scale),   _mm512_set1_ps(12582912.0f),
+                          _mm512_set1_ps(range.lo), _mm512_set1_ps(range.hi), _mm512_set1_ps(-256.0f),
+                          _mm512_set1_ps(256.0f),   _mm512_set1_epi32(0x7fffffff)};
+  CodeAcc acc;
+  constexpr uint64_t kBlock = 1 << 16;  // as in CodeSegmentImpl: the int32 lane sums cannot overflow within a block
+  for (uint64_t i = 0; i < body;) {
+    const uint64_t bend = std::min(body, i + kBlock);
+    __m512d sx2 = _mm512_setzero_pd(), sxc = sx2;
+    __m512i sc2 = _mm512_setzero_si512();
+    __m512 emax = _mm512_setzero_ps();
+    uint64_t clip = 0;
+    for (; i + 16 <= bend; i += 16) Code16(x + i, codes + i, 0xffff, k, sx2, sxc, sc2, emax, clip);
+    if (i < bend) {  // one group of 8 left (bend is a multiple of 8)
+      Code16(x + i, codes + i, 0x00ff, k, sx2, sxc, sc2, emax, clip);
+      i += 8;
+    }
+    alignas(64) double a[8], b[8];
+    alignas(64) int32_t q[16];
+    _mm512_store_pd(a, sx2);
+    _mm512_store_pd(b, sxc);
+    _mm512_store_si512(q, sc2);
+    for (int j = 0; j < 4; ++j) {
+      acc.tx2 += a[j] + a[j + 4];
+      acc.txc += b[j] + b[j + 4];
+    }
+    for (int j = 0; j < 16; ++j) acc.tc2 += q[j];
+    acc.tclip += clip;
+    const float m = _mm512_reduce_max_ps(emax);
+    acc.em = acc.em < m ? m : acc.em;
+  }
+  for (uint64_t i = body; i < n; ++i) CodeScalar(x[i], inv, scale, range, codes + i, acc);
+  CodeFinish(acc, n, scale, st);
+}
+
+__attribute__((target("avx512f"))) float AbsMaxAvx512(const float* x, uint64_t n, bool* finite) {
+  // Order-free: a max, and a sum that is 0 unless some x - x is NaN.
+  __m512 m = _mm512_setzero_ps(), bad = m;
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+  uint64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    m = _mm512_max_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), absmask)), m);
+    bad = _mm512_add_ps(bad, _mm512_sub_ps(v, v));
+  }
+  float mm = _mm512_reduce_max_ps(m), bb = _mm512_reduce_add_ps(bad);
+  for (; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    mm = mm < a ? a : mm;
+    bb += x[i] - x[i];
+  }
+  *finite = bb == 0.0f;
+  return mm;
+}
+
+std::atomic<bool> g_force_baseline{false};
+std::atomic<bool> g_force_avx2{false};
+
+bool HaveAvx512() {
+  static const bool have = __builtin_cpu_supports("avx512f");
+  return have && !g_force_baseline.load(std::memory_order_relaxed) && !g_force_avx2.load(std::memory_order_relaxed);
+}
 bool HaveAvx2() {
   static const bool have = __builtin_cpu_supports("avx2");
   return have && !g_force_baseline.load(std::memory_order_relaxed);
 }
 inline float AbsMax(const float* x, uint64_t n, bool* finite) {
-  return HaveAvx2() ? AbsMaxAvx2(x, n, finite) : AbsMaxBase(x, n, finite);
+  return HaveAvx512() ? AbsMaxAvx512(x, n, finite) : HaveAvx2() ? AbsMaxAvx2(x, n, finite) : AbsMaxBase(x, n, finite);
 }
 inline void CodeSegment(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, ErrorStats* st) {
-  HaveAvx2() ? CodeSegmentAvx2(x, n, scale, range, codes, st) : CodeSegmentBase(x, n, scale, range, codes, st);
+  HaveAvx512() ? CodeSegmentAvx512(x, n, scale, range, codes, st)
+  : HaveAvx2() ? CodeSegmentAvx2(x, n, scale, range, codes, st)
+               : CodeSegmentBase(x, n, scale, range, codes, st);
 }
 
 // BF16 -> fp32 for one row, vectorised (8 per step: widen, shift). The same exact conversion as io::Bf16ToF32, kept
@@ -282,6 +394,14 @@ __attribute__((target("avx2"))) void Bf16RowAvx2(const uint8_t* src, uint64_t n,
   Bf16RowImpl(src, n, out);
 }
 void Bf16RowBase(const uint8_t* src, uint64_t n, float* out) { Bf16RowImpl(src, n, out); }
+__attribute__((target("avx512f"))) void Bf16RowAvx512(const uint8_t* src, uint64_t n, float* out) {
+  uint64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i));
+    _mm512_storeu_si512(out + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  if (i < n) io::Bf16ToF32(src + 2 * i, out + i, n - i);
+}
 
 // A row as fp32: F32 rows that are 4-byte aligned (always, in files lmkit and HF write) are used in place; others are
 // converted into `buf`.
@@ -289,7 +409,7 @@ inline const float* LoadRow(const uint8_t* src, io::DType dtype, uint64_t n, flo
   if (dtype == io::DType::kF32 && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0)
     return reinterpret_cast<const float*>(src);
   if (dtype == io::DType::kBF16) {
-    HaveAvx2() ? Bf16RowAvx2(src, n, buf) : Bf16RowBase(src, n, buf);
+    HaveAvx512() ? Bf16RowAvx512(src, n, buf) : HaveAvx2() ? Bf16RowAvx2(src, n, buf) : Bf16RowBase(src, n, buf);
     return buf;
   }
   io::ConvertToF32(dtype, src, buf, n);
@@ -529,6 +649,7 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
 }  // namespace
 
 void ForceBaselineKernelsForTesting(bool on) { g_force_baseline = on; }
+void ForceAvx2KernelsForTesting(bool on) { g_force_avx2 = on; }
 
 Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t cols,
                       const QuantizeMatrixOptions& options, ThreadPool* pool, int8_t* codes, float* scales,

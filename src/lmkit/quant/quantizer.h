@@ -75,9 +75,11 @@ struct RowStreams {
 Status QuantizeMatrix(const RowStreams& streams, io::DType dtype, uint64_t rows, uint64_t cols,
                       const QuantizeMatrixOptions& options, ThreadPool* pool, float* scales, ErrorStats* stats);
 
-// Tests only: true makes every later call use the baseline (SSE2) loops instead of the AVX2 ones, which must give the
-// same bytes and stats; false restores the run-time choice.
+// Tests only: true makes every later call use the baseline (SSE2) loops instead of the AVX2 / AVX-512 ones, which must
+// give the same bytes and stats; false restores the run-time choice.
 void ForceBaselineKernelsForTesting(bool on);
+// Tests only: true makes later calls use the AVX2 loops where the CPU has AVX-512 (same bytes and stats again).
+void ForceAvx2KernelsForTesting(bool on);
 
 // Dequantizes codes with the scales QuantizeMatrix produced (for tests and the report's checks).
 void DequantizeMatrix(const int8_t* codes, const float* scales, uint64_t rows, uint64_t cols,

@@ -3,10 +3,13 @@
 // histograms (batch-order independence for the nvidia flavour, growth for the ort flavour).
 #include "lmkit/quant/calibrators.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <random>
 
+#include "lmkit/common/thread_pool.h"
 #include "lmkit/io/npy.h"
 #include "lmkit/quant/histogram.h"
 #include "support/run_lmkit.h"
@@ -141,4 +144,121 @@ TEST_CASE("calibrators: histogram binning follows torch.histc and numpy edges", 
   std::vector<uint64_t> c(4, 0);
   HistogramUniform(v.data(), v.size(), LinspaceEdges(-2.0f, 2.0f, 4), c, false);
   CHECK(c == std::vector<uint64_t>{1, 1, 3, 2});  // [-2,-1) [-1,0) [0,1) [1,2]; 2.5 is outside
+}
+
+namespace {
+
+// NVIDIA's _compute_amax_entropy transcribed literally (the arrays P and Q of every candidate built in full): the
+// oracle for NvidiaEntropyDivergences, which visits only non-zero bins and runs candidates in parallel.
+std::vector<double> LiteralNvidiaEntropyDivergences(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins) {
+  std::vector<double> bins(h.counts().begin(), h.counts().end());
+  const uint32_t n = static_cast<uint32_t>(bins.size());
+  bins[0] = bins[1];
+  std::vector<double> out;
+  for (uint32_t i = start_bin; i <= n; ++i) {
+    const double step = static_cast<double>(i) / quant_bins;
+    std::vector<double> sum(quant_bins, 0.0), nz(quant_bins, 0.0), q(i, 0.0);
+    std::vector<int> group(i, -1);
+    for (uint32_t idx = 0; idx < i; ++idx) {
+      int k = 0;
+      while (k + 1 <= static_cast<int>(quant_bins) && (k + 1) * step <= idx) ++k;
+      if (bins[idx] == 0) continue;
+      group[idx] = k;
+      sum[k] += bins[idx];
+      nz[k] += 1;
+    }
+    for (uint32_t idx = 0; idx < i; ++idx)
+      if (group[idx] >= 0) q[idx] = sum[group[idx]] / nz[group[idx]];
+    std::vector<double> p(bins.begin(), bins.begin() + i);
+    double tail = 0;
+    for (uint32_t t = n; t-- > i;) tail += bins[t];
+    p[i - 1] += tail;
+    double sp = 0, sq = 0;
+    for (double v : p) sp += v;
+    for (double v : q) sq += v;
+    double kl = 0;
+    if (sp <= 0 || sq <= 0) {
+      kl = INFINITY;
+    } else {
+      for (uint32_t j = 0; j < i; ++j) {
+        const double a = p[j] / sp, b = q[j] / sq;
+        if (a > 0) {
+          if (b <= 0) {
+            kl = INFINITY;
+            break;
+          }
+          kl += a * std::log(a / b);
+        }
+      }
+    }
+    out.push_back(kl);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("calibrators: NVIDIA entropy search equals a literal transcription, for any thread count",
+          "[quant][calib]") {
+  std::mt19937 rng(7);
+  std::exponential_distribution<float> expo(1.0f);
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  struct Case {
+    const char* name;
+    uint32_t bins;
+    std::function<float()> draw;
+  };
+  const std::vector<Case> cases = {
+      {"peaked with outliers", 2048, [&] { return uni(rng) < 1e-4f ? 50.0f * uni(rng) : expo(rng); }},
+      {"dense uniform", 2048, [&] { return uni(rng); }},
+      {"sparse: a few distinct values", 512, [&] { return static_cast<float>(static_cast<int>(8 * uni(rng))); }},
+      {"small histogram", 200, [&] { return expo(rng); }},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      std::vector<float> x(50000);
+      for (float& v : x) v = c.draw();
+      float amax = 0;
+      for (float v : x) amax = std::max(amax, v);
+      AbsHistogram h(c.bins, amax);
+      h.Add(x.data(), x.size());
+      const std::vector<double> want = LiteralNvidiaEntropyDivergences(h, 128, 128);
+      REQUIRE(want.size() == c.bins - 127);
+      CHECK(NvidiaEntropyDivergences(h, 128, 128) == want);  // bit for bit, every candidate
+      for (unsigned threads : {2u, 3u, 8u}) {
+        ThreadPool pool(threads);
+        CHECK(NvidiaEntropyDivergences(h, 128, 128, &pool) == want);
+        CHECK(NvidiaEntropyAmax(h, 128, 128, &pool) == NvidiaEntropyAmax(h, 128, 128));
+      }
+    }
+  }
+}
+
+TEST_CASE("calibrators: every AbsHistogram kernel bins like the scalar torch.histc rule", "[quant][calib]") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const float amax = 8.0f;
+  std::vector<float> x(10007);  // not a multiple of 16 or 8: the tails run too
+  for (float& v : x) v = normal(rng);
+  // Edge values: exactly amax (last bin), just above (dropped), negative zero, a subnormal, bin boundaries, NaN.
+  const std::vector<float> edges = {amax, -amax, std::nextafter(amax, 100.0f), -0.0f, 1e-40f, 0.5f, 4.0f,
+                                    std::nextafter(4.0f, 0.0f), NAN, INFINITY, -INFINITY, 7.99999f};
+  for (size_t i = 0; i < edges.size(); ++i) x[i * 97] = edges[i];
+  std::vector<uint64_t> want(2048, 0);
+  for (float v : x) {
+    const float a = std::fabs(v);
+    if (a <= amax) ++want[AbsBin(a, amax, 2048)];
+  }
+  for (int level : {0, 1, 2}) {
+    SetAbsHistogramKernelForTesting(level);
+    AbsHistogram h(2048, amax);
+    h.Add(x.data(), 5000);  // two calls: the tables carry over between them
+    h.Add(x.data() + 5000, x.size() - 5000);
+    SetAbsHistogramKernelForTesting(-1);
+    INFO("kernel level " << level);
+    CHECK(h.counts() == want);
+    CHECK(h.total() == static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) {
+            return std::fabs(v) <= amax;
+          })));
+  }
 }

@@ -209,12 +209,14 @@ TEST_CASE("quantizer: Gaussian per-channel and per-tensor SQNR match the referen
   CHECK(c.stats.Cosine() > 0.9999);
 }
 
-TEST_CASE("quantizer: the AVX2 and baseline loops give the same codes, scales and stats bit for bit", "[quant]") {
-  // Widths cover the 8-wide body, scalar tails and groups that end mid-vector; the rows include exact ties, zeros,
+TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, scales and stats bit for bit",
+          "[quant]") {
+  // Widths cover the 8- and 16-wide bodies (24: one 16-step and a last 8-group), scalar tails, groups that end
+  // mid-vector and segments longer than the 65536-element accumulation block; the rows include exact ties, zeros,
   // one outlier, and a row whose scale is subnormal (1/scale overflows to inf).
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (uint64_t cols : {1u, 7u, 8u, 13u, 64u, 4099u}) {
+  for (uint64_t cols : {1u, 7u, 8u, 13u, 24u, 64u, 4099u, 65560u}) {
     const uint64_t rows = 11;
     std::vector<float> x(rows * cols);
     for (float& v : x) v = nd(rng);
@@ -235,8 +237,10 @@ TEST_CASE("quantizer: the AVX2 and baseline loops give the same codes, scales an
     for (const Granularity& g : gs)
       for (io::DType dt : {io::DType::kF32, io::DType::kBF16})
         for (io::DType sdt : {io::DType::kF32, io::DType::kF16}) {
-          auto run = [&](bool baseline) {
-            ForceBaselineKernelsForTesting(baseline);
+          // 0: baseline loops, 1: AVX2 (where the CPU has it), 2: the run-time choice (AVX-512 where available).
+          auto run = [&](int level) {
+            ForceBaselineKernelsForTesting(level == 0);
+            ForceAvx2KernelsForTesting(level == 1);
             Out o;
             o.codes.assign(rows * cols, 99);
             o.scales.assign(g.ScaleCount(rows, cols), -1.0f);
@@ -245,13 +249,18 @@ TEST_CASE("quantizer: the AVX2 and baseline loops give the same codes, scales an
                                    o.scales.data(), &o.stats)
                         .ok());
             ForceBaselineKernelsForTesting(false);
+            ForceAvx2KernelsForTesting(false);
             return o;
           };
-          Out a = run(false), b = run(true);
-          INFO("cols " << cols << " granularity " << GranularityName(g) << " dtype " << io::DTypeName(dt));
-          CHECK(a.codes == b.codes);
-          CHECK(std::memcmp(a.scales.data(), b.scales.data(), a.scales.size() * 4) == 0);
-          CHECK(std::memcmp(&a.stats, &b.stats, sizeof a.stats) == 0);
+          const Out base = run(0);
+          for (int level : {1, 2}) {
+            const Out a = run(level);
+            INFO("cols " << cols << " granularity " << GranularityName(g) << " dtype " << io::DTypeName(dt)
+                         << " kernels " << level);
+            CHECK(a.codes == base.codes);
+            CHECK(std::memcmp(a.scales.data(), base.scales.data(), a.scales.size() * 4) == 0);
+            CHECK(std::memcmp(&a.stats, &base.stats, sizeof a.stats) == 0);
+          }
         }
   }
 }

@@ -1,0 +1,114 @@
+// The in-memory side of bench/quant.sh: lmkit's quantization and calibration code timed on data already in memory,
+// the same footing as the PyTorch side (bench/quant_torch.py times only the math on loaded tensors). Built on demand
+// (`ninja -C build lmkit_bench_quant`), never in CI.
+//   quantize CKPT THREADS    every 2-D tensor of a safetensors file is copied into memory (not timed), then
+//                            QuantizeMatrix (per-channel, scales in the tensor's dtype, with the report's error
+//                            metrics) runs over all of them into preallocated, touched code buffers. Prints the best of
+//                            3 runs: wall seconds, parameters, bytes read + written.
+//   calibrate NPY THREADS    a float32 .npy of shape [batches, n] is copied into memory (not timed), then the nvidia
+//                            entropy calibration (2048 bins, two passes) streams its rows through StreamingCalibrator.
+//                            Prints the best of 3 runs: wall seconds, samples, amax.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lmkit/common/thread_pool.h"
+#include "lmkit/io/npy.h"
+#include "lmkit/io/safetensors.h"
+#include "lmkit/quant/calibrate.h"
+#include "lmkit/quant/quantizer.h"
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+[[noreturn]] void Fail(const std::string& what) {
+  std::fprintf(stderr, "quant_inmem: %s\n", what.c_str());
+  std::exit(1);
+}
+
+int Quantize(const std::string& path, unsigned threads) {
+  auto file = lmkit::io::SafetensorsFile::Open(path);
+  if (!file.ok()) Fail(file.status().ToString());
+  struct Matrix {
+    lmkit::io::DType dtype;
+    uint64_t rows, cols;
+    std::vector<uint8_t> bytes;
+    std::vector<int8_t> codes;
+    std::vector<float> scales;
+  };
+  std::vector<Matrix> ms;
+  for (const auto& t : file->tensors()) {
+    if (t.shape.size() != 2) continue;
+    auto data = file->Data(t);
+    ms.push_back({t.dtype, t.shape[0], t.shape[1], std::vector<uint8_t>(data.begin(), data.end()),
+                  std::vector<int8_t>(t.shape[0] * t.shape[1], 1), std::vector<float>(t.shape[0], 1.0f)});
+  }
+  lmkit::ThreadPool pool(threads);
+  double best = 1e30, traffic = 0;
+  uint64_t params = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    traffic = 0;
+    params = 0;
+    const double t0 = Now();
+    for (Matrix& m : ms) {
+      lmkit::quant::QuantizeMatrixOptions o;
+      o.scale_dtype = m.dtype;
+      lmkit::quant::ErrorStats st;
+      auto s = lmkit::quant::QuantizeMatrix(m.bytes.data(), m.dtype, m.rows, m.cols, o, &pool, m.codes.data(),
+                                            m.scales.data(), &st);
+      if (!s.ok()) Fail(s.ToString());
+      params += m.rows * m.cols;
+      traffic += static_cast<double>(m.bytes.size() + m.codes.size() + m.rows * lmkit::io::DTypeSize(m.dtype));
+    }
+    best = std::min(best, Now() - t0);
+  }
+  std::printf("%.4f %llu %.0f\n", best, static_cast<unsigned long long>(params), traffic);
+  return 0;
+}
+
+int Calibrate(const std::string& path, unsigned threads) {
+  auto npy = lmkit::io::NpyFile::Open(path);
+  if (!npy.ok()) Fail(npy.status().ToString());
+  if (npy->dtype() != lmkit::io::DType::kF32 || npy->shape().size() != 2) Fail(path + ": want a 2-D float32 array");
+  const uint64_t batches = npy->shape()[0], n = npy->shape()[1];
+  std::vector<float> x(batches * n);
+  std::memcpy(x.data(), npy->data().data(), x.size() * sizeof(float));
+  double best = 1e30, amax = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    lmkit::quant::CalibrateOptions o;
+    o.method = lmkit::quant::CalibMethod::kEntropy;
+    o.threads = threads;
+    const double t0 = Now();
+    auto c = lmkit::quant::StreamingCalibrator::Create(o, {"x"}, path);
+    if (!c.ok()) Fail(c.status().ToString());
+    for (int p = 0; p < c->passes(); ++p) {
+      if (auto s = c->BeginPass(p); !s.ok()) Fail(s.ToString());
+      for (uint64_t b = 0; b < batches; ++b)
+        if (auto s = c->Add(0, x.data() + b * n, n); !s.ok()) Fail(s.ToString());
+    }
+    auto table = c->Finish();
+    if (!table.ok()) Fail(table.status().ToString());
+    best = std::min(best, Now() - t0);
+    amax = table->tensors.at(0).amax;
+  }
+  std::printf("%.4f %llu %.6f\n", best, static_cast<unsigned long long>(x.size()), amax);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) Fail("usage: quant_inmem quantize CKPT THREADS | calibrate NPY THREADS");
+  const std::string mode = argv[1];
+  const unsigned threads = static_cast<unsigned>(std::max(1, std::atoi(argv[3])));
+  if (mode == "quantize") return Quantize(argv[2], threads);
+  if (mode == "calibrate") return Calibrate(argv[2], threads);
+  Fail("unknown mode " + mode);
+}
