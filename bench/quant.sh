@@ -81,7 +81,7 @@ echo "lmkit calibrate from $DISK_DIR: $ld_s s" >&2
 
 $PY - "$TENSORS" "$memcpy_cpu" "$memcpy" "$cp_gbs" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
     "$th_hist" "$th_hist_cpu" "$ACTS" "$th_load" "$im_s" "$im_traffic" "$ic_s" "$ld_s" "$DISK_DIR" \
-    "$(findmnt -no FSTYPE -T "$BENCH_DIR")" "$(findmnt -no FSTYPE -T "$DISK_DIR")" <<'PYEOF' >docs/benchmarks/quant.md
+    "$(findmnt -no FSTYPE -T "$BENCH_DIR" | head -1)" "$(findmnt -no FSTYPE -T "$DISK_DIR" | head -1)" <<'PYEOF' >docs/benchmarks/quant.md
 import platform, subprocess, sys, datetime
 a = sys.argv[1:]
 (tensors, memcpy_cpu, memcpy, cp_gbs, lm_s, lm_cpu, lm_gbs, lm_rss, params, b_in, b_out, th_s, th_cpu, lc_s, lc_cpu, th_h,
