@@ -71,7 +71,37 @@ CLI::Validator DecimalCount() {
         value = std::to_string(v);
         return std::string();
       },
-      "");
+      "", "decimal");
+}
+
+CLI::Validator DecimalInteger() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        int64_t v = 0;
+        const char* end = value.data() + value.size();
+        const auto [ptr, ec] = std::from_chars(value.data(), end, v);  // optional '-', decimal digits only
+        if (value.empty() || ec != std::errc() || ptr != end)
+          return "expected a whole number, got '" + value + "'";
+        value = std::to_string(v);
+        return std::string();
+      },
+      "", "decimal");
+}
+
+void RequireDecimalIntegers(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_expected_min() == 0) continue;  // a flag
+    const std::string type = opt->get_type_name();
+    const bool is_unsigned = type.rfind("UINT", 0) == 0, is_signed = type.rfind("INT", 0) == 0;
+    if (!is_unsigned && !is_signed) continue;
+    try {
+      opt->get_validator("decimal");
+      continue;  // already added where the option is defined (it must run before a range check)
+    } catch (const CLI::OptionNotFound&) {
+    }
+    opt->transform(is_unsigned ? DecimalCount() : DecimalInteger());
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) RequireDecimalIntegers(*sub);
 }
 
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output) {

@@ -65,6 +65,12 @@ std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g);
 // digits only, within 64 bits (else a usage error naming the flag), and rewrites the value without leading zeros so
 // that CLI11's own conversion reads it as decimal.
 CLI::Validator DecimalCount();
+// The same for signed integer flags: an optional '-' and decimal digits within 64 bits.
+CLI::Validator DecimalInteger();
+// Adds DecimalCount/DecimalInteger to every integer option of `app` and its subcommands that lacks one (both are
+// named "decimal"), so that no integer flag reads "010" as octal 8 or accepts "0x10". A Range check on the raw text
+// still sees CLI11's reading: such options add DecimalCount() themselves, before the check.
+void RequireDecimalIntegers(CLI::App& app);
 
 // Usage error (naming the input) when `output` is an existing regular file that WouldOverwriteInput says is one of
 // `inputs` ("-", stdin, is skipped): the result would replace the data it was made from.

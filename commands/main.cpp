@@ -94,6 +94,7 @@ int Main(int argc, char** argv) {
     sub->fallthrough();
     runs.emplace_back(sub, c.setup(*sub, globals));
   }
+  RequireDecimalIntegers(app);
 
   try {
     app.parse(argc, argv);

@@ -38,7 +38,7 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--optimizer", st->optimizer, "adamw, adamw8bit or sgd [adamw]");
   sub.add_option("--recompute", st->recompute, "activation recomputation: none, selective or full [none]");
   sub.add_option("--activations", st->activations, "activation model: korthikanti or cs336 [korthikanti]");
-  sub.add_option("--zero", o.zero, "ZeRO stage 0, 1, 2 or 3 [0]")->check(CLI::Range(0, 3));
+  sub.add_option("--zero", o.zero, "ZeRO stage 0, 1, 2 or 3 [0]")->transform(DecimalInteger())->check(CLI::Range(0, 3));
   sub.add_option("--gpus", o.gpus, "GPUs (data-parallel ranks in training, tensor-parallel split in inference) [1]");
   sub.add_option("--batch,-B", o.batch, "sequences per GPU [1]");
   sub.add_option("--seq-len,-T", o.seq_len, "tokens per sequence (training) or context (inference) [1024]");
@@ -67,6 +67,13 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
     auto am = accounting::ParseActivationModel(st->activations);
     if (!am.ok()) return ReportError("memory", am.status());
     opt.activations = *am;
+    if (opt.mode == accounting::Mode::kInference) {
+      // Training-only choices would otherwise be accepted and silently ignored, as if they had been accounted for.
+      std::string ignored;
+      for (const char* flag : {"--optimizer", "--recompute", "--activations", "--zero"})
+        if (sub.get_option(flag)->count() > 0) ignored += std::string(ignored.empty() ? "" : ", ") + flag;
+      if (!ignored.empty()) Note(g, "memory", "note: " + ignored + " only apply to --mode training; ignored");
+    }
     // NaN passes a plain `< 0` test, and llround of NaN, inf or anything past 2^63 is undefined (it printed an
     // overhead of 9,223,372,036,854,775,808 bytes and a max batch of -2^63). 1e9 GB(GiB) bounds both to the 1e18-byte
     // range the estimate itself is checked against, so every sum and the max batch stay exact.

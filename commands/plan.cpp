@@ -27,6 +27,7 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("PLAN", st->req.plan_path, "plan file (JSON; '-' = stdin)")->required();
   sub.add_option("--gpu", st->req.gpu, "GPU from data/gpus.json (overrides the plan's \"gpu\")");
   sub.add_option("--gpus", st->req.gpus, "number of GPUs (overrides the plan's \"gpus\"; default 1)")
+      ->transform(DecimalInteger())
       ->check(CLI::Range(1, 4096));
   sub.add_option("--format", st->format, "table, md, csv or json [table]");
   sub.add_option("--svg", st->req.svg_path, "write the GPU memory map (models stacked per GPU) to this SVG file");

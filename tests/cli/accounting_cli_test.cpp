@@ -321,3 +321,21 @@ TEST_CASE("flops cli: a tiny --mfu gives finite, non-overflowed times, and --ste
   CHECK(c.exit_code == 2);
   CHECK(c.err == "lmkit flops: --steps must be positive (got -3)\n");
 }
+
+TEST_CASE("memory: training-only flags with --mode inference get one note on stderr, not silence", "[cli][accounting]") {
+  auto r = lmkit::test::RunLmkit({"memory", "gpt2", "--mode", "inference", "--optimizer", "sgd", "--zero", "1",
+                                  "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err == "lmkit memory: note: --optimizer, --zero only apply to --mode training; ignored\n");
+  // The same numbers as without them (only the echoed "options" differ): they were ignored, as the note says.
+  auto plain = lmkit::test::RunLmkit({"memory", "gpt2", "--mode", "inference", "--format", "json"});
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.err.empty());
+  lmkit::Json a = StdoutJson(plain), b = StdoutJson(r);
+  CHECK(b["options"]["optimizer"] == "sgd");
+  a.erase("options");
+  b.erase("options");
+  CHECK(a == b);
+  CHECK(lmkit::test::RunLmkit({"-q", "memory", "gpt2", "--mode", "inference", "--optimizer", "sgd"}).err.empty());
+  CHECK(lmkit::test::RunLmkit({"memory", "gpt2", "--optimizer", "sgd"}).err.empty());  // training: no note
+}

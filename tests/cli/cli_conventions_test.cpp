@@ -100,3 +100,27 @@ TEST_CASE("cli: a failed write of the report on stdout exits 1 with one line", "
     CHECK(text == "lmkit " + name + ": stdout: write failed: No space left on device\n");
   }
 }
+
+TEST_CASE("cli: integer flags are decimal: leading zeros are not octal, base prefixes are usage errors", "[cli]") {
+  // CLI11 2.1 reads "010" as octal 8 and "0x10" as 16 for every integer option; main() adds a decimal check to all
+  // of them (signed and unsigned), so a sequence length typed with a leading zero means what it says.
+  auto seq = [](const std::string& v) { return RunLmkit({"flops", "gpt2", "--seq-len", v, "--format", "json"}); };
+  auto ten = seq("010");
+  REQUIRE(ten.exit_code == 0);
+  CHECK(lmkit::ParseJson(ten.out, "stdout")->at("seq_len").get<int64_t>() == 10);
+  for (const char* bad : {"0x10", "0b11", "1e3", "12abc", ""}) {
+    auto r = seq(bad);
+    INFO("--seq-len '" << bad << "'");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--seq-len") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  // A signed option with a range check, an unsigned global option, and a signed option of another command.
+  CHECK(RunLmkit({"memory", "gpt2", "--zero", "0x1"}).exit_code == 2);
+  CHECK(RunLmkit({"memory", "gpt2", "--zero", "03", "--format", "json"}).exit_code == 0);
+  CHECK(RunLmkit({"--threads", "0x2", "env"}).exit_code == 2);
+  CHECK(RunLmkit({"--threads", "02", "env"}).exit_code == 0);
+  auto mem = RunLmkit({"memory", "gpt2", "--batch", "010", "--format", "json"});
+  REQUIRE(mem.exit_code == 0);
+  CHECK(mem.out.find("\"batch\": 10") != std::string::npos);
+}
