@@ -42,9 +42,9 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     // The JSON and the cache replace their destination, so one that names an input would destroy it.
     std::vector<std::string> ins = a->o.inputs;
     if (from_model) ins = {a->m.model, a->m.tokens};
-    for (const std::string* out : {&a->output, &a->trt_cache})
-      for (const auto& in : ins)
-        if (WouldOverwriteInput(*out, in)) return UsageError("calibrate", *out + " would overwrite the input " + in);
+    if (Status st = CheckOutputIsNotAnInput(ins, a->output); !st.ok()) return ReportError("calibrate", st);
+    if (Status st = CheckOutputIsNotAnInput(ins, a->trt_cache, "--trt-cache"); !st.ok())
+      return ReportError("calibrate", st);
     if (!a->trt_cache.empty() && a->trt_cache == a->output)
       return UsageError("calibrate", "-o and --trt-cache name the same file");
     auto method = quant::ParseCalibMethod(a->method);

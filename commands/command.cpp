@@ -104,13 +104,18 @@ void RequireDecimalIntegers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) RequireDecimalIntegers(*sub);
 }
 
-Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output) {
+Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output,
+                               const std::string& flag) {
   // Only a regular file can be destroyed this way: reading /dev/zero and writing /dev/null is fine.
   std::error_code ec;
   if (output.empty() || !std::filesystem::is_regular_file(output, ec)) return Status::Ok();
-  for (const auto& in : inputs)
-    if (in != "-" && WouldOverwriteInput(output, in))
-      return Status::Usage(in + ": is also the output (-o " + output + "); writing it would destroy the input");
+  for (const auto& in : inputs) {
+    if (in == "-" || !WouldOverwriteInput(output, in)) continue;
+    if (std::filesystem::is_directory(in, ec))
+      return Status::Usage(in + ": " + flag + " " + output +
+                           " is a file of this input directory; writing it could destroy the input");
+    return Status::Usage(in + ": is also the output (" + flag + " " + output + "); writing it would destroy the input");
+  }
   return Status::Ok();
 }
 

@@ -72,9 +72,11 @@ CLI::Validator DecimalInteger();
 // still sees CLI11's reading: such options add DecimalCount() themselves, before the check.
 void RequireDecimalIntegers(CLI::App& app);
 
-// Usage error (naming the input) when `output` is an existing regular file that WouldOverwriteInput says is one of
-// `inputs` ("-", stdin, is skipped): the result would replace the data it was made from.
-Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output);
+// Usage error (naming the input and `flag`, the option that gave `output`) when `output` is an existing regular file
+// that WouldOverwriteInput says is one of `inputs` or a file of an input directory ("-", stdin, is skipped): the
+// result would replace the data it was made from. Every command checks each output it writes this way.
+Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output,
+                               const std::string& flag = "-o");
 
 
 }  // namespace lmkit::cli

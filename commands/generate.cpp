@@ -30,13 +30,12 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
   sub.add_flag("--logits", a->logits, "with --json: include the first sequence's next-position logits");
   return [a, &g] {
     // The token file replaces its destination; naming the checkpoint (or a file of its directory) would destroy it.
-    if (WouldOverwriteInput(a->output, a->o.model))
-      return UsageError("generate", a->output + " would overwrite the input " + a->o.model);
     // A checkpoint given as a .safetensors file reads the config.json beside it: that is an input too.
-    const std::string beside = (std::filesystem::path(a->o.model).parent_path() / "config.json").string();
+    std::vector<std::string> ins = {a->o.model};
     std::error_code ec;
-    if (std::filesystem::is_regular_file(a->o.model, ec) && WouldOverwriteInput(a->output, beside))
-      return UsageError("generate", a->output + " would overwrite the input " + beside);
+    if (std::filesystem::is_regular_file(a->o.model, ec))
+      ins.push_back((std::filesystem::path(a->o.model).parent_path() / "config.json").string());
+    if (Status st = CheckOutputIsNotAnInput(ins, a->output); !st.ok()) return ReportError("generate", st);
     a->o.threads = g.ResolvedThreads();
     auto progress = MakeProgress(g);
     auto r = model::Generate(a->o, progress.get());

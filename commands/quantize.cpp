@@ -1,5 +1,7 @@
 // `lmkit quantize`: INT8 weights (compressed-tensors) from a safetensors checkpoint; prints the error report.
 #include <fmt/format.h>
+
+#include <filesystem>
 #include <optional>
 
 #include "commands.h"
@@ -39,6 +41,16 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     a->o.granularity = *gran;
     a->o.format = *format;
     a->o.threads = g.ResolvedThreads();
+    // Each output replaces its destination: none may be an input (the checkpoint, or the calibration table), and the
+    // report may not replace the quantized output. (Quantize itself checks the shards of a directory input.)
+    const std::vector<std::string> ins = {a->o.input, a->o.calibration};
+    if (Status st = CheckOutputIsNotAnInput(ins, a->o.output); !st.ok()) return ReportError("quantize", st);
+    if (Status st = CheckOutputIsNotAnInput(ins, a->report, "--report"); !st.ok()) return ReportError("quantize", st);
+    std::error_code ec;
+    if (!a->report.empty() &&
+        std::filesystem::weakly_canonical(std::filesystem::absolute(a->report, ec), ec) ==
+            std::filesystem::weakly_canonical(std::filesystem::absolute(a->o.output, ec), ec))
+      return UsageError("quantize", "-o and --report name the same file");
     // The report file is opened before quantizing, so an unwritable --report fails before any output is written
     // instead of after (exit 1 with the quantized model already in place).
     std::optional<AtomicFile> report_file;

@@ -351,17 +351,19 @@ TEST_CASE("quantize and calibrate: an unwritable report or cache fails before an
   CHECK(lmkit::test::ListDir(dir.path()) == std::vector<std::string>{"toy.safetensors"});
 }
 
-TEST_CASE("calibrate and generate: -o naming an input is a usage error and the input survives", "[quant][cli]") {
+TEST_CASE("calibrate/generate/quantize: an output naming an input is a usage error and the input survives",
+          "[quant][cli]") {
   TempDir dir;
   const std::string acts = dir.file("acts.npy");
   fs::copy_file(TestData("quant/laplace_acts.npy"), acts);
   const std::string before = ReadAll(acts);
   auto r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", acts});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "lmkit calibrate: " + acts + " would overwrite the input " + acts + "\n");
+  CHECK(r.err == "lmkit calibrate: " + acts + ": is also the output (-o " + acts + "); writing it would destroy the input\n");
   r = RunLmkit(
       {"calibrate", acts, "--method", "minmax", "-o", dir.file("c.json"), "--trt-cache", dir.path() + "/./acts.npy"});
   CHECK(r.exit_code == 2);
+  CHECK(r.err.find(": is also the output (--trt-cache ") != std::string::npos);
   CHECK(ReadAll(acts) == before);
   CHECK_FALSE(fs::exists(dir.file("c.json")));
 
@@ -372,17 +374,40 @@ TEST_CASE("calibrate and generate: -o naming an input is a usage error and the i
   const std::string weights = ReadAll(model + "/model.safetensors");
   r = RunLmkit({"generate", model, "--prompt-ids", "1", "--max-tokens", "3", "-o", model + "/model.safetensors"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "lmkit generate: " + model + "/model.safetensors would overwrite the input " + model + "\n");
+  CHECK(r.err == "lmkit generate: " + model + ": -o " + model +
+                     "/model.safetensors is a file of this input directory; writing it could destroy the input\n");
   CHECK(ReadAll(model + "/model.safetensors") == weights);
   // The model given as its .safetensors file: the config.json beside it is read too, so it is an input as well.
   const std::string config = ReadAll(model + "/config.json");
   r = RunLmkit({"generate", model + "/model.safetensors", "--prompt-ids", "1", "--max-tokens", "3", "-o",
                 model + "/config.json"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "lmkit generate: " + model + "/config.json would overwrite the input " + model + "/config.json\n");
+  CHECK(r.err == "lmkit generate: " + model + "/config.json: is also the output (-o " + model +
+                     "/config.json); writing it would destroy the input\n");
   CHECK(ReadAll(model + "/config.json") == config);
   r = RunLmkit({"calibrate", "--model", model, "--tokens", acts, "--method", "minmax", "-o", model + "/config.json"});
   CHECK(r.exit_code == 2);
+
+  // quantize: the report replaced the checkpoint it was about (exit 0) before --report was checked; -o and the
+  // calibration table are inputs too, and the report may not replace the quantized output.
+  const std::string ckpt = model + "/model.safetensors", q = dir.file("q.safetensors");
+  r = RunLmkit({"quantize", ckpt, "-o", q, "--report", ckpt});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit quantize: " + ckpt + ": is also the output (--report " + ckpt +
+                     "); writing it would destroy the input\n");
+  CHECK(ReadAll(ckpt) == weights);
+  CHECK_FALSE(fs::exists(q));
+  r = RunLmkit({"quantize", ckpt, "-o", q, "--report", dir.path() + "/./q.safetensors"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit quantize: -o and --report name the same file\n");
+  CHECK_FALSE(fs::exists(q));
+  const std::string calib = dir.file("calib.json");
+  REQUIRE(RunLmkit({"calibrate", acts, "--method", "minmax", "-o", calib}).exit_code == 0);
+  const std::string table = ReadAll(calib);
+  r = RunLmkit({"quantize", ckpt, "-o", calib, "--scheme", "w8a8", "--calibration", calib});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find(calib + ": is also the output (-o ") == r.err.find("lmkit quantize: ") + 16);
+  CHECK(ReadAll(calib) == table);
 }
 
 TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[quant][cli]") {
