@@ -90,7 +90,9 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     if (f->output.empty() && req.format &&
         (*req.format == bpe::IdFormat::kBin || *req.format == bpe::IdFormat::kNpy) && ::isatty(1))
       return UsageError(cmd, "refusing to write binary ids to a terminal; use -o FILE or --format json");
-    if (Status st = CheckOutputIsNotAnInput({f->input}, f->output); !st.ok()) return ReportError(cmd, st);
+    std::vector<std::string> ins = TokenizerInputFiles(f->tokenizer);
+    ins.push_back(f->input);
+    if (Status st = CheckOutputIsNotAnInput(ins, f->output); !st.ok()) return ReportError(cmd, st);
     auto progress = MakeProgress(g);
     Result<bpe::EncodeReport> rep = Status::Internal("not encoded");
     if (f->mpi) {
@@ -169,7 +171,9 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
     req.dtype = *dtype;
     if (g.json && f->output.empty())
       return UsageError(cmd, "--json prints a summary on stdout, so the bytes need -o FILE");
-    if (Status st = CheckOutputIsNotAnInput({f->input}, f->output); !st.ok()) return ReportError(cmd, st);
+    std::vector<std::string> ins = TokenizerInputFiles(f->tokenizer);
+    ins.push_back(f->input);
+    if (Status st = CheckOutputIsNotAnInput(ins, f->output); !st.ok()) return ReportError(cmd, st);
     auto rep = bpe::DecodeFile(req);
     if (!rep.ok()) {
       // A rank file without metadata needs a pattern only for encoding; retry with any pattern.

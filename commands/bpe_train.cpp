@@ -56,6 +56,11 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
       return UsageError(cmd, "--mpi: this lmkit was built without MPI (install libopenmpi-dev, configure with "
                              "-DLMKIT_MPI=ON)");
     if (o->mpi && !o->counts.empty()) return UsageError(cmd, "--mpi counts text inputs; it does not take --counts");
+    // The three files replace their namesakes in the output directory: none may be a text input or a counts file.
+    std::vector<std::string> ins = o->inputs;
+    ins.insert(ins.end(), o->counts.begin(), o->counts.end());
+    for (const char* name : {"vocab.json", "merges.txt", "tokenizer.json"})
+      if (Status st = CheckOutputIsNotAnInput(ins, o->out_dir + "/" + name); !st.ok()) return ReportError(cmd, st);
     auto progress = MakeProgress(g);
     Result<bpe::BpeTrainResult> trained = Status::Internal("not trained");
     double write_s = 0;

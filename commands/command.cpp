@@ -119,6 +119,17 @@ Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std
   return Status::Ok();
 }
 
+std::vector<std::string> TokenizerInputFiles(const std::string& tokenizer) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(tokenizer, ec)) {
+    const fs::path d(tokenizer);
+    return {(d / "vocab.json").string(), (d / "merges.txt").string(), (d / "tokenizer.json").string()};
+  }
+  if (fs::is_regular_file(tokenizer, ec)) return {tokenizer};
+  return {};  // a built-in name (gpt2, cl100k_base, ...)
+}
+
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message) {
   if (g.quiet) return;
   std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), message.c_str());

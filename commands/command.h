@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "exit_codes.h"
 #include "lmkit/common/json.h"
@@ -44,6 +45,9 @@ CLI::Validator PositiveFinite();
 // True when writing the file `output` would replace `input` (a file) or an existing file of `input` (a directory).
 // fs::equivalent sees through symlinks, hard links and spellings such as ./x, which a path comparison would miss.
 bool WouldOverwriteInput(const std::string& output, const std::string& input);
+// The files a --tokenizer value reads: a directory's vocab.json, merges.txt and tokenizer.json (whichever exist), the
+// file itself, or none for a built-in name. For CheckOutputIsNotAnInput.
+std::vector<std::string> TokenizerInputFiles(const std::string& tokenizer);
 // A note on stderr (suppressed by --quiet), e.g. "no CUDA device; using the CPU path".
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message);
 // Prints the CPU-fallback note at most once per process.

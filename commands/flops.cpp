@@ -58,6 +58,8 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
     if (!sw.ok()) return ReportError("flops", sw.status());
     req.sweep = *sw;
     req.svg_path = a.svg;
+    if (Status st_svg = CheckOutputIsNotAnInput(a.InputFiles(*sw), req.svg_path, "--svg"); !st_svg.ok())
+      return ReportError("flops", st_svg);
     auto res = accounting::RunFlops(req);
     if (!res.ok()) return ReportError("flops", res.status());
     if (*fmt == accounting::Format::kJson) {

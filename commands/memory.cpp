@@ -92,6 +92,8 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
     if (!sw.ok()) return ReportError("memory", sw.status());
     req.sweep = *sw;
     req.svg_path = st->args.svg;
+    if (Status st_svg = CheckOutputIsNotAnInput(st->args.InputFiles(*sw), req.svg_path, "--svg"); !st_svg.ok())
+      return ReportError("memory", st_svg);
     auto res = accounting::RunMemory(req);
     if (!res.ok()) return ReportError("memory", res.status());
     if (*fmt == accounting::Format::kJson) {

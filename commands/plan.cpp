@@ -33,6 +33,9 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--svg", st->req.svg_path, "write the GPU memory map (models stacked per GPU) to this SVG file");
   sub.footer(kPlanFooter);
   return [st, &g]() -> int {
+    // The chart replaces its destination: not the plan file it is drawn from.
+    if (Status s = CheckOutputIsNotAnInput({st->req.plan_path}, st->req.svg_path, "--svg"); !s.ok())
+      return ReportError("plan", s);
     auto fmt = accounting::ParseFormat(g.json ? "json" : st->format);
     if (!fmt.ok()) return ReportError("plan", fmt.status());
     auto res = accounting::RunPlan(st->req);

@@ -225,3 +225,33 @@ TEST_CASE("cli bpe encode, decode and count: an output that is the input is refu
   CHECK(ReadAll(ids) == "[15496,995]");
   CHECK(lmkit::test::ListDir(dir.path()) == std::vector<std::string>{"ids.json", "in.txt"});
 }
+
+// The tokenizer files are inputs too: -o into the tokenizer directory replaced vocab.json with ids (exit 0), and
+// `bpe train -o DIR` replaced a corpus named like one of the three files it writes.
+TEST_CASE("cli bpe encode, decode and train: outputs may not replace the tokenizer or training inputs",
+          "[cli][bpe][encode]") {
+  TempDir dir;
+  const std::string text = dir.file("in.txt"), tok = dir.file("tok");
+  WriteAll(text, "Hello world, hello there");
+  REQUIRE(RunLmkit({"bpe", "train", text, "--vocab-size", "260", "-o", tok}).exit_code == 0);
+  const std::string vocab = ReadAll(tok + "/vocab.json");
+  auto r = RunLmkit({"bpe", "encode", "--tokenizer", tok, text, "-o", tok + "/vocab.json"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit bpe encode: " + tok + "/vocab.json: is also the output (-o " + tok +
+                     "/vocab.json); writing it would destroy the input\n");
+  const std::string ids = dir.file("ids.json");
+  WriteAll(ids, "[72,101]");
+  r = RunLmkit({"bpe", "decode", "--tokenizer", tok, ids, "-o", tok + "/./merges.txt"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("lmkit bpe decode: " + tok + "/merges.txt: is also the output") == 0);
+  CHECK(ReadAll(tok + "/vocab.json") == vocab);
+  // A corpus that lives where `bpe train` writes merges.txt.
+  const std::string corpus = ReadAll(tok + "/merges.txt");
+  r = RunLmkit({"bpe", "train", tok + "/merges.txt", "--vocab-size", "260", "-o", tok});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("lmkit bpe train: " + tok + "/merges.txt: is also the output") == 0);
+  CHECK(ReadAll(tok + "/merges.txt") == corpus);
+  CHECK(ReadAll(tok + "/vocab.json") == vocab);
+  // Writing beside the tokenizer, into a file that is not one of its three, is fine.
+  CHECK(RunLmkit({"bpe", "encode", "--tokenizer", tok, text, "-o", tok + "/ids.bin"}).exit_code == 0);
+}

@@ -1,6 +1,7 @@
 // `lmkit plan` end to end: the example plans through the binary, formats, the SVG memory map, flags over the plan,
 // and invalid plans as one-line errors with the documented exit codes.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -145,4 +146,34 @@ TEST_CASE("plan cli: config paths next to the plan, CSV, stdin, overload warning
   // From stdin: no directory to resolve against, so the same relative name is not found.
   auto in = RunLmkit({"plan", "-"}, lmkit::test::ReadAll(tmp.file("plan.json")));
   CheckOneLineError(in, 1, "-: models[0] 'tiny': unknown model 'tiny.json'");
+}
+
+TEST_CASE("plan/flops/memory: --svg naming an input file is a usage error and the input survives", "[cli][plan]") {
+  TempDir tmp;
+  const std::string plan = tmp.file("plan.json");
+  lmkit::test::WriteAll(plan, ReadAll(TestData("plan/overfull.json")));
+  const std::string before = ReadAll(plan);
+  auto r = RunLmkit({"plan", plan, "--svg", plan});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err ==
+        "lmkit plan: " + plan + ": is also the output (--svg " + plan + "); writing it would destroy the input\n");
+  CHECK(ReadAll(plan) == before);
+  // flops and memory: the config file, a directory's config.json, and the models of a --sweep model=... are inputs.
+  const std::string dir = tmp.file("m"), config = dir + "/config.json";
+  std::filesystem::create_directories(dir);
+  lmkit::test::WriteAll(config, ReadAll(std::string(LMKIT_REPO_DIR) + "/data/models/gpt2.json"));
+  const std::string cfg = ReadAll(config);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"flops", config, "--sweep", "seq-len=128,256", "--svg", config},
+        std::vector<std::string>{"flops", dir, "--sweep", "seq-len=128,256", "--svg", dir + "/./config.json"},
+        std::vector<std::string>{"memory", "gpt2", "--sweep", "model=gpt2," + dir, "--svg", config}}) {
+    auto m = RunLmkit(args);
+    INFO(args[0] << " " << args[1]);
+    CHECK(m.exit_code == 2);
+    CHECK(m.err.find(": is also the output (--svg ") != std::string::npos);
+    CHECK(ReadAll(config) == cfg);
+  }
+  // A chart written beside the config, twice (the second replaces the first): allowed.
+  for (int i = 0; i < 2; ++i)
+    CHECK(RunLmkit({"flops", dir, "--sweep", "seq-len=128,256", "--svg", dir + "/chart.svg"}).exit_code == 0);
 }

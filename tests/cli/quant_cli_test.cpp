@@ -359,7 +359,8 @@ TEST_CASE("calibrate/generate/quantize: an output naming an input is a usage err
   const std::string before = ReadAll(acts);
   auto r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", acts});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "lmkit calibrate: " + acts + ": is also the output (-o " + acts + "); writing it would destroy the input\n");
+  CHECK(r.err ==
+        "lmkit calibrate: " + acts + ": is also the output (-o " + acts + "); writing it would destroy the input\n");
   r = RunLmkit(
       {"calibrate", acts, "--method", "minmax", "-o", dir.file("c.json"), "--trt-cache", dir.path() + "/./acts.npy"});
   CHECK(r.exit_code == 2);
