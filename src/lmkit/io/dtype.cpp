@@ -1,6 +1,9 @@
 // Performance notes: the bulk BF16/F16 <-> F32 loops are branch-free per element (select instead of if) and read/write
 // through memcpy, so GCC/Clang vectorise them at -O2/-O3 without target flags; F16 -> F32 uses the "shift into a float
-// and multiply by 2^112" identity, which is exact for normals and subnormals alike and needs no table.
+// and multiply by 2^112" identity, which is exact for normals and subnormals alike and needs no table. The two
+// widening loops (what quantize and calibrate read F16/BF16 through) are also compiled as AVX2 and AVX-512 clones,
+// chosen at run time: the same operations per element, so the same bits; F16 quantization of 1e9 parameters in memory
+// was 2.6x slower than BF16 with the SSE2 loop.
 #include "lmkit/io/dtype.h"
 
 #include <array>
@@ -190,11 +193,62 @@ uint16_t F32ToF16(float value) { return F32BitsToF16(std::bit_cast<uint32_t>(val
 float F8E4M3ToF32(uint8_t bits) { return E4M3Table()[bits]; }
 float F8E5M2ToF32(uint8_t bits) { return F16BitsToF32(uint32_t{bits} << 8); }
 
-void Bf16ToF32(const void* in, float* out, size_t n) {
+namespace {
+
+[[gnu::always_inline]] inline void Bf16RowImpl(const void* in, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(uint32_t{Load<uint16_t>(in, i)} << 16);
 }
+// F16BitsToF32 on 16 lanes (GCC vector extensions: the compiler had turned the scalar loop's select into a branch
+// and left it scalar). Lane for lane the same integer and fp32 operations, so the same bits.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"  // the vector types never cross a call: everything here is inlined
+typedef uint16_t H16 __attribute__((vector_size(32)));
+typedef uint32_t U16 __attribute__((vector_size(64)));
+typedef int32_t S16 __attribute__((vector_size(64)));
+typedef float F16x __attribute__((vector_size(64)));
+[[gnu::always_inline]] inline void F16RowImpl(const void* in, float* out, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(in);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    H16 h;
+    std::memcpy(&h, p + 2 * i, sizeof h);
+    const U16 w = __builtin_convertvector(h, U16);
+    const U16 sign = (w & 0x8000u) << 16;
+    const U16 em = w & 0x7fffu;
+    const F16x f = reinterpret_cast<F16x>(em << 13) * 0x1p112f;
+    const S16 special = em >= 0x7c00u;  // inf / NaN keep their payload
+    const U16 bits = reinterpret_cast<U16>(special ? reinterpret_cast<S16>((em << 13) | 0x7f800000u)
+                                                   : reinterpret_cast<S16>(f));
+    const U16 r = bits | sign;
+    std::memcpy(out + i, &r, sizeof r);
+  }
+  for (; i < n; ++i) out[i] = F16BitsToF32(Load<uint16_t>(in, i));
+}
+#pragma GCC diagnostic pop
+void Bf16RowBase(const void* in, float* out, size_t n) { Bf16RowImpl(in, out, n); }
+__attribute__((target("avx2"))) void Bf16RowAvx2(const void* in, float* out, size_t n) { Bf16RowImpl(in, out, n); }
+__attribute__((target("avx512f"))) void Bf16RowAvx512(const void* in, float* out, size_t n) {
+  Bf16RowImpl(in, out, n);
+}
+void F16RowBase(const void* in, float* out, size_t n) { F16RowImpl(in, out, n); }
+__attribute__((target("avx2"))) void F16RowAvx2(const void* in, float* out, size_t n) { F16RowImpl(in, out, n); }
+__attribute__((target("avx512f"))) void F16RowAvx512(const void* in, float* out, size_t n) { F16RowImpl(in, out, n); }
+
+// 2: AVX-512F, 1: AVX2, 0: the baseline (SSE2 on x86-64).
+int WideningLevel() {
+  static const int level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  return level;
+}
+
+}  // namespace
+
+void Bf16ToF32(const void* in, float* out, size_t n) {
+  const int l = WideningLevel();
+  (l == 2 ? Bf16RowAvx512 : l == 1 ? Bf16RowAvx2 : Bf16RowBase)(in, out, n);
+}
 void F16ToF32(const void* in, float* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = F16BitsToF32(Load<uint16_t>(in, i));
+  const int l = WideningLevel();
+  (l == 2 ? F16RowAvx512 : l == 1 ? F16RowAvx2 : F16RowBase)(in, out, n);
 }
 void F32ToBf16(const float* in, void* out, size_t n) {
   for (size_t i = 0; i < n; ++i) Store<uint16_t>(out, i, F32BitsToBf16(std::bit_cast<uint32_t>(in[i])));
@@ -204,6 +258,7 @@ void F32ToF16(const float* in, void* out, size_t n) {
 }
 
 void ConvertToF32(DType from, const void* in, float* out, size_t n) {
+  if (from == DType::kBF16) return Bf16ToF32(in, out, n);
   ConvertRow(from, in, out, n, [](const void* p, float* o, size_t k) { F16ToF32(p, o, k); });
 }
 
