@@ -56,6 +56,8 @@ read -r th_s th_cpu th_params <"$BENCH_DIR/torch.txt"
 echo "torch quantize: $th_s s (math only), process cpu $th_cpu s" >&2
 read -r im_s im_params im_traffic < <("$INMEM" quantize "$ckpt" 2)
 echo "lmkit quantize in memory: $im_s s" >&2
+"$INMEM" dtypes 20 2 >"$BENCH_DIR/dtypes.txt"  # F32 / F16 / BF16 inputs, same weights, in memory
+cat "$BENCH_DIR/dtypes.txt" >&2
 rm -f "$ckpt"
 
 acts="$BENCH_DIR/acts.npy"
@@ -81,11 +83,12 @@ echo "lmkit calibrate from $DISK_DIR: $ld_s s" >&2
 
 $PY - "$TENSORS" "$memcpy_cpu" "$memcpy" "$cp_gbs" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
     "$th_hist" "$th_hist_cpu" "$ACTS" "$th_load" "$im_s" "$im_traffic" "$ic_s" "$ld_s" "$DISK_DIR" \
-    "$(findmnt -no FSTYPE -T "$BENCH_DIR" | head -1)" "$(findmnt -no FSTYPE -T "$DISK_DIR" | head -1)" <<'PYEOF' >docs/benchmarks/quant.md
+    "$(findmnt -no FSTYPE -T "$BENCH_DIR" | head -1)" "$(findmnt -no FSTYPE -T "$DISK_DIR" | head -1)" \
+    "$(tr '\n' ' ' <"$BENCH_DIR/dtypes.txt")" <<'PYEOF' >docs/benchmarks/quant.md
 import platform, subprocess, sys, datetime
 a = sys.argv[1:]
 (tensors, memcpy_cpu, memcpy, cp_gbs, lm_s, lm_cpu, lm_gbs, lm_rss, params, b_in, b_out, th_s, th_cpu, lc_s, lc_cpu, th_h,
- th_h_cpu, acts, th_load, im_s, im_traffic, ic_s, ld_s, disk_dir, bench_fs, disk_fs) = a
+ th_h_cpu, acts, th_load, im_s, im_traffic, ic_s, ld_s, disk_dir, bench_fs, disk_fs, dtypes) = a
 f = lambda x: float(x)
 cpu = open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
 load = open("/proc/loadavg").read().split()[0]
@@ -112,6 +115,15 @@ print(f"- fraction of memcpy bandwidth: **{100*f(lm_gbs)/f(memcpy):.0f}%** of wa
 print(f"- fraction of the file-to-file ceiling (cp on the same filesystem, no computation): **{100*f(lm_gbs)/f(cp_gbs):.0f}%**")
 print(f"- peak RSS: {f(lm_rss)/1e6:.0f} MB for a {f(b_in)/1e9:.1f} GB checkpoint whose largest tensor is "
       f"{4096*4096*2/1e6:.0f} MB (streaming: ~{f(lm_rss)/(4096*4096*2):.1f}x the largest tensor)\n")
+print("### Input dtypes, data in memory\n")
+print("20 x [4096, 4096] weights generated once (normal, sigma 0.02) and stored as each dtype; per-channel, 2 threads, best "
+      "of 3 (`lmkit_bench_quant dtypes`). Each dtype is read natively (BF16/F16 widened in vector loops, F32 in place).\n")
+print("| input dtype | s | Gparam/s |")
+print("|---|---|---|")
+w = dtypes.split()
+for k in range(0, len(w), 3):
+    print(f"| {w[k]} | {f(w[k+1]):.3f} | {f(w[k+2])/1e9:.2f} |")
+print()
 print("## Histogram calibration\n")
 print(f"{int(acts):,} fp32 Laplace activations (10 batches).\n")
 print("| | wall s | CPU s |")
