@@ -62,7 +62,8 @@ TEST_CASE("calibrate: option and input errors", "[quant][calib]") {
   CHECK(r.status().message() == "activation files must be .npy or .safetensors");
 }
 
-TEST_CASE("calibrate: streaming calibration of in-memory batches equals file calibration", "[quant][calib]") {
+TEST_CASE("calibrate: streaming calibration of in-memory batches equals file calibration, for any thread count",
+          "[quant][calib]") {
   const std::string path = lmkit::test::TestData("quant/laplace_acts.npy");
   auto npy = io::NpyFile::Open(path);
   REQUIRE(npy.ok());
@@ -79,26 +80,32 @@ TEST_CASE("calibrate: streaming calibration of in-memory batches equals file cal
       o.flavor = f;
       auto want = Calibrate(o, nullptr);
       REQUIRE(want.ok());
-      // Two tensors fed the same batches, as q_proj and k_proj see the same input.
-      auto sc = StreamingCalibrator::Create(o, {"laplace_acts", "copy"}, "mem");
-      REQUIRE(sc.ok());
-      CHECK(sc->passes() == (f == CalibFlavor::kNvidia && m != CalibMethod::kMinMax ? 2 : 1));
-      for (int p = 0; p < sc->passes(); ++p) {
-        REQUIRE(sc->BeginPass(p).ok());
-        for (uint64_t b = 0; b < batches; ++b) {
-          REQUIRE(sc->Add(0, data.data() + b * per, per).ok());
-          REQUIRE(sc->Add(1, data.data() + b * per, per).ok());
+      // Two tensors fed the same batches, as q_proj and k_proj see the same input; with more than one thread each
+      // batch (100,000 values: three chunks and a part) is split among the workers, which must not change a bit.
+      for (unsigned threads : {1u, 2u, 3u}) {
+        INFO("threads " << threads);
+        CalibrateOptions ot = o;
+        ot.threads = threads;
+        auto sc = StreamingCalibrator::Create(ot, {"laplace_acts", "copy"}, "mem");
+        REQUIRE(sc.ok());
+        CHECK(sc->passes() == (f == CalibFlavor::kNvidia && m != CalibMethod::kMinMax ? 2 : 1));
+        for (int p = 0; p < sc->passes(); ++p) {
+          REQUIRE(sc->BeginPass(p).ok());
+          for (uint64_t b = 0; b < batches; ++b) {
+            REQUIRE(sc->Add(0, data.data() + b * per, per).ok());
+            REQUIRE(sc->Add(1, data.data() + b * per, per).ok());
+          }
         }
+        auto got = sc->Finish();
+        REQUIRE(got.ok());
+        REQUIRE(got->tensors.size() == 2);
+        Json gj = CalibrationToJson(*got), wj = CalibrationToJson(*want);
+        CHECK(DumpJson(gj["tensors"]["laplace_acts"]) == DumpJson(wj["tensors"]["laplace_acts"]));
+        CHECK(DumpJson(gj["tensors"]["copy"]) == DumpJson(wj["tensors"]["laplace_acts"]));
+        gj.erase("tensors");
+        wj.erase("tensors");
+        CHECK(DumpJson(gj) == DumpJson(wj));
       }
-      auto got = sc->Finish();
-      REQUIRE(got.ok());
-      REQUIRE(got->tensors.size() == 2);
-      Json gj = CalibrationToJson(*got), wj = CalibrationToJson(*want);
-      CHECK(DumpJson(gj["tensors"]["laplace_acts"]) == DumpJson(wj["tensors"]["laplace_acts"]));
-      CHECK(DumpJson(gj["tensors"]["copy"]) == DumpJson(wj["tensors"]["laplace_acts"]));
-      gj.erase("tensors");
-      wj.erase("tensors");
-      CHECK(DumpJson(gj) == DumpJson(wj));
     }
   }
   CalibrateOptions o;
