@@ -322,7 +322,8 @@ TEST_CASE("flops cli: a tiny --mfu gives finite, non-overflowed times, and --ste
   CHECK(c.err == "lmkit flops: --steps must be positive (got -3)\n");
 }
 
-TEST_CASE("memory: training-only flags with --mode inference get one note on stderr, not silence", "[cli][accounting]") {
+TEST_CASE("memory: training-only flags with --mode inference get one note on stderr, not silence",
+          "[cli][accounting]") {
   auto r = lmkit::test::RunLmkit({"memory", "gpt2", "--mode", "inference", "--optimizer", "sgd", "--zero", "1",
                                   "--format", "json"});
   REQUIRE(r.exit_code == 0);

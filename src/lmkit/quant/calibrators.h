@@ -1,8 +1,8 @@
 // Threshold (amax) selection from histograms: entropy (KL), percentile and MSE, in the two reference flavours.
 //
-// Contract: pure functions of a histogram; no allocation beyond O(bins) scratch (per task of the pool, if given). docs/quant.md describes each
-// algorithm, its source and how the flavours differ; reference/quant.md's parity values hold to 1e-5 relative
-// (tests/unit/quant/calibrators_test.cpp).
+// Contract: pure functions of a histogram; no allocation beyond O(bins) scratch (per task of the pool, if given).
+// docs/quant.md describes each algorithm, its source and how the flavours differ; reference/quant.md's parity values
+// hold to 1e-5 relative (tests/unit/quant/calibrators_test.cpp).
 #pragma once
 
 #include <cstdint>

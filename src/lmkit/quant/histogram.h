@@ -9,7 +9,8 @@
 //   batch exceeds the current range the histogram grows keeping its bin width, so the result depends on batch order
 //   (that is ORT's behaviour and what parity needs). Bin edges are fp32 and a value falls in [e_i, e_i+1), last bin
 //   closed, exactly as numpy.histogram assigns them.
-// All classes: not thread-safe; AbsHistogram::Merge combines per-thread partials (integer counts: order-free).
+// All classes: not thread-safe, not even for concurrent const calls (AbsHistogram's accessors fold pending counts);
+// AbsHistogram::Merge combines per-thread partials (integer counts: order-free).
 #pragma once
 
 #include <cstdint>
