@@ -131,7 +131,7 @@ print("|---|---|---|")
 print(f"| lmkit calibrate --method entropy (nvidia: 2 passes, 2048 bins, KL search), file on {bench_fs} | {f(lc_s):.3f} | {f(lc_cpu):.2f} |")
 print(f"| the same, file on {disk_fs} ({disk_dir}, in the page cache) | {f(ld_s):.3f} | |")
 print(f"| lmkit StreamingCalibrator, data in memory (best of 3) | {f(ic_s):.3f} | |")
-print(f"| torch.ao HistogramObserver(bins=2048) + calculate_qparams, data in memory | {f(th_h):.3f} | {f(th_h_cpu):.2f} |\n")
+print(f"| torch.ao HistogramObserver(bins=2048) + calculate_qparams, data in memory (best of 3) | {f(th_h):.3f} | {f(th_h_cpu):.2f} |\n")
 print(f"- speed-up with both in memory: **{f(th_h)/f(ic_s):.1f}x** (target >= 10x)")
 print(f"- speed-up: **{f(th_h)/f(lc_s):.1f}x** wall, {f(th_h_cpu)/f(lc_cpu):.1f}x CPU (target >= 10x) against the "
       "observer alone, with the activations already in memory for torch and read from the file by lmkit; "
