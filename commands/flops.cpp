@@ -36,7 +36,8 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--recompute", st->recompute, "activation recomputation: none, selective or full [none]");
   sub.add_option("--gpu", r.gpu, "GPU from data/gpus.json (a100, h100, h200, l4, 4090 ...): roofline and step time");
   sub.add_option("--mfu", r.mfu, "model FLOPs utilisation in (0, 1] for the step time (needs --gpu)");
-  sub.add_option("--dtype", st->dtype, "dtype of the peak and of the roofline's bytes: fp32, tf32, bf16, fp16, fp8, int8 [bf16]");
+  sub.add_option("--dtype", st->dtype,
+                 "with --gpu: dtype of the peak and of the roofline's bytes: fp32, tf32, bf16, fp16, fp8, int8 [bf16]");
   sub.add_option("--steps", r.steps, "with --gpu and --mfu: total time of this many steps");
   sub.footer(kFlopsConventions);
   return [st, &g, &sub]() -> int {
@@ -51,6 +52,9 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
     req.options.recompute = *rc;
     auto dt = accounting::ParseDtype(st->dtype);
     if (!dt.ok()) return ReportError("flops", dt.status());
+    // FLOP counts do not depend on the dtype; without a GPU it would be accepted and change nothing (as --mfu).
+    if (sub.get_option("--dtype")->count() > 0 && req.gpu.empty())
+      return UsageError("flops", "--dtype needs --gpu (it picks the GPU's peak and the roofline's bytes)");
     req.dtype = *dt;
     auto fmt = accounting::ParseFormat(g.json ? "json" : a.format);
     if (!fmt.ok()) return ReportError("flops", fmt.status());

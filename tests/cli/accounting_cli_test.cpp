@@ -340,3 +340,17 @@ TEST_CASE("memory: training-only flags with --mode inference get one note on std
   CHECK(lmkit::test::RunLmkit({"-q", "memory", "gpt2", "--mode", "inference", "--optimizer", "sgd"}).err.empty());
   CHECK(lmkit::test::RunLmkit({"memory", "gpt2", "--optimizer", "sgd"}).err.empty());  // training: no note
 }
+
+TEST_CASE("flops: --dtype without --gpu is a usage error, as --mfu is", "[cli][accounting]") {
+  // FLOP counts do not depend on the dtype: without a GPU the flag changed nothing and said nothing.
+  auto r = RunLmkit({"flops", "gpt2", "--dtype", "fp8"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit flops: --dtype needs --gpu (it picks the GPU's peak and the roofline's bytes)\n");
+  CHECK(r.out.empty());
+  // With a GPU it selects the peak: fp8 on an H100 doubles bf16's.
+  auto bf = StdoutJson(RunLmkit({"flops", "gpt2", "--gpu", "h100", "--format", "json"}));
+  auto f8 = StdoutJson(RunLmkit({"flops", "gpt2", "--gpu", "h100", "--dtype", "fp8", "--format", "json"}));
+  CHECK(bf["gpu"]["dtype"] == "bf16");
+  CHECK(f8["gpu"]["dtype"] == "fp8");
+  CHECK(f8["gpu"]["peak_flops"].get<double>() == Approx(2 * bf["gpu"]["peak_flops"].get<double>()).epsilon(1e-3));
+}
