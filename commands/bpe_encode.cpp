@@ -83,6 +83,12 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     auto dtype = bpe::IdDtypeFromName(f->dtype);
     if (!dtype.ok()) return ReportError(cmd, dtype.status());
     req.dtype = *dtype;
+    // The JSON and text formats write decimal ids: a --dtype there was accepted and changed nothing.
+    const bpe::IdFormat resolved =
+        req.format ? *req.format : f->output.empty() ? bpe::IdFormat::kJson : bpe::IdFormatFromPath(f->output);
+    if (*dtype != bpe::IdDtype::kAuto && (resolved == bpe::IdFormat::kJson || resolved == bpe::IdFormat::kText))
+      return UsageError(cmd, "--dtype applies to the bin and npy formats, not " +
+                                 std::string(bpe::IdFormatName(resolved)));
     req.threads = g.ResolvedThreads();
     req.chunk_bytes = f->chunk_bytes;
     if (g.json && f->output.empty())

@@ -31,10 +31,10 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
                  "nvidia (one |x| histogram over the global max; batch-order independent) or ort (ONNX Runtime's "
                  "histograms grown batch by batch)");
   auto* p = sub.add_option("--percentile", a->percentile, "percentile for --method percentile (nvidia 99.99, ort 99.999)");
-  sub.add_option("--bins", a->o.bins, "histogram bins (default 2048)");
+  auto* bins = sub.add_option("--bins", a->o.bins, "histogram bins for percentile, entropy and mse (default 2048)");
   sub.add_option("-o,--output", a->output, "CALIB.json to write")->required();
   sub.add_option("--trt-cache", a->trt_cache, "also write a TensorRT calibration cache");
-  return [a, p, model, tokens, &g] {
+  return [a, p, bins, model, tokens, &g] {
     const bool from_model = model->count() > 0;
     if (from_model == !a->o.inputs.empty())
       return UsageError("calibrate", "give either ACTIVATIONS files or --model with --tokens");
@@ -53,6 +53,8 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (!flavor.ok()) return ReportError("calibrate", flavor.status());
     a->o.method = *method;
     a->o.flavor = *flavor;
+    if (bins->count() > 0 && *method == quant::CalibMethod::kMinMax)
+      return UsageError("calibrate", "--bins applies to the histogram methods (percentile, entropy, mse), not minmax");
     if (p->count() > 0) a->o.percentile = a->percentile;
     a->o.threads = g.ResolvedThreads();
     // Both outputs are opened before the work and committed after it, so an unwritable --trt-cache does not leave

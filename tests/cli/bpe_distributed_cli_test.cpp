@@ -210,5 +210,9 @@ TEST_CASE("cli bpe encode --mpi: mpirun -n 1..3 writes the single-process .bin",
 }
 
 TEST_CASE("cli bpe encode --mpi: json output is joined across ranks exactly", "[cli][bpe][dist][mpi]") {
-  CheckMpiEncode(".json", {3}, "uint32");  // commas and brackets across the rank joins; ids held as uint32
+  CheckMpiEncode(".json", {3}, "auto");  // commas and brackets across the rank joins
+}
+
+TEST_CASE("cli bpe encode --mpi: uint32 .npy ids are joined across ranks exactly", "[cli][bpe][dist][mpi]") {
+  CheckMpiEncode(".npy", {2}, "uint32");  // the header's shape counts every rank's ids; 4-byte ids across the joins
 }

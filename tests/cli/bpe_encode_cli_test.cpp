@@ -102,9 +102,14 @@ TEST_CASE("cli bpe encode: usage errors and missing inputs", "[cli][bpe][encode]
   CHECK(r.err == "lmkit bpe encode: /no/such/file.txt: no such file\n");
   r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--format", "xml", "-"}, "x");
   CHECK(r.exit_code == 2);
-  r = RunLmkit({"bpe", "encode", "--tokenizer", "o200k_base", "--dtype", "uint16", "-"}, "x");
+  r = RunLmkit({"bpe", "encode", "--tokenizer", "o200k_base", "--dtype", "uint16", "--format", "bin", "-"}, "x");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("uint16") != std::string::npos);
+  // JSON and text ids are decimal: a --dtype there changed nothing and said nothing.
+  r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--dtype", "uint32", "-"}, "x");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit bpe encode: --dtype applies to the bin and npy formats, not json\n");
+  CHECK(r.out.empty());
   r = RunLmkit({"--json", "bpe", "encode", "--tokenizer", "gpt2", "-"}, "x");
   CHECK(r.exit_code == 2);
   r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--special-token", "<|im_start|>", "-"}, "x");

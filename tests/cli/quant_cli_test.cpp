@@ -441,6 +441,14 @@ TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[qu
   CHECK(d["range"][0].get<double>() == Approx(-68.191483).epsilon(1e-6));
   CHECK(d["range"][1].get<double>() == Approx(55.126057).epsilon(1e-6));
   CHECK(RunLmkit({"calibrate", acts, "--method", "entropy", "--bins", "100", "-o", dir.file("d.json")}).exit_code == 2);
+  // Options of another method were accepted and changed nothing; now they are usage errors naming the mismatch.
+  auto pe = RunLmkit({"calibrate", acts, "--method", "entropy", "--percentile", "99.9", "-o", dir.file("e.json")});
+  CHECK(pe.exit_code == 2);
+  CHECK(pe.err == "lmkit calibrate: --percentile applies to --method percentile only\n");
+  auto bm = RunLmkit({"calibrate", acts, "--method", "minmax", "--bins", "4096", "-o", dir.file("e.json")});
+  CHECK(bm.exit_code == 2);
+  CHECK(bm.err == "lmkit calibrate: --bins applies to the histogram methods (percentile, entropy, mse), not minmax\n");
+  CHECK_FALSE(fs::exists(dir.file("e.json")));
   auto r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", dir.file("m.json"), "--trt-cache",
                      dir.file("m.cache")});
   REQUIRE(r.exit_code == 0);

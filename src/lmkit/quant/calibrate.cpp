@@ -314,6 +314,9 @@ Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segm
 Result<double> CheckOptions(const CalibrateOptions& o) {
   if (o.method == CalibMethod::kMse && o.flavor == CalibFlavor::kOrt)
     return Status::Usage("--method mse exists only in the nvidia flavour (ONNX Runtime has no MSE calibrator)");
+  // A percentile given to another method was accepted and changed nothing.
+  if (o.percentile && o.method != CalibMethod::kPercentile)
+    return Status::Usage("--percentile applies to --method percentile only");
   const double percentile = o.percentile.value_or(o.flavor == CalibFlavor::kNvidia ? 99.99 : 99.999);
   if (!(percentile > 0 && percentile <= 100)) return Status::Usage("--percentile must be in (0, 100]");
   if (o.method != CalibMethod::kMinMax && o.bins < 2) return Status::Usage("--bins must be at least 2");

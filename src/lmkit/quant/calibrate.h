@@ -9,7 +9,8 @@
 //           parallel over chunks, deterministic.
 //   ort:    ONNX Runtime's histograms grown batch by batch in input order (signed for entropy, |x| for percentile).
 // minmax ignores the flavour (amax = max|x|). Errors: kUsage for inconsistent options (mse with ort, percentile outside
-// (0, 100], bins < 128 for entropy), kInvalidInput for a non-float tensor or no inputs, kNotFound/kIo from opening.
+// (0, 100] or given to another method, bins < 128 for entropy), kInvalidInput for a non-float tensor or no inputs,
+// kNotFound/kIo from opening.
 // Thread-safe; the result is the same for any thread count.
 #pragma once
 
