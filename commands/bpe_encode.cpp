@@ -175,6 +175,13 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
     auto dtype = bpe::IdDtypeFromName(f->dtype);
     if (!dtype.ok()) return ReportError(cmd, dtype.status());
     req.dtype = *dtype;
+    // A .npy header carries its dtype and JSON ids are decimal: only raw .bin ids need --dtype.
+    bpe::IdFormat in_format = req.format ? *req.format : bpe::IdFormat::kBin;
+    if (!req.format && !f->input.empty() && f->input != "-") in_format = bpe::IdFormatFromPath(f->input);
+    if (in_format == bpe::IdFormat::kText) in_format = bpe::IdFormat::kBin;  // decode reads only .npy/.json by name
+    if (*dtype != bpe::IdDtype::kAuto && in_format != bpe::IdFormat::kBin)
+      return UsageError(cmd, "--dtype applies to bin input, not " + std::string(bpe::IdFormatName(in_format)) +
+                                 " (its ids carry their own type)");
     if (g.json && f->output.empty())
       return UsageError(cmd, "--json prints a summary on stdout, so the bytes need -o FILE");
     std::vector<std::string> ins = TokenizerInputFiles(f->tokenizer);

@@ -110,6 +110,14 @@ TEST_CASE("cli bpe encode: usage errors and missing inputs", "[cli][bpe][encode]
   CHECK(r.exit_code == 2);
   CHECK(r.err == "lmkit bpe encode: --dtype applies to the bin and npy formats, not json\n");
   CHECK(r.out.empty());
+  // Decode: a .npy header and JSON carry the ids' type, so --dtype only makes sense for raw .bin input.
+  TempDir dtmp;
+  const std::string npy = dtmp.file("ids.npy");
+  REQUIRE(RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "-o", npy, "-"}, "hello").exit_code == 0);
+  r = RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", "--dtype", "uint32", npy});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit bpe decode: --dtype applies to bin input, not npy (its ids carry their own type)\n");
+  CHECK(RunLmkit({"bpe", "decode", "--tokenizer", "gpt2", npy}).out == "hello");
   r = RunLmkit({"--json", "bpe", "encode", "--tokenizer", "gpt2", "-"}, "x");
   CHECK(r.exit_code == 2);
   r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", "--special-token", "<|im_start|>", "-"}, "x");
