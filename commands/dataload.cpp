@@ -96,6 +96,10 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
   } else {
     return UsageError(cmd, "--device: expected cpu, cuda or cuda:N (got '" + f.device + "')");
   }
+  // Staging memory only exists on the way to a device; on the CPU path the flag was accepted and changed nothing.
+  if (!o.cuda && (f.pinned || f.pageable))
+    return UsageError(cmd, std::string(f.pinned ? "--pinned" : "--pageable") +
+                               " applies to --device cuda (the host-to-device staging)");
   const int demand_kinds = (!f.model.empty() ? 1 : 0) + (f.tokens_per_s > 0 ? 1 : 0) + (f.step_time_ms > 0 ? 1 : 0);
   if (demand_kinds > 1) return UsageError(cmd, "give one of --model, --tokens-per-s and --step-time-ms");
   if (!f.model.empty()) {
@@ -119,6 +123,8 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
   for (const auto& a : axes) {
     auto axis = dataload::ParseSweepAxis(a);
     if (!axis.ok()) return ReportError(cmd, axis.status());
+    if (axis->name == "memory" && !o.cuda)
+      return UsageError(cmd, "--sweep memory=... applies to --device cuda (the host-to-device staging)");
     o.sweep.push_back(*axis);
   }
   o.vocab_size = f.vocab_size;

@@ -71,6 +71,13 @@ TEST_CASE("dataload cli: bad input and usage errors", "[dataload][cli]") {
   CHECK(vocab.exit_code == 1);
   CHECK(vocab.err.find("is not below --vocab-size 500") != std::string::npos);
   CHECK(RunLmkit({"dataload", f, "--steps", "5", "-t", "64", "--vocab-size", "1000"}).exit_code == 0);
+  // Staging memory exists only on the way to a device: on the CPU path these changed nothing, silently.
+  auto pinned = RunLmkit({"dataload", f, "--steps", "5", "-t", "64", "--pageable"});
+  CHECK(pinned.exit_code == 2);
+  CHECK(pinned.err == "lmkit dataload: --pageable applies to --device cuda (the host-to-device staging)\n");
+  auto mem = RunLmkit({"dataload", f, "--steps", "5", "-t", "64", "--sweep", "memory=pinned,pageable"});
+  CHECK(mem.exit_code == 2);
+  CHECK(mem.err == "lmkit dataload: --sweep memory=... applies to --device cuda (the host-to-device staging)\n");
   auto missing = RunLmkit({"dataload", dir.file("none.bin"), "--steps", "5"});
   CHECK(missing.exit_code == 1);
   CHECK(missing.err == "lmkit dataload: " + dir.file("none.bin") + ": no such file\n");
