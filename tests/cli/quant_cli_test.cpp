@@ -253,6 +253,14 @@ TEST_CASE("quantize: NaN weights name the tensor - usage errors - deterministic 
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--granularity", "row"}).exit_code == 2);
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--scheme", "w4a16"}).exit_code == 2);
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--exclude", "("}).exit_code == 2);
+  // A selection that matches nothing wrote a full-precision copy labelled as quantized, with exit 0.
+  auto none = RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--include", "no_such_module"});
+  CHECK(none.exit_code == 1);
+  CHECK(none.err == "lmkit quantize: " + in +
+                        ": no Linear weight to quantize: the --include/--exclude patterns select none of the 2-D "
+                        "float *.weight tensors\n");
+  CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--exclude", "."}).exit_code == 1);
+  CHECK_FALSE(fs::exists(dir.file("o.safetensors")));
   CHECK(RunLmkit({"quantize", dir.file("missing.safetensors"), "-o", dir.file("o.safetensors")}).exit_code == 1);
 
   const std::string a = dir.file("a"), b = dir.file("b");

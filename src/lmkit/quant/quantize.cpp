@@ -268,11 +268,12 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
 
   // Validate the selection and the calibration for every shard before writing anything.
   std::vector<std::string> ignore = {"lm_head"};
-  uint64_t total_bytes = 0;
+  uint64_t total_bytes = 0, selected_count = 0;
   for (const Shard& s : plan.shards) {
     for (const io::TensorInfo& t : s.file.tensors()) {
       total_bytes += t.num_bytes();
       const bool sel = Selected(t, matchers);
+      selected_count += sel ? 1 : 0;
       if (sel && o.granularity.kind == Granularity::Kind::kGroup && t.shape[1] % o.granularity.group_size != 0)
         return Status::InvalidInput(s.in_path, fmt::format("tensor '{}': group size {} does not divide {} columns",
                                                            t.name, o.granularity.group_size, t.shape[1]));
@@ -296,6 +297,14 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
     }
   }
 
+  // An --include with a typo (or an --exclude that takes everything) wrote a full-precision copy labelled as quantized,
+  // with exit 0.
+  if (selected_count == 0)
+    return Status::InvalidInput(o.input, o.include.empty() && o.exclude.empty()
+                                             ? "no Linear weight to quantize (no 2-D float *.weight outside the "
+                                               "embeddings, norms and lm_head)"
+                                             : "no Linear weight to quantize: the --include/--exclude patterns "
+                                               "select none of the 2-D float *.weight tensors");
   // config.json is parsed before anything is written: a malformed one used to fail after the shards were in place.
   std::optional<Json> cfg;
   const std::string cpath = (fs::path(o.input) / "config.json").string();
