@@ -22,9 +22,13 @@ RunFn SetupEval(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--compare", a->o.compare, "a second checkpoint to compare with MODEL on the same tokens");
   sub.add_option("--seq-len", a->o.seq_len, "window length in tokens (default: min(max_position_embeddings, 1024))");
   sub.add_option("--max-tokens", a->o.max_tokens, "evaluate only the first N tokens of the file");
-  sub.add_option("--dtype", a->dtype, "id type of a .bin token file: u16 (default) or u32");
-  return [a, &g] {
+  auto* dtype = sub.add_option("--dtype", a->dtype, "id type of a .bin token file: u16 (default) or u32");
+  return [a, dtype, &g] {
     if (a->dtype != "u16" && a->dtype != "u32") return UsageError("eval", "--dtype must be u16 or u32");
+    // A .npy header gives the ids' type; there the flag was accepted and changed nothing.
+    const std::string& t = a->o.tokens;
+    if (dtype->count() > 0 && t.size() >= 4 && t.compare(t.size() - 4, 4, ".npy") == 0)
+      return UsageError("eval", "--dtype applies to .bin token files (a .npy header gives its own dtype)");
     a->o.bin_dtype = a->dtype == "u16" ? io::DType::kU16 : io::DType::kU32;
     a->o.threads = g.ResolvedThreads();
     auto progress = MakeProgress(g);

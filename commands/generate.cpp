@@ -29,6 +29,8 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("-o,--output", a->output, "write all sequences, concatenated, to a .npy or .bin (uint16/uint32) file");
   sub.add_flag("--logits", a->logits, "with --json: include the first sequence's next-position logits");
   return [a, &g] {
+    // The logits only go into the JSON document; without --json the flag was accepted and changed nothing.
+    if (a->logits && !g.json) return UsageError("generate", "--logits needs --json (the logits go into the JSON)");
     // The token file replaces its destination; naming the checkpoint (or a file of its directory) would destroy it.
     // A checkpoint given as a .safetensors file reads the config.json beside it: that is an input too.
     std::vector<std::string> ins = {a->o.model};

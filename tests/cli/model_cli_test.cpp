@@ -135,4 +135,20 @@ TEST_CASE("model commands: bad inputs are one-line errors", "[model][cli]") {
   r = RunLmkit({"calibrate", TestData("quant/laplace_acts.npy"), "--model", kCliModel, "--tokens", d.file("big.bin"),
                 "--method", "minmax", "-o", d.file("c.json")});
   CHECK(r.exit_code == 2);
+  // Flags that changed nothing where they were given: now usage errors that say where they apply.
+  r = RunLmkit({"generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "2", "--logits"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit generate: --logits needs --json (the logits go into the JSON)\n");
+  CHECK(r.out.empty());
+  {
+    auto w = io::TokenWriter::Create(d.file("ok.npy"), io::TokenFormat::kNpy, io::DType::kU16);
+    REQUIRE(w.ok());
+    const std::vector<uint32_t> ids = {1, 2, 3, 4};
+    REQUIRE(w->Append(ids).ok());
+    REQUIRE(w->Commit().ok());
+  }
+  r = RunLmkit({"eval", kCliModel, "--tokens", d.file("ok.npy"), "--dtype", "u32"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit eval: --dtype applies to .bin token files (a .npy header gives its own dtype)\n");
+  CHECK(RunLmkit({"eval", kCliModel, "--tokens", d.file("ok.npy")}).exit_code == 0);
 }
