@@ -173,6 +173,14 @@ TEST_CASE("plan/flops/memory: --svg naming an input file is a usage error and th
     CHECK(m.err.find(": is also the output (--svg ") != std::string::npos);
     CHECK(ReadAll(config) == cfg);
   }
+  // A model config that the plan names is an input of `plan` too.
+  const std::string plan2 = tmp.file("plan2.json");
+  lmkit::test::WriteAll(plan2, R"({"gpu": "h100", "models": [{"name": "a", "model": "m", "batch": 1}]})");
+  auto p2 = RunLmkit({"plan", plan2, "--svg", config});
+  CHECK(p2.exit_code == 2);
+  CHECK(p2.err.find(": is also the output (--svg " + config + ")") != std::string::npos);
+  CHECK(ReadAll(config) == cfg);
+  CHECK(RunLmkit({"plan", plan2, "--svg", tmp.file("map.svg")}).exit_code == 0);
   // A chart written beside the config, twice (the second replaces the first): allowed.
   for (int i = 0; i < 2; ++i)
     CHECK(RunLmkit({"flops", dir, "--sweep", "seq-len=128,256", "--svg", dir + "/chart.svg"}).exit_code == 0);

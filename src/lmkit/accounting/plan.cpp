@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "lmkit/accounting/flops.h"
@@ -200,6 +201,10 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     if (!m.model.empty()) {
       std::string arg = m.model;
       if (!base_dir.empty() && arg[0] != '/' && Exists(base_dir + "/" + arg)) arg = base_dir + "/" + arg;
+      if (Exists(arg)) {
+        std::error_code ec;
+        m.config_file = std::filesystem::is_directory(arg, ec) ? arg + "/config.json" : arg;
+      }
       auto spec = ResolveModel(arg);
       if (!spec.ok()) return ModelError(spec.status(), subject, where + ": unknown model '" + m.model + "'");
       m.spec = std::move(*spec);
@@ -363,6 +368,13 @@ Result<PlanResult> RunPlan(const PlanRequest& req) {
   LMKIT_ASSIGN_OR_RETURN(Plan plan, LoadPlan(req.plan_path));
   LMKIT_ASSIGN_OR_RETURN(PlanResult r, EvaluatePlan(std::move(plan), req.gpu, req.gpus));
   if (!req.svg_path.empty()) {
+    // The chart replaces its destination: not a model config the plan reads (the command checks the plan file).
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(req.svg_path, ec))
+      for (const PlanModel& m : r.plan.models)
+        if (!m.config_file.empty() && std::filesystem::equivalent(m.config_file, req.svg_path, ec))
+          return Status::Usage(m.config_file + ": is also the output (--svg " + req.svg_path +
+                               "); writing it would destroy the input");
     LMKIT_RETURN_IF_ERROR(WriteFileAtomically(req.svg_path, PlanMemoryMapSvg(r)));
     r.svg_path = req.svg_path;
   }

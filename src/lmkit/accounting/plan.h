@@ -49,6 +49,7 @@ struct PlanModel {
   std::string name;            // unique label
   size_t index = 0;            // position of its entry in "models" (for messages)
   std::string model;           // preset / config path as written ("" when given by "dims")
+  std::string config_file;     // the file read for it: the config path (a directory's config.json); "" for a preset
   ModelSpec spec;
   Dtype dtype = Dtype::kBf16;
   int64_t batch = 1;           // sequences served together
