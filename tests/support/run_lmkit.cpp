@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,11 @@ extern char** environ;
 namespace lmkit::test {
 
 RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdin_data) {
+  // lmkit may exit (a usage error) before it reads the stdin we feed it: a write to that closed pipe must fail with
+  // EPIPE here, not kill the test binary with SIGPIPE (a race that CI hit). The child gets the default disposition
+  // back below, so lmkit runs as it would from a shell.
+  static const bool ignored = [] { return signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
+  (void)ignored;
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   posix_spawn_file_actions_t fa;
@@ -35,10 +41,18 @@ RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdi
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid;
-  if (posix_spawn(&pid, LMKIT_BINARY, &fa, nullptr, argv.data(), environ) != 0)
+  if (posix_spawn(&pid, LMKIT_BINARY, &fa, &attr, argv.data(), environ) != 0)
     throw std::runtime_error("cannot spawn " LMKIT_BINARY);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);

@@ -106,6 +106,8 @@ Result<Inputs> OpenInputs(const std::vector<std::string>& paths) {
   return in;
 }
 
+
+
 struct Partial {
   float absmax = 0;
   float mn = std::numeric_limits<float>::infinity();
@@ -114,42 +116,66 @@ struct Partial {
 };
 
 #pragma GCC diagnostic ignored "-Wpsabi"  // vector helpers are always inlined in this file
-typedef float F8 __attribute__((vector_size(32)));
-typedef int32_t I8 __attribute__((vector_size(32)));
 
-// min, max, max|x| and finiteness of a chunk, 8 lanes at a time (the scalar loop was half of a calibrate run).
+// min, max, max|x| and finiteness of a chunk, L lanes at a time in two independent accumulator sets (one set's
+// loop-carried min/max latency held a core to half its memory bandwidth). max|x| is max(|min|, |max|): whichever
+// value has the largest magnitude is the minimum or the maximum.
+template <int L>
+struct FloatVec;  // GCC ignores vector_size on a type that depends on a template parameter: one per width
+template <>
+struct FloatVec<4> {
+  typedef float Type __attribute__((vector_size(16)));
+};
+template <>
+struct FloatVec<8> {
+  typedef float Type __attribute__((vector_size(32)));
+};
+template <>
+struct FloatVec<16> {
+  typedef float Type __attribute__((vector_size(64)));
+};
+
+template <int L>
 [[gnu::always_inline]] inline void ScanImpl(const float* x, uint64_t n, Partial* p) {
-  F8 mn = F8{} + p->mn, mx = F8{} + p->mx, am = F8{} + p->absmax, bad = {};
+  using V = typename FloatVec<L>::Type;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  V mn0 = V{} + kInf, mn1 = mn0, mx0 = V{} - kInf, mx1 = mx0, bad0 = {}, bad1 = {};
   uint64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    F8 v;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    V v, w;
     std::memcpy(&v, x + i, sizeof v);
-    mn = v < mn ? v : mn;
-    mx = v > mx ? v : mx;
-    const F8 a = reinterpret_cast<F8>(reinterpret_cast<I8>(v) & 0x7fffffff);
-    am = a > am ? a : am;
-    bad += v - v;  // NaN for NaN and inf
+    std::memcpy(&w, x + i + L, sizeof w);
+    mn0 = v < mn0 ? v : mn0;
+    mn1 = w < mn1 ? w : mn1;
+    mx0 = v > mx0 ? v : mx0;
+    mx1 = w > mx1 ? w : mx1;
+    bad0 += v - v;  // NaN for NaN and inf
+    bad1 += w - w;
   }
-  float b = 0;
-  for (int j = 0; j < 8; ++j) {
-    p->mn = std::min(p->mn, mn[j]);
-    p->mx = std::max(p->mx, mx[j]);
-    p->absmax = std::max(p->absmax, am[j]);
-    b += bad[j];
+  float lo = kInf, hi = -kInf, b = 0;
+  for (int j = 0; j < L; ++j) {
+    lo = std::min({lo, mn0[j], mn1[j]});
+    hi = std::max({hi, mx0[j], mx1[j]});
+    b += bad0[j] + bad1[j];
   }
   for (; i < n; ++i) {
-    p->mn = std::min(p->mn, x[i]);
-    p->mx = std::max(p->mx, x[i]);
-    p->absmax = std::max(p->absmax, std::fabs(x[i]));
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
     b += x[i] - x[i];
   }
+  if (n == 0) return;
+  p->mn = std::min(p->mn, lo);
+  p->mx = std::max(p->mx, hi);
+  p->absmax = std::max({p->absmax, std::fabs(lo), std::fabs(hi)});
   p->finite = p->finite && b == 0.0f;
 }
-__attribute__((target("avx2"))) void ScanAvx2(const float* x, uint64_t n, Partial* p) { ScanImpl(x, n, p); }
-void ScanBase(const float* x, uint64_t n, Partial* p) { ScanImpl(x, n, p); }
+__attribute__((target("avx512f"))) void ScanAvx512(const float* x, uint64_t n, Partial* p) { ScanImpl<16>(x, n, p); }
+__attribute__((target("avx2"))) void ScanAvx2(const float* x, uint64_t n, Partial* p) { ScanImpl<8>(x, n, p); }
+void ScanBase(const float* x, uint64_t n, Partial* p) { ScanImpl<4>(x, n, p); }
 void ScanChunk(const float* x, uint64_t n, Partial* p) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  (avx2 ? ScanAvx2 : ScanBase)(x, n, p);
+  static const auto scan = __builtin_cpu_supports("avx512f") ? ScanAvx512
+                           : __builtin_cpu_supports("avx2") ? ScanAvx2 : ScanBase;
+  scan(x, n, p);
 }
 
 // Order-free: min, max and max|x| are the same whichever partial comes first.

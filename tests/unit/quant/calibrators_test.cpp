@@ -4,6 +4,7 @@
 #include "lmkit/quant/calibrators.h"
 
 #include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
@@ -260,5 +261,43 @@ TEST_CASE("calibrators: every AbsHistogram kernel bins like the scalar torch.his
     CHECK(h.total() == static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) {
             return std::fabs(v) <= amax;
           })));
+  }
+}
+
+TEST_CASE("calibrators: the division-free AbsHistogram kernels agree with the division at every bin boundary",
+          "[quant][calib]") {
+  // The vector kernels bin with a multiply and fall back to the division only where the result is in doubt, so the
+  // values that matter are the first float of every bin and its neighbours, for amax and bin counts whose ratio is not
+  // a power of two (where the multiply and the division round differently), plus an amax so small that bins / amax
+  // overflows (the kernels must then divide throughout).
+  for (const float amax : {68.191483f, 8.0f, 0.0033f, 3e-37f, 1.17549435e-38f}) {
+    for (const uint32_t bins : {2048u, 2000u, 1001u, 7u}) {
+      std::vector<float> x;
+      for (uint32_t k = 1; k < bins; ++k) {
+        // Smallest float a in [0, amax] with AbsBin(a) >= k (AbsBin is monotone in a): bisection over the bits.
+        uint32_t lo = 0, hi = std::bit_cast<uint32_t>(amax);
+        while (lo < hi) {
+          const uint32_t mid = lo + (hi - lo) / 2;
+          if (AbsBin(std::bit_cast<float>(mid), amax, bins) >= k) hi = mid;
+          else lo = mid + 1;
+        }
+        const float a = std::bit_cast<float>(lo);
+        for (float v : {a, std::nextafter(a, 0.0f), std::nextafter(a, amax), -a}) x.push_back(v);
+      }
+      std::mt19937 rng(bins);
+      std::uniform_real_distribution<float> u(-amax, amax);
+      for (int i = 0; i < 4001; ++i) x.push_back(u(rng));
+      std::vector<uint64_t> want(bins, 0);
+      for (float v : x)
+        if (std::fabs(v) <= amax) ++want[AbsBin(std::fabs(v), amax, bins)];
+      for (int level : {1, 2}) {
+        SetAbsHistogramKernelForTesting(level);
+        AbsHistogram h(bins, amax);
+        h.Add(x.data(), x.size());
+        SetAbsHistogramKernelForTesting(-1);
+        INFO("amax " << amax << ", bins " << bins << ", kernel level " << level);
+        CHECK(h.counts() == want);
+      }
+    }
   }
 }
