@@ -284,13 +284,15 @@ struct Code16Consts {
   sc2 = _mm512_add_epi32(sc2, _mm512_mullo_epi32(ci, ci));
   const __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(xv));
   const __m512d c0 = _mm512_cvtps_pd(_mm512_castps512_ps256(c));
-  sx2 = _mm512_add_pd(sx2, _mm512_mul_pd(x0, x0));
-  sxc = _mm512_add_pd(sxc, _mm512_mul_pd(x0, c0));
+  // fma(x, y, s) rounds x*y + s once, and x*y is exact in fp64 (two 24-bit significands): the same bits as the
+  // base's separate multiply and add, in one instruction.
+  sx2 = _mm512_fmadd_pd(x0, x0, sx2);
+  sxc = _mm512_fmadd_pd(x0, c0, sxc);
   if (lanes == 0xffff) {
     const __m512d x1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1)));
     const __m512d c1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1)));
-    sx2 = _mm512_add_pd(sx2, _mm512_mul_pd(x1, x1));
-    sxc = _mm512_add_pd(sxc, _mm512_mul_pd(x1, c1));
+    sx2 = _mm512_fmadd_pd(x1, x1, sx2);
+    sxc = _mm512_fmadd_pd(x1, c1, sxc);
   }
 }
 
@@ -299,8 +301,10 @@ struct Code16Consts {
 // one 8-double register whose lanes 0-3 and 4-7 are the base's `a` and `b` accumulators, and groups are added in
 // element order (two per step, then a last one when the segment holds an odd number of 8-groups); the integer sums
 // (c^2, clipped) and the max are order-free. On the build VM's Zen 5 this halves the coding time against AVX2.
+// `next_bytes` bytes at `next` (the caller's next row, or none) are prefetched as it goes, one cache line per 16 values.
 __attribute__((target("avx512f"))) void CodeSegmentAvx512(const float* x, uint64_t n, float scale, Int8Range range,
-                                                          int8_t* codes, ErrorStats* st) {
+                                                          int8_t* codes, ErrorStats* st, const uint8_t* next,
+                                                          uint64_t next_bytes) {
   const uint64_t body = n / 8 * 8;
   const float inv = InverseScale(scale);
   const Code16Consts k = {_mm512_set1_ps(inv),      _mm512_set1_ps(scale),   _mm512_set1_ps(12582912.0f),
@@ -314,7 +318,10 @@ __attribute__((target("avx512f"))) void CodeSegmentAvx512(const float* x, uint64
     __m512i sc2 = _mm512_setzero_si512();
     __m512 emax = _mm512_setzero_ps();
     uint64_t clip = 0;
-    for (; i + 16 <= bend; i += 16) Code16(x + i, codes + i, 0xffff, k, sx2, sxc, sc2, emax, clip);
+    for (; i + 16 <= bend; i += 16) {
+      if (i * 4 < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next) + i * 4, _MM_HINT_T0);
+      Code16(x + i, codes + i, 0xffff, k, sx2, sxc, sc2, emax, clip);
+    }
     if (i < bend) {  // one group of 8 left (bend is a multiple of 8)
       Code16(x + i, codes + i, 0x00ff, k, sx2, sxc, sc2, emax, clip);
       i += 8;
@@ -371,8 +378,10 @@ bool HaveAvx2() {
 inline float AbsMax(const float* x, uint64_t n, bool* finite) {
   return HaveAvx512() ? AbsMaxAvx512(x, n, finite) : HaveAvx2() ? AbsMaxAvx2(x, n, finite) : AbsMaxBase(x, n, finite);
 }
-inline void CodeSegment(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, ErrorStats* st) {
-  HaveAvx512() ? CodeSegmentAvx512(x, n, scale, range, codes, st)
+// `next`: memory the caller reads next, prefetched by the AVX-512 path (the others leave it to the hardware).
+inline void CodeSegment(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, ErrorStats* st,
+                        const uint8_t* next = nullptr, uint64_t next_bytes = 0) {
+  HaveAvx512() ? CodeSegmentAvx512(x, n, scale, range, codes, st, next, next_bytes)
   : HaveAvx2() ? CodeSegmentAvx2(x, n, scale, range, codes, st)
                : CodeSegmentBase(x, n, scale, range, codes, st);
 }
@@ -403,6 +412,16 @@ __attribute__((target("avx512f"))) void Bf16RowAvx512(const uint8_t* src, uint64
   if (i < n) io::Bf16ToF32(src + 2 * i, out + i, n - i);
 }
 
+// F16 -> fp32 for one row with the conversion instruction (exact for every finite value and infinity; a NaN stays a
+// NaN, quieted, and is reported as non-finite either way). The generic io converter, bit manipulation in vector
+// lanes that preserves NaN payloads, made F16 checkpoints ~30% slower to quantize than BF16 ones.
+__attribute__((target("avx512f"))) void F16RowAvx512(const uint8_t* src, uint64_t n, float* out) {
+  uint64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i))));
+  if (i < n) io::ConvertToF32(io::DType::kF16, src + 2 * i, out + i, n - i);
+}
+
 // A row as fp32: F32 rows that are 4-byte aligned (always, in files lmkit and HF write) are used in place; others are
 // converted into `buf`.
 inline const float* LoadRow(const uint8_t* src, io::DType dtype, uint64_t n, float* buf) {
@@ -410,6 +429,10 @@ inline const float* LoadRow(const uint8_t* src, io::DType dtype, uint64_t n, flo
     return reinterpret_cast<const float*>(src);
   if (dtype == io::DType::kBF16) {
     HaveAvx512() ? Bf16RowAvx512(src, n, buf) : HaveAvx2() ? Bf16RowAvx2(src, n, buf) : Bf16RowBase(src, n, buf);
+    return buf;
+  }
+  if (dtype == io::DType::kF16 && HaveAvx512()) {
+    F16RowAvx512(src, n, buf);
     return buf;
   }
   io::ConvertToF32(dtype, src, buf, n);
@@ -595,15 +618,19 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
         int8_t* out = out_block + k * cols;
         ErrorStats& st = group_stats[r / kRowsPerItem];
         bool finite = true;
+        // The next row of the item is prefetched while this one is coded (read in place or widened, a row is first
+        // touched by this loop, and a core's hardware prefetcher alone left it waiting on memory: F32 rows 1.4x).
+        const uint8_t* next = k + 1 < n ? block + (k + 1) * row_bytes : nullptr;
+        const uint64_t next_bytes = next ? row_bytes : 0;
         switch (g.kind) {
           case Granularity::Kind::kTensor:
-            CodeSegment(row, cols, tensor_scale, range, out, &st);
+            CodeSegment(row, cols, tensor_scale, range, out, &st, next, next_bytes);
             break;
           case Granularity::Kind::kChannel: {
             float s = StoredScale(AbsMax(row, cols, &finite), options.convention, options.scale_dtype);
             if (!finite) break;
             scales[r] = s;
-            CodeSegment(row, cols, s, range, out, &st);
+            CodeSegment(row, cols, s, range, out, &st, next, next_bytes);
             break;
           }
           case Granularity::Kind::kGroup: {
