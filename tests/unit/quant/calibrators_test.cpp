@@ -301,3 +301,46 @@ TEST_CASE("calibrators: the division-free AbsHistogram kernels agree with the di
     }
   }
 }
+
+TEST_CASE("calibrators: AbsHistogram kernels agree on peaked data with dropped values, for any bin count",
+          "[quant][calib]") {
+  // Peaked data, as activations are: nearly all values in the first few bins (the increments of a few counters
+  // follow each other closely, the case the interleaved tables are for), with a high bin, values above amax (dropped),
+  // NaN (dropped) and amax itself (the last bin) mixed in, for bin counts above and below a vector's width, added in
+  // uneven pieces so that rounds and tails of every length run.
+  for (const uint32_t bins : {2048u, 50u, 7u}) {
+    const float amax = 100.0f;
+    const float low = amax * static_cast<float>(std::min(bins, 64u)) / static_cast<float>(bins);
+    std::mt19937 rng(bins + 1);
+    std::exponential_distribution<float> expo(8.0f / low);
+    std::vector<float> x(40000);
+    for (size_t i = 0; i < x.size(); ++i) {
+      float v = std::min(expo(rng), std::nextafter(low, 0.0f));
+      x[i] = (i % 3 == 0) ? -v : v;
+    }
+    for (size_t i = 0; i < x.size(); i += 997) x[i] = amax * 0.9f;  // a high bin
+    for (size_t i = 5; i < x.size(); i += 1499) x[i] = std::nextafter(amax, 1e9f);  // dropped
+    for (size_t i = 11; i < x.size(); i += 2003) x[i] = NAN;  // dropped
+    for (size_t i = 17; i < x.size(); i += 3001) x[i] = amax;  // the last bin
+    std::vector<uint64_t> want(bins, 0);
+    uint64_t kept = 0;
+    for (float v : x) {
+      const float a = std::fabs(v);
+      if (a <= amax) {
+        ++want[AbsBin(a, amax, bins)];
+        ++kept;
+      }
+    }
+    for (int level : {0, 1, 2}) {
+      SetAbsHistogramKernelForTesting(level);
+      AbsHistogram h(bins, amax);
+      h.Add(x.data(), 12345);  // uneven pieces: rounds and tails of every length
+      h.Add(x.data() + 12345, 17);
+      h.Add(x.data() + 12362, x.size() - 12362);
+      SetAbsHistogramKernelForTesting(-1);
+      INFO("bins " << bins << ", kernel level " << level);
+      CHECK(h.counts() == want);
+      CHECK(h.total() == kept);
+    }
+  }
+}
