@@ -1,6 +1,7 @@
 // The calibrate entry point: thread-count independence, the JSON table round trip, TensorRT hex, input errors.
 #include "lmkit/quant/calibrate.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <limits>
 #include <random>
@@ -157,5 +158,42 @@ TEST_CASE("calibrate: BF16 safetensors and F32 .npy of the same values give the 
     CHECK(DumpJson(CalibrationToJson(*a)) == DumpJson(CalibrationToJson(*b)));
     CHECK(a->tensors[0].samples == rows * cols);
     CHECK(a->tensors[0].batches == rows);
+  }
+}
+
+TEST_CASE("calibrate: the min/max scan finds extremes and NaN/Inf anywhere in a batch", "[quant][calib]") {
+  // The scan runs 2 x 16 (or 2 x 8) lanes at a time and a scalar tail; the extreme value or the bad one is put in
+  // each of those places: lane 0, the second accumulator set, the last full step, the tail.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> base(1037);
+  for (float& v : base) v = std::clamp(nd(rng), -4.0f, 4.0f);
+  for (const size_t p : {size_t{0}, size_t{5}, size_t{16}, size_t{31}, size_t{32}, size_t{33}, size_t{1023},
+                         size_t{1024}, size_t{1036}}) {
+    INFO("position " << p);
+    auto run = [&](float value) {
+      std::vector<float> x = base;
+      x[p] = value;
+      CalibrateOptions o;
+      o.method = CalibMethod::kMinMax;
+      auto sc = StreamingCalibrator::Create(o, {"x"}, "mem");
+      REQUIRE(sc.ok());
+      REQUIRE(sc->BeginPass(0).ok());
+      REQUIRE(sc->Add(0, x.data(), x.size()).ok());
+      return sc->Finish();
+    };
+    auto lo = run(-50.0f);
+    REQUIRE(lo.ok());
+    CHECK(lo->tensors[0].min == -50.0);
+    CHECK(lo->tensors[0].amax == 50.0);
+    auto hi = run(60.0f);
+    REQUIRE(hi.ok());
+    CHECK(hi->tensors[0].max == 60.0);
+    CHECK(hi->tensors[0].amax == 60.0);
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                      -std::numeric_limits<float>::infinity()}) {
+      auto e = run(bad);
+      CHECK(e.status().ToString() == "mem: tensor 'x' contains NaN or Inf");
+    }
   }
 }
