@@ -271,9 +271,10 @@ struct Code16Consts {
                                                                             __m512d& sx2, __m512d& sxc, __m512i& sc2,
                                                                             __m512& emax, uint64_t& clip) {
   const __m512 xv = _mm512_maskz_loadu_ps(lanes, x);
-  __m512 v = _mm512_mul_ps(xv, k.inv);
-  v = _mm512_min_ps(k.pos, _mm512_max_ps(k.neg, v));
-  const __m512 r = _mm512_sub_ps(_mm512_add_ps(v, k.magic), k.magic);
+  // rint by the rounding instruction, on the unclamped quotient: the base clamps to +-256 first and uses the
+  // 1.5 * 2^23 add, which gives the same r for |v| <= 256; beyond, both r lie outside [lo, hi], so c and the clip
+  // count agree too (a zero's sign may differ, which no code, sum or maximum below can see).
+  const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(xv, k.inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 c = _mm512_min_ps(k.hi, _mm512_max_ps(k.lo, r));
   clip += static_cast<uint64_t>(__builtin_popcount(_mm512_mask_cmp_ps_mask(lanes, c, r, _CMP_NEQ_UQ)));
   const __m512i ci = _mm512_cvttps_epi32(c);
