@@ -7,7 +7,8 @@
 //                            3 runs: wall seconds, parameters, bytes read + written.
 //   calibrate NPY THREADS    a float32 .npy of shape [batches, n] is copied into memory (not timed), then the nvidia
 //                            entropy calibration (2048 bins, two passes) streams its rows through StreamingCalibrator.
-//                            Prints the best of 3 runs: wall seconds, samples, amax.
+//                            Prints the best of 3 runs: wall seconds, samples, amax; on stderr, each new best's
+//                            split (pass 0, pass 1, threshold search).
 //   dtypes TENSORS THREADS   the same per-channel quantization of TENSORS generated [4096, 4096] weights (normal,
 //                            sigma 0.02) stored as F32, F16 and BF16: one line per dtype with the best of 3 runs'
 //                            wall seconds and parameters per second (the inputs are read natively, no detour).
