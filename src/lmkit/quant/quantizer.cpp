@@ -260,7 +260,7 @@ __attribute__((target("avx2"))) void CodeSegmentAvx2(const float* x, uint64_t n,
 
 // The constants of CodeSegmentAvx512.
 struct Code16Consts {
-  __m512 inv, s, magic, lo, hi, neg, pos;
+  __m512 inv, s, lo, hi;
   __m512i absmask;
 };
 
@@ -308,9 +308,8 @@ __attribute__((target("avx512f"))) void CodeSegmentAvx512(const float* x, uint64
                                                           uint64_t next_bytes) {
   const uint64_t body = n / 8 * 8;
   const float inv = InverseScale(scale);
-  const Code16Consts k = {_mm512_set1_ps(inv),      _mm512_set1_ps(scale),   _mm512_set1_ps(12582912.0f),
-                          _mm512_set1_ps(range.lo), _mm512_set1_ps(range.hi), _mm512_set1_ps(-256.0f),
-                          _mm512_set1_ps(256.0f),   _mm512_set1_epi32(0x7fffffff)};
+  const Code16Consts k = {_mm512_set1_ps(inv), _mm512_set1_ps(scale), _mm512_set1_ps(range.lo),
+                          _mm512_set1_ps(range.hi), _mm512_set1_epi32(0x7fffffff)};
   CodeAcc acc;
   constexpr uint64_t kBlock = 1 << 16;  // as in CodeSegmentImpl: the int32 lane sums cannot overflow within a block
   for (uint64_t i = 0; i < body;) {

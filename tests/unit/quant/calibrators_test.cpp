@@ -39,6 +39,14 @@ float AbsMaxOf(const std::vector<std::vector<float>>& rows) {
   return m;
 }
 
+// The counts AbsHistogram must give, by the scalar torch.histc rule value by value (|v| > amax and NaN dropped).
+std::vector<uint64_t> ScalarAbsCounts(const std::vector<float>& x, float amax, uint32_t bins) {
+  std::vector<uint64_t> want(bins, 0);
+  for (float v : x)
+    if (std::fabs(v) <= amax) ++want[AbsBin(std::fabs(v), amax, bins)];
+  return want;
+}
+
 AbsHistogram NvidiaHistogram(const std::vector<std::vector<float>>& rows, uint32_t bins = 2048) {
   AbsHistogram h(bins, AbsMaxOf(rows));
   for (const auto& r : rows) h.Add(r.data(), r.size());
@@ -245,11 +253,7 @@ TEST_CASE("calibrators: every AbsHistogram kernel bins like the scalar torch.his
   const std::vector<float> edges = {amax, -amax, std::nextafter(amax, 100.0f), -0.0f, 1e-40f, 0.5f, 4.0f,
                                     std::nextafter(4.0f, 0.0f), NAN, INFINITY, -INFINITY, 7.99999f};
   for (size_t i = 0; i < edges.size(); ++i) x[i * 97] = edges[i];
-  std::vector<uint64_t> want(2048, 0);
-  for (float v : x) {
-    const float a = std::fabs(v);
-    if (a <= amax) ++want[AbsBin(a, amax, 2048)];
-  }
+  const std::vector<uint64_t> want = ScalarAbsCounts(x, amax, 2048);
   for (int level : {0, 1, 2}) {
     SetAbsHistogramKernelForTesting(level);
     AbsHistogram h(2048, amax);
@@ -287,9 +291,7 @@ TEST_CASE("calibrators: the division-free AbsHistogram kernels agree with the di
       std::mt19937 rng(bins);
       std::uniform_real_distribution<float> u(-amax, amax);
       for (int i = 0; i < 4001; ++i) x.push_back(u(rng));
-      std::vector<uint64_t> want(bins, 0);
-      for (float v : x)
-        if (std::fabs(v) <= amax) ++want[AbsBin(std::fabs(v), amax, bins)];
+      const std::vector<uint64_t> want = ScalarAbsCounts(x, amax, bins);
       for (int level : {1, 2}) {
         SetAbsHistogramKernelForTesting(level);
         AbsHistogram h(bins, amax);
@@ -322,15 +324,10 @@ TEST_CASE("calibrators: AbsHistogram kernels agree on peaked data with dropped v
     for (size_t i = 5; i < x.size(); i += 1499) x[i] = std::nextafter(amax, 1e9f);  // dropped
     for (size_t i = 11; i < x.size(); i += 2003) x[i] = NAN;  // dropped
     for (size_t i = 17; i < x.size(); i += 3001) x[i] = amax;  // the last bin
-    std::vector<uint64_t> want(bins, 0);
-    uint64_t kept = 0;
-    for (float v : x) {
-      const float a = std::fabs(v);
-      if (a <= amax) {
-        ++want[AbsBin(a, amax, bins)];
-        ++kept;
-      }
-    }
+    const std::vector<uint64_t> want = ScalarAbsCounts(x, amax, bins);
+    const auto kept = static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) {
+      return std::fabs(v) <= amax;
+    }));
     for (int level : {0, 1, 2}) {
       SetAbsHistogramKernelForTesting(level);
       AbsHistogram h(bins, amax);
