@@ -40,8 +40,8 @@ class AbsHistogram {
 
   // Add counts into kTables interleaved 32-bit tables of at least bins + 1 slots (slot `bins` takes the values it
   // drops) so that consecutive equal bins, the common case for peaked activations, do not serialise on one counter in
-  // memory; 4 x 2304 x 4 bytes for 2048 bins stays in L1. `pending_` values since the last Flush bound every slot, so a Flush before it
-  // could pass 2^32 keeps the tables exact.
+  // memory; 4 x 2304 x 4 bytes for 2048 bins stays in L1. `pending_` values since the last Flush bound every slot,
+  // so a Flush before it could pass 2^32 keeps the tables exact.
   mutable std::vector<uint64_t> counts_;
   mutable std::vector<uint32_t> tables_;
   mutable uint64_t pending_ = 0;

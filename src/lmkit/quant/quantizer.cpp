@@ -302,7 +302,8 @@ struct Code16Consts {
 // one 8-double register whose lanes 0-3 and 4-7 are the base's `a` and `b` accumulators, and groups are added in
 // element order (two per step, then a last one when the segment holds an odd number of 8-groups); the integer sums
 // (c^2, clipped) and the max are order-free. On the build VM's Zen 5 this halves the coding time against AVX2.
-// `next_bytes` bytes at `next` (the caller's next row, or none) are prefetched as it goes, one cache line per 16 values.
+// `next_bytes` bytes at `next` (the caller's next row, or none) are prefetched as it goes, one cache line per 16
+// values.
 __attribute__((target("avx512f"))) void CodeSegmentAvx512(const float* x, uint64_t n, float scale, Int8Range range,
                                                           int8_t* codes, ErrorStats* st, const uint8_t* next,
                                                           uint64_t next_bytes) {
