@@ -1,11 +1,14 @@
 // Performance notes (perf on the shared 2-core build machine, bf16 4096x4096 rows; docs/benchmarks/quant.md):
-// - BF16 rows are widened into a per-worker fp32 buffer (L1/L2-resident for hidden sizes up to ~16k) by a fused
-//   vector loop; aligned F32 rows are read in place. Each row is then read twice (absmax, code+metrics) from cache, so
-//   the mapped input is streamed from memory once. The generic io converter took 33% of the time; the fused one ~5%.
-// - Hot loops use GCC vector extensions (8 floats per step) compiled twice, baseline (SSE2) and AVX2, picked at run
-//   time: plain loops were left scalar (fp reductions and fminf need -ffast-math, which would change the format).
-//   fminf/fmaxf calls were replaced by compare-selects (10x), rint by the 1.5*2^23 magic add (|v| <= 256 there).
-// - Metrics: exact products summed in fp64 per lane, 2 fp64 adds per element instead of 4 (see CodeSegmentImpl).
+// - BF16/F16 rows are widened into a per-worker fp32 buffer (L1/L2-resident for hidden sizes up to ~16k) by a vector
+//   loop that also finds the row's absmax; aligned F32 rows are read in place. The coding loop then reads the row
+//   from cache, so the mapped input is streamed from memory once.
+// - Three kernels, picked at run time: AVX-512 (16 lanes), AVX2+FMA (8 lanes, two per 16-lane chunk) and a portable
+//   baseline (GCC vector extensions). All three give the same codes, scales and stats bit for bit (a test compares
+//   them), because the metric sums follow one lane layout (CodeSegmentImpl).
+// - The coding loop is bound by the vector ports (about one cycle per parameter and thread), so every instruction in
+//   it counts: rounding by the float-to-int conversion and clamping in integers, three fp32 FMAs for the metrics
+//   (fp64 conversions only once per 256 elements), an integer max for the absmax. Before, the metrics took four fp64
+//   conversions and four fp64 FMAs per 16 elements, about half of the loop.
 // - Work items are blocks of rows (kRowsPerItem) so the pool's per-item overhead is negligible even for small rows.
 #include "lmkit/quant/quantizer.h"
 
@@ -30,13 +33,11 @@ namespace {
 
 constexpr uint64_t kRowsPerItem = 8;
 
-// GCC vector extensions: 8 floats per step. The baseline build lowers them to pairs of SSE2 ops, the AVX2 clone below
-// to single ymm ops. (Plain loops were not vectorised: fp reductions need -ffast-math, which would change the format.)
+// GCC vector extensions: 8 lanes per step. The baseline build lowers them to pairs of SSE2 ops.
 // The helpers below are always inlined in this file, so the "AVX vector return changes the ABI" note does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float F8 __attribute__((vector_size(32)));
 typedef int32_t I8 __attribute__((vector_size(32)));
-typedef double D4 __attribute__((vector_size(32)));
 typedef int8_t C8 __attribute__((vector_size(8)));
 
 [[gnu::always_inline]] inline F8 Load8(const float* p) {
@@ -45,46 +46,64 @@ typedef int8_t C8 __attribute__((vector_size(8)));
   return v;
 }
 [[gnu::always_inline]] inline F8 Abs8(F8 v) { return reinterpret_cast<F8>(reinterpret_cast<I8>(v) & 0x7fffffff); }
-[[gnu::always_inline]] inline float HMax(F8 v) {
-  float m = 0;
-  for (int j = 0; j < 8; ++j) m = m < v[j] ? v[j] : m;
-  return m;
+
+// Absmax as bits: for floats with the sign cleared, integer order is float order, and NaN/inf are exactly the bit
+// patterns >= kInfBits. So one integer max per element gives both the absmax and the finiteness check.
+constexpr uint32_t kInfBits = 0x7f800000;
+inline float AbsMaxFromBits(uint32_t bits, bool* finite) {
+  *finite = bits < kInfBits;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+inline uint32_t AbsBits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b & 0x7fffffff;
 }
 
-// absmax of x[0, n) and whether every value is finite (NaN/inf make x - x NaN, caught by the `bad` sum; the
-// comparisons alone would skip NaN).
-[[gnu::always_inline]] inline float AbsMaxImpl(const float* x, uint64_t n, bool* finite) {
-  F8 m = {}, bad = {};
+[[gnu::always_inline]] inline uint32_t AbsMaxBitsImpl(const float* x, uint64_t n) {
+  I8 m = {};
   uint64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    F8 v = Load8(x + i);
-    F8 a = Abs8(v);
-    m = m < a ? a : m;
-    bad += v - v;
+    I8 b;
+    std::memcpy(&b, x + i, sizeof b);
+    b &= 0x7fffffff;
+    m = m < b ? b : m;  // signed compare is fine: the sign bit is clear
   }
-  float mm = HMax(m), bb = 0;
-  for (int j = 0; j < 8; ++j) bb += bad[j];
-  for (; i < n; ++i) {
-    float a = std::fabs(x[i]);
-    mm = mm < a ? a : mm;
-    bb += x[i] - x[i];
-  }
-  *finite = bb == 0.0f;
+  uint32_t mm = 0;
+  for (int j = 0; j < 8; ++j) mm = std::max(mm, static_cast<uint32_t>(m[j]));
+  for (; i < n; ++i) mm = std::max(mm, AbsBits(x[i]));
   return mm;
 }
 
-// Codes x[0, n) with `scale` and accumulates the metrics. The sums use exact products (x*x and x*code fit a double
-// exactly; code^2 is an integer) and xhat = code * scale is applied per segment:
-//   sum xhat^2 = s^2 sum c^2,  sum x xhat = s sum x c,  sum (x - xhat)^2 = sum x^2 - 2 s sum x c + s^2 sum c^2,
-// so the loop needs two fp64 adds per element instead of four (the cancellation in the last line costs ~1e-9
-// relative at 40 dB SQNR). max|x - xhat| is exact in fp32 (Sterbenz: xhat is within a factor 2 of x).
-// Running totals of a segment (see CodeSegmentImpl).
+// The error metrics of a segment, kept the same way by every kernel so that their results agree bit for bit:
+// - the body (n rounded down to 16) is cut into chunks of 16 elements; element j of a chunk is lane j;
+// - per lane, fp32 partial sums of x^2, e^2 and c^2 over up to kBlockChunks chunks, each term added by one FMA
+//   (e = x - fl(c * s), exact by Sterbenz; c^2 partials are exact integers), then converted and added to fp64 lane sums;
+// - the 16 fp64 lane sums are added in lane order, then the scalar tail's terms in fp64 in element order.
+// The fp32 partials hold at most 16 terms: relative error ~1e-9 for sums over thousands of elements, random in sign,
+// which moves a cosine near 1 by (E / X) * 1e-9 (tests compare against an fp64 reference). sum x*xhat comes from
+// 2 x.xhat = X + D - E (D = s^2 sum c^2 exactly), whose first-order sensitivity to the errors of X and D cancels in
+// the cosine. Before, four fp64 conversions and four fp64 FMAs per 16 elements were half of the coding loop.
+constexpr uint64_t kLanes = 16;
+constexpr uint64_t kBlockChunks = 16;
+
 struct CodeAcc {
-  double tx2 = 0, txc = 0;
+  double tx2 = 0, te2 = 0;
   int64_t tc2 = 0;
   uint64_t tclip = 0;
   float em = 0;
 };
+
+// Adds the 16 fp64 lane sums in lane order (c^2 lanes hold exact integers).
+inline void AddLanes(const double* lx2, const double* le2, const double* lc2, CodeAcc& a) {
+  for (uint64_t j = 0; j < kLanes; ++j) {
+    a.tx2 += lx2[j];
+    a.te2 += le2[j];
+    a.tc2 += static_cast<int64_t>(lc2[j]);
+  }
+}
 
 // One element, scalar (segment tails).
 [[gnu::always_inline]] inline void CodeScalar(float xv, float inv, float scale, Int8Range range, int8_t* out,
@@ -98,346 +117,370 @@ struct CodeAcc {
   c = c > range.hi ? range.hi : c;
   a.tclip += c != r ? 1 : 0;
   *out = static_cast<int8_t>(static_cast<int32_t>(c));
-  const float ae = std::fabs(xv - c * scale);
+  const float e = xv - c * scale;
+  const float ae = std::fabs(e);
   a.em = a.em < ae ? ae : a.em;
   a.tx2 += static_cast<double>(xv) * xv;
-  a.txc += static_cast<double>(xv) * c;
+  a.te2 += static_cast<double>(e) * e;
   a.tc2 += static_cast<int64_t>(c) * static_cast<int64_t>(c);
 }
 
 [[gnu::always_inline]] inline void CodeFinish(const CodeAcc& a, uint64_t n, float scale, ErrorStats* st) {
-  const double s = scale, c2 = static_cast<double>(a.tc2);
+  const double s = scale, xhat2 = s * s * static_cast<double>(a.tc2);
   st->count += n;
   st->clipped += a.tclip;
   st->sum_x2 += a.tx2;
-  st->sum_x_xhat += s * a.txc;
-  st->sum_xhat2 += s * s * c2;
-  st->sum_err2 += std::max(0.0, a.tx2 - 2.0 * s * a.txc + s * s * c2);
+  st->sum_xhat2 += xhat2;
+  st->sum_err2 += a.te2;
+  st->sum_x_xhat += 0.5 * (a.tx2 + xhat2 - a.te2);
   st->max_abs_err = std::max(st->max_abs_err, static_cast<double>(a.em));
 }
 
-// Codes x[0, n) with `scale` and accumulates the metrics. The sums use exact products (x*x and x*code fit a double
-// exactly; code^2 is an integer) and xhat = code * scale is applied per segment:
-//   sum xhat^2 = s^2 sum c^2,  sum x xhat = s sum x c,  sum (x - xhat)^2 = sum x^2 - 2 s sum x c + s^2 sum c^2,
-// so the loop needs two fp64 adds per element instead of four (the cancellation in the last line costs ~1e-9
-// relative at 40 dB SQNR). max|x - xhat| is exact in fp32 (Sterbenz: xhat is within a factor 2 of x).
+// The baseline kernel, and the definition the others follow (see kLanes). Rounds with the 1.5 * 2^23 add after a
+// clamp to +-256 (exact for any float, NaN and inf included: the add is rint for |v| < 2^22), then clamps to the range.
 [[gnu::always_inline]] inline void CodeSegmentImpl(const float* x, uint64_t n, float scale, Int8Range range,
                                                    int8_t* codes, ErrorStats* st) {
   const float inv = InverseScale(scale);
-  const float magic = 12582912.0f;  // 1.5 * 2^23: (v + magic) - magic == rint(v) for |v| < 2^22 (never folded:
-                                    // no -ffast-math in this project)
+  const F8 vinv = F8{} + inv, vs = F8{} + scale, vmagic = F8{} + 12582912.0f;  // never folded: no -ffast-math here
+  const F8 vlo = F8{} + range.lo, vhi = F8{} + range.hi, vneg = F8{} - 256.0f, vpos = F8{} + 256.0f;
   CodeAcc acc;
-  constexpr uint64_t kBlock = 1 << 16;  // int32 lane sums of c^2 (<= 16384 each) cannot overflow within a block
+  double lx2[kLanes] = {}, le2[kLanes] = {}, lc2[kLanes] = {};
+  I8 clip = {};
+  F8 emax = {};
+  const uint64_t body = n / kLanes * kLanes;
   uint64_t i = 0;
-  while (i + 8 <= n) {
-    const uint64_t bend = std::min(n, i + kBlock);
-    D4 sx2a = {}, sx2b = {}, sxca = {}, sxcb = {};
-    I8 sc2 = {}, clip = {};
-    F8 emax = {};
-    const F8 vinv = F8{} + inv, vs = F8{} + scale, vmagic = F8{} + magic;
-    const F8 vlo = F8{} + range.lo, vhi = F8{} + range.hi, vneg = F8{} - 256.0f, vpos = F8{} + 256.0f;
-    for (; i + 8 <= bend; i += 8) {
-      const F8 xv = Load8(x + i);
-      F8 v = xv * vinv;
-      v = v < vneg ? vneg : v;
-      v = v > vpos ? vpos : v;
-      const F8 r = (v + vmagic) - vmagic;
-      F8 c = r < vlo ? vlo : r;
-      c = c > vhi ? vhi : c;
-      clip -= (c != r);  // a true comparison is -1
-      const I8 ci = __builtin_convertvector(c, I8);
-      const C8 c8 = __builtin_convertvector(ci, C8);
-      std::memcpy(codes + i, &c8, 8);
-      const F8 ae = Abs8(xv - c * vs);
-      emax = emax < ae ? ae : emax;
-      const D4 xl = __builtin_convertvector(__builtin_shufflevector(xv, xv, 0, 1, 2, 3), D4);
-      const D4 xh = __builtin_convertvector(__builtin_shufflevector(xv, xv, 4, 5, 6, 7), D4);
-      const D4 cl = __builtin_convertvector(__builtin_shufflevector(c, c, 0, 1, 2, 3), D4);
-      const D4 ch = __builtin_convertvector(__builtin_shufflevector(c, c, 4, 5, 6, 7), D4);
-      sx2a += xl * xl;
-      sx2b += xh * xh;
-      sxca += xl * cl;
-      sxcb += xh * ch;
-      sc2 += ci * ci;
+  while (i < body) {
+    const uint64_t bend = std::min(body, i + kLanes * kBlockChunks);
+    float px2[kLanes] = {}, pe2[kLanes] = {}, pc2[kLanes] = {};
+    for (; i < bend; i += kLanes)
+      for (uint64_t h = 0; h < kLanes; h += 8) {
+        const F8 xv = Load8(x + i + h);
+        F8 v = xv * vinv;
+        v = v < vneg ? vneg : v;
+        v = v > vpos ? vpos : v;
+        const F8 r = (v + vmagic) - vmagic;
+        F8 c = r < vlo ? vlo : r;
+        c = c > vhi ? vhi : c;
+        clip -= (c != r);  // a true comparison is -1
+        const C8 c8 = __builtin_convertvector(__builtin_convertvector(c, I8), C8);
+        std::memcpy(codes + i + h, &c8, 8);
+        const F8 e = xv - c * vs;
+        const F8 ae = Abs8(e);
+        emax = emax < ae ? ae : emax;
+        for (int j = 0; j < 8; ++j) {
+          px2[h + j] = std::fma(xv[j], xv[j], px2[h + j]);
+          pe2[h + j] = std::fma(e[j], e[j], pe2[h + j]);
+          pc2[h + j] = std::fma(c[j], c[j], pc2[h + j]);
+        }
+      }
+    for (uint64_t j = 0; j < kLanes; ++j) {
+      lx2[j] += px2[j];
+      le2[j] += pe2[j];
+      lc2[j] += pc2[j];
     }
-    for (int j = 0; j < 4; ++j) {
-      acc.tx2 += sx2a[j] + sx2b[j];
-      acc.txc += sxca[j] + sxcb[j];
-    }
-    for (int j = 0; j < 8; ++j) {
-      acc.tc2 += sc2[j];
-      acc.tclip += static_cast<uint64_t>(clip[j]);
-    }
-    float m = HMax(emax);
-    acc.em = acc.em < m ? m : acc.em;
+  }
+  AddLanes(lx2, le2, lc2, acc);
+  for (int j = 0; j < 8; ++j) {
+    acc.tclip += static_cast<uint32_t>(clip[j]);
+    acc.em = acc.em < emax[j] ? emax[j] : acc.em;
   }
   for (; i < n; ++i) CodeScalar(x[i], inv, scale, range, codes + i, acc);
   CodeFinish(acc, n, scale, st);
 }
 
-float AbsMaxBase(const float* x, uint64_t n, bool* finite) { return AbsMaxImpl(x, n, finite); }
+// The vector kernels round with the float-to-int conversion (rint) and clamp in integers at the top only. That gives
+// the baseline's codes and clip counts when no value can reach below the range: |x| <= absmax, so `absmax * inv <
+// 0.5 - lo` makes every x * inv round to lo or above (and keeps it far inside the conversion's range). A scale from
+// StoredScale always satisfies it (x * inv >= -divisor * (1 + 3 * 2^-24)); otherwise (a subnormal scale, whose
+// inverse is inf) the segment goes to the baseline.
+inline bool VectorCodingSafe(float absmax, float inv, Int8Range range) { return absmax * inv < 0.5f - range.lo; }
+
+float AbsMaxBase(const float* x, uint64_t n, bool* finite) { return AbsMaxFromBits(AbsMaxBitsImpl(x, n), finite); }
 void CodeSegmentBase(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, ErrorStats* st) {
   CodeSegmentImpl(x, n, scale, range, codes, st);
 }
 __attribute__((target("avx2"))) float AbsMaxAvx2(const float* x, uint64_t n, bool* finite) {
-  return AbsMaxImpl(x, n, finite);
+  return AbsMaxFromBits(AbsMaxBitsImpl(x, n), finite);
 }
 
-// CodeSegmentImpl with AVX2 intrinsics. GCC scalarised two steps of the vector-extension version (int32 -> int8
-// became 8 pextrd + shifts; fp32 -> fp64 went through the stack), which made this loop half of the quantize time.
-// Same results bit for bit as CodeSegmentBase, NaN/inf included (for a subnormal scale 1/scale is inf):
-// - max_ps(a, b) = a > b ? a : b, so max_ps(lo, v) is `v < lo ? lo : v` with the NaN passed through, as in the base;
-// - int32 -> int8 keeps the low byte (a shuffle, not a saturating pack), as the base's conversion does;
-// - the fp64 lanes are laid out as in the base (elements 0-3 in `a`, 4-7 in `b`);
-// - no FMA: GCC contracts a * b + c in C++ even in ISO mode once the target has FMA, which changed max|x - xhat| in
-//   the scalar tail (a test compares the two paths bit for bit).
-__attribute__((target("avx2"))) void CodeSegmentAvx2(const float* x, uint64_t n, float scale, Int8Range range,
-                                                         int8_t* codes, ErrorStats* st) {
-  const uint64_t body = n / 8 * 8;
+// CodeSegmentImpl with AVX2 + FMA: each 16-lane chunk is two 8-lane halves (lanes 0-7 and 8-15), whose fp32 partials
+// and fp64 lane sums are kept in separate registers; int32 -> int8 keeps the low byte (a shuffle, as the baseline's
+// conversion does). No contraction of the separate multiply and subtract of e: -ffp-contract=off (CMakeLists.txt).
+__attribute__((target("avx2,fma"))) void CodeSegmentAvx2(const float* x, uint64_t n, float scale, float absmax,
+                                                         Int8Range range, int8_t* codes, ErrorStats* st) {
   const float inv = InverseScale(scale);
-  const __m256 vinv = _mm256_set1_ps(inv), vs = _mm256_set1_ps(scale), vmagic = _mm256_set1_ps(12582912.0f);
-  const __m256 vlo = _mm256_set1_ps(range.lo), vhi = _mm256_set1_ps(range.hi);
-  const __m256 vneg = _mm256_set1_ps(-256.0f), vpos = _mm256_set1_ps(256.0f);
+  if (!VectorCodingSafe(absmax, inv, range)) return CodeSegmentBase(x, n, scale, range, codes, st);
+  const __m256 vinv = _mm256_set1_ps(inv), vs = _mm256_set1_ps(scale);
+  const __m256i vhi = _mm256_set1_epi32(static_cast<int32_t>(range.hi));
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   // Low byte of each int32 to the front of its 128-bit lane, then dwords 0 and 4 to the bottom.
   const __m256i lowbytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i gather = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
   CodeAcc acc;
-  constexpr uint64_t kBlock = 1 << 16;  // as in CodeSegmentImpl: the int32 lane sums cannot overflow within a block
-  for (uint64_t i = 0; i < body;) {
-    const uint64_t bend = std::min(body, i + kBlock);
-    __m256d sx2a = _mm256_setzero_pd(), sx2b = sx2a, sxca = sx2a, sxcb = sx2a;
-    __m256i sc2 = _mm256_setzero_si256(), clip = sc2;
-    __m256 emax = _mm256_setzero_ps();
-    for (; i < bend; i += 8) {
-      const __m256 xv = _mm256_loadu_ps(x + i);
-      __m256 v = _mm256_mul_ps(xv, vinv);
-      v = _mm256_min_ps(vpos, _mm256_max_ps(vneg, v));
-      const __m256 r = _mm256_sub_ps(_mm256_add_ps(v, vmagic), vmagic);
-      const __m256 c = _mm256_min_ps(vhi, _mm256_max_ps(vlo, r));
-      clip = _mm256_sub_epi32(clip, _mm256_castps_si256(_mm256_cmp_ps(c, r, _CMP_NEQ_UQ)));
-      const __m256i ci = _mm256_cvttps_epi32(c);
-      const __m256i b = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(ci, lowbytes), gather);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), _mm256_castsi256_si128(b));
-      const __m256 ae = _mm256_and_ps(_mm256_sub_ps(xv, _mm256_mul_ps(c, vs)), absmask);
-      emax = _mm256_max_ps(ae, emax);
-      const __m256d xl = _mm256_cvtps_pd(_mm256_castps256_ps128(xv));
-      const __m256d xh = _mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1));
-      const __m256d cl = _mm256_cvtps_pd(_mm256_castps256_ps128(c));
-      const __m256d ch = _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1));
-      sx2a = _mm256_add_pd(sx2a, _mm256_mul_pd(xl, xl));
-      sx2b = _mm256_add_pd(sx2b, _mm256_mul_pd(xh, xh));
-      sxca = _mm256_add_pd(sxca, _mm256_mul_pd(xl, cl));
-      sxcb = _mm256_add_pd(sxcb, _mm256_mul_pd(xh, ch));
-      sc2 = _mm256_add_epi32(sc2, _mm256_mullo_epi32(ci, ci));
+  __m256d lx2[4], le2[4], lc2[4];  // fp64 lane sums, lanes 4q .. 4q + 3
+  for (int q = 0; q < 4; ++q) lx2[q] = le2[q] = lc2[q] = _mm256_setzero_pd();
+  __m256i clip = _mm256_setzero_si256();
+  __m256 emax = _mm256_setzero_ps();
+  const uint64_t body = n / kLanes * kLanes;
+  uint64_t i = 0;
+  while (i < body) {
+    const uint64_t bend = std::min(body, i + kLanes * kBlockChunks);
+    __m256 px2[2], pe2[2], pc2[2];
+    for (int h = 0; h < 2; ++h) px2[h] = pe2[h] = pc2[h] = _mm256_setzero_ps();
+    for (; i < bend; i += kLanes)
+      for (int h = 0; h < 2; ++h) {
+        const __m256 xv = _mm256_loadu_ps(x + i + 8 * h);
+        const __m256i ri = _mm256_cvtps_epi32(_mm256_mul_ps(xv, vinv));
+        const __m256i ci = _mm256_min_epi32(vhi, ri);
+        clip = _mm256_sub_epi32(clip, _mm256_cmpgt_epi32(ri, vhi));  // a true comparison is -1
+        const __m256i b = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(ci, lowbytes), gather);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i + 8 * h), _mm256_castsi256_si128(b));
+        const __m256 c = _mm256_cvtepi32_ps(ci);
+        const __m256 e = _mm256_sub_ps(xv, _mm256_mul_ps(c, vs));
+        emax = _mm256_max_ps(_mm256_and_ps(e, absmask), emax);
+        px2[h] = _mm256_fmadd_ps(xv, xv, px2[h]);
+        pe2[h] = _mm256_fmadd_ps(e, e, pe2[h]);
+        pc2[h] = _mm256_fmadd_ps(c, c, pc2[h]);
+      }
+    for (int h = 0; h < 2; ++h) {
+      lx2[2 * h] = _mm256_add_pd(lx2[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(px2[h])));
+      lx2[2 * h + 1] = _mm256_add_pd(lx2[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(px2[h], 1)));
+      le2[2 * h] = _mm256_add_pd(le2[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(pe2[h])));
+      le2[2 * h + 1] = _mm256_add_pd(le2[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(pe2[h], 1)));
+      lc2[2 * h] = _mm256_add_pd(lc2[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(pc2[h])));
+      lc2[2 * h + 1] = _mm256_add_pd(lc2[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(pc2[h], 1)));
     }
-    alignas(32) double a[4], b[4], ca[4], cb[4];
-    alignas(32) int32_t q[8], k[8];
-    alignas(32) float e[8];
-    _mm256_store_pd(a, sx2a);
-    _mm256_store_pd(b, sx2b);
-    _mm256_store_pd(ca, sxca);
-    _mm256_store_pd(cb, sxcb);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(q), sc2);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(k), clip);
-    _mm256_store_ps(e, emax);
-    for (int j = 0; j < 4; ++j) {
-      acc.tx2 += a[j] + b[j];
-      acc.txc += ca[j] + cb[j];
-    }
-    float m = 0;
-    for (int j = 0; j < 8; ++j) {
-      acc.tc2 += q[j];
-      acc.tclip += static_cast<uint32_t>(k[j]);
-      m = m < e[j] ? e[j] : m;
-    }
-    acc.em = acc.em < m ? m : acc.em;
   }
-  for (uint64_t i = body; i < n; ++i) CodeScalar(x[i], inv, scale, range, codes + i, acc);
+  alignas(32) double a[kLanes], b[kLanes], c[kLanes];
+  for (int q = 0; q < 4; ++q) {
+    _mm256_store_pd(a + 4 * q, lx2[q]);
+    _mm256_store_pd(b + 4 * q, le2[q]);
+    _mm256_store_pd(c + 4 * q, lc2[q]);
+  }
+  AddLanes(a, b, c, acc);
+  alignas(32) int32_t k[8];
+  alignas(32) float e[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(k), clip);
+  _mm256_store_ps(e, emax);
+  for (int j = 0; j < 8; ++j) {
+    acc.tclip += static_cast<uint32_t>(k[j]);
+    acc.em = acc.em < e[j] ? e[j] : acc.em;
+  }
+  for (uint64_t j = body; j < n; ++j) CodeScalar(x[j], inv, scale, range, codes + j, acc);
   CodeFinish(acc, n, scale, st);
 }
 
 // The constants of CodeSegmentAvx512.
 struct Code16Consts {
-  __m512 inv, s, lo, hi;
-  __m512i absmask;
+  __m512 inv, s;
+  __m512i hi, one;
 };
 
-// Codes the 16 (lanes 0xffff) or first 8 (0x00ff) elements at x into codes and adds to the sums; see
-// CodeSegmentAvx512.
-[[gnu::always_inline]] __attribute__((target("avx512f"))) inline void Code16(const float* x, int8_t* codes,
-                                                                            __mmask16 lanes, const Code16Consts& k,
-                                                                            __m512d& sx2, __m512d& sxc, __m512i& sc2,
-                                                                            __m512& emax, uint64_t& clip) {
-  const __m512 xv = _mm512_maskz_loadu_ps(lanes, x);
-  // rint by the rounding instruction, on the unclamped quotient: the base clamps to +-256 first and uses the
-  // 1.5 * 2^23 add, which gives the same r for |v| <= 256; beyond, both r lie outside [lo, hi], so c and the clip
-  // count agree too (a zero's sign may differ, which no code, sum or maximum below can see).
-  const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(xv, k.inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 c = _mm512_min_ps(k.hi, _mm512_max_ps(k.lo, r));
-  clip += static_cast<uint64_t>(__builtin_popcount(_mm512_mask_cmp_ps_mask(lanes, c, r, _CMP_NEQ_UQ)));
-  const __m512i ci = _mm512_cvttps_epi32(c);
-  _mm512_mask_cvtepi32_storeu_epi8(codes, lanes, ci);
-  const __m512 ae =
-      _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_sub_ps(xv, _mm512_mul_ps(c, k.s))), k.absmask));
-  emax = _mm512_max_ps(ae, emax);  // masked-off lanes give |0 - 0 * s| = 0
-  sc2 = _mm512_add_epi32(sc2, _mm512_mullo_epi32(ci, ci));
-  const __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(xv));
-  const __m512d c0 = _mm512_cvtps_pd(_mm512_castps512_ps256(c));
-  // fma(x, y, s) rounds x*y + s once, and x*y is exact in fp64 (two 24-bit significands): the same bits as the
-  // base's separate multiply and add, in one instruction.
-  sx2 = _mm512_fmadd_pd(x0, x0, sx2);
-  sxc = _mm512_fmadd_pd(x0, c0, sxc);
-  if (lanes == 0xffff) {
-    const __m512d x1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1)));
-    const __m512d c1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1)));
-    sx2 = _mm512_fmadd_pd(x1, x1, sx2);
-    sxc = _mm512_fmadd_pd(x1, c1, sxc);
-  }
+// Codes the 16 elements at x and adds to the fp32 partials; returns the codes as int32 lanes. See CodeSegmentAvx512.
+[[gnu::always_inline]] __attribute__((target("avx512f,avx512dq"))) inline __m512i Code16(
+    const float* x, const Code16Consts& k, __m512& px2, __m512& pe2, __m512& pc2, __m512& emax, __m512i& clip) {
+  const __m512 xv = _mm512_loadu_ps(x);
+  const __m512i ri = _mm512_cvt_roundps_epi32(_mm512_mul_ps(xv, k.inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512i ci = _mm512_min_epi32(k.hi, ri);
+  clip = _mm512_mask_add_epi32(clip, _mm512_cmpgt_epi32_mask(ri, k.hi), clip, k.one);
+  const __m512 c = _mm512_cvtepi32_ps(ci);
+  const __m512 e = _mm512_sub_ps(xv, _mm512_mul_ps(c, k.s));
+  emax = _mm512_range_ps(emax, e, 0x0b);  // max(|emax|, |e|) with the sign cleared: one instruction for abs + max
+  px2 = _mm512_fmadd_ps(xv, xv, px2);
+  pe2 = _mm512_fmadd_ps(e, e, pe2);
+  pc2 = _mm512_fmadd_ps(c, c, pc2);
+  return ci;
 }
 
-// CodeSegmentAvx2 with 16 lanes (AVX-512F), the same results bit for bit: every fp32 step is the same IEEE
-// operation per element; the fp64 sums keep the base's lane layout because each group of 8 elements is widened into
-// one 8-double register whose lanes 0-3 and 4-7 are the base's `a` and `b` accumulators, and groups are added in
-// element order (two per step, then a last one when the segment holds an odd number of 8-groups); the integer sums
-// (c^2, clipped) and the max are order-free. On the build VM's Zen 5 this halves the coding time against AVX2.
-// `next_bytes` bytes at `next` (the caller's next row, or none) are prefetched as it goes, one cache line per 16
-// values.
-__attribute__((target("avx512f"))) void CodeSegmentAvx512(const float* x, uint64_t n, float scale, Int8Range range,
-                                                          int8_t* codes, ErrorStats* st, const uint8_t* next,
-                                                          uint64_t next_bytes) {
-  const uint64_t body = n / 8 * 8;
+// Stores the codes of four consecutive chunks (64 int32 lanes in [-128, 127]) as 64 bytes: two saturating packs to
+// int16, one to int8 (exact for values in range), then one permute, since each pack interleaves its sources per 128-bit
+// lane (dword 4L + k of the result holds chunk k's lanes 4L .. 4L + 3). Four vpmovdb (two operations each) cost more.
+[[gnu::always_inline]] __attribute__((target("avx512f,avx512bw"))) inline void Store64(int8_t* out, __m512i c0,
+                                                                                      __m512i c1, __m512i c2,
+                                                                                      __m512i c3) {
+  const __m512i p = _mm512_packs_epi16(_mm512_packs_epi32(c0, c1), _mm512_packs_epi32(c2, c3));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, p));
+}
+
+// fp64 lane sums of one metric: lanes 0-7 in lo, 8-15 in hi.
+[[gnu::always_inline]] __attribute__((target("avx512f"))) inline void AddPartials(__m512 p, __m512d& lo,
+                                                                                 __m512d& hi) {
+  lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+  hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
+}
+
+// CodeSegmentImpl with 16 lanes (AVX-512F + DQ), the same results bit for bit. `next_bytes` bytes at `next` (the
+// caller's next row, or none) are prefetched as it goes, one cache line per 16 values.
+__attribute__((target("avx512f,avx512dq,avx512bw,prfchw"))) void CodeSegmentAvx512(
+    const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes, ErrorStats* st,
+    const uint8_t* next, uint64_t next_bytes, int8_t* next_codes) {
   const float inv = InverseScale(scale);
-  const Code16Consts k = {_mm512_set1_ps(inv), _mm512_set1_ps(scale), _mm512_set1_ps(range.lo),
-                          _mm512_set1_ps(range.hi), _mm512_set1_epi32(0x7fffffff)};
+  if (!VectorCodingSafe(absmax, inv, range)) return CodeSegmentBase(x, n, scale, range, codes, st);
+  const Code16Consts k = {_mm512_set1_ps(inv), _mm512_set1_ps(scale), _mm512_set1_epi32(static_cast<int32_t>(range.hi)),
+                          _mm512_set1_epi32(1)};
   CodeAcc acc;
-  constexpr uint64_t kBlock = 1 << 16;  // as in CodeSegmentImpl: the int32 lane sums cannot overflow within a block
-  for (uint64_t i = 0; i < body;) {
-    const uint64_t bend = std::min(body, i + kBlock);
-    __m512d sx2 = _mm512_setzero_pd(), sxc = sx2;
-    __m512i sc2 = _mm512_setzero_si512();
-    __m512 emax = _mm512_setzero_ps();
-    uint64_t clip = 0;
-    for (; i + 16 <= bend; i += 16) {
-      if (i * 4 < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next) + i * 4, _MM_HINT_T0);
-      Code16(x + i, codes + i, 0xffff, k, sx2, sxc, sc2, emax, clip);
+  __m512d lx2a = _mm512_setzero_pd(), lx2b = lx2a, le2a = lx2a, le2b = lx2a, lc2a = lx2a, lc2b = lx2a;
+  __m512i clip = _mm512_setzero_si512();
+  __m512 emax = _mm512_setzero_ps();
+  const uint64_t body = n / kLanes * kLanes;
+  // The next row is prefetched evenly over this one's 64-element steps: a core has only so many line fill buffers,
+  // and issuing the prefetches as fast as the loop runs left it stalled on them for half the row.
+  const uint64_t steps = body / (4 * kLanes);
+  const uint64_t pf_step = steps ? (next_bytes + steps * 64 - 1) / (steps * 64) * 64 : 0;
+  uint64_t pf = 0;
+  uint64_t i = 0;
+  while (i < body) {
+    const uint64_t bend = std::min(body, i + kLanes * kBlockChunks);
+    __m512 px2 = _mm512_setzero_ps(), pe2 = px2, pc2 = px2;
+    for (; i + 4 * kLanes <= bend; i += 4 * kLanes) {
+      for (uint64_t end = std::min(next_bytes, pf + pf_step); pf < end; pf += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next) + pf, _MM_HINT_T0);
+      if (next_codes && i < n) __builtin_prefetch(next_codes + i, 1, 3);
+      const __m512i c0 = Code16(x + i, k, px2, pe2, pc2, emax, clip);
+      const __m512i c1 = Code16(x + i + 16, k, px2, pe2, pc2, emax, clip);
+      const __m512i c2 = Code16(x + i + 32, k, px2, pe2, pc2, emax, clip);
+      const __m512i c3 = Code16(x + i + 48, k, px2, pe2, pc2, emax, clip);
+      Store64(codes + i, c0, c1, c2, c3);
     }
-    if (i < bend) {  // one group of 8 left (bend is a multiple of 8)
-      Code16(x + i, codes + i, 0x00ff, k, sx2, sxc, sc2, emax, clip);
-      i += 8;
-    }
-    alignas(64) double a[8], b[8];
-    alignas(64) int32_t q[16];
-    _mm512_store_pd(a, sx2);
-    _mm512_store_pd(b, sxc);
-    _mm512_store_si512(q, sc2);
-    for (int j = 0; j < 4; ++j) {
-      acc.tx2 += a[j] + a[j + 4];
-      acc.txc += b[j] + b[j + 4];
-    }
-    for (int j = 0; j < 16; ++j) acc.tc2 += q[j];
-    acc.tclip += clip;
-    const float m = _mm512_reduce_max_ps(emax);
-    acc.em = acc.em < m ? m : acc.em;
+    for (; i < bend; i += kLanes)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i),
+                       _mm512_cvtepi32_epi8(Code16(x + i, k, px2, pe2, pc2, emax, clip)));
+    AddPartials(px2, lx2a, lx2b);
+    AddPartials(pe2, le2a, le2b);
+    AddPartials(pc2, lc2a, lc2b);
   }
-  for (uint64_t i = body; i < n; ++i) CodeScalar(x[i], inv, scale, range, codes + i, acc);
+  alignas(64) double a[kLanes], b[kLanes], c[kLanes];
+  _mm512_store_pd(a, lx2a);
+  _mm512_store_pd(a + 8, lx2b);
+  _mm512_store_pd(b, le2a);
+  _mm512_store_pd(b + 8, le2b);
+  _mm512_store_pd(c, lc2a);
+  _mm512_store_pd(c + 8, lc2b);
+  AddLanes(a, b, c, acc);
+  acc.tclip += static_cast<uint64_t>(_mm512_reduce_add_epi32(clip));
+  acc.em = _mm512_reduce_max_ps(emax);
+  for (uint64_t j = body; j < n; ++j) CodeScalar(x[j], inv, scale, range, codes + j, acc);
   CodeFinish(acc, n, scale, st);
 }
 
 __attribute__((target("avx512f"))) float AbsMaxAvx512(const float* x, uint64_t n, bool* finite) {
-  // Order-free: a max, and a sum that is 0 unless some x - x is NaN.
-  __m512 m = _mm512_setzero_ps(), bad = m;
+  __m512i m = _mm512_setzero_si512();
   const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
   uint64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(x + i);
-    m = _mm512_max_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), absmask)), m);
-    bad = _mm512_add_ps(bad, _mm512_sub_ps(v, v));
-  }
-  float mm = _mm512_reduce_max_ps(m), bb = _mm512_reduce_add_ps(bad);
-  for (; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    mm = mm < a ? a : mm;
-    bb += x[i] - x[i];
-  }
-  *finite = bb == 0.0f;
-  return mm;
+  for (; i + 16 <= n; i += 16)
+    m = _mm512_max_epi32(m, _mm512_and_si512(_mm512_loadu_si512(x + i), absmask));
+  uint32_t mm = static_cast<uint32_t>(_mm512_reduce_max_epi32(m));
+  for (; i < n; ++i) mm = std::max(mm, AbsBits(x[i]));
+  return AbsMaxFromBits(mm, finite);
 }
 
 std::atomic<bool> g_force_baseline{false};
 std::atomic<bool> g_force_avx2{false};
 
 bool HaveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f");
+  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                           __builtin_cpu_supports("avx512bw");
   return have && !g_force_baseline.load(std::memory_order_relaxed) && !g_force_avx2.load(std::memory_order_relaxed);
 }
 bool HaveAvx2() {
-  static const bool have = __builtin_cpu_supports("avx2");
+  static const bool have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return have && !g_force_baseline.load(std::memory_order_relaxed);
 }
 inline float AbsMax(const float* x, uint64_t n, bool* finite) {
   return HaveAvx512() ? AbsMaxAvx512(x, n, finite) : HaveAvx2() ? AbsMaxAvx2(x, n, finite) : AbsMaxBase(x, n, finite);
 }
-// `next`: memory the caller reads next, prefetched by the AVX-512 path (the others leave it to the hardware).
-inline void CodeSegment(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, ErrorStats* st,
-                        const uint8_t* next = nullptr, uint64_t next_bytes = 0) {
-  HaveAvx512() ? CodeSegmentAvx512(x, n, scale, range, codes, st, next, next_bytes)
-  : HaveAvx2() ? CodeSegmentAvx2(x, n, scale, range, codes, st)
+// Codes a segment whose values' absmax is `absmax` with `scale`. `next`: memory the caller reads next, prefetched by
+// the AVX-512 path (the others leave it to the hardware).
+inline void CodeSegment(const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes,
+                        ErrorStats* st, const uint8_t* next = nullptr, uint64_t next_bytes = 0,
+                        int8_t* next_codes = nullptr) {
+  HaveAvx512() ? CodeSegmentAvx512(x, n, scale, absmax, range, codes, st, next, next_bytes, next_codes)
+  : HaveAvx2() ? CodeSegmentAvx2(x, n, scale, absmax, range, codes, st)
                : CodeSegmentBase(x, n, scale, range, codes, st);
 }
 
-// BF16 -> fp32 for one row, vectorised (8 per step: widen, shift). The same exact conversion as io::Bf16ToF32, kept
-// here because it is fused into the hot loop's AVX2 clone: the generic io converter was a third of the run time.
+// BF16 -> fp32 for one row, vectorised (8 per step: widen, shift), returning the absmax bits (AbsMaxBitsImpl). The
+// same exact conversion as io::Bf16ToF32, kept here because it is fused with the absmax: the generic io converter
+// was a third of the run time, and a separate absmax pass cost another load and two vector operations per 16 values.
 typedef uint16_t H8 __attribute__((vector_size(16)));
-[[gnu::always_inline]] inline void Bf16RowImpl(const uint8_t* src, uint64_t n, float* out) {
+[[gnu::always_inline]] inline uint32_t Bf16RowImpl(const uint8_t* src, uint64_t n, float* out) {
+  I8 m = {};
   uint64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     H8 h;
     std::memcpy(&h, src + 2 * i, sizeof h);
     const I8 w = __builtin_convertvector(h, I8) << 16;
     std::memcpy(out + i, &w, sizeof w);
+    const I8 a = w & 0x7fffffff;
+    m = m < a ? a : m;
   }
+  uint32_t mm = 0;
+  for (int j = 0; j < 8; ++j) mm = std::max(mm, static_cast<uint32_t>(m[j]));
   if (i < n) io::Bf16ToF32(src + 2 * i, out + i, n - i);
+  for (; i < n; ++i) mm = std::max(mm, AbsBits(out[i]));
+  return mm;
 }
-__attribute__((target("avx2"))) void Bf16RowAvx2(const uint8_t* src, uint64_t n, float* out) {
-  Bf16RowImpl(src, n, out);
+__attribute__((target("avx2"))) uint32_t Bf16RowAvx2(const uint8_t* src, uint64_t n, float* out) {
+  return Bf16RowImpl(src, n, out);
 }
-void Bf16RowBase(const uint8_t* src, uint64_t n, float* out) { Bf16RowImpl(src, n, out); }
-__attribute__((target("avx512f"))) void Bf16RowAvx512(const uint8_t* src, uint64_t n, float* out) {
+uint32_t Bf16RowBase(const uint8_t* src, uint64_t n, float* out) { return Bf16RowImpl(src, n, out); }
+__attribute__((target("avx512f"))) uint32_t Bf16RowAvx512(const uint8_t* src, uint64_t n, float* out) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+  __m512i m = _mm512_setzero_si512();
   uint64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i));
-    _mm512_storeu_si512(out + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    const __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+    _mm512_storeu_si512(out + i, w);
+    m = _mm512_max_epi32(m, _mm512_and_si512(w, absmask));
   }
+  uint32_t mm = static_cast<uint32_t>(_mm512_reduce_max_epi32(m));
   if (i < n) io::Bf16ToF32(src + 2 * i, out + i, n - i);
+  for (; i < n; ++i) mm = std::max(mm, AbsBits(out[i]));
+  return mm;
 }
 
 // F16 -> fp32 for one row with the conversion instruction (exact for every finite value and infinity; a NaN stays a
-// NaN, quieted, and is reported as non-finite either way). The generic io converter, bit manipulation in vector
-// lanes that preserves NaN payloads, made F16 checkpoints ~30% slower to quantize than BF16 ones.
-__attribute__((target("avx512f"))) void F16RowAvx512(const uint8_t* src, uint64_t n, float* out) {
+// NaN, quieted, and is reported as non-finite either way), returning the absmax bits. The generic io converter, bit
+// manipulation in vector lanes that preserves NaN payloads, made F16 checkpoints ~30% slower to quantize than BF16.
+__attribute__((target("avx512f"))) uint32_t F16RowAvx512(const uint8_t* src, uint64_t n, float* out) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+  __m512i m = _mm512_setzero_si512();
   uint64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i))));
+  for (; i + 16 <= n; i += 16) {
+    const __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i)));
+    _mm512_storeu_ps(out + i, w);
+    m = _mm512_max_epi32(m, _mm512_and_si512(_mm512_castps_si512(w), absmask));
+  }
+  uint32_t mm = static_cast<uint32_t>(_mm512_reduce_max_epi32(m));
   if (i < n) io::ConvertToF32(io::DType::kF16, src + 2 * i, out + i, n - i);
+  for (; i < n; ++i) mm = std::max(mm, AbsBits(out[i]));
+  return mm;
 }
 
-// A row as fp32: F32 rows that are 4-byte aligned (always, in files lmkit and HF write) are used in place; others are
-// converted into `buf`.
-inline const float* LoadRow(const uint8_t* src, io::DType dtype, uint64_t n, float* buf) {
-  if (dtype == io::DType::kF32 && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0)
-    return reinterpret_cast<const float*>(src);
-  if (dtype == io::DType::kBF16) {
-    HaveAvx512() ? Bf16RowAvx512(src, n, buf) : HaveAvx2() ? Bf16RowAvx2(src, n, buf) : Bf16RowBase(src, n, buf);
-    return buf;
+// A row as fp32, and (when `absmax` is not null) its absmax and whether it is all finite: F32 rows that are 4-byte
+// aligned (always, in files lmkit and HF write) are used in place; others are converted into `buf`, BF16 and F16 with
+// the absmax found on the way.
+inline const float* LoadRow(const uint8_t* src, io::DType dtype, uint64_t n, float* buf, float* absmax = nullptr,
+                            bool* finite = nullptr) {
+  const float* row = buf;
+  uint32_t bits = 0;
+  bool have_bits = false;
+  if (dtype == io::DType::kF32 && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0) {
+    row = reinterpret_cast<const float*>(src);
+  } else if (dtype == io::DType::kBF16) {
+    bits = HaveAvx512() ? Bf16RowAvx512(src, n, buf) : HaveAvx2() ? Bf16RowAvx2(src, n, buf) : Bf16RowBase(src, n, buf);
+    have_bits = true;
+  } else if (dtype == io::DType::kF16 && HaveAvx512()) {
+    bits = F16RowAvx512(src, n, buf);
+    have_bits = true;
+  } else {
+    io::ConvertToF32(dtype, src, buf, n);
   }
-  if (dtype == io::DType::kF16 && HaveAvx512()) {
-    F16RowAvx512(src, n, buf);
-    return buf;
-  }
-  io::ConvertToF32(dtype, src, buf, n);
-  return buf;
+  if (absmax) *absmax = have_bits ? AbsMaxFromBits(bits, finite) : AbsMax(row, n, finite);
+  return row;
 }
 
 uint64_t FirstNonFinite(const float* x, uint64_t n) {
@@ -582,7 +625,7 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
   };
 
   // Per-tensor: one absmax over everything first.
-  float tensor_scale = 0;
+  float tensor_scale = 0, tensor_max = 0;
   if (g.kind == Granularity::Kind::kTensor) {
     std::vector<float> item_max(items, 0.0f);
     run(items, [&](size_t item, unsigned w) {
@@ -591,16 +634,16 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
       if (!block) return;
       float* buf = buffers[w].data();
       for (uint64_t k = 0; k < n; ++k) {
-        const float* row = LoadRow(block + k * row_bytes, dtype, cols, buf);
         bool finite = true;
-        item_max[item] = std::max(item_max[item], AbsMax(row, cols, &finite));
+        float m = 0;
+        LoadRow(block + k * row_bytes, dtype, cols, buf, &m, &finite);
+        item_max[item] = std::max(item_max[item], m);
         if (!finite) note_bad(r0 + k);
       }
     });
     if (failed) return stream_error;
-    float m = 0;
-    for (float v : item_max) m = std::max(m, v);
-    tensor_scale = StoredScale(m, options.convention, options.scale_dtype);
+    for (float v : item_max) tensor_max = std::max(tensor_max, v);
+    tensor_scale = StoredScale(tensor_max, options.convention, options.scale_dtype);
     if (bad_row.load() == std::numeric_limits<uint64_t>::max()) scales[0] = tensor_scale;
   }
 
@@ -615,32 +658,37 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
       bool all_finite = true;
       for (uint64_t k = 0; k < n; ++k) {
         const uint64_t r = r0 + k;
-        const float* row = LoadRow(block + k * row_bytes, dtype, cols, buf);
+        bool finite = true;
+        float row_max = 0;
+        // Per-channel rows get their absmax as they are loaded (widened rows: in the same loop).
+        const float* row = LoadRow(block + k * row_bytes, dtype, cols, buf,
+                                   g.kind == Granularity::Kind::kChannel ? &row_max : nullptr, &finite);
         int8_t* out = out_block + k * cols;
         ErrorStats& st = group_stats[r / kRowsPerItem];
-        bool finite = true;
         // The next row of the item is prefetched while this one is coded (read in place or widened, a row is first
         // touched by this loop, and a core's hardware prefetcher alone left it waiting on memory: F32 rows 1.4x).
         const uint8_t* next = k + 1 < n ? block + (k + 1) * row_bytes : nullptr;
         const uint64_t next_bytes = next ? row_bytes : 0;
+        int8_t* next_out = next ? out + cols : nullptr;
         switch (g.kind) {
           case Granularity::Kind::kTensor:
-            CodeSegment(row, cols, tensor_scale, range, out, &st, next, next_bytes);
+            CodeSegment(row, cols, tensor_scale, tensor_max, range, out, &st, next, next_bytes, next_out);
             break;
           case Granularity::Kind::kChannel: {
-            float s = StoredScale(AbsMax(row, cols, &finite), options.convention, options.scale_dtype);
             if (!finite) break;
+            const float s = StoredScale(row_max, options.convention, options.scale_dtype);
             scales[r] = s;
-            CodeSegment(row, cols, s, range, out, &st, next, next_bytes);
+            CodeSegment(row, cols, s, row_max, range, out, &st, next, next_bytes, next_out);
             break;
           }
           case Granularity::Kind::kGroup: {
             const uint64_t gs = g.group_size, ng = cols / gs;
             for (uint64_t k2 = 0; k2 < ng && finite; ++k2) {
-              float s = StoredScale(AbsMax(row + k2 * gs, gs, &finite), options.convention, options.scale_dtype);
+              const float m = AbsMax(row + k2 * gs, gs, &finite);
               if (!finite) break;
+              const float s = StoredScale(m, options.convention, options.scale_dtype);
               scales[r * ng + k2] = s;
-              CodeSegment(row + k2 * gs, gs, s, range, out + k2 * gs, &st);
+              CodeSegment(row + k2 * gs, gs, s, m, range, out + k2 * gs, &st);
             }
             break;
           }

@@ -236,9 +236,10 @@ TEST_CASE("quantizer: Gaussian per-channel and per-tensor SQNR match the referen
 
 TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, scales and stats bit for bit",
           "[quant]") {
-  // Widths cover the 8- and 16-wide bodies (24: one 16-step and a last 8-group), scalar tails, groups that end
-  // mid-vector and segments longer than the 65536-element accumulation block; the rows include exact ties, zeros,
-  // one outlier, and a row whose scale is subnormal (1/scale overflows to inf).
+  // Widths cover 16-element chunks alone (24: one chunk and a scalar tail) and in the 64-element store steps with
+  // chunks left over (4099), scalar tails, groups that end mid-vector and segments of many 256-element partial-sum
+  // blocks; the rows include exact ties, zeros, one outlier, and a row whose scale is subnormal (1/scale overflows to
+  // inf, which the vector kernels hand to the baseline). Both conventions: the top clamp and its clip count differ.
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (uint64_t cols : {1u, 7u, 8u, 13u, 24u, 64u, 4099u, 65560u}) {
@@ -261,7 +262,9 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
     if (cols % 13 == 0) gs.push_back(Granularity{Granularity::Kind::kGroup, 13});
     for (const Granularity& g : gs)
       for (io::DType dt : {io::DType::kF32, io::DType::kBF16})
-        for (io::DType sdt : {io::DType::kF32, io::DType::kF16}) {
+        for (auto [sdt, conv] : {std::pair{io::DType::kF32, Int8Convention::kHalfStep},
+                                 std::pair{io::DType::kF16, Int8Convention::kHalfStep},
+                                 std::pair{io::DType::kF32, Int8Convention::kSymmetric127}}) {
           // 0: baseline loops, 1: AVX2 (where the CPU has it), 2: the run-time choice (AVX-512 where available).
           auto run = [&](int level) {
             ForceBaselineKernelsForTesting(level == 0);
@@ -270,7 +273,7 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
             o.codes.assign(rows * cols, 99);
             o.scales.assign(g.ScaleCount(rows, cols), -1.0f);
             const void* src = dt == io::DType::kF32 ? static_cast<const void*>(x.data()) : bf.data();
-            REQUIRE(QuantizeMatrix(src, dt, rows, cols, {g, Int8Convention::kHalfStep, sdt}, nullptr, o.codes.data(),
+            REQUIRE(QuantizeMatrix(src, dt, rows, cols, {g, conv, sdt}, nullptr, o.codes.data(),
                                    o.scales.data(), &o.stats)
                         .ok());
             ForceBaselineKernelsForTesting(false);
@@ -280,7 +283,8 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
           const Out base = run(0);
           for (int level : {1, 2}) {
             const Out a = run(level);
-            INFO("cols " << cols << " granularity " << GranularityName(g) << " dtype " << io::DTypeName(dt)
+            INFO("cols " << cols << " granularity " << GranularityName(g) << " dtype " << io::DTypeName(dt) << " scale "
+                         << io::DTypeName(sdt) << " convention " << static_cast<int>(conv)
                          << " kernels " << level);
             CHECK(a.codes == base.codes);
             CHECK(std::memcmp(a.scales.data(), base.scales.data(), a.scales.size() * 4) == 0);
