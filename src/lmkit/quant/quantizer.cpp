@@ -577,13 +577,15 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
   const size_t esize = io::DTypeSize(dtype);
   const uint64_t row_bytes = cols * esize;
   // Streamed items are >= 128 KiB of input, so the two system calls per item stay a small share of the time; larger
-  // items were slower (per-worker blocks fall out of L2: 256 KiB +15%, 1 MiB +100% on the build VM).
+  // items were slower (per-worker blocks fall out of L2: 256 KiB +15%, 1 MiB +100% on the build VM). In memory, up to
+  // 4 groups per item while every worker still gets >= 16 items: an item's first row is not prefetched (the coding
+  // loop prefetches the next row of its own item), and 8-row items paid that stall often enough to cost 5-10%.
+  const unsigned workers = pool ? pool->size() : 1;
   const uint64_t item_rows =
       streams ? kRowsPerItem * std::max<uint64_t>(1, (128u << 10) / std::max<uint64_t>(1, kRowsPerItem * row_bytes))
-              : kRowsPerItem;
+              : kRowsPerItem * std::clamp<uint64_t>(rows / (kRowsPerItem * workers * 16), 1, 4);
   const uint64_t items = (rows + item_rows - 1) / item_rows;
   const uint64_t groups = (rows + kRowsPerItem - 1) / kRowsPerItem;
-  const unsigned workers = pool ? pool->size() : 1;
   std::vector<std::vector<float>> buffers(workers, std::vector<float>(cols));
   // Per-worker blocks for streams; 8-aligned, so F32 rows are used in place.
   std::vector<std::vector<uint64_t>> raw(streams ? workers : 0, std::vector<uint64_t>((item_rows * row_bytes + 7) / 8));
