@@ -120,50 +120,151 @@ double EntropyCandidate(const std::vector<double>& bins, const std::vector<doubl
 
 }  // namespace
 
-std::vector<double> NvidiaEntropyDivergences(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins,
-                                             ThreadPool* pool) {
-  std::vector<double> bins(h.counts().begin(), h.counts().end());
-  const uint32_t n = static_cast<uint32_t>(bins.size());
-  if (n < 2 || start_bin > n || start_bin == 0) return {};
-  bins[0] = bins[1];
-  // suffix sums for the tail mass
-  std::vector<double> tail(n + 1, 0.0);
-  for (uint32_t i = n; i-- > 0;) tail[i] = tail[i + 1] + bins[i];
-  NonZeroBins nz;
-  nz.prefix.push_back(0.0);
-  for (uint32_t b = 0; b < n; ++b) {
-    if (bins[b] == 0) continue;
-    nz.idx.push_back(b);
-    nz.prefix.push_back(nz.prefix.back() + bins[b]);
-  }
+namespace {
 
-  // Candidates are independent: tasks take every `tasks`-th one (the cost grows with i, so striding balances them),
-  // and the minimum is chosen afterwards in index order, so the result does not depend on the thread count.
-  const uint32_t first = start_bin, count = n + 1 - first;
-  std::vector<double> kl(count);
+// The search histogram (bins[0] = bins[1]) with the sums both searches share.
+struct SearchBins {
+  std::vector<double> bins;
+  std::vector<double> tail;  // tail[i] = bins[i] + ... + bins[n - 1]
+  NonZeroBins nz;
+};
+
+SearchBins MakeSearchBins(const AbsHistogram& h) {
+  SearchBins sb;
+  sb.bins.assign(h.counts().begin(), h.counts().end());
+  const uint32_t n = static_cast<uint32_t>(sb.bins.size());
+  sb.bins[0] = sb.bins[1];
+  sb.tail.assign(n + 1, 0.0);
+  for (uint32_t i = n; i-- > 0;) sb.tail[i] = sb.tail[i + 1] + sb.bins[i];
+  sb.nz.prefix.push_back(0.0);
+  for (uint32_t b = 0; b < n; ++b) {
+    if (sb.bins[b] == 0) continue;
+    sb.nz.idx.push_back(b);
+    sb.nz.prefix.push_back(sb.nz.prefix.back() + sb.bins[b]);
+  }
+  return sb;
+}
+
+// Runs fn(i, scratch) for every candidate i in [first, first + count) into out[i - first]. Tasks take every
+// `tasks`-th candidate (the cost grows with i, so striding balances them); results do not depend on the thread count.
+template <typename Fn>
+void ForCandidates(uint32_t first, uint32_t count, ThreadPool* pool, std::vector<double>& out, Fn fn) {
+  out.assign(count, 0.0);
   const size_t tasks = std::min<size_t>(count, pool ? size_t{4} * pool->size() : 1);
   auto run = [&](size_t t, unsigned) {
     EntropyScratch s;
-    for (uint32_t c = static_cast<uint32_t>(t); c < count; c += static_cast<uint32_t>(tasks))
-      kl[c] = EntropyCandidate(bins, tail, nz, first + c, quant_bins, s);
+    for (uint32_t c = static_cast<uint32_t>(t); c < count; c += static_cast<uint32_t>(tasks)) out[c] = fn(first + c, s);
   };
   if (pool && tasks > 1) {
     pool->ParallelFor(tasks, run);
   } else {
     for (size_t t = 0; t < tasks; ++t) run(t, 0);
   }
+}
+
+// KL(P || Q) of candidate i by the same definition as EntropyCandidate, regrouped so that it costs O(quant_bins)
+// logarithms instead of one per non-zero bin: with p_j > 0 summing to sp and q constant (S_g / nz_g) within a group,
+//   sum_j (p_j / sp) log((p_j / sp) / (q_j / sq)) = (sum p log p - sum_g P_g log q_g) / sp - log sp + log sq,
+// where sum p log p comes from prefix sums over the bins and P_g is the group's P mass (its bins' counts, plus the tail
+// for the group holding a non-zero last bin). Groups are the reference's: bin idx is in group k when k * step <= idx <
+// (k + 1) * step with the same doubles, i.e. [ceil(k * step), ceil((k + 1) * step)). The infinite cases are decided
+// exactly as there (an empty last bin under tail mass, or no mass). Rounding differs from the literal sums by ~1e-13
+// absolute (terms of size log(count) cancel), which is why NvidiaEntropyAmax only uses it to shortlist.
+struct FastSums {
+  std::vector<double> count, nonzero, plogp;  // prefix sums over bins [0, j)
+};
+
+FastSums MakeFastSums(const std::vector<double>& bins) {
+  FastSums f;
+  const size_t n = bins.size();
+  f.count.assign(n + 1, 0.0);
+  f.nonzero.assign(n + 1, 0.0);
+  f.plogp.assign(n + 1, 0.0);
+  for (size_t j = 0; j < n; ++j) {
+    f.count[j + 1] = f.count[j] + bins[j];
+    f.nonzero[j + 1] = f.nonzero[j] + (bins[j] > 0 ? 1.0 : 0.0);
+    f.plogp[j + 1] = f.plogp[j] + (bins[j] > 0 ? bins[j] * std::log(bins[j]) : 0.0);
+  }
+  return f;
+}
+
+double FastEntropyCandidate(const SearchBins& sb, const FastSums& f, uint32_t i, uint32_t quant_bins) {
+  const uint32_t last = i - 1;
+  const double tail = sb.tail[i], b_last = sb.bins[last], p_last = b_last + tail;
+  const bool last_nonzero = b_last > 0;
+  if (!last_nonzero && p_last > 0) return kInf;  // Q is 0 where P has the tail's mass
+  const double sp = f.count[last] + p_last;
+  const double step = static_cast<double>(i) / quant_bins;
+  double sq = 0, plogq = 0;
+  uint32_t lo = 0;
+  for (uint32_t k = 0; k < quant_bins && lo < i; ++k) {
+    const uint32_t hi = std::min<uint32_t>(i, static_cast<uint32_t>(std::ceil((k + 1) * step)));
+    if (hi <= lo) continue;
+    const double nz = f.nonzero[hi] - f.nonzero[lo];
+    if (nz > 0) {
+      const double mass = f.count[hi] - f.count[lo];
+      const double q = mass / nz;
+      sq += mass;
+      plogq += (last_nonzero && hi == i ? mass + tail : mass) * std::log(q);
+    }
+    lo = hi;
+  }
+  if (sp <= 0 || sq <= 0) return kInf;
+  double plogp = f.plogp[last];
+  if (p_last > 0) plogp += p_last * std::log(p_last);
+  return (plogp - plogq) / sp - std::log(sp) + std::log(sq);
+}
+
+}  // namespace
+
+std::vector<double> NvidiaEntropyDivergences(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins,
+                                             ThreadPool* pool) {
+  const uint32_t n = h.bins();
+  if (n < 2 || start_bin > n || start_bin == 0) return {};
+  const SearchBins sb = MakeSearchBins(h);
+  std::vector<double> kl;
+  ForCandidates(start_bin, n + 1 - start_bin, pool, kl, [&](uint32_t i, EntropyScratch& s) {
+    return EntropyCandidate(sb.bins, sb.tail, sb.nz, i, quant_bins, s);
+  });
+  return kl;
+}
+
+std::vector<double> NvidiaEntropyDivergencesFast(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins,
+                                                 ThreadPool* pool) {
+  const uint32_t n = h.bins();
+  if (n < 2 || start_bin > n || start_bin == 0) return {};
+  const SearchBins sb = MakeSearchBins(h);
+  const FastSums f = MakeFastSums(sb.bins);
+  std::vector<double> kl;
+  ForCandidates(start_bin, n + 1 - start_bin, pool, kl,
+                [&](uint32_t i, EntropyScratch&) { return FastEntropyCandidate(sb, f, i, quant_bins); });
   return kl;
 }
 
 double NvidiaEntropyAmax(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins, ThreadPool* pool) {
-  const std::vector<double> kl = NvidiaEntropyDivergences(h, start_bin, quant_bins, pool);
-  if (kl.empty()) return h.amax();
-  double best = kInf;
+  // The regrouped divergences shortlist every candidate within kBand of their minimum (their error is ~1e-13, so the
+  // literal minimum is among them); the literal ones decide among those, with the reference's last-minimum rule. Same
+  // result as searching with the literal divergences alone (a test checks it), ~8x less work: the literal search was
+  // 7 ms of a 60 ms in-memory calibration of 1e8 values. Infinite candidates are infinite in both.
+  constexpr double kBand = 1e-9;
+  const std::vector<double> approx = NvidiaEntropyDivergencesFast(h, start_bin, quant_bins, pool);
+  if (approx.empty()) return h.amax();
+  double low = kInf;
+  for (double v : approx) low = std::min(low, v);
   uint32_t best_i = h.bins();
-  for (uint32_t c = 0; c < kl.size(); ++c) {
-    if (kl[c] <= best) {  // <=: the last minimum wins
-      best = kl[c];
-      best_i = start_bin + c;
+  if (low == kInf) {
+    best_i = start_bin + static_cast<uint32_t>(approx.size()) - 1;  // all infinite: the last one is a minimum too
+  } else {
+    const SearchBins sb = MakeSearchBins(h);
+    EntropyScratch s;
+    double best = kInf;
+    for (uint32_t c = 0; c < approx.size(); ++c) {
+      if (!(approx[c] <= low + kBand * (1.0 + std::fabs(low)))) continue;
+      const double kl = EntropyCandidate(sb.bins, sb.tail, sb.nz, start_bin + c, quant_bins, s);
+      if (kl <= best) {  // <=: the last minimum wins
+        best = kl;
+        best_i = start_bin + c;
+      }
     }
   }
   return h.Edge(best_i);

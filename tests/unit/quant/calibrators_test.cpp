@@ -222,6 +222,8 @@ TEST_CASE("calibrators: NVIDIA entropy search equals a literal transcription, fo
       {"dense uniform", 2048, [&] { return uni(rng); }},
       {"sparse: a few distinct values", 512, [&] { return static_cast<float>(static_cast<int>(8 * uni(rng))); }},
       {"small histogram", 200, [&] { return expo(rng); }},
+      {"one value: every candidate but the last is infinite", 2048, [&] { return 3.0f; }},
+      {"two values: ties", 2048, [&] { return uni(rng) < 0.5f ? 1.0f : 2.0f; }},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
@@ -234,6 +236,19 @@ TEST_CASE("calibrators: NVIDIA entropy search equals a literal transcription, fo
       const std::vector<double> want = LiteralNvidiaEntropyDivergences(h, 128, 128);
       REQUIRE(want.size() == c.bins - 127);
       CHECK(NvidiaEntropyDivergences(h, 128, 128) == want);  // bit for bit, every candidate
+      // The regrouped divergences: the same up to rounding, infinite exactly where the literal ones are.
+      const std::vector<double> fast = NvidiaEntropyDivergencesFast(h, 128, 128);
+      REQUIRE(fast.size() == want.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        INFO("candidate " << 128 + k);
+        CHECK(std::isinf(fast[k]) == std::isinf(want[k]));
+        if (!std::isinf(want[k])) CHECK(std::fabs(fast[k] - want[k]) <= 1e-11);
+      }
+      // The threshold (shortlisted by the fast ones) is the literal divergences' last minimum.
+      uint32_t last_min = 0;
+      for (uint32_t k = 0; k < want.size(); ++k)
+        if (want[k] <= want[last_min]) last_min = k;
+      CHECK(NvidiaEntropyAmax(h, 128, 128) == h.Edge(128 + last_min));
       for (unsigned threads : {2u, 3u, 8u}) {
         ThreadPool pool(threads);
         CHECK(NvidiaEntropyDivergences(h, 128, 128, &pool) == want);
