@@ -141,7 +141,15 @@ template <int L>
   constexpr float kInf = std::numeric_limits<float>::infinity();
   V mn0 = V{} + kInf, mn1 = mn0, mx0 = V{} - kInf, mx1 = mx0, bad0 = {}, bad1 = {};
   uint64_t i = 0;
+  // Software prefetch 4 KiB ahead, one line per 16 values, running on past the end of the chunk into whatever memory
+  // follows it (a prefetch never faults, and the address is formed as an integer so no pointer leaves its array).
+  // Measured on the build VM, 2 threads, 1e8 values: 21.5-24.5 ms without, 16.7-18.7 ms with (a bare read of the same
+  // memory: 16 ms); the same prefetch stopped at the chunk's end gained nothing, for reasons not pinned down.
+  constexpr uint64_t kAhead = 1024 * sizeof(float);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(x) + kAhead;
   for (; i + 2 * L <= n; i += 2 * L) {
+    __builtin_prefetch(reinterpret_cast<const void*>(base + i * sizeof(float)));
+    if constexpr (L == 16) __builtin_prefetch(reinterpret_cast<const void*>(base + (i + 16) * sizeof(float)));
     V v, w;
     std::memcpy(&v, x + i, sizeof v);
     std::memcpy(&w, x + i + L, sizeof w);
