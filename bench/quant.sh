@@ -70,11 +70,24 @@ cat "$acts" >/dev/null
 lc_cpu=$(cpu "$LMKIT" --threads 2 calibrate "$acts" --method entropy -o "$BENCH_DIR/c.json" --json)
 lc_s=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out.json")
 echo "lmkit calibrate: $lc_s s wall, $lc_cpu s cpu" >&2
-/usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" $PY bench/quant_torch.py histogram "$acts" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
-read -r th_hist th_hist_cpu th_load <"$BENCH_DIR/torch.txt"
-echo "torch HistogramObserver: $th_hist s, process cpu $th_hist_cpu s" >&2
-read -r ic_s ic_samples ic_amax < <("$INMEM" calibrate "$acts" 2)
-echo "lmkit calibrate in memory: $ic_s s (amax $ic_amax)" >&2
+# Both in-memory sides vary from process to process on this shared VM (the observer's best of 3 ranged 0.26-0.49 s
+# within one hour), so each runs in 3 processes, alternating; the table shows the best and the range of the bests.
+th_all=(); ic_all=()
+for k in 1 2 3; do
+  $PY bench/quant_torch.py histogram "$acts" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
+  read -r th_k th_cpu_k th_load_k <"$BENCH_DIR/torch.txt"
+  if [ "$k" = 1 ] || awk -v a="$th_k" -v b="$th_hist" 'BEGIN {exit !(a < b)}'; then
+    th_hist=$th_k th_hist_cpu=$th_cpu_k th_load=$th_load_k
+  fi
+  th_all+=("$th_k")
+  read -r ic_k ic_samples ic_amax < <("$INMEM" calibrate "$acts" 2 2>/dev/null)
+  ic_all+=("$ic_k")
+done
+th_range=$(printf '%s\n' "${th_all[@]}" | sort -g | sed -n '1p;$p' | paste -sd-)
+ic_range=$(printf '%s\n' "${ic_all[@]}" | sort -g | sed -n '1p;$p' | paste -sd-)
+ic_s=$(printf '%s\n' "${ic_all[@]}" | sort -g | head -1)
+echo "torch HistogramObserver: best $th_hist s (processes: $th_range), cpu $th_hist_cpu s" >&2
+echo "lmkit calibrate in memory: best $ic_s s (processes: $ic_range; amax $ic_amax)" >&2
 disk_acts="$DISK_DIR/lmkit-quant-bench-acts.npy"
 cp "$acts" "$disk_acts" && cat "$disk_acts" >/dev/null
 "$LMKIT" --threads 2 calibrate "$disk_acts" --method entropy -o "$BENCH_DIR/c2.json" --json >"$BENCH_DIR/out2.json"
@@ -84,11 +97,11 @@ echo "lmkit calibrate from $DISK_DIR: $ld_s s" >&2
 $PY - "$TENSORS" "$memcpy_cpu" "$memcpy" "$cp_gbs" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
     "$th_hist" "$th_hist_cpu" "$ACTS" "$th_load" "$im_s" "$im_traffic" "$ic_s" "$ld_s" "$DISK_DIR" \
     "$(findmnt -no FSTYPE -T "$BENCH_DIR" | head -1)" "$(findmnt -no FSTYPE -T "$DISK_DIR" | head -1)" \
-    "$(tr '\n' ' ' <"$BENCH_DIR/dtypes.txt")" <<'PYEOF' >docs/benchmarks/quant.md
+    "$(tr '\n' ' ' <"$BENCH_DIR/dtypes.txt")" "$th_range" "$ic_range" <<'PYEOF' >docs/benchmarks/quant.md
 import platform, subprocess, sys, datetime
 a = sys.argv[1:]
 (tensors, memcpy_cpu, memcpy, cp_gbs, lm_s, lm_cpu, lm_gbs, lm_rss, params, b_in, b_out, th_s, th_cpu, lc_s, lc_cpu, th_h,
- th_h_cpu, acts, th_load, im_s, im_traffic, ic_s, ld_s, disk_dir, bench_fs, disk_fs, dtypes) = a
+ th_h_cpu, acts, th_load, im_s, im_traffic, ic_s, ld_s, disk_dir, bench_fs, disk_fs, dtypes, th_range, ic_range) = a
 f = lambda x: float(x)
 cpu = open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
 load = open("/proc/loadavg").read().split()[0]
@@ -130,9 +143,12 @@ print("| | wall s | CPU s |")
 print("|---|---|---|")
 print(f"| lmkit calibrate --method entropy (nvidia: 2 passes, 2048 bins, KL search), file on {bench_fs} | {f(lc_s):.3f} | {f(lc_cpu):.2f} |")
 print(f"| the same, file on {disk_fs} ({disk_dir}, in the page cache) | {f(ld_s):.3f} | |")
-print(f"| lmkit StreamingCalibrator, data in memory (best of 3) | {f(ic_s):.3f} | |")
-print(f"| torch.ao HistogramObserver(bins=2048) + calculate_qparams, data in memory (best of 3) | {f(th_h):.3f} | {f(th_h_cpu):.2f} |\n")
-print(f"- speed-up with both in memory: **{f(th_h)/f(ic_s):.1f}x** (target >= 10x)")
+print(f"| lmkit StreamingCalibrator, data in memory (best of 3 runs, in each of 3 processes: best; the processes' range {ic_range} s) | {f(ic_s):.3f} | |")
+print(f"| torch.ao HistogramObserver(bins=2048) + calculate_qparams, data in memory (the same; range {th_range} s) | {f(th_h):.3f} | {f(th_h_cpu):.2f} |\n")
+tlo, thi = (float(v) for v in th_range.split("-"))
+llo, lhi = (float(v) for v in ic_range.split("-"))
+print(f"- speed-up with both in memory: **{f(th_h)/f(ic_s):.1f}x** best against best (target >= 10x); "
+      f"{tlo/lhi:.1f}x-{thi/llo:.1f}x across the processes' ranges")
 print(f"- speed-up: **{f(th_h)/f(lc_s):.1f}x** wall, {f(th_h_cpu)/f(lc_cpu):.1f}x CPU (target >= 10x) against the "
       "observer alone, with the activations already in memory for torch and read from the file by lmkit; "
       f"{f(th_h)/f(ld_s):.1f}x from the {disk_fs} file")
