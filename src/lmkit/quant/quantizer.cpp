@@ -77,37 +77,35 @@ inline uint32_t AbsBits(float v) {
   return mm;
 }
 
-// The error metrics of a segment, kept the same way by every kernel so that their results agree bit for bit:
-// - the body (n rounded down to 16) is cut into chunks of 16 elements; element j of a chunk is lane j;
-// - per lane, fp32 partial sums of x^2, e^2 and c^2 over up to kBlockChunks chunks, each term added by one FMA
-//   (e = x - fl(c * s), exact by Sterbenz; c^2 partials are exact integers), then converted and added to fp64 lane sums;
-// - the 16 fp64 lane sums are added in lane order, then the scalar tail's terms in fp64 in element order.
+// The error metrics of a row, kept the same way by every kernel so that their results agree bit for bit. A row is
+// coded as one segment (per channel, per tensor) or as its groups, each with its own scale:
+// - a segment's body (its length rounded down to 16) is cut into chunks of 16 elements; element j of a chunk is lane j;
+// - per lane, fp32 partial sums of x^2, e^2 and c^2 over up to kBlockChunks chunks of the segment, each term added by
+//   one FMA (e = x - fl(c * s), exact by Sterbenz; c^2 partials are exact integers);
+// - the x^2 and e^2 partials are added to the row's 16 fp64 lane sums (RowAcc), block by block in row order; the c^2
+//   partials give the segment's exact sum c^2, and s^2 * that is added to the row's sum xhat^2, segment by segment;
+// - a segment's scalar tail adds its terms to the row's fp64 tail sums in element order;
+// - at the end of the row: X = (lane sums added in lane order) + tail sum, the same for E; D = the sum xhat^2.
 // The fp32 partials hold at most 16 terms: relative error ~1e-9 for sums over thousands of elements, random in sign,
 // which moves a cosine near 1 by (E / X) * 1e-9 (tests compare against an fp64 reference). sum x*xhat comes from
-// 2 x.xhat = X + D - E (D = s^2 sum c^2 exactly), whose first-order sensitivity to the errors of X and D cancels in
-// the cosine. Before, four fp64 conversions and four fp64 FMAs per 16 elements were half of the coding loop.
+// 2 x.xhat = X + D - E, whose first-order sensitivity to the errors of X and D cancels in the cosine. Before, four
+// fp64 conversions and four fp64 FMAs per 16 elements were half of the coding loop; keeping the lane sums per row
+// rather than per segment makes small groups cheap (group:128 spent as long reducing each group as coding it).
 constexpr uint64_t kLanes = 16;
 constexpr uint64_t kBlockChunks = 16;
 
-struct CodeAcc {
-  double tx2 = 0, te2 = 0;
-  int64_t tc2 = 0;
-  uint64_t tclip = 0;
+struct RowAcc {
+  alignas(64) double lx2[kLanes] = {};
+  alignas(64) double le2[kLanes] = {};
+  double tx2 = 0, te2 = 0;  // scalar tails
+  double xhat2 = 0;         // sum over segments of s^2 * sum c^2
+  uint64_t clip = 0;
   float em = 0;
 };
 
-// Adds the 16 fp64 lane sums in lane order (c^2 lanes hold exact integers).
-inline void AddLanes(const double* lx2, const double* le2, const double* lc2, CodeAcc& a) {
-  for (uint64_t j = 0; j < kLanes; ++j) {
-    a.tx2 += lx2[j];
-    a.te2 += le2[j];
-    a.tc2 += static_cast<int64_t>(lc2[j]);
-  }
-}
-
-// One element, scalar (segment tails).
-[[gnu::always_inline]] inline void CodeScalar(float xv, float inv, float scale, Int8Range range, int8_t* out,
-                                              CodeAcc& a) {
+// One element, scalar (segment tails); c2 collects the segment's exact sum c^2.
+[[gnu::always_inline]] inline void CodeScalar(float xv, float inv, float scale, Int8Range range, int8_t* out, RowAcc& a,
+                                              int64_t& c2) {
   const float magic = 12582912.0f;
   float v = xv * inv;
   v = v < -256.0f ? -256.0f : v;
@@ -115,38 +113,50 @@ inline void AddLanes(const double* lx2, const double* le2, const double* lc2, Co
   const float r = (v + magic) - magic;
   float c = r < range.lo ? range.lo : r;
   c = c > range.hi ? range.hi : c;
-  a.tclip += c != r ? 1 : 0;
+  a.clip += c != r ? 1 : 0;
   *out = static_cast<int8_t>(static_cast<int32_t>(c));
   const float e = xv - c * scale;
   const float ae = std::fabs(e);
   a.em = a.em < ae ? ae : a.em;
   a.tx2 += static_cast<double>(xv) * xv;
   a.te2 += static_cast<double>(e) * e;
-  a.tc2 += static_cast<int64_t>(c) * static_cast<int64_t>(c);
+  c2 += static_cast<int64_t>(c) * static_cast<int64_t>(c);
 }
 
-[[gnu::always_inline]] inline void CodeFinish(const CodeAcc& a, uint64_t n, float scale, ErrorStats* st) {
-  const double s = scale, xhat2 = s * s * static_cast<double>(a.tc2);
+// The end of a segment: its exact sum c^2 (lane sums of integers, so their order does not matter) times s^2.
+inline void FinishSegment(RowAcc& a, float scale, int64_t c2) {
+  const double s = scale;
+  a.xhat2 += s * s * static_cast<double>(c2);
+}
+
+inline void FinishRow(const RowAcc& a, uint64_t n, ErrorStats* st) {
+  double x2 = 0, e2 = 0;
+  for (uint64_t j = 0; j < kLanes; ++j) {
+    x2 += a.lx2[j];
+    e2 += a.le2[j];
+  }
+  x2 += a.tx2;
+  e2 += a.te2;
   st->count += n;
-  st->clipped += a.tclip;
-  st->sum_x2 += a.tx2;
-  st->sum_xhat2 += xhat2;
-  st->sum_err2 += a.te2;
-  st->sum_x_xhat += 0.5 * (a.tx2 + xhat2 - a.te2);
+  st->clipped += a.clip;
+  st->sum_x2 += x2;
+  st->sum_xhat2 += a.xhat2;
+  st->sum_err2 += e2;
+  st->sum_x_xhat += 0.5 * (x2 + a.xhat2 - e2);
   st->max_abs_err = std::max(st->max_abs_err, static_cast<double>(a.em));
 }
 
-// The baseline kernel, and the definition the others follow (see kLanes). Rounds with the 1.5 * 2^23 add after a
-// clamp to +-256 (exact for any float, NaN and inf included: the add is rint for |v| < 2^22), then clamps to the range.
+// The baseline segment coder, and the definition the others follow (see RowAcc). Rounds with the 1.5 * 2^23 add after
+// a clamp to +-256 (exact for any float, NaN and inf included: the add is rint for |v| < 2^22), then clamps to the
+// range.
 [[gnu::always_inline]] inline void CodeSegmentImpl(const float* x, uint64_t n, float scale, Int8Range range,
-                                                   int8_t* codes, ErrorStats* st) {
+                                                   int8_t* codes, RowAcc& a) {
   const float inv = InverseScale(scale);
   const F8 vinv = F8{} + inv, vs = F8{} + scale, vmagic = F8{} + 12582912.0f;  // never folded: no -ffast-math here
   const F8 vlo = F8{} + range.lo, vhi = F8{} + range.hi, vneg = F8{} - 256.0f, vpos = F8{} + 256.0f;
-  CodeAcc acc;
-  double lx2[kLanes] = {}, le2[kLanes] = {}, lc2[kLanes] = {};
   I8 clip = {};
   F8 emax = {};
+  int64_t c2 = 0;
   const uint64_t body = n / kLanes * kLanes;
   uint64_t i = 0;
   while (i < body) {
@@ -174,18 +184,17 @@ inline void AddLanes(const double* lx2, const double* le2, const double* lc2, Co
         }
       }
     for (uint64_t j = 0; j < kLanes; ++j) {
-      lx2[j] += px2[j];
-      le2[j] += pe2[j];
-      lc2[j] += pc2[j];
+      a.lx2[j] += px2[j];
+      a.le2[j] += pe2[j];
+      c2 += static_cast<int64_t>(pc2[j]);
     }
   }
-  AddLanes(lx2, le2, lc2, acc);
   for (int j = 0; j < 8; ++j) {
-    acc.tclip += static_cast<uint32_t>(clip[j]);
-    acc.em = acc.em < emax[j] ? emax[j] : acc.em;
+    a.clip += static_cast<uint32_t>(clip[j]);
+    a.em = a.em < emax[j] ? emax[j] : a.em;
   }
-  for (; i < n; ++i) CodeScalar(x[i], inv, scale, range, codes + i, acc);
-  CodeFinish(acc, n, scale, st);
+  for (; i < n; ++i) CodeScalar(x[i], inv, scale, range, codes + i, a, c2);
+  FinishSegment(a, scale, c2);
 }
 
 // The vector kernels round with the float-to-int conversion (rint) and clamp in integers at the top only. That gives
@@ -196,8 +205,15 @@ inline void AddLanes(const double* lx2, const double* le2, const double* lc2, Co
 inline bool VectorCodingSafe(float absmax, float inv, Int8Range range) { return absmax * inv < 0.5f - range.lo; }
 
 float AbsMaxBase(const float* x, uint64_t n, bool* finite) { return AbsMaxFromBits(AbsMaxBitsImpl(x, n), finite); }
-void CodeSegmentBase(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, ErrorStats* st) {
-  CodeSegmentImpl(x, n, scale, range, codes, st);
+void CodeSegmentBase(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, RowAcc& a) {
+  CodeSegmentImpl(x, n, scale, range, codes, a);
+}
+
+// The exact sum of 16 fp64 lanes holding integers (the c^2 sums; any order gives the same value).
+inline int64_t SumIntegerLanes(const double* l) {
+  int64_t t = 0;
+  for (uint64_t j = 0; j < kLanes; ++j) t += static_cast<int64_t>(l[j]);
+  return t;
 }
 __attribute__((target("avx2"))) float AbsMaxAvx2(const float* x, uint64_t n, bool* finite) {
   return AbsMaxFromBits(AbsMaxBitsImpl(x, n), finite);
@@ -207,9 +223,9 @@ __attribute__((target("avx2"))) float AbsMaxAvx2(const float* x, uint64_t n, boo
 // and fp64 lane sums are kept in separate registers; int32 -> int8 keeps the low byte (a shuffle, as the baseline's
 // conversion does). No contraction of the separate multiply and subtract of e: -ffp-contract=off (CMakeLists.txt).
 __attribute__((target("avx2,fma"))) void CodeSegmentAvx2(const float* x, uint64_t n, float scale, float absmax,
-                                                         Int8Range range, int8_t* codes, ErrorStats* st) {
+                                                         Int8Range range, int8_t* codes, RowAcc& acc) {
   const float inv = InverseScale(scale);
-  if (!VectorCodingSafe(absmax, inv, range)) return CodeSegmentBase(x, n, scale, range, codes, st);
+  if (!VectorCodingSafe(absmax, inv, range)) return CodeSegmentBase(x, n, scale, range, codes, acc);
   const __m256 vinv = _mm256_set1_ps(inv), vs = _mm256_set1_ps(scale);
   const __m256i vhi = _mm256_set1_epi32(static_cast<int32_t>(range.hi));
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -217,9 +233,12 @@ __attribute__((target("avx2,fma"))) void CodeSegmentAvx2(const float* x, uint64_
   const __m256i lowbytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i gather = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
-  CodeAcc acc;
-  __m256d lx2[4], le2[4], lc2[4];  // fp64 lane sums, lanes 4q .. 4q + 3
-  for (int q = 0; q < 4; ++q) lx2[q] = le2[q] = lc2[q] = _mm256_setzero_pd();
+  __m256d lx2[4], le2[4], lc2[4];  // fp64 lane sums, lanes 4q .. 4q + 3 (the row's, and this segment's c^2)
+  for (int q = 0; q < 4; ++q) {
+    lx2[q] = _mm256_load_pd(acc.lx2 + 4 * q);
+    le2[q] = _mm256_load_pd(acc.le2 + 4 * q);
+    lc2[q] = _mm256_setzero_pd();
+  }
   __m256i clip = _mm256_setzero_si256();
   __m256 emax = _mm256_setzero_ps();
   const uint64_t body = n / kLanes * kLanes;
@@ -252,23 +271,23 @@ __attribute__((target("avx2,fma"))) void CodeSegmentAvx2(const float* x, uint64_
       lc2[2 * h + 1] = _mm256_add_pd(lc2[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(pc2[h], 1)));
     }
   }
-  alignas(32) double a[kLanes], b[kLanes], c[kLanes];
+  alignas(32) double c[kLanes];
   for (int q = 0; q < 4; ++q) {
-    _mm256_store_pd(a + 4 * q, lx2[q]);
-    _mm256_store_pd(b + 4 * q, le2[q]);
+    _mm256_store_pd(acc.lx2 + 4 * q, lx2[q]);
+    _mm256_store_pd(acc.le2 + 4 * q, le2[q]);
     _mm256_store_pd(c + 4 * q, lc2[q]);
   }
-  AddLanes(a, b, c, acc);
+  int64_t c2 = SumIntegerLanes(c);
   alignas(32) int32_t k[8];
   alignas(32) float e[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(k), clip);
   _mm256_store_ps(e, emax);
   for (int j = 0; j < 8; ++j) {
-    acc.tclip += static_cast<uint32_t>(k[j]);
+    acc.clip += static_cast<uint32_t>(k[j]);
     acc.em = acc.em < e[j] ? e[j] : acc.em;
   }
-  for (uint64_t j = body; j < n; ++j) CodeScalar(x[j], inv, scale, range, codes + j, acc);
-  CodeFinish(acc, n, scale, st);
+  for (uint64_t j = body; j < n; ++j) CodeScalar(x[j], inv, scale, range, codes + j, acc, c2);
+  FinishSegment(acc, scale, c2);
 }
 
 // The constants of CodeSegmentAvx512.
@@ -314,14 +333,15 @@ struct Code16Consts {
 // CodeSegmentImpl with 16 lanes (AVX-512F + DQ), the same results bit for bit. `next_bytes` bytes at `next` (the
 // caller's next row, or none) are prefetched as it goes, one cache line per 16 values.
 __attribute__((target("avx512f,avx512dq,avx512bw,prfchw"))) void CodeSegmentAvx512(
-    const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes, ErrorStats* st,
+    const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes, RowAcc& acc,
     const uint8_t* next, uint64_t next_bytes, int8_t* next_codes) {
   const float inv = InverseScale(scale);
-  if (!VectorCodingSafe(absmax, inv, range)) return CodeSegmentBase(x, n, scale, range, codes, st);
+  if (!VectorCodingSafe(absmax, inv, range)) return CodeSegmentBase(x, n, scale, range, codes, acc);
   const Code16Consts k = {_mm512_set1_ps(inv), _mm512_set1_ps(scale), _mm512_set1_epi32(static_cast<int32_t>(range.hi)),
                           _mm512_set1_epi32(1)};
-  CodeAcc acc;
-  __m512d lx2a = _mm512_setzero_pd(), lx2b = lx2a, le2a = lx2a, le2b = lx2a, lc2a = lx2a, lc2b = lx2a;
+  __m512d lx2a = _mm512_load_pd(acc.lx2), lx2b = _mm512_load_pd(acc.lx2 + 8);
+  __m512d le2a = _mm512_load_pd(acc.le2), le2b = _mm512_load_pd(acc.le2 + 8);
+  __m512d lc2a = _mm512_setzero_pd(), lc2b = lc2a;
   __m512i clip = _mm512_setzero_si512();
   __m512 emax = _mm512_setzero_ps();
   const uint64_t body = n / kLanes * kLanes;
@@ -351,18 +371,16 @@ __attribute__((target("avx512f,avx512dq,avx512bw,prfchw"))) void CodeSegmentAvx5
     AddPartials(pe2, le2a, le2b);
     AddPartials(pc2, lc2a, lc2b);
   }
-  alignas(64) double a[kLanes], b[kLanes], c[kLanes];
-  _mm512_store_pd(a, lx2a);
-  _mm512_store_pd(a + 8, lx2b);
-  _mm512_store_pd(b, le2a);
-  _mm512_store_pd(b + 8, le2b);
-  _mm512_store_pd(c, lc2a);
-  _mm512_store_pd(c + 8, lc2b);
-  AddLanes(a, b, c, acc);
-  acc.tclip += static_cast<uint64_t>(_mm512_reduce_add_epi32(clip));
-  acc.em = _mm512_reduce_max_ps(emax);
-  for (uint64_t j = body; j < n; ++j) CodeScalar(x[j], inv, scale, range, codes + j, acc);
-  CodeFinish(acc, n, scale, st);
+  _mm512_store_pd(acc.lx2, lx2a);
+  _mm512_store_pd(acc.lx2 + 8, lx2b);
+  _mm512_store_pd(acc.le2, le2a);
+  _mm512_store_pd(acc.le2 + 8, le2b);
+  // Integers below 2^53 in every lane: the horizontal sum is exact whatever its order.
+  int64_t c2 = static_cast<int64_t>(_mm512_reduce_add_pd(_mm512_add_pd(lc2a, lc2b)));
+  acc.clip += static_cast<uint64_t>(_mm512_reduce_add_epi32(clip));
+  acc.em = std::max(acc.em, _mm512_reduce_max_ps(emax));
+  for (uint64_t j = body; j < n; ++j) CodeScalar(x[j], inv, scale, range, codes + j, acc, c2);
+  FinishSegment(acc, scale, c2);
 }
 
 __attribute__((target("avx512f"))) float AbsMaxAvx512(const float* x, uint64_t n, bool* finite) {
@@ -394,11 +412,11 @@ inline float AbsMax(const float* x, uint64_t n, bool* finite) {
 // Codes a segment whose values' absmax is `absmax` with `scale`. `next`: memory the caller reads next, prefetched by
 // the AVX-512 path (the others leave it to the hardware).
 inline void CodeSegment(const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes,
-                        ErrorStats* st, const uint8_t* next = nullptr, uint64_t next_bytes = 0,
+                        RowAcc& acc, const uint8_t* next = nullptr, uint64_t next_bytes = 0,
                         int8_t* next_codes = nullptr) {
-  HaveAvx512() ? CodeSegmentAvx512(x, n, scale, absmax, range, codes, st, next, next_bytes, next_codes)
-  : HaveAvx2() ? CodeSegmentAvx2(x, n, scale, absmax, range, codes, st)
-               : CodeSegmentBase(x, n, scale, range, codes, st);
+  HaveAvx512() ? CodeSegmentAvx512(x, n, scale, absmax, range, codes, acc, next, next_bytes, next_codes)
+  : HaveAvx2() ? CodeSegmentAvx2(x, n, scale, absmax, range, codes, acc)
+               : CodeSegmentBase(x, n, scale, range, codes, acc);
 }
 
 // BF16 -> fp32 for one row, vectorised (8 per step: widen, shift), returning the absmax bits (AbsMaxBitsImpl). The
@@ -665,6 +683,7 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
         // Per-channel rows get their absmax as they are loaded (widened rows: in the same loop).
         const float* row = LoadRow(block + k * row_bytes, dtype, cols, buf,
                                    g.kind == Granularity::Kind::kChannel ? &row_max : nullptr, &finite);
+        RowAcc acc;
         int8_t* out = out_block + k * cols;
         ErrorStats& st = group_stats[r / kRowsPerItem];
         // The next row of the item is prefetched while this one is coded (read in place or widened, a row is first
@@ -674,13 +693,13 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
         int8_t* next_out = next ? out + cols : nullptr;
         switch (g.kind) {
           case Granularity::Kind::kTensor:
-            CodeSegment(row, cols, tensor_scale, tensor_max, range, out, &st, next, next_bytes, next_out);
+            CodeSegment(row, cols, tensor_scale, tensor_max, range, out, acc, next, next_bytes, next_out);
             break;
           case Granularity::Kind::kChannel: {
             if (!finite) break;
             const float s = StoredScale(row_max, options.convention, options.scale_dtype);
             scales[r] = s;
-            CodeSegment(row, cols, s, row_max, range, out, &st, next, next_bytes, next_out);
+            CodeSegment(row, cols, s, row_max, range, out, acc, next, next_bytes, next_out);
             break;
           }
           case Granularity::Kind::kGroup: {
@@ -690,11 +709,12 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
               if (!finite) break;
               const float s = StoredScale(m, options.convention, options.scale_dtype);
               scales[r * ng + k2] = s;
-              CodeSegment(row + k2 * gs, gs, s, m, range, out + k2 * gs, &st);
+              CodeSegment(row + k2 * gs, gs, s, m, range, out + k2 * gs, acc);
             }
             break;
           }
         }
+        if (finite) FinishRow(acc, cols, &st);
         if (!finite) {
           note_bad(r);
           all_finite = false;

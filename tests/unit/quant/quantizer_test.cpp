@@ -259,7 +259,10 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
       bf[i] = static_cast<uint16_t>(b >> 16);
     }
     std::vector<Granularity> gs = {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}};
-    if (cols % 13 == 0) gs.push_back(Granularity{Granularity::Kind::kGroup, 13});
+    // Groups: tails only (13), one chunk and a tail (24), two chunks (32), and two chunks and a tail in each of
+    // 1639 groups (40): the lane sums run on across a row's groups, the c^2 sums do not.
+    for (uint64_t size : {13u, 24u, 32u, 40u})
+      if (cols % size == 0) gs.push_back(Granularity{Granularity::Kind::kGroup, size});
     for (const Granularity& g : gs)
       for (io::DType dt : {io::DType::kF32, io::DType::kBF16})
         for (auto [sdt, conv] : {std::pair{io::DType::kF32, Int8Convention::kHalfStep},
