@@ -4,7 +4,7 @@
 //   from cache, so the mapped input is streamed from memory once.
 // - Three kernels, picked at run time: AVX-512 (16 lanes), AVX2+FMA (8 lanes, two per 16-lane chunk) and a portable
 //   baseline (GCC vector extensions). All three give the same codes, scales and stats bit for bit (a test compares
-//   them), because the metric sums follow one lane layout (CodeSegmentImpl).
+//   them), because the metric sums follow one lane layout (RowAcc).
 // - The coding loop is bound by the vector ports (about one cycle per parameter and thread), so every instruction in
 //   it counts: rounding by the float-to-int conversion and clamping in integers, three fp32 FMAs for the metrics
 //   (fp64 conversions only once per 256 elements), an integer max for the absmax. Before, the metrics took four fp64
