@@ -54,8 +54,18 @@ echo "lmkit quantize: $lm_s s wall, $lm_cpu s cpu, $lm_gbs GB/s" >&2
 /usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" $PY bench/quant_torch.py quantize "$ckpt" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
 read -r th_s th_cpu th_params <"$BENCH_DIR/torch.txt"
 echo "torch quantize: $th_s s (math only), process cpu $th_cpu s" >&2
-read -r im_s im_params im_traffic < <("$INMEM" quantize "$ckpt" 2)
-echo "lmkit quantize in memory: $im_s s" >&2
+# In memory, three pairs of runs (memcpy, then lmkit's best of 3): the share of memcpy moves with the VM's other
+# tenants, so each pair gives one share, and the table shows the best run and all three shares.
+im_all=(); shares=()
+for k in 1 2 3; do
+  mc_k=$("$BENCH_DIR/memcpy_bw" 2 256 8)
+  read -r im_k im_params im_traffic < <("$INMEM" quantize "$ckpt" 2)
+  im_all+=("$im_k")
+  shares+=("$(awk -v t="$im_traffic" -v s="$im_k" -v m="$mc_k" 'BEGIN {printf "%.0f%%", 100 * t / s / 1e9 / m}')")
+done
+im_s=$(printf '%s\n' "${im_all[@]}" | sort -g | head -1)
+im_shares=$(IFS=,; echo "${shares[*]}")
+echo "lmkit quantize in memory: best $im_s s (runs: ${im_all[*]}; shares of memcpy: $im_shares)" >&2
 "$INMEM" dtypes 20 2 >"$BENCH_DIR/dtypes.txt"  # F32 / F16 / BF16 inputs, same weights, in memory
 cat "$BENCH_DIR/dtypes.txt" >&2
 rm -f "$ckpt"
@@ -97,11 +107,12 @@ echo "lmkit calibrate from $DISK_DIR: $ld_s s" >&2
 $PY - "$TENSORS" "$memcpy_cpu" "$memcpy" "$cp_gbs" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
     "$th_hist" "$th_hist_cpu" "$ACTS" "$th_load" "$im_s" "$im_traffic" "$ic_s" "$ld_s" "$DISK_DIR" \
     "$(findmnt -no FSTYPE -T "$BENCH_DIR" | head -1)" "$(findmnt -no FSTYPE -T "$DISK_DIR" | head -1)" \
-    "$(tr '\n' ' ' <"$BENCH_DIR/dtypes.txt")" "$th_range" "$ic_range" <<'PYEOF' >docs/benchmarks/quant.md
+    "$(tr '\n' ' ' <"$BENCH_DIR/dtypes.txt")" "$th_range" "$ic_range" "$im_shares" <<'PYEOF' >docs/benchmarks/quant.md
 import platform, subprocess, sys, datetime
 a = sys.argv[1:]
 (tensors, memcpy_cpu, memcpy, cp_gbs, lm_s, lm_cpu, lm_gbs, lm_rss, params, b_in, b_out, th_s, th_cpu, lc_s, lc_cpu, th_h,
- th_h_cpu, acts, th_load, im_s, im_traffic, ic_s, ld_s, disk_dir, bench_fs, disk_fs, dtypes, th_range, ic_range) = a
+ th_h_cpu, acts, th_load, im_s, im_traffic, ic_s, ld_s, disk_dir, bench_fs, disk_fs, dtypes, th_range, ic_range,
+ im_shares) = a
 f = lambda x: float(x)
 cpu = open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
 load = open("/proc/loadavg").read().split()[0]
@@ -115,13 +126,15 @@ print("| | wall s | CPU s | GB/s (read + written, wall) |")
 print("|---|---|---|---|")
 traffic = f(b_in) + f(b_out)
 print(f"| lmkit quantize (whole pipeline, file to file, {bench_fs}) | {f(lm_s):.2f} | {f(lm_cpu):.2f} | {f(lm_gbs):.2f} |")
-print(f"| lmkit QuantizeMatrix, data in memory (math + error metrics, best of 3) | {f(im_s):.2f} | | {f(im_traffic)/f(im_s)/1e9:.2f} |")
+print(f"| lmkit QuantizeMatrix, data in memory (math + error metrics; best of 3 runs in each of 3 processes) | {f(im_s):.2f} | | {f(im_traffic)/f(im_s)/1e9:.2f} |")
 print(f"| PyTorch {__import__('torch').__version__} (math only, loading not timed) | {f(th_s):.2f} | {f(th_cpu):.2f} | {traffic/f(th_s)/1e9:.2f} |")
 print(f"| memcpy, 2 threads (bench/memcpy_bw.c) | | {f(memcpy_cpu):.2f} (incl. page faults) | {f(memcpy):.2f} |")
 print(f"| cp of the checkpoint (same filesystem) | {2*f(b_in)/f(cp_gbs)/1e9:.2f} | | {f(cp_gbs):.2f} |\n")
 print(f"- speed-up vs PyTorch: **{f(th_s)/f(lm_s):.1f}x** wall file to file, {f(th_cpu)/f(lm_cpu):.1f}x CPU; "
       f"**{f(th_s)/f(im_s):.1f}x** with both in memory (target >= 3x)")
-print(f"- fraction of memcpy bandwidth with the data in memory: **{100*f(im_traffic)/f(im_s)/1e9/f(memcpy):.0f}%** (target >= 50%)")
+print(f"- fraction of memcpy bandwidth with the data in memory: **{100*f(im_traffic)/f(im_s)/1e9/f(memcpy):.0f}%** for the best "
+      f"run against the memcpy above (target >= 50%); {im_shares.replace(',', ', ')} in three pairs of runs (a memcpy, then "
+      "lmkit), which shows how much the VM's other tenants move it")
 print(f"- fraction of memcpy bandwidth: **{100*f(lm_gbs)/f(memcpy):.0f}%** of wall GB/s (target >= 50%); per CPU-second "
       f"lmkit moves {traffic/f(lm_cpu)/1e9:.2f} GB, memcpy at least {2*2*256*2**20*8/f(memcpy_cpu)/1e9:.2f} GB "
       f"({100*(traffic/f(lm_cpu))/(2*2*256*2**20*8/f(memcpy_cpu)):.0f}%)")
