@@ -106,8 +106,6 @@ Result<Inputs> OpenInputs(const std::vector<std::string>& paths) {
   return in;
 }
 
-
-
 struct Partial {
   float absmax = 0;
   float mn = std::numeric_limits<float>::infinity();

@@ -216,15 +216,25 @@ double FastEntropyCandidate(const SearchBins& sb, const FastSums& f, uint32_t i,
   return (plogp - plogq) / sp - std::log(sp) + std::log(sq);
 }
 
+// Whether a search over candidates [start_bin, bins] exists (the divergence functions return {} otherwise).
+bool Searchable(uint32_t bins, uint32_t start_bin) { return bins >= 2 && start_bin <= bins && start_bin != 0; }
+
+std::vector<double> FastDivergences(const SearchBins& sb, uint32_t start_bin, uint32_t quant_bins, ThreadPool* pool) {
+  const FastSums f = MakeFastSums(sb.bins);
+  std::vector<double> kl;
+  ForCandidates(start_bin, static_cast<uint32_t>(sb.bins.size()) + 1 - start_bin, pool, kl,
+                [&](uint32_t i, EntropyScratch&) { return FastEntropyCandidate(sb, f, i, quant_bins); });
+  return kl;
+}
+
 }  // namespace
 
 std::vector<double> NvidiaEntropyDivergences(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins,
                                              ThreadPool* pool) {
-  const uint32_t n = h.bins();
-  if (n < 2 || start_bin > n || start_bin == 0) return {};
+  if (!Searchable(h.bins(), start_bin)) return {};
   const SearchBins sb = MakeSearchBins(h);
   std::vector<double> kl;
-  ForCandidates(start_bin, n + 1 - start_bin, pool, kl, [&](uint32_t i, EntropyScratch& s) {
+  ForCandidates(start_bin, h.bins() + 1 - start_bin, pool, kl, [&](uint32_t i, EntropyScratch& s) {
     return EntropyCandidate(sb.bins, sb.tail, sb.nz, i, quant_bins, s);
   });
   return kl;
@@ -232,14 +242,8 @@ std::vector<double> NvidiaEntropyDivergences(const AbsHistogram& h, uint32_t sta
 
 std::vector<double> NvidiaEntropyDivergencesFast(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins,
                                                  ThreadPool* pool) {
-  const uint32_t n = h.bins();
-  if (n < 2 || start_bin > n || start_bin == 0) return {};
-  const SearchBins sb = MakeSearchBins(h);
-  const FastSums f = MakeFastSums(sb.bins);
-  std::vector<double> kl;
-  ForCandidates(start_bin, n + 1 - start_bin, pool, kl,
-                [&](uint32_t i, EntropyScratch&) { return FastEntropyCandidate(sb, f, i, quant_bins); });
-  return kl;
+  if (!Searchable(h.bins(), start_bin)) return {};
+  return FastDivergences(MakeSearchBins(h), start_bin, quant_bins, pool);
 }
 
 double NvidiaEntropyAmax(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins, ThreadPool* pool) {
@@ -248,15 +252,15 @@ double NvidiaEntropyAmax(const AbsHistogram& h, uint32_t start_bin, uint32_t qua
   // result as searching with the literal divergences alone (a test checks it), ~8x less work: the literal search was
   // 7 ms of a 60 ms in-memory calibration of 1e8 values. Infinite candidates are infinite in both.
   constexpr double kBand = 1e-9;
-  const std::vector<double> approx = NvidiaEntropyDivergencesFast(h, start_bin, quant_bins, pool);
-  if (approx.empty()) return h.amax();
+  if (!Searchable(h.bins(), start_bin)) return h.amax();
+  const SearchBins sb = MakeSearchBins(h);
+  const std::vector<double> approx = FastDivergences(sb, start_bin, quant_bins, pool);
   double low = kInf;
   for (double v : approx) low = std::min(low, v);
   uint32_t best_i = h.bins();
   if (low == kInf) {
     best_i = start_bin + static_cast<uint32_t>(approx.size()) - 1;  // all infinite: the last one is a minimum too
   } else {
-    const SearchBins sb = MakeSearchBins(h);
     EntropyScratch s;
     double best = kInf;
     for (uint32_t c = 0; c < approx.size(); ++c) {

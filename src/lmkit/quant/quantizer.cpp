@@ -222,10 +222,10 @@ __attribute__((target("avx2"))) float AbsMaxAvx2(const float* x, uint64_t n, boo
 // CodeSegmentImpl with AVX2 + FMA: each 16-lane chunk is two 8-lane halves (lanes 0-7 and 8-15), whose fp32 partials
 // and fp64 lane sums are kept in separate registers; int32 -> int8 keeps the low byte (a shuffle, as the baseline's
 // conversion does). No contraction of the separate multiply and subtract of e: -ffp-contract=off (CMakeLists.txt).
-__attribute__((target("avx2,fma"))) void CodeSegmentAvx2(const float* x, uint64_t n, float scale, float absmax,
-                                                         Int8Range range, int8_t* codes, RowAcc& acc) {
+// Precondition: VectorCodingSafe (CodeSegment checks it).
+__attribute__((target("avx2,fma"))) void CodeSegmentAvx2(const float* x, uint64_t n, float scale, Int8Range range,
+                                                         int8_t* codes, RowAcc& acc) {
   const float inv = InverseScale(scale);
-  if (!VectorCodingSafe(absmax, inv, range)) return CodeSegmentBase(x, n, scale, range, codes, acc);
   const __m256 vinv = _mm256_set1_ps(inv), vs = _mm256_set1_ps(scale);
   const __m256i vhi = _mm256_set1_epi32(static_cast<int32_t>(range.hi));
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -330,13 +330,13 @@ struct Code16Consts {
   hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
 }
 
-// CodeSegmentImpl with 16 lanes (AVX-512F + DQ), the same results bit for bit. `next_bytes` bytes at `next` (the
-// caller's next row, or none) are prefetched as it goes, one cache line per 16 values.
+// CodeSegmentImpl with 16 lanes (AVX-512F + DQ + BW), the same results bit for bit. Precondition: VectorCodingSafe
+// (CodeSegment checks it). `next_bytes` bytes at `next` (the caller's next row, or none) are prefetched spread over
+// the segment, and the code lines at `next_codes` (or none) for writing, one per 64 values.
 __attribute__((target("avx512f,avx512dq,avx512bw,prfchw"))) void CodeSegmentAvx512(
-    const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes, RowAcc& acc,
-    const uint8_t* next, uint64_t next_bytes, int8_t* next_codes) {
+    const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, RowAcc& acc, const uint8_t* next,
+    uint64_t next_bytes, int8_t* next_codes) {
   const float inv = InverseScale(scale);
-  if (!VectorCodingSafe(absmax, inv, range)) return CodeSegmentBase(x, n, scale, range, codes, acc);
   const Code16Consts k = {_mm512_set1_ps(inv), _mm512_set1_ps(scale), _mm512_set1_epi32(static_cast<int32_t>(range.hi)),
                           _mm512_set1_epi32(1)};
   __m512d lx2a = _mm512_load_pd(acc.lx2), lx2b = _mm512_load_pd(acc.lx2 + 8);
@@ -357,7 +357,7 @@ __attribute__((target("avx512f,avx512dq,avx512bw,prfchw"))) void CodeSegmentAvx5
     for (; i + 4 * kLanes <= bend; i += 4 * kLanes) {
       for (uint64_t end = std::min(next_bytes, pf + pf_step); pf < end; pf += 64)
         _mm_prefetch(reinterpret_cast<const char*>(next) + pf, _MM_HINT_T0);
-      if (next_codes && i < n) __builtin_prefetch(next_codes + i, 1, 3);
+      if (next_codes) __builtin_prefetch(next_codes + i, 1, 3);
       const __m512i c0 = Code16(x + i, k, px2, pe2, pc2, emax, clip);
       const __m512i c1 = Code16(x + i + 16, k, px2, pe2, pc2, emax, clip);
       const __m512i c2 = Code16(x + i + 32, k, px2, pe2, pc2, emax, clip);
@@ -409,14 +409,19 @@ bool HaveAvx2() {
 inline float AbsMax(const float* x, uint64_t n, bool* finite) {
   return HaveAvx512() ? AbsMaxAvx512(x, n, finite) : HaveAvx2() ? AbsMaxAvx2(x, n, finite) : AbsMaxBase(x, n, finite);
 }
-// Codes a segment whose values' absmax is `absmax` with `scale`. `next`: memory the caller reads next, prefetched by
-// the AVX-512 path (the others leave it to the hardware).
+// Codes a segment whose values' absmax is `absmax` with `scale`; a scale the vector kernels' rounding cannot take
+// (VectorCodingSafe) goes to the baseline. `next`: memory the caller reads next, prefetched by the AVX-512 path (the
+// others leave it to the hardware).
 inline void CodeSegment(const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes,
                         RowAcc& acc, const uint8_t* next = nullptr, uint64_t next_bytes = 0,
                         int8_t* next_codes = nullptr) {
-  HaveAvx512() ? CodeSegmentAvx512(x, n, scale, absmax, range, codes, acc, next, next_bytes, next_codes)
-  : HaveAvx2() ? CodeSegmentAvx2(x, n, scale, absmax, range, codes, acc)
-               : CodeSegmentBase(x, n, scale, range, codes, acc);
+  const bool vector = VectorCodingSafe(absmax, InverseScale(scale), range);
+  if (vector && HaveAvx512())
+    CodeSegmentAvx512(x, n, scale, range, codes, acc, next, next_bytes, next_codes);
+  else if (vector && HaveAvx2())
+    CodeSegmentAvx2(x, n, scale, range, codes, acc);
+  else
+    CodeSegmentBase(x, n, scale, range, codes, acc);
 }
 
 // BF16 -> fp32 for one row, vectorised (8 per step: widen, shift), returning the absmax bits (AbsMaxBitsImpl). The
@@ -714,8 +719,9 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
             break;
           }
         }
-        if (finite) FinishRow(acc, cols, &st);
-        if (!finite) {
+        if (finite) {
+          FinishRow(acc, cols, &st);
+        } else {
           note_bad(r);
           all_finite = false;
         }
