@@ -1,4 +1,5 @@
-// `lmkit quantize`: INT8 weights (compressed-tensors) from a safetensors checkpoint; prints the error report.
+// `lmkit quantize`: INT8 weights (compressed-tensors, or GGUF Q8_0) from a safetensors checkpoint; prints the error
+// report.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -13,30 +14,34 @@ namespace lmkit::cli {
 RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
     quant::QuantizeOptions o;
-    std::string scheme = "w8a16", granularity = "channel", format = "compressed-tensors", report;
+    std::string scheme = "w8a16", granularity, format = "compressed-tensors", report;
   };
   auto a = std::make_shared<Args>();
   sub.description(
       "Quantize the Linear weights of a .safetensors file or Hugging Face model directory to INT8 "
-      "(compressed-tensors, symmetric) and report per-tensor error");
+      "(compressed-tensors, symmetric; or GGUF Q8_0 for llama.cpp) and report per-tensor error");
   sub.add_option("INPUT", a->o.input, "a .safetensors file or a model directory (config.json + shards)")->required();
   sub.add_option("-o,--output", a->o.output, "output file (file input) or directory (directory input)")->required();
   sub.add_option("--scheme", a->scheme, "w8a16 (weights only) or w8a8 (INT8 activations too)");
-  sub.add_option("--granularity", a->granularity, "channel, tensor or group:N");
+  sub.add_option("--granularity", a->granularity,
+                 "channel (default), tensor or group:N; gguf-q8_0 is always group:32 (its Q8_0 blocks)");
   sub.add_option("--calibration", a->o.calibration, "CALIB.json from `lmkit calibrate` (static w8a8 input scales)");
   sub.add_option("--include", a->o.include, "regex: quantize only matching 2-D weights (repeatable)")
       ->allow_extra_args(false);
   sub.add_option("--exclude", a->o.exclude, "regex: never quantize matching tensors (repeatable)")
       ->allow_extra_args(false);
-  sub.add_option("--format", a->format, "compressed-tensors (default) or gguf-q8_0");
+  sub.add_option("--format", a->format,
+                 "compressed-tensors (default; a directory for a directory INPUT) or gguf-q8_0 (one llama.cpp GGUF "
+                 "file from a Llama-family model directory)");
   sub.add_option("--report", a->report, "also write the JSON report to this file");
   return [a, &g] {
     auto scheme = quant::ParseQuantScheme(a->scheme);
     if (!scheme.ok()) return ReportError("quantize", scheme.status());
-    auto gran = quant::ParseGranularity(a->granularity);
-    if (!gran.ok()) return ReportError("quantize", gran.status());
     auto format = quant::ParseQuantFormat(a->format);
     if (!format.ok()) return ReportError("quantize", format.status());
+    const bool gguf = *format == quant::QuantFormat::kGgufQ8_0;
+    auto gran = quant::ParseGranularity(a->granularity.empty() ? (gguf ? "group:32" : "channel") : a->granularity);
+    if (!gran.ok()) return ReportError("quantize", gran.status());
     a->o.scheme = *scheme;
     a->o.granularity = *gran;
     a->o.format = *format;

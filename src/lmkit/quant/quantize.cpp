@@ -32,128 +32,13 @@
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/calibrate.h"
+#include "lmkit/quant/quantize_plan.h"
 
 namespace lmkit::quant {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kCopyPiece = 8u << 20;
-
-struct Matchers {
-  std::vector<std::regex> include, exclude;
-};
-
-Result<Matchers> CompileMatchers(const QuantizeOptions& o) {
-  Matchers m;
-  auto compile = [](const std::string& pattern, std::vector<std::regex>& out) -> Status {
-    try {
-      out.emplace_back(pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return Status::Usage("invalid pattern '" + pattern + "': " + e.what());
-    }
-    return Status::Ok();
-  };
-  for (const auto& p : o.include) LMKIT_RETURN_IF_ERROR(compile(p, m.include));
-  for (const auto& p : o.exclude) LMKIT_RETURN_IF_ERROR(compile(p, m.exclude));
-  return m;
-}
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool IsQuantizableDType(io::DType t) {
-  return t == io::DType::kF32 || t == io::DType::kF16 || t == io::DType::kBF16;
-}
-
-// Embeddings, norms and the output head stay in full precision unless an --include names them.
-bool DefaultExcluded(const std::string& name) {
-  static const std::regex kDefault(
-      "(^|\\.)(embed_tokens|embeddings|word_embeddings|embed_in|embed_out|wte|wpe|lm_head)(\\.|$)|^output\\.weight$|norm|"
-      "(^|\\.)ln_",
-      std::regex::ECMAScript);
-  return std::regex_search(name, kDefault);
-}
-
-// A 2-D float "*.weight" that is not default-excluded (or matches an include), and matches no exclude.
-bool Selected(const io::TensorInfo& t, const Matchers& m) {
-  if (!EndsWith(t.name, ".weight") || t.shape.size() != 2 || !IsQuantizableDType(t.dtype)) return false;
-  bool in = false;
-  if (m.include.empty()) {
-    in = !DefaultExcluded(t.name);
-  } else {
-    for (const auto& r : m.include) in = in || std::regex_search(t.name, r);
-  }
-  if (!in) return false;
-  for (const auto& r : m.exclude)
-    if (std::regex_search(t.name, r)) return false;
-  return true;
-}
-
-std::string ModuleName(const std::string& weight_name) {
-  return weight_name.substr(0, weight_name.size() - std::string(".weight").size());
-}
-
-struct Shard {
-  std::string in_path;
-  std::string out_path;
-  std::string file_name;  // for the index
-  io::SafetensorsFile file;
-};
-
-struct Plan {
-  bool directory = false;
-  std::vector<Shard> shards;
-  std::string index_name;  // "" when not sharded
-};
-
-Result<Plan> MakePlan(const QuantizeOptions& o) {
-  Plan plan;
-  std::error_code ec;
-  if (fs::is_directory(o.input, ec)) {
-    plan.directory = true;
-    const fs::path dir(o.input);
-    std::vector<std::string> names;
-    if (fs::exists(dir / "model.safetensors.index.json", ec)) {
-      plan.index_name = "model.safetensors.index.json";
-      const std::string ipath = (dir / plan.index_name).string();
-      LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(ipath));
-      LMKIT_ASSIGN_OR_RETURN(Json idx, ParseJson(text, ipath));
-      if (!idx.is_object() || !idx.contains("weight_map") || !idx["weight_map"].is_object())
-        return Status::InvalidInput(ipath, "no \"weight_map\" object");
-      std::set<std::string> seen;
-      for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
-        if (!it.value().is_string()) return Status::InvalidInput(ipath, "weight_map value for '" + it.key() + "' is not a string");
-        std::string f = it.value().get<std::string>();
-        if (f.find('/') != std::string::npos || f.empty() || f[0] == '.')
-          return Status::InvalidInput(ipath, "shard name '" + f + "' is not a plain file name");
-        if (seen.insert(f).second) names.push_back(f);
-      }
-      std::sort(names.begin(), names.end());
-    } else if (fs::exists(dir / "model.safetensors", ec)) {
-      names.push_back("model.safetensors");
-    } else {
-      return Status::NotFound(o.input, "no model.safetensors or model.safetensors.index.json in the directory");
-    }
-    // The output directory is created only once every input has been validated (Quantize), so a bad input leaves
-    // no directory behind.
-    if (fs::exists(o.output, ec) && !fs::is_directory(o.output, ec))
-      return Status::InvalidInput(o.output, "exists and is not a directory (OUTPUT of a directory INPUT)");
-    for (const auto& n : names)
-      plan.shards.push_back(Shard{(dir / n).string(), (fs::path(o.output) / n).string(), n, {}});
-  } else {
-    if (!fs::exists(o.input, ec)) return Status::NotFound(o.input, "no such file or directory");
-    if (fs::is_directory(o.output, ec))
-      return Status::Usage("OUTPUT must be a file path when INPUT is a .safetensors file");
-    plan.shards.push_back(Shard{o.input, o.output, fs::path(o.output).filename().string(), {}});
-  }
-  for (Shard& s : plan.shards) {
-    if (fs::weakly_canonical(s.in_path, ec) == fs::weakly_canonical(s.out_path, ec))
-      return Status::Usage("OUTPUT would overwrite INPUT (" + s.in_path + ")");
-    LMKIT_ASSIGN_OR_RETURN(s.file, io::SafetensorsFile::Open(s.in_path));
-  }
-  return plan;
-}
 
 // Stored scale values -> bytes of `dtype`.
 std::vector<uint8_t> ScaleBytes(const std::vector<float>& scales, io::DType dtype) {
@@ -164,13 +49,13 @@ std::vector<uint8_t> ScaleBytes(const std::vector<float>& scales, io::DType dtyp
 
 // The other regular files of the input directory (tokenizer, generation config, ...), read before anything is
 // committed so that an unreadable one fails the run before the output changes.
-Status CollectRegularFiles(const QuantizeOptions& o, const Plan& plan,
+Status CollectRegularFiles(const QuantizeOptions& o, const detail::Plan& plan,
                            std::vector<std::pair<std::string, std::string>>* files) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(o.input, ec)) {
     if (!entry.is_regular_file()) continue;
     const std::string name = entry.path().filename().string();
-    if (name == "config.json" || name == plan.index_name || EndsWith(name, ".safetensors")) continue;
+    if (name == "config.json" || name == plan.index_name || detail::EndsWith(name, ".safetensors")) continue;
     LMKIT_ASSIGN_OR_RETURN(std::string content, ReadFileToString(entry.path().string()));
     files->emplace_back((fs::path(o.output) / name).string(), std::move(content));
   }
@@ -246,18 +131,17 @@ Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>
 
 Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress) {
   if (o.input.empty() || o.output.empty()) return Status::Usage("INPUT and -o OUTPUT are required");
-  if (o.format == QuantFormat::kGgufQ8_0)
-    return Status::Unsupported(o.output, "--format gguf-q8_0 is not implemented in this version");
+  if (o.format == QuantFormat::kGgufQ8_0) return detail::QuantizeToGguf(o, progress);
   if (!o.calibration.empty() && o.scheme != QuantScheme::kW8A8)
     return Status::Usage("--calibration gives activation scales; it needs --scheme w8a8");
   const double t0 = MonotonicSeconds();
-  LMKIT_ASSIGN_OR_RETURN(Matchers matchers, CompileMatchers(o));
+  LMKIT_ASSIGN_OR_RETURN(detail::Matchers matchers, detail::CompileMatchers(o));
   std::map<std::string, double> calib;
   if (!o.calibration.empty()) {
     LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(o.calibration));
     LMKIT_ASSIGN_OR_RETURN(calib, ParseCalibrationAmax(text, o.calibration));
   }
-  LMKIT_ASSIGN_OR_RETURN(Plan plan, MakePlan(o));
+  LMKIT_ASSIGN_OR_RETURN(detail::Plan plan, detail::MakePlan(o, false));
 
   QuantizeReport rep;
   rep.input = o.input;
@@ -269,16 +153,16 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
   // Validate the selection and the calibration for every shard before writing anything.
   std::vector<std::string> ignore = {"lm_head"};
   uint64_t total_bytes = 0, selected_count = 0;
-  for (const Shard& s : plan.shards) {
+  for (const detail::Shard& s : plan.shards) {
     for (const io::TensorInfo& t : s.file.tensors()) {
       total_bytes += t.num_bytes();
-      const bool sel = Selected(t, matchers);
+      const bool sel = detail::Selected(t, matchers);
       selected_count += sel ? 1 : 0;
       if (sel && o.granularity.kind == Granularity::Kind::kGroup && t.shape[1] % o.granularity.group_size != 0)
         return Status::InvalidInput(s.in_path, fmt::format("tensor '{}': group size {} does not divide {} columns",
                                                            t.name, o.granularity.group_size, t.shape[1]));
       if (sel && !o.calibration.empty()) {
-        const std::string m = ModuleName(t.name);
+        const std::string m = detail::ModuleName(t.name);
         if (!calib.count(m) && !calib.count(m + ".input"))
           return Status::InvalidInput(o.calibration, "no activation range for '" + m + "' (or '" + m + ".input')");
         // amax / 127.5 is stored in the weight's dtype; past its range it became an infinite input_scale (F32 above
@@ -290,8 +174,8 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
                                                                  "range of {}",
                                                                  amax, m, io::DTypeName(t.dtype)));
       }
-      if (!sel && EndsWith(t.name, ".weight") && t.shape.size() == 2) {
-        const std::string m = ModuleName(t.name);
+      if (!sel && detail::EndsWith(t.name, ".weight") && t.shape.size() == 2) {
+        const std::string m = detail::ModuleName(t.name);
         if (std::find(ignore.begin(), ignore.end(), m) == ignore.end()) ignore.push_back(m);
       }
     }
@@ -332,19 +216,19 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
   std::map<std::string, std::string> weight_map;
   uint64_t done_bytes = 0;
   if (progress) progress->Begin("quantizing", total_bytes, "B");
-  for (Shard& s : plan.shards) {
+  for (detail::Shard& s : plan.shards) {
     const auto& tensors = s.file.tensors();
     // Declare the output tensors.
     std::vector<io::TensorSpec> specs;
     std::vector<bool> selected(tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
       const io::TensorInfo& t = tensors[i];
-      selected[i] = Selected(t, matchers);
+      selected[i] = detail::Selected(t, matchers);
       if (!selected[i]) {
         specs.push_back({t.name, t.dtype, t.shape});
         continue;
       }
-      const std::string m = ModuleName(t.name);
+      const std::string m = detail::ModuleName(t.name);
       specs.push_back({t.name, io::DType::kI8, t.shape});
       specs.push_back({m + ".weight_scale", t.dtype, o.granularity.ScaleShape(t.shape[0], t.shape[1])});
       if (!o.calibration.empty()) specs.push_back({m + ".input_scale", t.dtype, {1}});
@@ -402,7 +286,7 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
         LMKIT_RETURN_IF_ERROR(w.Write(sb.data(), sb.size()));
         rep.bytes_after += rows * cols + sb.size();
         if (!o.calibration.empty()) {
-          const std::string m = ModuleName(t.name);
+          const std::string m = detail::ModuleName(t.name);
           double amax = calib.count(m) ? calib[m] : calib[m + ".input"];
           std::vector<float> in_scale = {StoredScale(static_cast<float>(amax), Int8Convention::kHalfStep, t.dtype)};
           std::vector<uint8_t> ib = ScaleBytes(in_scale, t.dtype);
@@ -466,6 +350,7 @@ Json QuantizeReportToJson(const QuantizeReport& r) {
     ts.push_back(std::move(e));
   }
   j["tensors"] = std::move(ts);
+  j["kept_unquantized"] = r.kept_unquantized;
   Json tot;
   tot["tensors_quantized"] = r.tensors.size();
   tot["tensors_copied"] = r.tensors_copied;
@@ -498,6 +383,12 @@ std::string QuantizeReportToText(const QuantizeReport& r) {
       "{} tensors quantized ({} params), {} copied; {} -> {}; SQNR {:.2f} dB, cosine {:.7f}; {:.2f} s, {:.2f} GB/s\n",
       r.tensors.size(), r.params_quantized, r.tensors_copied, FormatBytes(static_cast<double>(r.bytes_before)),
       FormatBytes(static_cast<double>(r.bytes_after)), r.total.SqnrDb(), r.total.Cosine(), r.seconds, r.GbPerSecond());
+  if (!r.kept_unquantized.empty()) {
+    out += fmt::format("{} selected weights kept in full precision (rows not a multiple of 32 long):",
+                       r.kept_unquantized.size());
+    for (const auto& n : r.kept_unquantized) out += " " + n;
+    out += "\n";
+  }
   return out;
 }
 

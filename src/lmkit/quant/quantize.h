@@ -65,6 +65,9 @@ struct QuantizeReport {
   double seconds = 0;
   uint64_t peak_rss_bytes = 0;
   ErrorStats total;  // over all quantized tensors
+  // Selected weights stored unquantized because the format cannot take them (GGUF Q8_0: rows not a multiple of 32
+  // long); always empty for compressed-tensors.
+  std::vector<std::string> kept_unquantized;
   double GbPerSecond() const { return seconds > 0 ? (bytes_before + bytes_after) / seconds / 1e9 : 0; }
 };
 

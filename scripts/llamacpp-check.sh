@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Loads `lmkit quantize --format gguf-q8_0` output in llama.cpp itself and compares what llama.cpp computes with lmkit's
+# own float forward on the same dequantized weights. Not part of CI: it fetches llama.cpp's prebuilt CPU libraries from
+# the npm registry (node-llama-cpp's linux-x64 package, which also carries the matching llama.cpp source as a git
+# bundle, used here for llama.h only).
+#
+# Steps: quantize MODEL (default: tests/data/model/stories260K) to GGUF; tests/scripts/check_gguf.py checks the file
+# and writes the dequantized weights as a float checkpoint; llama.cpp greedy-decodes from BOS and scores the golden
+# sequence; `lmkit generate` does the same on the dequantized checkpoint. Prints one JSON line; exit 1 when llama.cpp
+# cannot load the file or its first 8 greedy tokens differ from lmkit's on the same weights.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=${MODEL:-tests/data/model/stories260K}
+golden=${GOLDEN:-$model/golden_greedy.json}
+lmkit=${LMKIT:-build/lmkit}
+cache=${LLAMACPP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lmkit-llamacpp}
+version=3.22.1  # node-llama-cpp; its bundled llama.cpp is tag v0.5.0 of its release line
+py=/usr/bin/python3
+[ -x "$lmkit" ] || { echo "llamacpp-check: build lmkit first ($lmkit)" >&2; exit 1; }
+mkdir -p "$cache"
+bins=$cache/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+if [ ! -f "$bins/libllama.v0.5.0.so" ]; then
+  echo "llamacpp-check: installing node-llama-cpp@$version (prebuilt llama.cpp) into $cache" >&2
+  (cd "$cache" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --omit=optional \
+     "node-llama-cpp@$version" "@node-llama-cpp/linux-x64@$version" >/dev/null)
+fi
+if [ ! -f "$cache/src/include/llama.h" ]; then
+  rm -rf "$cache/src"
+  git clone -q "$cache/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$cache/src" 2>/dev/null
+fi
+runner=$cache/run_gguf
+g++ -std=c++17 -O2 scripts/llamacpp/run_gguf.cpp -I"$cache/src/include" -I"$cache/src/ggml/include" \
+  "$bins/libllama.v0.5.0.so" "$bins/libggml.v0.5.0.so" "$bins/libggml-base.so" -Wl,-rpath,"$bins" -o "$runner"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$lmkit" quantize "$model" -o "$work/model.gguf" --format gguf-q8_0 --json >"$work/report.json"
+mkdir "$work/deq"
+cp "$model/config.json" "$work/deq/"
+$py tests/scripts/check_gguf.py "$model" "$work/model.gguf" --dequantized "$work/deq/model.safetensors" \
+  >"$work/check.json"
+ids=$($py -c "import json,sys; print(' '.join(map(str, json.load(open(sys.argv[1]))['tokens'])))" "$golden")
+n=$(wc -w <<<"$ids")
+"$runner" "$work/model.gguf" "$bins" $((n - 1)) 1 >"$work/ll_greedy.json"
+"$runner" "$work/model.gguf" "$bins" 1 $ids >"$work/ll_score.json"
+"$lmkit" generate "$work/deq" --prompt-ids 1 --max-tokens $((n - 1)) --json >"$work/lm_greedy.json"
+"$lmkit" generate "$work/deq" --prompt-ids "${ids// /,}" --max-tokens 1 --json --logits >"$work/lm_score.json"
+$py - "$work" "$golden" <<'PY'
+import json, sys
+w, golden = sys.argv[1], json.load(open(sys.argv[2]))
+ll_g, ll_s = json.load(open(w + "/ll_greedy.json")), json.load(open(w + "/ll_score.json"))
+lm_g, lm_s = json.load(open(w + "/lm_greedy.json")), json.load(open(w + "/lm_score.json"))
+def prefix(a, b):
+    k = 0
+    while k < min(len(a), len(b)) and a[k] == b[k]:
+        k += 1
+    return k
+lm_tokens = lm_g["sequences"][0]
+res = {
+    "check_gguf": json.load(open(w + "/check.json")),
+    "sequence_length": len(golden["tokens"]),
+    "greedy_prefix_llamacpp_vs_lmkit_same_weights": prefix(ll_g["tokens"], lm_tokens),
+    "greedy_prefix_llamacpp_vs_golden_float64": prefix(ll_g["tokens"], golden["tokens"]),
+    "greedy_prefix_lmkit_dequantized_vs_golden_float64": prefix(lm_tokens, golden["tokens"]),
+    "next_token_same": ll_s["tokens"][-1] == lm_s["sequences"][0][-1],
+    "final_logits_max_abs_diff_llamacpp_vs_lmkit": max(abs(a - b) for a, b in zip(ll_s["final_logits"],
+                                                                                   lm_s["final_logits"])),
+}
+print(json.dumps(res))
+sys.exit(0 if res["greedy_prefix_llamacpp_vs_lmkit_same_weights"] >= 8 else 1)
+PY

@@ -1,0 +1,124 @@
+#include "lmkit/quant/quantize_plan.h"
+
+// GCC 12's false -Wmaybe-uninitialized inside libstdc++'s <regex> at -O1 with sanitizers (quantize.cpp says more).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "lmkit/common/json.h"
+#include "lmkit/common/mapped_file.h"
+
+namespace lmkit::quant::detail {
+namespace fs = std::filesystem;
+namespace {
+
+bool IsQuantizableDType(io::DType t) {
+  return t == io::DType::kF32 || t == io::DType::kF16 || t == io::DType::kBF16;
+}
+
+// Embeddings, norms and the output head stay in full precision unless an --include names them.
+bool DefaultExcluded(const std::string& name) {
+  static const std::regex kDefault(
+      "(^|\\.)(embed_tokens|embeddings|word_embeddings|embed_in|embed_out|wte|wpe|lm_head)(\\.|$)|^output\\.weight$|norm|"
+      "(^|\\.)ln_",
+      std::regex::ECMAScript);
+  return std::regex_search(name, kDefault);
+}
+
+}  // namespace
+
+Result<Matchers> CompileMatchers(const QuantizeOptions& o) {
+  Matchers m;
+  auto compile = [](const std::string& pattern, std::vector<std::regex>& out) -> Status {
+    try {
+      out.emplace_back(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return Status::Usage("invalid pattern '" + pattern + "': " + e.what());
+    }
+    return Status::Ok();
+  };
+  for (const auto& p : o.include) LMKIT_RETURN_IF_ERROR(compile(p, m.include));
+  for (const auto& p : o.exclude) LMKIT_RETURN_IF_ERROR(compile(p, m.exclude));
+  return m;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A 2-D float "*.weight" that is not default-excluded (or matches an include), and matches no exclude.
+bool Selected(const io::TensorInfo& t, const Matchers& m) {
+  if (!EndsWith(t.name, ".weight") || t.shape.size() != 2 || !IsQuantizableDType(t.dtype)) return false;
+  bool in = false;
+  if (m.include.empty()) {
+    in = !DefaultExcluded(t.name);
+  } else {
+    for (const auto& r : m.include) in = in || std::regex_search(t.name, r);
+  }
+  if (!in) return false;
+  for (const auto& r : m.exclude)
+    if (std::regex_search(t.name, r)) return false;
+  return true;
+}
+
+std::string ModuleName(const std::string& weight_name) {
+  return weight_name.substr(0, weight_name.size() - std::string(".weight").size());
+}
+
+Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file) {
+  Plan plan;
+  std::error_code ec;
+  if (fs::is_directory(o.input, ec)) {
+    plan.directory = true;
+    const fs::path dir(o.input);
+    std::vector<std::string> names;
+    if (fs::exists(dir / "model.safetensors.index.json", ec)) {
+      plan.index_name = "model.safetensors.index.json";
+      const std::string ipath = (dir / plan.index_name).string();
+      LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(ipath));
+      LMKIT_ASSIGN_OR_RETURN(Json idx, ParseJson(text, ipath));
+      if (!idx.is_object() || !idx.contains("weight_map") || !idx["weight_map"].is_object())
+        return Status::InvalidInput(ipath, "no \"weight_map\" object");
+      std::set<std::string> seen;
+      for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
+        if (!it.value().is_string()) return Status::InvalidInput(ipath, "weight_map value for '" + it.key() + "' is not a string");
+        std::string f = it.value().get<std::string>();
+        if (f.find('/') != std::string::npos || f.empty() || f[0] == '.')
+          return Status::InvalidInput(ipath, "shard name '" + f + "' is not a plain file name");
+        if (seen.insert(f).second) names.push_back(f);
+      }
+      std::sort(names.begin(), names.end());
+    } else if (fs::exists(dir / "model.safetensors", ec)) {
+      names.push_back("model.safetensors");
+    } else {
+      return Status::NotFound(o.input, "no model.safetensors or model.safetensors.index.json in the directory");
+    }
+    // The output directory is created only once every input has been validated (Quantize), so a bad input leaves
+    // no directory behind.
+    if (!single_output_file && fs::exists(o.output, ec) && !fs::is_directory(o.output, ec))
+      return Status::InvalidInput(o.output, "exists and is not a directory (OUTPUT of a directory INPUT)");
+    for (const auto& n : names)
+      plan.shards.push_back(Shard{(dir / n).string(), (fs::path(o.output) / n).string(), n, {}});
+  } else {
+    if (!fs::exists(o.input, ec)) return Status::NotFound(o.input, "no such file or directory");
+    if (!single_output_file && fs::is_directory(o.output, ec))
+      return Status::Usage("OUTPUT must be a file path when INPUT is a .safetensors file");
+    plan.shards.push_back(Shard{o.input, o.output, fs::path(o.output).filename().string(), {}});
+  }
+  if (single_output_file) {
+    if (fs::is_directory(o.output, ec)) return Status::Usage("OUTPUT must be a file path with --format gguf-q8_0");
+    for (Shard& s : plan.shards) s.out_path = o.output;
+  }
+  for (Shard& s : plan.shards) {
+    if (fs::weakly_canonical(s.in_path, ec) == fs::weakly_canonical(s.out_path, ec))
+      return Status::Usage("OUTPUT would overwrite INPUT (" + s.in_path + ")");
+    LMKIT_ASSIGN_OR_RETURN(s.file, io::SafetensorsFile::Open(s.in_path));
+  }
+  return plan;
+}
+
+}  // namespace lmkit::quant::detail
