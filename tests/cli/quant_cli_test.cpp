@@ -582,7 +582,8 @@ void WriteToyLlama(const std::string& dir, io::DType dtype, bool with_nan = fals
 
 }  // namespace
 
-TEST_CASE("quantize --format gguf-q8_0: stories260K as a llama.cpp GGUF, ggml's Q8_0 blocks bit for bit", "[quant][cli]") {
+TEST_CASE("quantize --format gguf-q8_0: stories260K as a llama.cpp GGUF, ggml's Q8_0 blocks bit for bit",
+          "[quant][cli]") {
   TempDir dir;
   const std::string out = dir.file("s.gguf");
   auto r = RunLmkit({"quantize", kStories, "-o", out, "--format", "gguf-q8_0", "--json"});

@@ -2,8 +2,8 @@
 //
 // Contract: GgufHeader collects metadata key/values and tensor descriptions in the order they are added and
 // Serialize() returns the header bytes: magic "GGUF", version 3, the tensor and key/value counts, the key/values, the
-// tensor infos (name, dimensions in ggml order — ne[0] is the row length —, ggml type, offset) and zero padding up to
-// the 32-byte alignment (GGUF's default; no general.alignment key is written). Offsets are assigned by Serialize():
+// tensor infos (name, dimensions in ggml order, ne[0] being the row length, ggml type, offset) and zero padding up
+// to the 32-byte alignment (GGUF's default; no general.alignment key is written). Offsets are assigned by Serialize():
 // tensors are laid out in the order added, each starting at a multiple of 32 from the data section's start; the
 // caller then writes each tensor's TensorBytes() followed by PaddingAfter() zero bytes. All integers little-endian.
 // Names: at most 63 bytes (ggml's GGML_MAX_NAME - 1) — AddTensor returns false otherwise.
@@ -61,12 +61,16 @@ class GgufHeader {
   uint64_t data_bytes_ = 0;
 };
 
-// Quantizes n values (n a multiple of 32) into n / 32 blocks at `out` and adds the error of the dequantized values
-// against x to *stats (fp64 sums; stats->clipped stays 0: |x * id| <= 127 up to rounding). The caller checks that
-// every value is finite and that the largest block scale fits fp16 (Q8_0ScaleFits).
-void QuantizeQ8_0(const float* x, uint64_t n, uint8_t* out, ErrorStats* stats);
-// max|x| / 127 rounded to fp16 is finite: max|x| <= 65504 * 127 (about 8.3e6) up to rounding.
-bool Q8_0ScaleFits(float absmax);
+enum class Q8_0Status { kOk, kNonFinite, kScaleOverflow };
+
+// Quantizes n values (n a multiple of 32) into n / 32 blocks at `out`, adds the error of the dequantized values
+// against x to *stats and folds the stored (fp16) block scales into *scale_min / *scale_max. kNonFinite: a NaN or
+// infinite value; kScaleOverflow: a block's max|x| / 127 beyond fp16's range (|x| above about 8.3e6); on either, the
+// blocks so far are written and stats are left unchanged. Stats: per-block fp32 partial sums (at most 4 terms per
+// lane) added in fp64, so sums are exact to about 1e-7 relative; stats->clipped stays 0 (|x * id| <= 127 up to
+// rounding).
+Q8_0Status QuantizeQ8_0(const float* x, uint64_t n, uint8_t* out, ErrorStats* stats, float* scale_min,
+                        float* scale_max);
 void DequantizeQ8_0(const uint8_t* in, uint64_t n, float* out);
 
 }  // namespace lmkit::quant::gguf

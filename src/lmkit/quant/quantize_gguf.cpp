@@ -71,7 +71,8 @@ Result<float> PositiveF32(const Json& cfg, const char* key, const std::string& p
 }
 
 Result<LlamaHparams> ReadLlamaConfig(const Json& cfg, const std::string& path) {
-  const std::string type = cfg.contains("model_type") && cfg["model_type"].is_string() ? cfg["model_type"].get<std::string>() : "";
+  const bool typed = cfg.contains("model_type") && cfg["model_type"].is_string();
+  const std::string type = typed ? cfg["model_type"].get<std::string>() : "";
   if (type != "llama" && type != "mistral")
     return Status::Unsupported(path, "--format gguf-q8_0 writes Llama-architecture models (model_type llama or "
                                      "mistral), not model_type '" + type + "'");
@@ -128,13 +129,15 @@ Result<std::string> LlamaName(const std::string& hf, const LlamaHparams& h, uint
   if (n == "norm.weight") return std::string("output_norm.weight");
   if (hf == "lm_head.weight") return std::string("output.weight");
   static const std::map<std::string, std::string> kLayer = {
-      {"self_attn.q_proj", "attn_q"},         {"self_attn.k_proj", "attn_k"},  {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"},    {"mlp.gate_proj", "ffn_gate"},   {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"},          {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"}};
+      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},       {"self_attn.v_proj", "attn_v"},
+      {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},        {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},       {"input_layernorm", "attn_norm"},
+      {"post_attention_layernorm", "ffn_norm"}};
   if (n.rfind("layers.", 0) == 0) {
     const size_t dot = n.find('.', 7);
     const std::string num = n.substr(7, dot == std::string::npos ? std::string::npos : dot - 7);
-    const bool digits = !num.empty() && num.size() <= 6 && std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; });
+    auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    const bool digits = !num.empty() && num.size() <= 6 && std::all_of(num.begin(), num.end(), is_digit);
     if (digits && dot != std::string::npos) {
       const uint32_t layer = static_cast<uint32_t>(std::stoul(num));
       std::string rest = n.substr(dot + 1);
@@ -276,7 +279,9 @@ Result<QuantizeReport> QuantizeToGguf(const QuantizeOptions& o, ProgressSink* pr
 
   gguf::GgufHeader header;
   header.AddString("general.architecture", "llama");
-  header.AddString("general.name", fs::path(o.input).lexically_normal().filename().string());
+  fs::path in_path = fs::path(o.input).lexically_normal();
+  if (in_path.filename().empty()) in_path = in_path.parent_path();  // "dir/" names the directory "dir"
+  header.AddString("general.name", in_path.filename().string());
   header.AddU32("general.file_type", kFileTypeQ8_0);
   header.AddU32("general.quantization_version", kQuantizationVersion);
   header.AddU32("llama.vocab_size", hp.vocab);
@@ -369,24 +374,11 @@ Result<QuantizeReport> QuantizeToGguf(const QuantizeOptions& o, ProgressSink* pr
             res.scale_max = -INFINITY;
             for (uint64_t i = item * kRowsPerItem; i < std::min(n, (item + 1) * kRowsPerItem); ++i) {
               io::ConvertToF32(t.dtype, raw + source(i) * in_row, x.data(), cols);
-              float amax = 0;
-              for (float v : x) amax = std::max(amax, std::fabs(v));  // NaN is skipped by max: checked below
-              if (!std::all_of(x.begin(), x.end(), [](float v) { return std::isfinite(v); })) {
-                res.non_finite = true;
-                return;
-              }
-              if (!gguf::Q8_0ScaleFits(amax)) {
-                res.scale_overflow = true;
-                return;
-              }
-              uint8_t* dst = q + i * out_row;
-              gguf::QuantizeQ8_0(x.data(), cols, dst, &res.stats);
-              for (uint64_t b = 0; b < cols / gguf::kQ8_0Block; ++b) {
-                const uint8_t* blk = dst + b * gguf::kQ8_0BlockBytes;
-                const float d = io::F16ToF32(static_cast<uint16_t>(blk[0] | (blk[1] << 8)));
-                res.scale_min = std::min(res.scale_min, d);
-                res.scale_max = std::max(res.scale_max, d);
-              }
+              const gguf::Q8_0Status st =
+                  gguf::QuantizeQ8_0(x.data(), cols, q + i * out_row, &res.stats, &res.scale_min, &res.scale_max);
+              res.non_finite = st == gguf::Q8_0Status::kNonFinite;
+              res.scale_overflow = st == gguf::Q8_0Status::kScaleOverflow;
+              if (st != gguf::Q8_0Status::kOk) return;
             }
           });
           for (const ItemResult& res : results) {  // in row order: the same sums for any thread count

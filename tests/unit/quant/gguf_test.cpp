@@ -52,7 +52,8 @@ TEST_CASE("gguf: Q8_0 codes round half away from zero with 1/d, d stored as fp16
   for (int j = 10; j < 32; ++j) x[j] = static_cast<float>(j) - 20.25f;
   uint8_t blk[34];
   ErrorStats st;
-  QuantizeQ8_0(x, 32, blk, &st);
+  float lo = INFINITY, hi = -INFINITY;
+  REQUIRE(QuantizeQ8_0(x, 32, blk, &st, &lo, &hi) == Q8_0Status::kOk);
   CHECK((blk[0] | (blk[1] << 8)) == 0x3c00);  // fp16 1.0
   const int8_t want[10] = {127, 3, -3, 1, -1, 1, 127, -127, 0, 0};
   for (int j = 0; j < 10; ++j) CHECK(static_cast<int8_t>(blk[2 + j]) == want[j]);
@@ -72,7 +73,8 @@ TEST_CASE("gguf: Q8_0 scale is fp32 max/127 rounded to fp16, codes use the fp32 
   x[1] = 0.15f;  // 0.15 * (1 / d) = 63.5 up to rounding
   uint8_t blk[34];
   ErrorStats st;
-  QuantizeQ8_0(x, 32, blk, &st);
+  float lo = INFINITY, hi = -INFINITY;
+  REQUIRE(QuantizeQ8_0(x, 32, blk, &st, &lo, &hi) == Q8_0Status::kOk);
   const float d = 0.3f / 127.0f;
   CHECK((blk[0] | (blk[1] << 8)) == lmkit::io::F32ToF16(d));
   const float id = 1.0f / d;
@@ -84,11 +86,21 @@ TEST_CASE("gguf: Q8_0 scale is fp32 max/127 rounded to fp16, codes use the fp32 
   float z[64] = {};
   uint8_t two[68];
   ErrorStats zs;
-  QuantizeQ8_0(z, 64, two, &zs);
+  REQUIRE(QuantizeQ8_0(z, 64, two, &zs, &lo, &hi) == Q8_0Status::kOk);
   for (uint8_t b : two) CHECK(b == 0);
   CHECK(zs.sum_err2 == 0.0);
-  CHECK(Q8_0ScaleFits(8.3e6f));
-  CHECK_FALSE(Q8_0ScaleFits(8.4e6f));
+  CHECK(lo == 0.0f);
+  CHECK(hi == lmkit::io::F16ToF32(lmkit::io::F32ToF16(d)));
+  // The largest weight fp16 scales take is 65504 * 127 (8.3e6); NaN and inf are refused whatever the scale.
+  float big[32] = {8.3e6f};
+  CHECK(QuantizeQ8_0(big, 32, blk, &zs, &lo, &hi) == Q8_0Status::kOk);
+  big[0] = 8.4e6f;
+  CHECK(QuantizeQ8_0(big, 32, blk, &zs, &lo, &hi) == Q8_0Status::kScaleOverflow);
+  big[0] = 1.0f;
+  big[31] = NAN;
+  CHECK(QuantizeQ8_0(big, 32, blk, &zs, &lo, &hi) == Q8_0Status::kNonFinite);
+  big[31] = -INFINITY;
+  CHECK(QuantizeQ8_0(big, 32, blk, &zs, &lo, &hi) == Q8_0Status::kNonFinite);
 }
 
 TEST_CASE("gguf: a block whose scale is subnormal divides instead of multiplying by an infinite 1/d", "[quant][gguf]") {
@@ -98,7 +110,8 @@ TEST_CASE("gguf: a block whose scale is subnormal divides instead of multiplying
   REQUIRE(std::isinf(1.0f / (x[0] / 127.0f)));
   uint8_t blk[34];
   ErrorStats st;
-  QuantizeQ8_0(x, 32, blk, &st);
+  float lo = INFINITY, hi = -INFINITY;
+  REQUIRE(QuantizeQ8_0(x, 32, blk, &st, &lo, &hi) == Q8_0Status::kOk);
   CHECK(static_cast<int8_t>(blk[2]) == 127);
   CHECK(static_cast<int8_t>(blk[3]) == -64);  // -63.5 away from zero
   for (int j = 4; j < 34; ++j) CHECK(blk[j] == 0);
