@@ -26,6 +26,8 @@ import sys
 
 import numpy as np
 
+import check_quantized  # the same directory: its safetensors reader
+
 
 def fail(msg):
     print("check_gguf: FAIL: " + msg, file=sys.stderr)
@@ -33,23 +35,11 @@ def fail(msg):
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n].decode("utf-8"))
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = info["data_offsets"]
-        raw = blob[8 + n + b:8 + n + e]
-        dt = info["dtype"]
-        if dt == "BF16":
-            arr = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            arr = np.frombuffer(raw, dtype={"F32": "<f4", "F16": "<f2"}[dt]).astype(np.float32)
-        out[name] = (dt, list(info["shape"]), arr.reshape(info["shape"]), raw)
-    return out
+    """{name: (dtype, shape, float32 values, raw bytes)}, from check_quantized.py's reader (float64 -> float32 is
+    exact for F32/F16/BF16 values)."""
+    _, tensors = check_quantized.read_safetensors(path)
+    return {name: (dt, shape, check_quantized.to_f64(dt, shape, raw).astype(np.float32), raw)
+            for name, (dt, shape, raw) in tensors.items()}
 
 
 class Reader:
