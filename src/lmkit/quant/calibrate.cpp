@@ -106,92 +106,6 @@ Result<Inputs> OpenInputs(const std::vector<std::string>& paths) {
   return in;
 }
 
-struct Partial {
-  float absmax = 0;
-  float mn = std::numeric_limits<float>::infinity();
-  float mx = -std::numeric_limits<float>::infinity();
-  bool finite = true;
-};
-
-#pragma GCC diagnostic ignored "-Wpsabi"  // vector helpers are always inlined in this file
-
-// min, max, max|x| and finiteness of a chunk, L lanes at a time in two independent accumulator sets (one set's
-// loop-carried min/max latency held a core to half its memory bandwidth). max|x| is max(|min|, |max|): whichever
-// value has the largest magnitude is the minimum or the maximum.
-template <int L>
-struct FloatVec;  // GCC ignores vector_size on a type that depends on a template parameter: one per width
-template <>
-struct FloatVec<4> {
-  typedef float Type __attribute__((vector_size(16)));
-};
-template <>
-struct FloatVec<8> {
-  typedef float Type __attribute__((vector_size(32)));
-};
-template <>
-struct FloatVec<16> {
-  typedef float Type __attribute__((vector_size(64)));
-};
-
-template <int L>
-[[gnu::always_inline]] inline void ScanImpl(const float* x, uint64_t n, Partial* p) {
-  using V = typename FloatVec<L>::Type;
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  V mn0 = V{} + kInf, mn1 = mn0, mx0 = V{} - kInf, mx1 = mx0, bad0 = {}, bad1 = {};
-  uint64_t i = 0;
-  // Software prefetch 4 KiB ahead, one line per 16 values, running on past the end of the chunk into whatever memory
-  // follows it (a prefetch never faults, and the address is formed as an integer so no pointer leaves its array).
-  // Measured on the build VM, 2 threads, 1e8 values: 21.5-24.5 ms without, 16.7-18.7 ms with (a bare read of the same
-  // memory: 16 ms); the same prefetch stopped at the chunk's end gained nothing, for reasons not pinned down.
-  constexpr uint64_t kAhead = 1024 * sizeof(float);
-  const uintptr_t base = reinterpret_cast<uintptr_t>(x) + kAhead;
-  for (; i + 2 * L <= n; i += 2 * L) {
-    __builtin_prefetch(reinterpret_cast<const void*>(base + i * sizeof(float)));
-    if constexpr (L == 16) __builtin_prefetch(reinterpret_cast<const void*>(base + (i + 16) * sizeof(float)));
-    V v, w;
-    std::memcpy(&v, x + i, sizeof v);
-    std::memcpy(&w, x + i + L, sizeof w);
-    mn0 = v < mn0 ? v : mn0;
-    mn1 = w < mn1 ? w : mn1;
-    mx0 = v > mx0 ? v : mx0;
-    mx1 = w > mx1 ? w : mx1;
-    bad0 += v - v;  // NaN for NaN and inf
-    bad1 += w - w;
-  }
-  float lo = kInf, hi = -kInf, b = 0;
-  for (int j = 0; j < L; ++j) {
-    lo = std::min({lo, mn0[j], mn1[j]});
-    hi = std::max({hi, mx0[j], mx1[j]});
-    b += bad0[j] + bad1[j];
-  }
-  for (; i < n; ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-    b += x[i] - x[i];
-  }
-  if (n == 0) return;
-  p->mn = std::min(p->mn, lo);
-  p->mx = std::max(p->mx, hi);
-  p->absmax = std::max({p->absmax, std::fabs(lo), std::fabs(hi)});
-  p->finite = p->finite && b == 0.0f;
-}
-__attribute__((target("avx512f"))) void ScanAvx512(const float* x, uint64_t n, Partial* p) { ScanImpl<16>(x, n, p); }
-__attribute__((target("avx2"))) void ScanAvx2(const float* x, uint64_t n, Partial* p) { ScanImpl<8>(x, n, p); }
-void ScanBase(const float* x, uint64_t n, Partial* p) { ScanImpl<4>(x, n, p); }
-void ScanChunk(const float* x, uint64_t n, Partial* p) {
-  static const auto scan = __builtin_cpu_supports("avx512f") ? ScanAvx512
-                           : __builtin_cpu_supports("avx2") ? ScanAvx2 : ScanBase;
-  scan(x, n, p);
-}
-
-// Order-free: min, max and max|x| are the same whichever partial comes first.
-void MergePartial(Partial& into, const Partial& p) {
-  into.finite = into.finite && p.finite;
-  into.mn = std::min(into.mn, p.mn);
-  into.mx = std::max(into.mx, p.mx);
-  into.absmax = std::max(into.absmax, p.absmax);
-}
-
 // Calls fn(chunk_floats, count, worker) for every kChunk-element chunk of every segment, in parallel; each chunk is
 // read into the worker's buffer (F32) or read and converted to fp32 into it. The first read error in chunk order
 // is returned.
@@ -221,13 +135,13 @@ Status ForEachChunk(const std::vector<Segment>& segs, ThreadPool& pool, std::vec
   return Status::Ok();
 }
 
-// The threshold from the scan (`all`) and, except for minmax, the |x| histogram over [0, all.absmax].
-TensorRange FinishNvidia(TensorRange r, const Partial& all, const AbsHistogram* h, const CalibrateOptions& o,
+// The threshold from the scan (`all`) and, except for minmax, the |x| histogram over [0, all.abs_max].
+TensorRange FinishNvidia(TensorRange r, const SampleRange& all, const AbsHistogram* h, const CalibrateOptions& o,
                          double percentile, ThreadPool* pool) {
-  double amax = all.absmax;
+  double amax = all.abs_max;
   if (h) {
     r.final_bins = o.bins;
-    if (all.absmax > 0) {
+    if (all.abs_max > 0) {
       switch (o.method) {
         case CalibMethod::kPercentile: amax = NvidiaPercentileAmax(*h, percentile); break;
         case CalibMethod::kEntropy: amax = NvidiaEntropyAmax(*h, o.quantized_bins, o.quantized_bins, pool); break;
@@ -245,22 +159,22 @@ TensorRange FinishNvidia(TensorRange r, const Partial& all, const AbsHistogram* 
 Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<Segment>& segs,
                                     const CalibrateOptions& o, double percentile, ThreadPool& pool) {
   std::vector<std::vector<float>> bufs(pool.size(), std::vector<float>(kChunk));
-  std::vector<Partial> parts(pool.size());
+  std::vector<SampleRange> parts(pool.size());
   LMKIT_RETURN_IF_ERROR(
-      ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { ScanChunk(x, n, &parts[w]); }));
+      ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { ScanRange(x, n, &parts[w]); }));
   TensorRange r;
   r.name = name;
-  Partial all;
-  for (const Partial& p : parts) MergePartial(all, p);
+  SampleRange all;
+  for (const SampleRange& p : parts) all.Merge(p);
   if (!all.finite) return Status::InvalidInput(segs.front().file, "tensor '" + name + "' contains NaN or Inf");
   for (const Segment& s : segs) {
     r.samples += s.elements();
     r.batches += s.batches();
   }
-  r.min = r.samples ? all.mn : 0;
-  r.max = r.samples ? all.mx : 0;
+  r.min = r.samples ? all.min : 0;
+  r.max = r.samples ? all.max : 0;
   if (o.method == CalibMethod::kMinMax) return FinishNvidia(std::move(r), all, nullptr, o, percentile, &pool);
-  std::vector<AbsHistogram> hists(pool.size(), AbsHistogram(o.bins, all.absmax));
+  std::vector<AbsHistogram> hists(pool.size(), AbsHistogram(o.bins, all.abs_max));
   LMKIT_RETURN_IF_ERROR(
       ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { hists[w].Add(x, n); }));
   for (size_t w = 1; w < hists.size(); ++w) hists[0].Merge(hists[w]);
@@ -276,34 +190,34 @@ struct OrtState {
   bool first = true;
 };
 
+// One batch: a parallel scan for its range (and finiteness), then the histogram's own AddBatch, binning in parallel.
 Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const CalibrateOptions& o, const std::string& file,
-                   const std::string& name) {
-  for (uint64_t i = 0; i < be; ++i)
-    if (!std::isfinite(batch[i])) return Status::InvalidInput(file, "tensor '" + name + "' contains NaN or Inf");
+                   const std::string& name, ThreadPool* pool) {
   if (be == 0) return Status::Ok();
-  auto [mn, mx] = std::minmax_element(batch, batch + be);
+  const SampleRange range = ScanSamples(batch, be, pool);
+  if (!range.finite) return Status::InvalidInput(file, "tensor '" + name + "' contains NaN or Inf");
   TensorRange& r = st.r;
-  r.min = st.first ? *mn : std::min<double>(r.min, *mn);
-  r.max = st.first ? *mx : std::max<double>(r.max, *mx);
+  r.min = st.first ? range.min : std::min<double>(r.min, range.min);
+  r.max = st.first ? range.max : std::max<double>(r.max, range.max);
   st.first = false;
-  const bool added = o.method == CalibMethod::kEntropy      ? st.signed_h.AddBatch(batch, be)
-                     : o.method == CalibMethod::kPercentile ? st.abs_h.AddBatch(batch, be)
+  const bool added = o.method == CalibMethod::kEntropy      ? st.signed_h.AddBatch(batch, be, range, pool)
+                     : o.method == CalibMethod::kPercentile ? st.abs_h.AddBatch(batch, be, range, pool)
                                                             : true;
   if (!added)
     return Status::InvalidInput(
         file, fmt::format("tensor '{}': batch {} (|x| up to {:g}) would grow the ort flavour's histogram past {} bins "
                           "or beyond the float range; use --flavor nvidia",
-                          name, r.batches + 1, std::max(std::fabs(*mn), std::fabs(*mx)), OrtMaxBins(o.bins)));
+                          name, r.batches + 1, range.abs_max, OrtMaxBins(o.bins)));
   r.samples += be;
   ++r.batches;
   return Status::Ok();
 }
 
-TensorRange FinishOrt(OrtState& st, const CalibrateOptions& o, double percentile) {
+TensorRange FinishOrt(OrtState& st, const CalibrateOptions& o, double percentile, ThreadPool* pool) {
   TensorRange& r = st.r;
   switch (o.method) {
     case CalibMethod::kEntropy: {
-      auto [lo, hi] = OrtEntropyThreshold(st.signed_h, o.quantized_bins);
+      auto [lo, hi] = OrtEntropyThreshold(st.signed_h, o.quantized_bins, pool);
       r.lo = lo;
       r.hi = hi;
       r.final_bins = st.signed_h.counts().size();
@@ -326,7 +240,7 @@ TensorRange FinishOrt(OrtState& st, const CalibrateOptions& o, double percentile
 }
 
 Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segment>& segs, const CalibrateOptions& o,
-                                 double percentile) {
+                                 double percentile, ThreadPool& pool) {
   OrtState st(o.bins);
   st.r.name = name;
   std::vector<float> batch;
@@ -336,10 +250,10 @@ Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segm
     batch.resize(be);
     for (uint64_t b = 0; b < nb; ++b) {
       LMKIT_RETURN_IF_ERROR(ReadAsF32(s, b * be, be, batch.data(), &raw));
-      LMKIT_RETURN_IF_ERROR(OrtAddBatch(st, batch.data(), be, o, s.file, name));
+      LMKIT_RETURN_IF_ERROR(OrtAddBatch(st, batch.data(), be, o, s.file, name, &pool));
     }
   }
-  return FinishOrt(st, o, percentile);
+  return FinishOrt(st, o, percentile, &pool);
 }
 
 // The option checks shared by file and streaming calibration; returns the percentile to use.
@@ -402,7 +316,7 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* prog
   for (const std::string& name : in.order) {
     const auto& segs = in.segments[name];
     Result<TensorRange> r = o.flavor == CalibFlavor::kOrt && o.method != CalibMethod::kMinMax
-                                ? CalibrateOrt(name, segs, o, percentile)
+                                ? CalibrateOrt(name, segs, o, percentile, pool)
                                 : CalibrateNvidia(name, segs, o, percentile, pool);
     if (!r.ok()) return r.status();
     // A tensor with no elements used to get "amax 0, samples 0": a range measured from nothing, which a w8a8 quantize
@@ -478,7 +392,7 @@ struct StreamingCalibrator::State {
   std::vector<std::string> names;
   int pass = -1;
   std::unique_ptr<ThreadPool> pool;  // o.threads
-  std::vector<Partial> scans;        // nvidia, pass 0
+  std::vector<SampleRange> scans;    // nvidia, pass 0
   std::vector<uint64_t> samples, batches;
   // nvidia, pass 1: [tensor][worker]; workers past the first get a histogram once a batch is split among them, and
   // Finish merges them (integer counts: the same table for any thread count).
@@ -522,7 +436,7 @@ Status StreamingCalibrator::BeginPass(int pass) {
   if (pass == 1) {
     for (size_t i = 0; i < s.names.size(); ++i) {
       if (!s.scans[i].finite) return Status::InvalidInput(s.source, "tensor '" + s.names[i] + "' contains NaN or Inf");
-      s.hists.emplace_back().emplace_back(s.o.bins, s.scans[i].absmax);
+      s.hists.emplace_back().emplace_back(s.o.bins, s.scans[i].abs_max);
     }
   }
   return Status::Ok();
@@ -531,21 +445,21 @@ Status StreamingCalibrator::BeginPass(int pass) {
 Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
   State& s = *s_;
   if (tensor >= s.names.size() || s.pass < 0) return Status::Usage("calibration input out of range or before a pass");
-  if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor]);
+  if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor], s.pool.get());
   // A batch of at least two chunks is split among the workers (each chunk goes to one worker's partial).
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   const bool split = s.pool->size() > 1 && chunks > 1;
   auto chunk = [&](size_t c) { return std::make_pair(x + c * kChunk, std::min(kChunk, n - c * kChunk)); };
   if (s.pass == 0) {
     if (split) {
-      std::vector<Partial> parts(s.pool->size());
+      std::vector<SampleRange> parts(s.pool->size());
       s.pool->ParallelFor(chunks, [&](size_t c, unsigned w) {
         auto [p, m] = chunk(c);
-        ScanChunk(p, m, &parts[w]);
+        ScanRange(p, m, &parts[w]);
       });
-      for (const Partial& p : parts) MergePartial(s.scans[tensor], p);
+      for (const SampleRange& p : parts) s.scans[tensor].Merge(p);
     } else {
-      for (uint64_t i = 0; i < n; i += kChunk) ScanChunk(x + i, std::min(kChunk, n - i), &s.scans[tensor]);
+      for (uint64_t i = 0; i < n; i += kChunk) ScanRange(x + i, std::min(kChunk, n - i), &s.scans[tensor]);
     }
     s.samples[tensor] += n;
     ++s.batches[tensor];
@@ -573,18 +487,18 @@ Result<CalibrationTable> StreamingCalibrator::Finish() {
   for (size_t i = 0; i < s.names.size(); ++i) {
     if (s.Ort()) {
       s.ort[i].r.name = s.names[i];
-      table.tensors.push_back(FinishOrt(s.ort[i], s.o, s.percentile));
+      table.tensors.push_back(FinishOrt(s.ort[i], s.o, s.percentile, s.pool.get()));
       table.bytes_read += s.ort[i].r.samples * sizeof(float);
       continue;
     }
-    const Partial& all = s.scans[i];
+    const SampleRange& all = s.scans[i];
     if (!all.finite) return Status::InvalidInput(s.source, "tensor '" + s.names[i] + "' contains NaN or Inf");
     TensorRange r;
     r.name = s.names[i];
     r.samples = s.samples[i];
     r.batches = s.batches[i];
-    r.min = r.samples ? all.mn : 0;
-    r.max = r.samples ? all.mx : 0;
+    r.min = r.samples ? all.min : 0;
+    r.max = r.samples ? all.max : 0;
     table.bytes_read += r.samples * sizeof(float);
     AbsHistogram* h = nullptr;
     if (s.o.method != CalibMethod::kMinMax) {

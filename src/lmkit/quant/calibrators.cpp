@@ -148,12 +148,12 @@ SearchBins MakeSearchBins(const AbsHistogram& h) {
 
 // Runs fn(i, scratch) for every candidate i in [first, first + count) into out[i - first]. Tasks take every
 // `tasks`-th candidate (the cost grows with i, so striding balances them); results do not depend on the thread count.
-template <typename Fn>
+template <typename Scratch = EntropyScratch, typename Fn>
 void ForCandidates(uint32_t first, uint32_t count, ThreadPool* pool, std::vector<double>& out, Fn fn) {
   out.assign(count, 0.0);
   const size_t tasks = std::min<size_t>(count, pool ? size_t{4} * pool->size() : 1);
   auto run = [&](size_t t, unsigned) {
-    EntropyScratch s;
+    Scratch s;
     for (uint32_t c = static_cast<uint32_t>(t); c < count; c += static_cast<uint32_t>(tasks)) out[c] = fn(first + c, s);
   };
   if (pool && tasks > 1) {
@@ -316,7 +316,51 @@ double NvidiaMseAmax(const AbsHistogram& h, uint32_t start_bin) {
   return centers[best_i];
 }
 
-std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins) {
+namespace {
+
+struct OrtScratch {
+  std::vector<double> p, q, sliced;
+  std::vector<int64_t> quantized;
+};
+
+// ORT's divergence of candidate i (the central 2i + 1 bins around `zero`), in float32 as ORT keeps it.
+double OrtCandidate(const std::vector<uint64_t>& hist, const std::vector<double>& prefix, uint32_t i, uint32_t zero,
+                    uint32_t quant_bins, OrtScratch& s) {
+  const uint32_t num_bins = static_cast<uint32_t>(hist.size());
+  const uint32_t start = zero - i;
+  const uint32_t end = std::min(zero + i + 1, num_bins);
+  const uint32_t size = end - start;
+  std::vector<double>& p = s.p;
+  p.assign(size, 0.0);
+  for (uint32_t k = 0; k < size; ++k) p[k] = static_cast<double>(hist[start + k]);
+  s.sliced = p;
+  const std::vector<double>& sliced = s.sliced;
+  p[0] += prefix[start];
+  p[size - 1] += prefix[num_bins] - prefix[end];
+  const uint32_t merged = size / quant_bins;
+  s.quantized.assign(quant_bins, 0);
+  std::vector<int64_t>& quantized = s.quantized;
+  for (uint32_t k = 0; k < quant_bins; ++k)
+    for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) quantized[k] += static_cast<int64_t>(sliced[j]);
+  for (uint32_t j = quant_bins * merged; j < size; ++j) quantized[quant_bins - 1] += static_cast<int64_t>(sliced[j]);
+  std::vector<double>& q = s.q;
+  q.assign(size, 0.0);
+  for (uint32_t k = 0; k < quant_bins; ++k) {
+    int64_t norm = 0;
+    for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) norm += p[j] != 0;
+    if (norm == 0) continue;
+    // ORT stores quantized / norm into an int64 array: truncation.
+    const double v = std::trunc(static_cast<double>(quantized[k]) / static_cast<double>(norm));
+    for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) q[j] = v;
+  }
+  const double div = (Smooth(p) && Smooth(q)) ? Kl(p, q) : kInf;
+  // ORT keeps divergences as float32.
+  return static_cast<float>(div);
+}
+
+}  // namespace
+
+std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins, ThreadPool* pool) {
   const auto& hist = h.counts();
   const auto& edges = h.edges();
   const uint32_t num_bins = static_cast<uint32_t>(hist.size());
@@ -325,41 +369,20 @@ std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint3
   std::vector<double> prefix(num_bins + 1, 0.0);
   for (uint32_t i = 0; i < num_bins; ++i) prefix[i + 1] = prefix[i] + static_cast<double>(hist[i]);
 
-  double best = kInf;
   std::pair<double, double> best_t{edges.front(), edges.back()};
-  bool have = false;
-  std::vector<double> p, q;
-  std::vector<int64_t> quantized(quant_bins);
-  for (uint32_t i = half_q; i <= zero; ++i) {
-    const uint32_t start = zero - i;
-    const uint32_t end = std::min(zero + i + 1, num_bins);
-    const uint32_t size = end - start;
-    p.assign(size, 0.0);
-    for (uint32_t k = 0; k < size; ++k) p[k] = static_cast<double>(hist[start + k]);
-    std::vector<double> sliced = p;
-    p[0] += prefix[start];
-    p[size - 1] += prefix[num_bins] - prefix[end];
-    const uint32_t merged = size / quant_bins;
-    std::fill(quantized.begin(), quantized.end(), 0);
-    for (uint32_t k = 0; k < quant_bins; ++k)
-      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) quantized[k] += static_cast<int64_t>(sliced[j]);
-    for (uint32_t j = quant_bins * merged; j < size; ++j) quantized[quant_bins - 1] += static_cast<int64_t>(sliced[j]);
-    q.assign(size, 0.0);
-    for (uint32_t k = 0; k < quant_bins; ++k) {
-      int64_t norm = 0;
-      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) norm += p[j] != 0;
-      if (norm == 0) continue;
-      // ORT stores quantized / norm into an int64 array: truncation.
-      const double v = std::trunc(static_cast<double>(quantized[k]) / static_cast<double>(norm));
-      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) q[j] = v;
-    }
-    double div = (Smooth(p) && Smooth(q)) ? Kl(p, q) : kInf;
-    // ORT keeps divergences as float32 and takes np.argmin (the first minimum).
-    div = static_cast<float>(div);
-    if (!have || div < best) {
-      have = true;
-      best = div;
-      best_t = {edges[start], edges[end]};
+  if (half_q <= zero) {
+    // Candidates are independent (each in parallel when a pool is given); np.argmin then takes the first minimum.
+    std::vector<double> divs;
+    ForCandidates<OrtScratch>(half_q, zero - half_q + 1, pool, divs, [&](uint32_t i, OrtScratch& s) {
+      return OrtCandidate(hist, prefix, i, zero, quant_bins, s);
+    });
+    double best = kInf;
+    for (uint32_t c = 0; c < divs.size(); ++c) {
+      if (c == 0 || divs[c] < best) {
+        best = divs[c];
+        const uint32_t i = half_q + c;
+        best_t = {edges[zero - i], edges[std::min(zero + i + 1, num_bins)]};
+      }
     }
   }
   if (best_t.first < h.min()) best_t.first = h.min();

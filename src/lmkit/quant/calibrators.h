@@ -40,8 +40,9 @@ double NvidiaPercentileAmax(const AbsHistogram& h, double percentile);
 double NvidiaMseAmax(const AbsHistogram& h, uint32_t start_bin = 128);
 
 // ORT get_entropy_threshold on the signed histogram (num_quantized_bins, default 128): returns (lo, hi) clamped to
-// the data's (min, max).
-std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins = 128);
+// the data's (min, max). With `pool`, candidates are evaluated in parallel; the result is the same for any count.
+std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins = 128,
+                                              ThreadPool* pool = nullptr);
 // ORT compute_percentile, symmetric: (-e, e) with e = edges[searchsorted(cdf, p/100)], clamped to (min, max).
 std::pair<double, double> OrtPercentileThreshold(const OrtAbsHistogram& h, double percentile);
 

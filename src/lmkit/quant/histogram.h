@@ -14,11 +14,31 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "lmkit/quant/int8_format.h"  // LMKIT_HD
 
+namespace lmkit {
+class ThreadPool;
+}
+
 namespace lmkit::quant {
+
+// min, max, min|x|, max|x| and finiteness of samples. NaN and +-inf are skipped by the four extremes and clear
+// `finite`; with no samples the extremes stay at their identities. Merge is order-free.
+struct SampleRange {
+  float min = std::numeric_limits<float>::infinity();
+  float max = -std::numeric_limits<float>::infinity();
+  float abs_min = std::numeric_limits<float>::infinity();
+  float abs_max = 0;
+  bool finite = true;
+  void Merge(const SampleRange& other);
+};
+// Folds x[0, n) into *r (vector kernels: AVX-512, AVX2 or portable, chosen at run time; all give the same result).
+void ScanRange(const float* x, uint64_t n, SampleRange* r);
+// The range of x[0, n), split over `pool` in fixed pieces when given (the same result for any thread count).
+SampleRange ScanSamples(const float* x, uint64_t n, ThreadPool* pool = nullptr);
 
 class AbsHistogram {
  public:
@@ -48,8 +68,8 @@ class AbsHistogram {
   float amax_;
 };
 
-// Tests only: 0 forces the portable loop of AbsHistogram::Add, 1 the AVX2 one, 2 the AVX-512 one (ignored where the
-// CPU lacks it), -1 restores the run-time choice. All give the same counts.
+// Tests only: 0 forces the portable loop of AbsHistogram::Add, HistogramUniformFast and ScanRange, 1 the AVX2 one, 2
+// the AVX-512 one (ignored where the CPU lacks it), -1 restores the run-time choice. All give the same results.
 void SetAbsHistogramKernelForTesting(int level);
 
 // The bin of one value 0 <= v_abs <= amax, amax > 0 (shared definition for the CPU loop and the CUDA kernel).
@@ -65,8 +85,10 @@ class OrtSignedHistogram {
  public:
   explicit OrtSignedHistogram(uint32_t bins) : initial_bins_(bins) {}
   // False (and nothing added) when the batch would grow the histogram past OrtMaxBins(bins) or to a range that
-  // overflows fp32: ORT would allocate billions of bins (or divide by inf) for one far outlier.
-  bool AddBatch(const float* x, uint64_t n);
+  // overflows fp32: ORT would allocate billions of bins (or divide by inf) for one far outlier. `range` is the
+  // batch's ScanSamples (finite samples); binning is split over `pool` when given (the same counts for any count).
+  bool AddBatch(const float* x, uint64_t n, const SampleRange& range, ThreadPool* pool = nullptr);
+  bool AddBatch(const float* x, uint64_t n) { return AddBatch(x, n, ScanSamples(x, n)); }
 
   const std::vector<uint64_t>& counts() const { return counts_; }
   const std::vector<float>& edges() const { return edges_; }  // counts().size() + 1
@@ -88,7 +110,9 @@ class OrtSignedHistogram {
 class OrtAbsHistogram {
  public:
   explicit OrtAbsHistogram(uint32_t bins) : initial_bins_(bins) {}
-  bool AddBatch(const float* x, uint64_t n);  // false as OrtSignedHistogram::AddBatch
+  // As OrtSignedHistogram::AddBatch.
+  bool AddBatch(const float* x, uint64_t n, const SampleRange& range, ThreadPool* pool = nullptr);
+  bool AddBatch(const float* x, uint64_t n) { return AddBatch(x, n, ScanSamples(x, n)); }
 
   const std::vector<uint64_t>& counts() const { return counts_; }
   const std::vector<float>& edges() const { return edges_; }
@@ -109,9 +133,16 @@ constexpr uint32_t OrtMaxBins(uint32_t initial_bins) { return initial_bins > (1u
 
 // numpy.linspace(first, last, bins + 1) cast to float32 (computed in fp64, last edge exact).
 std::vector<float> LinspaceEdges(float first, float last, uint32_t bins);
-// Adds x to counts over fp32 `edges` with numpy.histogram's assignment (uniform edges: index from the affine map,
-// then corrected against the edges). Values outside [edges.front(), edges.back()] are ignored.
+// Adds x (|x| when `absolute`) to counts over fp32 non-decreasing `edges` with numpy.histogram's assignment for
+// uniform edges: index from the affine map in fp32, then moved until edges[k] <= v < edges[k + 1] (the last bin
+// closed). Values outside [edges.front(), edges.back()] and NaN are ignored. This literal loop defines the counts.
 void HistogramUniform(const float* x, uint64_t n, const std::vector<float>& edges, std::vector<uint64_t>& counts,
                       bool absolute);
+// The same counts as HistogramUniform, fast: vector kernels take the bin from one multiply wherever the value is
+// provably more than an error margin away from both of its bin's edges (the margin bounds the fp32 rounding of the
+// map and how far these edges are from exact uniform spacing); the rest go through HistogramUniform's rule. Split
+// over `pool` in fixed pieces with per-worker tables and an integer merge: the same counts for any thread count.
+void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& edges, std::vector<uint64_t>& counts,
+                          bool absolute, ThreadPool* pool = nullptr);
 
 }  // namespace lmkit::quant

@@ -356,3 +356,134 @@ TEST_CASE("calibrators: AbsHistogram kernels agree on peaked data with dropped v
     }
   }
 }
+
+namespace {
+
+// The edges the ORT flavour bins over, of every shape HistogramUniformFast meets: symmetric linspace (signed
+// histogram), an |x| histogram grown by appended arange edges (they drift from uniform spacing, so the margin must
+// widen), odd bin counts, a range so narrow for its magnitude that consecutive edges repeat (the fast path must step
+// aside), and a range whose width overflows fp32.
+std::vector<std::pair<std::string, std::vector<float>>> OrtEdgeSets() {
+  std::vector<std::pair<std::string, std::vector<float>>> sets;
+  sets.push_back({"signed 2048", LinspaceEdges(-13.651615f, 13.651615f, 2048)});
+  sets.push_back({"signed 7", LinspaceEdges(-3.0f, 3.0f, 7)});
+  sets.push_back({"offset 3001", LinspaceEdges(-0.37f, 123.5f, 3001)});
+  sets.push_back({"narrow, repeated edges", LinspaceEdges(1000.0f, 1000.01f, 2048)});
+  sets.push_back({"overflowing width", LinspaceEdges(-3e38f, 3e38f, 2048)});
+  OrtAbsHistogram grown(2048);
+  std::vector<float> b1 = {0.001f, 0.5f, 1.7f, -2.25f}, b2 = {9.5f, -0.2f}, b3 = {-40.125f};
+  REQUIRE(grown.AddBatch(b1.data(), b1.size()));
+  REQUIRE(grown.AddBatch(b2.data(), b2.size()));
+  REQUIRE(grown.AddBatch(b3.data(), b3.size()));
+  REQUIRE(grown.edges().size() > 2049);
+  sets.push_back({"abs, grown twice", grown.edges()});
+  return sets;
+}
+
+// Every edge and its float neighbours (where the fast map is most likely wrong), both signs, bin middles, values
+// just outside the range, specials, then uniform values over a slightly wider range; shuffled so that hard values
+// land in every vector lane and in the scalar tails.
+std::vector<float> HardValues(const std::vector<float>& edges, uint32_t seed) {
+  std::vector<float> x;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const float e = edges[i];
+    for (float v : {e, std::nextafter(e, -INFINITY), std::nextafter(e, INFINITY),
+                    std::nextafter(std::nextafter(e, INFINITY), INFINITY)}) {
+      x.push_back(v);
+      x.push_back(-v);
+    }
+    if (i + 1 < edges.size()) x.push_back(edges[i] + (edges[i + 1] - edges[i]) * 0.5f);
+  }
+  for (float v : {0.0f, -0.0f, 1e-40f, NAN, INFINITY, -INFINITY}) x.push_back(v);
+  // mid + half * t for t a little wider than [-1, 1]: no intermediate overflows, even for a range near +-FLT_MAX.
+  const float half = edges.back() / 2 - edges.front() / 2, mid = edges.front() / 2 + edges.back() / 2;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.01f, 1.01f);
+  for (int i = 0; i < 20011; ++i) x.push_back(mid + half * u(rng));
+  std::shuffle(x.begin(), x.end(), rng);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("calibrators: HistogramUniformFast gives HistogramUniform's counts, for any kernel and thread count",
+          "[quant][calib]") {
+  ThreadPool pool(3);
+  uint32_t seed = 1;
+  for (const auto& [name, edges] : OrtEdgeSets()) {
+    std::vector<float> x = HardValues(edges, seed++);
+    // More than two of the parallel pieces (65536 values), so that the pool splits the work.
+    const std::vector<float> once = x;
+    while (x.size() < 150000) x.insert(x.end(), once.begin(), once.end());
+    for (const bool absolute : {false, true}) {
+      std::vector<uint64_t> want(edges.size() - 1, 0);
+      HistogramUniform(x.data(), x.size(), edges, want, absolute);
+      for (int level : {0, 1, 2}) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          SetAbsHistogramKernelForTesting(level);
+          std::vector<uint64_t> got(edges.size() - 1, 5);  // adds to what is there
+          HistogramUniformFast(x.data(), x.size(), edges, got, absolute, p);
+          SetAbsHistogramKernelForTesting(-1);
+          for (uint64_t& c : got) c -= 5;
+          INFO(name << ", absolute " << absolute << ", kernel level " << level << ", pool " << (p != nullptr));
+          CHECK(got == want);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("calibrators: the ORT histograms give the same counts for any thread count", "[quant][calib]") {
+  auto rows = LoadLaplace();
+  ThreadPool pool(2);
+  OrtSignedHistogram s1(2048), s2(2048);
+  OrtAbsHistogram a1(2048), a2(2048);
+  for (const auto& r : rows) {
+    const SampleRange range = ScanSamples(r.data(), r.size(), &pool);
+    REQUIRE(s1.AddBatch(r.data(), r.size()));
+    REQUIRE(s2.AddBatch(r.data(), r.size(), range, &pool));
+    REQUIRE(a1.AddBatch(r.data(), r.size()));
+    REQUIRE(a2.AddBatch(r.data(), r.size(), range, &pool));
+  }
+  CHECK(s1.counts() == s2.counts());
+  CHECK(s1.edges() == s2.edges());
+  CHECK(a1.counts() == a2.counts());
+  CHECK(a1.edges() == a2.edges());
+  CHECK(OrtEntropyThreshold(s2, 128, &pool) == OrtEntropyThreshold(s1, 128));
+}
+
+TEST_CASE("calibrators: ScanRange finds min, max, min|x| and max|x| in every lane and the tail", "[quant][calib]") {
+  // The kernels keep 2 x 16 (or 2 x 8, 2 x 4) lanes and a scalar tail; each extreme is put in each of those places.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(1.0f, 4.0f);
+  std::vector<float> base(1037);
+  for (float& v : base) v = (rng() & 1) ? u(rng) : -u(rng);
+  for (const size_t p : {size_t{0}, size_t{7}, size_t{16}, size_t{31}, size_t{32}, size_t{1023}, size_t{1036}}) {
+    for (int level : {0, 1, 2}) {
+      INFO("position " << p << ", kernel level " << level);
+      SetAbsHistogramKernelForTesting(level);
+      std::vector<float> x = base;
+      x[p] = -0.25f;
+      SampleRange r;
+      ScanRange(x.data(), x.size(), &r);
+      CHECK(r.abs_min == 0.25f);
+      x[p] = -9.0f;
+      r = SampleRange{};
+      ScanRange(x.data(), x.size(), &r);
+      CHECK(r.min == -9.0f);
+      CHECK(r.abs_max == 9.0f);
+      x[p] = 11.0f;
+      r = SampleRange{};
+      ScanRange(x.data(), x.size(), &r);
+      CHECK(r.max == 11.0f);
+      CHECK(r.abs_max == 11.0f);
+      CHECK(r.finite);
+      x[p] = NAN;
+      r = SampleRange{};
+      ScanRange(x.data(), x.size(), &r);
+      CHECK_FALSE(r.finite);
+      CHECK(r.abs_min >= 1.0f);  // NaN is skipped by the extremes
+      SetAbsHistogramKernelForTesting(-1);
+    }
+  }
+}
