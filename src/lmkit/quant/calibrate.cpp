@@ -190,11 +190,10 @@ struct OrtState {
   bool first = true;
 };
 
-// One batch: a parallel scan for its range (and finiteness), then the histogram's own AddBatch, binning in parallel.
-Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const CalibrateOptions& o, const std::string& file,
-                   const std::string& name, ThreadPool* pool) {
+// One batch whose range (and finiteness) `range` holds: the histogram's own AddBatch, binning in parallel.
+Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const SampleRange& range,
+                     const CalibrateOptions& o, const std::string& file, const std::string& name, ThreadPool* pool) {
   if (be == 0) return Status::Ok();
-  const SampleRange range = ScanSamples(batch, be, pool);
   if (!range.finite) return Status::InvalidInput(file, "tensor '" + name + "' contains NaN or Inf");
   TensorRange& r = st.r;
   r.min = st.first ? range.min : std::min<double>(r.min, range.min);
@@ -211,6 +210,40 @@ Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const Calibrat
   r.samples += be;
   ++r.batches;
   return Status::Ok();
+}
+
+// The same for a batch in memory: a parallel scan first.
+Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const CalibrateOptions& o, const std::string& file,
+                   const std::string& name, ThreadPool* pool) {
+  return OrtAddScanned(st, batch, be, ScanSamples(batch, be, pool), o, file, name, pool);
+}
+
+// Reads elements [first, first + count) of `s` as fp32 into `out` in kChunk pieces split over the pool, each piece
+// scanned while it is still in cache (one pass over memory instead of a read and then a scan). The first read error
+// in piece order is returned.
+Result<SampleRange> ReadScanned(const Segment& s, uint64_t first, uint64_t count, float* out, ThreadPool& pool,
+                                std::vector<std::vector<uint8_t>>& raws) {
+  const uint64_t pieces = (count + kChunk - 1) / kChunk;
+  std::vector<SampleRange> parts(pool.size());
+  std::vector<Status> errors(pieces);
+  std::atomic<bool> failed{false};
+  pool.ParallelFor(pieces, [&](size_t c, unsigned w) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    const uint64_t begin = c * kChunk, m = std::min(kChunk, count - begin);
+    Status st = ReadAsF32(s, first + begin, m, out + begin, &raws[w]);
+    if (!st.ok()) {
+      errors[c] = std::move(st);
+      failed = true;
+      return;
+    }
+    ScanRange(out + begin, m, &parts[w]);
+  });
+  if (failed)
+    for (Status& e : errors)
+      if (!e.ok()) return e;
+  SampleRange r;
+  for (const SampleRange& p : parts) r.Merge(p);
+  return r;
 }
 
 TensorRange FinishOrt(OrtState& st, const CalibrateOptions& o, double percentile, ThreadPool* pool) {
@@ -244,13 +277,13 @@ Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segm
   OrtState st(o.bins);
   st.r.name = name;
   std::vector<float> batch;
-  std::vector<uint8_t> raw;
+  std::vector<std::vector<uint8_t>> raws(pool.size());
   for (const Segment& s : segs) {
     const uint64_t nb = s.batches(), be = s.batch_elements();
     batch.resize(be);
     for (uint64_t b = 0; b < nb; ++b) {
-      LMKIT_RETURN_IF_ERROR(ReadAsF32(s, b * be, be, batch.data(), &raw));
-      LMKIT_RETURN_IF_ERROR(OrtAddBatch(st, batch.data(), be, o, s.file, name, &pool));
+      LMKIT_ASSIGN_OR_RETURN(const SampleRange range, ReadScanned(s, b * be, be, batch.data(), pool, raws));
+      LMKIT_RETURN_IF_ERROR(OrtAddScanned(st, batch.data(), be, range, o, s.file, name, &pool));
     }
   }
   return FinishOrt(st, o, percentile, &pool);
