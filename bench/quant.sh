@@ -4,8 +4,8 @@
 #   2. per-channel quantization of a generated bf16 checkpoint (default 60 x [4096, 4096] = 1.007e9 params):
 #      `lmkit --threads 2 quantize` (whole pipeline: mapped input, codes + scales written to a file) vs PyTorch
 #      (per-row absmax, scale, round, clamp, int8; only the math is timed, loading is free for it)
-#   3. histogram calibration of 1e8 fp32 activations: `lmkit --threads 2 calibrate --method entropy` (nvidia flavour)
-#      vs torch.ao HistogramObserver(bins=2048) fed in 10 batches + calculate_qparams()
+#   3. histogram calibration of 1e8 fp32 activations: `lmkit --threads 2 calibrate --method entropy` (nvidia flavour,
+#      and the ort flavour) vs torch.ao HistogramObserver(bins=2048) fed in 10 batches + calculate_qparams()
 #   4. both again on data already in memory (bench/quant_inmem.cpp, target lmkit_bench_quant): the footing of the
 #      PyTorch side, which times only the math on loaded tensors
 #   5. calibration again from a copy of the activations on the root filesystem (DISK_DIR, default /var/tmp): a disk
@@ -82,7 +82,10 @@ lc_s=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' 
 echo "lmkit calibrate: $lc_s s wall, $lc_cpu s cpu" >&2
 # Both in-memory sides vary from process to process on this shared VM (the observer's best of 3 ranged 0.26-0.49 s
 # within one hour), so each runs in 3 processes, alternating; the table shows the best and the range of the bests.
-th_all=(); ic_all=()
+lo_cpu=$(cpu "$LMKIT" --threads 2 calibrate "$acts" --method entropy --flavor ort -o "$BENCH_DIR/c.json" --json)
+lo_s=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out.json")
+echo "lmkit calibrate --flavor ort: $lo_s s wall, $lo_cpu s cpu" >&2
+th_all=(); ic_all=(); io_all=()
 for k in 1 2 3; do
   $PY bench/quant_torch.py histogram "$acts" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
   read -r th_k th_cpu_k th_load_k <"$BENCH_DIR/torch.txt"
@@ -92,12 +95,17 @@ for k in 1 2 3; do
   th_all+=("$th_k")
   read -r ic_k ic_samples ic_amax < <("$INMEM" calibrate "$acts" 2 2>/dev/null)
   ic_all+=("$ic_k")
+  read -r io_k io_samples io_amax < <("$INMEM" calibrate "$acts" 2 ort 2>/dev/null)
+  io_all+=("$io_k")
 done
 th_range=$(printf '%s\n' "${th_all[@]}" | sort -g | sed -n '1p;$p' | paste -sd-)
 ic_range=$(printf '%s\n' "${ic_all[@]}" | sort -g | sed -n '1p;$p' | paste -sd-)
 ic_s=$(printf '%s\n' "${ic_all[@]}" | sort -g | head -1)
+io_range=$(printf '%s\n' "${io_all[@]}" | sort -g | sed -n '1p;$p' | paste -sd-)
+io_s=$(printf '%s\n' "${io_all[@]}" | sort -g | head -1)
 echo "torch HistogramObserver: best $th_hist s (processes: $th_range), cpu $th_hist_cpu s" >&2
 echo "lmkit calibrate in memory: best $ic_s s (processes: $ic_range; amax $ic_amax)" >&2
+echo "lmkit calibrate --flavor ort in memory: best $io_s s (processes: $io_range; amax $io_amax)" >&2
 disk_acts="$DISK_DIR/lmkit-quant-bench-acts.npy"
 cp "$acts" "$disk_acts" && cat "$disk_acts" >/dev/null
 "$LMKIT" --threads 2 calibrate "$disk_acts" --method entropy -o "$BENCH_DIR/c2.json" --json >"$BENCH_DIR/out2.json"
@@ -107,12 +115,13 @@ echo "lmkit calibrate from $DISK_DIR: $ld_s s" >&2
 $PY - "$TENSORS" "$memcpy_cpu" "$memcpy" "$cp_gbs" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
     "$th_hist" "$th_hist_cpu" "$ACTS" "$th_load" "$im_s" "$im_traffic" "$ic_s" "$ld_s" "$DISK_DIR" \
     "$(findmnt -no FSTYPE -T "$BENCH_DIR" | head -1)" "$(findmnt -no FSTYPE -T "$DISK_DIR" | head -1)" \
-    "$(tr '\n' ' ' <"$BENCH_DIR/dtypes.txt")" "$th_range" "$ic_range" "$im_shares" <<'PYEOF' >docs/benchmarks/quant.md
+    "$(tr '\n' ' ' <"$BENCH_DIR/dtypes.txt")" "$th_range" "$ic_range" "$im_shares" "$lo_s" "$lo_cpu" "$io_s" "$io_range" \
+    <<'PYEOF' >docs/benchmarks/quant.md
 import platform, subprocess, sys, datetime
 a = sys.argv[1:]
 (tensors, memcpy_cpu, memcpy, cp_gbs, lm_s, lm_cpu, lm_gbs, lm_rss, params, b_in, b_out, th_s, th_cpu, lc_s, lc_cpu, th_h,
  th_h_cpu, acts, th_load, im_s, im_traffic, ic_s, ld_s, disk_dir, bench_fs, disk_fs, dtypes, th_range, ic_range,
- im_shares) = a
+ im_shares, lo_s, lo_cpu, io_s, io_range) = a
 f = lambda x: float(x)
 cpu = open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
 load = open("/proc/loadavg").read().split()[0]
@@ -157,6 +166,8 @@ print("|---|---|---|")
 print(f"| lmkit calibrate --method entropy (nvidia: 2 passes, 2048 bins, KL search), file on {bench_fs} | {f(lc_s):.3f} | {f(lc_cpu):.2f} |")
 print(f"| the same, file on {disk_fs} ({disk_dir}, in the page cache) | {f(ld_s):.3f} | |")
 print(f"| lmkit StreamingCalibrator, data in memory (best of 3 runs, in each of 3 processes: best; the processes' range {ic_range} s) | {f(ic_s):.3f} | |")
+print(f"| lmkit calibrate --method entropy --flavor ort (one pass, histogram grown batch by batch), file on {bench_fs} | {f(lo_s):.3f} | {f(lo_cpu):.2f} |")
+print(f"| lmkit StreamingCalibrator --flavor ort, data in memory (as above; the processes' range {io_range} s) | {f(io_s):.3f} | |")
 print(f"| torch.ao HistogramObserver(bins=2048) + calculate_qparams, data in memory (the same; range {th_range} s) | {f(th_h):.3f} | {f(th_h_cpu):.2f} |\n")
 tlo, thi = (float(v) for v in th_range.split("-"))
 llo, lhi = (float(v) for v in ic_range.split("-"))
@@ -166,5 +177,7 @@ print(f"- speed-up: **{f(th_h)/f(lc_s):.1f}x** wall, {f(th_h_cpu)/f(lc_cpu):.1f}
       "observer alone, with the activations already in memory for torch and read from the file by lmkit; "
       f"{f(th_h)/f(ld_s):.1f}x from the {disk_fs} file")
 print(f"- from the same .npy file (torch: np.load {f(th_load):.2f} s + observer): **{(f(th_h)+f(th_load))/f(lc_s):.1f}x** wall")
+print(f"- the ort flavour, both in memory: **{f(th_h)/f(io_s):.1f}x** best against best; from the file "
+      f"{f(th_h)/f(lo_s):.1f}x against the observer alone")
 PYEOF
 cat docs/benchmarks/quant.md

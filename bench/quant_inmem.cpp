@@ -5,10 +5,12 @@
 //                            QuantizeMatrix (per-channel, scales in the tensor's dtype, with the report's error
 //                            metrics) runs over all of them into preallocated, touched code buffers. Prints the best of
 //                            3 runs: wall seconds, parameters, bytes read + written.
-//   calibrate NPY THREADS    a float32 .npy of shape [batches, n] is copied into memory (not timed), then the nvidia
-//                            entropy calibration (2048 bins, two passes) streams its rows through StreamingCalibrator.
-//                            Prints the best of 3 runs: wall seconds, samples, amax; on stderr, each new best's
-//                            split (pass 0, pass 1, threshold search).
+//   calibrate NPY THREADS [FLAVOR]
+//                            a float32 .npy of shape [batches, n] is copied into memory (not timed), then the entropy
+//                            calibration (2048 bins; FLAVOR nvidia, the default: two passes; ort: one pass, histogram
+//                            grown batch by batch) streams its rows through StreamingCalibrator. Prints the best of 3
+//                            runs: wall seconds, samples, amax; on stderr, each new best's split (each pass over the
+//                            samples, threshold search).
 //   dtypes TENSORS THREADS   the same per-channel quantization of TENSORS generated [4096, 4096] weights (normal,
 //                            sigma 0.02) stored as F32, F16 and BF16: one line per dtype with the best of 3 runs'
 //                            wall seconds and parameters per second (the inputs are read natively, no detour).
@@ -79,7 +81,7 @@ int Quantize(const std::string& path, unsigned threads) {
   return 0;
 }
 
-int Calibrate(const std::string& path, unsigned threads) {
+int Calibrate(const std::string& path, unsigned threads, const std::string& flavor) {
   auto npy = lmkit::io::NpyFile::Open(path);
   if (!npy.ok()) Fail(npy.status().ToString());
   if (npy->dtype() != lmkit::io::DType::kF32 || npy->shape().size() != 2) Fail(path + ": want a 2-D float32 array");
@@ -90,6 +92,9 @@ int Calibrate(const std::string& path, unsigned threads) {
   for (int rep = 0; rep < 3; ++rep) {
     lmkit::quant::CalibrateOptions o;
     o.method = lmkit::quant::CalibMethod::kEntropy;
+    auto f = lmkit::quant::ParseCalibFlavor(flavor);
+    if (!f.ok()) Fail(f.status().ToString());
+    o.flavor = *f;
     o.threads = threads;
     const double t0 = Now();
     auto c = lmkit::quant::StreamingCalibrator::Create(o, {"x"}, path);
@@ -162,11 +167,12 @@ int Dtypes(int tensors, unsigned threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) Fail("usage: quant_inmem quantize CKPT THREADS | calibrate NPY THREADS | dtypes TENSORS THREADS");
+  if (argc != 4 && !(argc == 5 && std::string(argv[1]) == "calibrate"))
+    Fail("usage: quant_inmem quantize CKPT THREADS | calibrate NPY THREADS [nvidia|ort] | dtypes TENSORS THREADS");
   const std::string mode = argv[1];
   const unsigned threads = static_cast<unsigned>(std::max(1, std::atoi(argv[3])));
   if (mode == "quantize") return Quantize(argv[2], threads);
-  if (mode == "calibrate") return Calibrate(argv[2], threads);
+  if (mode == "calibrate") return Calibrate(argv[2], threads, argc == 5 ? argv[4] : "nvidia");
   if (mode == "dtypes") return Dtypes(std::max(1, std::atoi(argv[2])), threads);
   Fail("unknown mode " + mode);
 }

@@ -212,10 +212,21 @@ Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const Sample
   return Status::Ok();
 }
 
-// The same for a batch in memory: a parallel scan first.
+// The same for a batch in memory, in one pass when it fits the histogram's current range (AddIfWithinRange);
+// otherwise with the range that pass measured. (The ort state only serves entropy and percentile.)
 Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const CalibrateOptions& o, const std::string& file,
                    const std::string& name, ThreadPool* pool) {
-  return OrtAddScanned(st, batch, be, ScanSamples(batch, be, pool), o, file, name, pool);
+  if (be == 0) return Status::Ok();
+  SampleRange range;
+  const bool added = o.method == CalibMethod::kEntropy ? st.signed_h.AddIfWithinRange(batch, be, pool, &range)
+                                                       : st.abs_h.AddIfWithinRange(batch, be, pool, &range);
+  if (!added) return OrtAddScanned(st, batch, be, range, o, file, name, pool);
+  TensorRange& r = st.r;
+  r.min = std::min<double>(r.min, range.min);
+  r.max = std::max<double>(r.max, range.max);
+  r.samples += be;
+  ++r.batches;
+  return Status::Ok();
 }
 
 // Reads elements [first, first + count) of `s` as fp32 into `out` in kChunk pieces split over the pool, each piece

@@ -441,7 +441,8 @@ SampleRange ScanSamples(const float* x, uint64_t n, ThreadPool* pool) {
 }
 
 void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& edges, std::vector<uint64_t>& counts,
-                          bool absolute, ThreadPool* pool) {
+                          bool absolute, ThreadPool* pool, SampleRange* range) {
+  if (range) *range = SampleRange{};
   if (edges.size() < 2 || n == 0) return;
   const UniformBinner b(edges);
   const int level = KernelLevel();
@@ -454,6 +455,7 @@ void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& 
     std::vector<uint32_t> tables;
     std::vector<uint64_t> counts;
     uint64_t pending = 0;
+    SampleRange range;
   };
   std::vector<Worker> ws(workers);
   auto flush = [&](Worker& w) {
@@ -471,6 +473,8 @@ void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& 
     const uint64_t begin = item * kItem, m = std::min(kItem, n - begin);
     if (w.pending + m > std::numeric_limits<uint32_t>::max()) flush(w);
     kernel(x + begin, m, b, absolute, w.tables.data());
+    // The piece (256 KiB) is still in L2: its scan costs no second read from memory.
+    if (range) ScanRange(x + begin, m, &w.range);
     w.pending += m;
   };
   const uint64_t items = (n + kItem - 1) / kItem;
@@ -483,6 +487,7 @@ void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& 
     if (w.tables.empty()) continue;
     flush(w);
     for (uint32_t k = 0; k < nb; ++k) counts[k] += w.counts[k];
+    if (range) range->Merge(w.range);
   }
 }
 
@@ -621,6 +626,36 @@ bool OrtSignedHistogram::AddBatch(const float* x, uint64_t n, const SampleRange&
   for (uint32_t i = 0; i < old_bins; ++i) h[half + i] += counts_[i];
   counts_ = std::move(h);
   threshold_ = new_t;
+  return true;
+}
+
+bool OrtSignedHistogram::AddIfWithinRange(const float* x, uint64_t n, ThreadPool* pool, SampleRange* range) {
+  if (counts_.empty() || n == 0) {
+    *range = ScanSamples(x, n, pool);
+    return false;
+  }
+  // The edges AddBatch bins a batch within the range with.
+  std::vector<uint64_t> add(counts_.size(), 0);
+  HistogramUniformFast(x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())), add,
+                       false, pool, range);
+  if (!range->finite || std::max(std::fabs(range->min), std::fabs(range->max)) > threshold_) return false;
+  for (size_t i = 0; i < add.size(); ++i) counts_[i] += add[i];
+  min_ = std::min(min_, range->min);
+  max_ = std::max(max_, range->max);
+  return true;
+}
+
+bool OrtAbsHistogram::AddIfWithinRange(const float* x, uint64_t n, ThreadPool* pool, SampleRange* range) {
+  if (counts_.empty() || n == 0) {
+    *range = ScanSamples(x, n, pool);
+    return false;
+  }
+  std::vector<uint64_t> add(counts_.size(), 0);
+  HistogramUniformFast(x, n, edges_, add, true, pool, range);
+  if (!range->finite || range->abs_max > edges_.back() || edges_.size() - 1 != counts_.size()) return false;
+  for (size_t i = 0; i < add.size(); ++i) counts_[i] += add[i];
+  min_ = std::min(min_, range->min);
+  max_ = std::max(max_, range->max);
   return true;
 }
 

@@ -89,6 +89,11 @@ class OrtSignedHistogram {
   // batch's ScanSamples (finite samples); binning is split over `pool` when given (the same counts for any count).
   bool AddBatch(const float* x, uint64_t n, const SampleRange& range, ThreadPool* pool = nullptr);
   bool AddBatch(const float* x, uint64_t n) { return AddBatch(x, n, ScanSamples(x, n)); }
+  // One pass over the batch instead of two where it lies within the current range (after the first batch, the usual
+  // case): bins it with the current edges while scanning it, and keeps the counts if the scan shows it fits (finite,
+  // max |x| <= the range). Otherwise nothing is added, *range is the batch's ScanSamples and the caller goes on with
+  // AddBatch. Either way the histogram ends as AddBatch alone would leave it.
+  bool AddIfWithinRange(const float* x, uint64_t n, ThreadPool* pool, SampleRange* range);
 
   const std::vector<uint64_t>& counts() const { return counts_; }
   const std::vector<float>& edges() const { return edges_; }  // counts().size() + 1
@@ -113,6 +118,8 @@ class OrtAbsHistogram {
   // As OrtSignedHistogram::AddBatch.
   bool AddBatch(const float* x, uint64_t n, const SampleRange& range, ThreadPool* pool = nullptr);
   bool AddBatch(const float* x, uint64_t n) { return AddBatch(x, n, ScanSamples(x, n)); }
+  // As OrtSignedHistogram::AddIfWithinRange (fits: finite and max |x| <= the last edge).
+  bool AddIfWithinRange(const float* x, uint64_t n, ThreadPool* pool, SampleRange* range);
 
   const std::vector<uint64_t>& counts() const { return counts_; }
   const std::vector<float>& edges() const { return edges_; }
@@ -142,7 +149,8 @@ void HistogramUniform(const float* x, uint64_t n, const std::vector<float>& edge
 // provably more than an error margin away from both of its bin's edges (the margin bounds the fp32 rounding of the
 // map and how far these edges are from exact uniform spacing); the rest go through HistogramUniform's rule. Split
 // over `pool` in fixed pieces with per-worker tables and an integer merge: the same counts for any thread count.
+// With `range`, the samples' ScanSamples comes back too, from the same pass over memory.
 void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& edges, std::vector<uint64_t>& counts,
-                          bool absolute, ThreadPool* pool = nullptr);
+                          bool absolute, ThreadPool* pool = nullptr, SampleRange* range = nullptr);
 
 }  // namespace lmkit::quant

@@ -452,6 +452,50 @@ TEST_CASE("calibrators: the ORT histograms give the same counts for any thread c
   CHECK(OrtEntropyThreshold(s2, 128, &pool) == OrtEntropyThreshold(s1, 128));
 }
 
+TEST_CASE("calibrators: AddIfWithinRange leaves the ORT histograms as AddBatch alone does", "[quant][calib]") {
+  // Batches inside the range (taken in one pass), one that grows it, one that reaches the range exactly, an empty one
+  // and one with a NaN (neither added: the caller sees the range and reports the NaN).
+  auto rows = LoadLaplace();
+  std::vector<std::vector<float>> batches = {rows[0], rows[1], rows[2], rows[3]};
+  for (float& v : batches[1]) v *= 0.5f;  // inside
+  batches[2][77] = 300.0f;                // grows the range
+  batches[3][5] = -300.0f;                // reaches it again, from below
+  ThreadPool pool(2);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    OrtSignedHistogram s_ref(2048), s(2048);
+    OrtAbsHistogram a_ref(2048), a(2048);
+    std::vector<bool> taken_s, taken_a;
+    for (const auto& b : batches) {
+      REQUIRE(s_ref.AddBatch(b.data(), b.size()));
+      REQUIRE(a_ref.AddBatch(b.data(), b.size()));
+      SampleRange range;
+      taken_s.push_back(s.AddIfWithinRange(b.data(), b.size(), p, &range));
+      CHECK(range.max == ScanSamples(b.data(), b.size()).max);
+      if (!taken_s.back()) REQUIRE(s.AddBatch(b.data(), b.size(), range, p));
+      taken_a.push_back(a.AddIfWithinRange(b.data(), b.size(), p, &range));
+      if (!taken_a.back()) REQUIRE(a.AddBatch(b.data(), b.size(), range, p));
+    }
+    CHECK(taken_s == std::vector<bool>{false, true, false, true});
+    // (For |x|, the grown last edge may fall just short of 300 in fp32, and then batch 3 grows it again.)
+    CHECK((taken_a[0] == false && taken_a[1] == true && taken_a[2] == false));
+    CHECK(s.counts() == s_ref.counts());
+    CHECK(s.edges() == s_ref.edges());
+    CHECK(s.min() == s_ref.min());
+    CHECK(s.max() == s_ref.max());
+    CHECK(a.counts() == a_ref.counts());
+    CHECK(a.edges() == a_ref.edges());
+    std::vector<float> bad = rows[0];
+    bad[1000] = NAN;
+    SampleRange range;
+    const std::vector<uint64_t> before = s.counts();
+    CHECK_FALSE(s.AddIfWithinRange(bad.data(), bad.size(), p, &range));
+    CHECK_FALSE(range.finite);
+    CHECK(s.counts() == before);
+    CHECK_FALSE(a.AddIfWithinRange(bad.data(), 0, p, &range));
+    CHECK(a.counts() == a_ref.counts());
+  }
+}
+
 TEST_CASE("calibrators: ScanRange finds min, max, min|x| and max|x| in every lane and the tail", "[quant][calib]") {
   // The kernels keep 2 x 16 (or 2 x 8, 2 x 4) lanes and a scalar tail; each extreme is put in each of those places.
   std::mt19937 rng(5);
