@@ -19,18 +19,23 @@ using namespace lmkit::quant;
 TEST_CASE("calibrate: same table for any thread count - JSON amax round trip", "[quant][calib]") {
   CalibrateOptions o;
   o.inputs = {lmkit::test::TestData("quant/laplace_acts.npy")};
-  for (CalibMethod m : {CalibMethod::kEntropy, CalibMethod::kPercentile, CalibMethod::kMse, CalibMethod::kMinMax}) {
-    o.method = m;
-    o.threads = 1;
-    auto a = Calibrate(o, nullptr);
-    o.threads = 3;
-    auto b = Calibrate(o, nullptr);
-    REQUIRE(a.ok());
-    REQUIRE(b.ok());
-    CHECK(DumpJson(CalibrationToJson(*a)) == DumpJson(CalibrationToJson(*b)));
-    auto amax = ParseCalibrationAmax(DumpJson(CalibrationToJson(*a)), "calib.json");
-    REQUIRE(amax.ok());
-    CHECK(amax->at("laplace_acts") == a->tensors[0].amax);
+  for (CalibFlavor f : {CalibFlavor::kNvidia, CalibFlavor::kOrt}) {
+    for (CalibMethod m : {CalibMethod::kEntropy, CalibMethod::kPercentile, CalibMethod::kMse, CalibMethod::kMinMax}) {
+      if (f == CalibFlavor::kOrt && m == CalibMethod::kMse) continue;
+      INFO("flavor " << CalibFlavorName(f) << ", method " << CalibMethodName(m));
+      o.flavor = f;
+      o.method = m;
+      o.threads = 1;
+      auto a = Calibrate(o, nullptr);
+      o.threads = 3;
+      auto b = Calibrate(o, nullptr);
+      REQUIRE(a.ok());
+      REQUIRE(b.ok());
+      CHECK(DumpJson(CalibrationToJson(*a)) == DumpJson(CalibrationToJson(*b)));
+      auto amax = ParseCalibrationAmax(DumpJson(CalibrationToJson(*a)), "calib.json");
+      REQUIRE(amax.ok());
+      CHECK(amax->at("laplace_acts") == a->tensors[0].amax);
+    }
   }
 }
 
@@ -121,6 +126,19 @@ TEST_CASE("calibrate: streaming calibration of in-memory batches equals file cal
   REQUIRE(sc->Add(0, bad, 2).ok());
   auto e = sc->BeginPass(1);
   CHECK(e.ToString() == "mem: tensor 'x' contains NaN or Inf");
+  // The ort flavour checks each batch as it comes, also a later one that its one-pass path takes (within range).
+  o.flavor = CalibFlavor::kOrt;
+  for (CalibMethod m : {CalibMethod::kEntropy, CalibMethod::kPercentile}) {
+    o.method = m;
+    auto so = StreamingCalibrator::Create(o, {"x"}, "mem");
+    REQUIRE(so.ok());
+    REQUIRE(so->BeginPass(0).ok());
+    REQUIRE(so->Add(0, data.data(), per).ok());
+    std::vector<float> later(data.begin(), data.begin() + per);
+    for (float& v : later) v *= 0.5f;
+    later[per / 2] = std::numeric_limits<float>::infinity();
+    CHECK(so->Add(0, later.data(), per).ToString() == "mem: tensor 'x' contains NaN or Inf");
+  }
 }
 
 TEST_CASE("calibrate: BF16 safetensors and F32 .npy of the same values give the same table", "[quant][calib]") {
