@@ -39,8 +39,10 @@ struct F16Tag {
   static __device__ __forceinline__ float ToF32(uint16_t v) { return __half2float(__ushort_as_half(v)); }
 };
 
+// quant::StoredScale (quantizer.cpp), step for step.
 __device__ __forceinline__ float StoredScaleDevice(float absmax, float divisor, ElemType scale_type) {
-  const float s = __fdiv_rn(absmax, divisor);
+  float s = __fdiv_rn(absmax, divisor);
+  if (s < 1.17549435e-38f && static_cast<double>(s) * divisor < static_cast<double>(absmax)) s = nextafterf(s, INFINITY);
   if (scale_type == ElemType::kBF16) return __uint_as_float(static_cast<uint32_t>(quant::Bf16RoundUp(__float_as_uint(s))) << 16);
   if (scale_type == ElemType::kF16) return __half2float(__float2half_ru(s));
   return s;
@@ -56,10 +58,10 @@ __device__ __forceinline__ float BlockMax(float m, float* warp_max) {
   return v;  // valid in thread 0
 }
 
-// Reduces each thread's partial absmax `m` over the block, stores the row's scale (thread 0) and returns the inverse
-// scale used for rounding in every thread (0 for an all-zero row).
-__device__ __forceinline__ float RowInverseScale(float m, float* warp_max, float* s_scale, float* row_scale,
-                                                 float divisor, ElemType scale_type) {
+// Reduces each thread's partial absmax `m` over the block, stores the row's scale (thread 0) and returns it in every
+// thread, with the inverse used for rounding in *inv (0 for an all-zero row).
+__device__ __forceinline__ float RowScale(float m, float* warp_max, float* s_scale, float* row_scale, float divisor,
+                                          ElemType scale_type, float* inv) {
   m = BlockMax(m, warp_max);
   if (threadIdx.x == 0) {
     const float s = StoredScaleDevice(m, divisor, scale_type);
@@ -68,7 +70,8 @@ __device__ __forceinline__ float RowInverseScale(float m, float* warp_max, float
   }
   __syncthreads();
   const float s = *s_scale;
-  return s > 0.0f ? __fdiv_rn(1.0f, s) : 0.0f;
+  *inv = s > 0.0f ? __fdiv_rn(1.0f, s) : 0.0f;
+  return s;
 }
 
 template <typename Tag>
@@ -82,8 +85,10 @@ __global__ void QuantizeRowsKernel(const typename Tag::Storage* __restrict__ in,
   int8_t* out = codes + row * cols;
   float m = 0.0f;
   for (uint64_t c = threadIdx.x; c < cols; c += kThreads) m = fmaxf(m, fabsf(Tag::ToF32(x[c])));
-  const float inv = RowInverseScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type);
-  for (uint64_t c = threadIdx.x; c < cols; c += kThreads) out[c] = quant::QuantizeValue(Tag::ToF32(x[c]), inv, lo, hi);
+  float inv;
+  const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
+  for (uint64_t c = threadIdx.x; c < cols; c += kThreads)
+    out[c] = quant::QuantizeValue(Tag::ToF32(x[c]), s, inv, lo, hi);
 }
 
 // Vectorised variant for 2-byte inputs: 8 elements (16 bytes) per load, 8 codes (8 bytes) per store.
@@ -107,15 +112,17 @@ __global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* 
       m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16))));
     }
   }
-  const float inv = RowInverseScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type);
+  float inv;
+  const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
   for (uint64_t c = threadIdx.x; c < n8; c += kThreads) {
     uint4 v = x[c];
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     uint32_t packed[2] = {0, 0};
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu)), inv, lo, hi));
-      const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16)), inv, lo, hi));
+      const float v0 = Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu)), v1 = Tag::ToF32(static_cast<uint16_t>(w[k] >> 16));
+      const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(v0, s, inv, lo, hi));
+      const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(v1, s, inv, lo, hi));
       packed[k / 2] |= (q0 | (q1 << 8)) << (16 * (k % 2));
     }
     out[c] = make_uint2(packed[0], packed[1]);

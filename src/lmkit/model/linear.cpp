@@ -28,7 +28,7 @@ int32_t DotI8(const int8_t* a, const int8_t* b, uint32_t n) {
 void QuantizeRow(const float* x, uint32_t n, float s, int8_t* q) {
   const quant::Int8Range r = quant::RangeOf(quant::Int8Convention::kHalfStep);
   const float inv = quant::InverseScale(s);
-  for (uint32_t i = 0; i < n; ++i) q[i] = quant::QuantizeValue(x[i], inv, r.lo, r.hi);
+  for (uint32_t i = 0; i < n; ++i) q[i] = quant::QuantizeValue(x[i], s, inv, r.lo, r.hi);
 }
 
 }  // namespace

@@ -45,11 +45,17 @@ LMKIT_HD Int8Range RangeOf(Int8Convention c) {
 // The reciprocal used for coding; 0 for a zero scale so a zero channel gives zero codes (never NaN).
 LMKIT_HD float InverseScale(float scale) { return scale > 0.0f ? 1.0f / scale : 0.0f; }
 
-// rint(x * inv) before clamping; `clipped` tells whether the clamp changed it.
-LMKIT_HD float RoundedUnclamped(float x, float inv) { return rintf(x * inv); }
+// Whether codes are taken by dividing by the scale instead: a subnormal scale below 2^-128 (an absmax under ~3.7e-37)
+// has an infinite reciprocal, and x * inf would saturate every non-zero value and make 0 * inf NaN.
+LMKIT_HD bool DivideByScale(float inv) { return !(inv <= 3.4028234663852886e38f); }
 
-LMKIT_HD int8_t QuantizeValue(float x, float inv, float lo, float hi) {
-  float v = rintf(x * inv);
+// rint(x * inv) before clamping (rint(x / scale) where DivideByScale(inv)).
+LMKIT_HD float RoundedUnclamped(float x, float scale, float inv) {
+  return rintf(DivideByScale(inv) ? x / scale : x * inv);
+}
+
+LMKIT_HD int8_t QuantizeValue(float x, float scale, float inv, float lo, float hi) {
+  float v = RoundedUnclamped(x, scale, inv);
   v = fminf(fmaxf(v, lo), hi);
   return static_cast<int8_t>(static_cast<int>(v));
 }

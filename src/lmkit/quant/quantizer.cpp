@@ -107,7 +107,7 @@ struct RowAcc {
 [[gnu::always_inline]] inline void CodeScalar(float xv, float inv, float scale, Int8Range range, int8_t* out, RowAcc& a,
                                               int64_t& c2) {
   const float magic = 12582912.0f;
-  float v = xv * inv;
+  float v = DivideByScale(inv) ? xv / scale : xv * inv;
   v = v < -256.0f ? -256.0f : v;
   v = v > 256.0f ? 256.0f : v;
   const float r = (v + magic) - magic;
@@ -149,6 +149,9 @@ inline void FinishRow(const RowAcc& a, uint64_t n, ErrorStats* st) {
 // The baseline segment coder, and the definition the others follow (see RowAcc). Rounds with the 1.5 * 2^23 add after
 // a clamp to +-256 (exact for any float, NaN and inf included: the add is rint for |v| < 2^22), then clamps to the
 // range.
+// kDivide: a scale whose reciprocal overflows (DivideByScale) divides instead of multiplying; only this loop (and
+// CodeScalar) sees such scales, the vector kernels hand them here.
+template <bool kDivide>
 [[gnu::always_inline]] inline void CodeSegmentImpl(const float* x, uint64_t n, float scale, Int8Range range,
                                                    int8_t* codes, RowAcc& a) {
   const float inv = InverseScale(scale);
@@ -165,7 +168,9 @@ inline void FinishRow(const RowAcc& a, uint64_t n, ErrorStats* st) {
     for (; i < bend; i += kLanes)
       for (uint64_t h = 0; h < kLanes; h += 8) {
         const F8 xv = Load8(x + i + h);
-        F8 v = xv * vinv;
+        F8 v;
+        if constexpr (kDivide) v = xv / vs;
+        else v = xv * vinv;
         v = v < vneg ? vneg : v;
         v = v > vpos ? vpos : v;
         const F8 r = (v + vmagic) - vmagic;
@@ -206,7 +211,8 @@ inline bool VectorCodingSafe(float absmax, float inv, Int8Range range) { return 
 
 float AbsMaxBase(const float* x, uint64_t n, bool* finite) { return AbsMaxFromBits(AbsMaxBitsImpl(x, n), finite); }
 void CodeSegmentBase(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, RowAcc& a) {
-  CodeSegmentImpl(x, n, scale, range, codes, a);
+  if (DivideByScale(InverseScale(scale))) CodeSegmentImpl<true>(x, n, scale, range, codes, a);
+  else CodeSegmentImpl<false>(x, n, scale, range, codes, a);
 }
 
 // The exact sum of 16 fp64 lanes holding integers (the c^2 sums; any order gives the same value).
@@ -568,7 +574,13 @@ const char* StrategyName(const Granularity& g) {
 }
 
 float StoredScale(float absmax, Int8Convention convention, io::DType scale_dtype) {
-  float s = absmax / RangeOf(convention).divisor;
+  const float divisor = RangeOf(convention).divisor;
+  float s = absmax / divisor;
+  // A scale below FLT_MIN is subnormal: rounded to nearest it can fall short of absmax / divisor by far more than
+  // 2^-24 relative (a scale of 56 * 2^-149 by up to 1%) and push +-absmax past the range. It is rounded up instead, as
+  // the 16-bit scales are (the product is exact in fp64).
+  if (s < std::numeric_limits<float>::min() && static_cast<double>(s) * divisor < absmax)
+    s = std::nextafter(s, std::numeric_limits<float>::infinity());
   if (scale_dtype == io::DType::kBF16) {
     uint32_t bits;
     std::memcpy(&bits, &s, 4);

@@ -80,6 +80,43 @@ TEST_CASE("quantizer: zero channels give scale 0 and zero codes, never NaN", "[q
   for (int8_t c : z.codes) CHECK(c == 0);
 }
 
+TEST_CASE("quantizer: a subnormal scale whose inverse overflows codes by division, within scale/2", "[quant]") {
+  // absmax 1e-41 (itself subnormal): absmax / 127.5 is about 56 * 2^-149, whose reciprocal is inf. Multiplying by it
+  // used to saturate every non-zero value (errors up to 126 scales) and turn 0 * inf into NaN stats; and a scale
+  // rounded to nearest at that precision (6 bits) could leave absmax beyond 127.5 scales.
+  // Rows 2 and 3 end at 7050 and 7020 * 2^-149, where the nearest subnormal scale is below absmax / 127.5 (55 against
+  // 55.29) and absmax / 127 (55 against 55.28): the scale must be rounded up.
+  const uint64_t cols = 103;  // vector bodies and scalar tails
+  const uint64_t rows = 4;
+  std::vector<float> x(rows * cols);
+  for (uint64_t c = 0; c < cols; ++c) {
+    const double t = -1 + 2 * static_cast<double>(c) / (cols - 1);
+    x[c] = static_cast<float>(1e-41 * t);                                             // spread over [-1e-41, 1e-41]
+    x[cols + c] = c % 3 == 0 ? 0.0f : (c % 3 == 1 ? 3e-42f : -7e-43f);               // zeros and two values
+    x[2 * cols + c] = static_cast<float>(std::ldexp(7050.0 * t, -149));
+    x[3 * cols + c] = static_cast<float>(std::ldexp(7020.0 * t, -149));
+  }
+  x[cols + 1] = 1e-41f;
+  for (auto conv : {Int8Convention::kHalfStep, Int8Convention::kSymmetric127}) {
+    for (io::DType sdt : {io::DType::kF32, io::DType::kBF16}) {
+      Out o = Run(x, rows, cols, Channel(), conv, sdt);
+      for (uint64_t r = 0; r < rows; ++r) {
+        const float s = o.scales[r];
+        INFO("convention " << static_cast<int>(conv) << ", scale dtype " << io::DTypeName(sdt) << ", row " << r);
+        REQUIRE(s > 0.0f);
+        REQUIRE(std::isinf(1.0f / s));
+        for (uint64_t c = 0; c < cols; ++c) {
+          const double err = std::fabs(static_cast<double>(x[r * cols + c]) - o.codes[r * cols + c] * double{s});
+          CHECK(err <= 0.5 * s);
+          if (x[r * cols + c] == 0.0f) CHECK(o.codes[r * cols + c] == 0);
+        }
+      }
+      CHECK(std::isfinite(o.stats.SqnrDb()));
+      CHECK(o.stats.clipped <= rows);  // at most +absmax per row (127.5 scales -> 128 -> 127)
+    }
+  }
+}
+
 TEST_CASE("quantizer: NaN or Inf is an error naming the position", "[quant]") {
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                     -std::numeric_limits<float>::infinity()}) {
@@ -249,7 +286,7 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
     for (uint64_t c = 0; c < cols; ++c) {
       x[1 * cols + c] = 0.0f;
       x[2 * cols + c] = static_cast<float>(static_cast<int>(c % 9) - 4) * 0.5f;  // ties at scale 1/127.5 multiples
-      x[3 * cols + c] = (c % 2 ? 1e-41f : -3e-42f);                              // subnormal absmax and scale
+      x[3 * cols + c] = c % 3 == 0 ? 0.0f : (c % 3 == 1 ? 1e-41f : -3e-42f);     // subnormal absmax and scale
     }
     x[4 * cols] = 1e6f;  // one outlier: the rest of the row codes to 0
     std::vector<uint16_t> bf(x.size());
