@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "lmkit/cuda/device.h"
@@ -93,6 +94,15 @@ TEST_CASE("cuda: histogram kernel equals the CPU AbsHistogram", "[quant][cuda]")
   std::vector<uint64_t> counts(2048, 0);
   REQUIRE(cuda::AbsHistogramHost(x.data(), x.size(), amax, 2048, counts.data()).ok());
   CHECK(counts == ref.counts());
+  // A length that leaves a tail after the 16-byte loads, and values above amax and NaN (skipped).
+  x[10] = 2 * amax;
+  x[11] = std::numeric_limits<float>::quiet_NaN();
+  const uint64_t n = x.size() - 3;
+  quant::AbsHistogram ref2(2048, amax);
+  ref2.Add(x.data(), n);
+  std::vector<uint64_t> counts2(2048, 0);
+  REQUIRE(cuda::AbsHistogramHost(x.data(), n, amax, 2048, counts2.data()).ok());
+  CHECK(counts2 == ref2.counts());
 }
 
 TEST_CASE("cuda: kernel bandwidth", "[.cuda-bench]") {
