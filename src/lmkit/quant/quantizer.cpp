@@ -27,6 +27,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <type_traits>
 
 namespace lmkit::quant {
 namespace {
@@ -150,10 +151,12 @@ inline void FinishRow(const RowAcc& a, uint64_t n, ErrorStats* st) {
 // a clamp to +-256 (exact for any float, NaN and inf included: the add is rint for |v| < 2^22), then clamps to the
 // range.
 // kDivide: a scale whose reciprocal overflows (DivideByScale) divides instead of multiplying; only this loop (and
-// CodeScalar) sees such scales, the vector kernels hand them here.
-template <bool kDivide>
+// CodeScalar) sees such scales, the vector kernels hand them here. kWide: the partial sums are fp64 instead of fp32,
+// for segments whose squares would overflow or underflow fp32 (WideSegment); they too come here from every level.
+template <bool kDivide, bool kWide>
 [[gnu::always_inline]] inline void CodeSegmentImpl(const float* x, uint64_t n, float scale, Int8Range range,
                                                    int8_t* codes, RowAcc& a) {
+  using P = std::conditional_t<kWide, double, float>;
   const float inv = InverseScale(scale);
   const F8 vinv = F8{} + inv, vs = F8{} + scale, vmagic = F8{} + 12582912.0f;  // never folded: no -ffast-math here
   const F8 vlo = F8{} + range.lo, vhi = F8{} + range.hi, vneg = F8{} - 256.0f, vpos = F8{} + 256.0f;
@@ -164,7 +167,7 @@ template <bool kDivide>
   uint64_t i = 0;
   while (i < body) {
     const uint64_t bend = std::min(body, i + kLanes * kBlockChunks);
-    float px2[kLanes] = {}, pe2[kLanes] = {}, pc2[kLanes] = {};
+    P px2[kLanes] = {}, pe2[kLanes] = {}, pc2[kLanes] = {};
     for (; i < bend; i += kLanes)
       for (uint64_t h = 0; h < kLanes; h += 8) {
         const F8 xv = Load8(x + i + h);
@@ -183,9 +186,9 @@ template <bool kDivide>
         const F8 ae = Abs8(e);
         emax = emax < ae ? ae : emax;
         for (int j = 0; j < 8; ++j) {
-          px2[h + j] = std::fma(xv[j], xv[j], px2[h + j]);
-          pe2[h + j] = std::fma(e[j], e[j], pe2[h + j]);
-          pc2[h + j] = std::fma(c[j], c[j], pc2[h + j]);
+          px2[h + j] = std::fma(P{xv[j]}, P{xv[j]}, px2[h + j]);
+          pe2[h + j] = std::fma(P{e[j]}, P{e[j]}, pe2[h + j]);
+          pc2[h + j] = std::fma(P{c[j]}, P{c[j]}, pc2[h + j]);
         }
       }
     for (uint64_t j = 0; j < kLanes; ++j) {
@@ -209,10 +212,19 @@ template <bool kDivide>
 // inverse is inf) the segment goes to the baseline.
 inline bool VectorCodingSafe(float absmax, float inv, Int8Range range) { return absmax * inv < 0.5f - range.lo; }
 
+// The fp32 lane partials (up to 16 squares each) overflow for |x| above ~4.6e18 and lose their bits to underflow for
+// values near 1e-19 and below, which made the report's SQNR NaN or meaningless for such weights. Segments whose absmax
+// is beyond 2^61 or below 2^-40 (zero excepted) keep fp64 partials instead: 16 * (2^61)^2 < FLT_MAX, and below 2^-40
+// the squares of the values that matter are still far above fp32's normal range.
+inline bool WideSegment(float absmax) { return absmax > 0x1p61f || (absmax > 0.0f && absmax < 0x1p-40f); }
+
 float AbsMaxBase(const float* x, uint64_t n, bool* finite) { return AbsMaxFromBits(AbsMaxBitsImpl(x, n), finite); }
-void CodeSegmentBase(const float* x, uint64_t n, float scale, Int8Range range, int8_t* codes, RowAcc& a) {
-  if (DivideByScale(InverseScale(scale))) CodeSegmentImpl<true>(x, n, scale, range, codes, a);
-  else CodeSegmentImpl<false>(x, n, scale, range, codes, a);
+void CodeSegmentBase(const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes,
+                     RowAcc& a) {
+  const bool divide = DivideByScale(InverseScale(scale)), wide = WideSegment(absmax);
+  if (divide) CodeSegmentImpl<true, true>(x, n, scale, range, codes, a);  // a scale that small is always wide
+  else if (wide) CodeSegmentImpl<false, true>(x, n, scale, range, codes, a);
+  else CodeSegmentImpl<false, false>(x, n, scale, range, codes, a);
 }
 
 // The exact sum of 16 fp64 lanes holding integers (the c^2 sums; any order gives the same value).
@@ -421,13 +433,13 @@ inline float AbsMax(const float* x, uint64_t n, bool* finite) {
 inline void CodeSegment(const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes,
                         RowAcc& acc, const uint8_t* next = nullptr, uint64_t next_bytes = 0,
                         int8_t* next_codes = nullptr) {
-  const bool vector = VectorCodingSafe(absmax, InverseScale(scale), range);
+  const bool vector = VectorCodingSafe(absmax, InverseScale(scale), range) && !WideSegment(absmax);
   if (vector && HaveAvx512())
     CodeSegmentAvx512(x, n, scale, range, codes, acc, next, next_bytes, next_codes);
   else if (vector && HaveAvx2())
     CodeSegmentAvx2(x, n, scale, range, codes, acc);
   else
-    CodeSegmentBase(x, n, scale, range, codes, acc);
+    CodeSegmentBase(x, n, scale, absmax, range, codes, acc);
 }
 
 // BF16 -> fp32 for one row, vectorised (8 per step: widen, shift), returning the absmax bits (AbsMaxBitsImpl). The

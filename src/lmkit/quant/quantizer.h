@@ -41,7 +41,9 @@ std::string GranularityName(const Granularity& g);  // inverse of ParseGranulari
 // compressed-tensors' "strategy" for the granularity: "channel", "tensor", "group".
 const char* StrategyName(const Granularity& g);
 
-// The stored scale for `absmax` (>= 0, finite): smallest value of `scale_dtype` (F32, F16, BF16) >= absmax / divisor.
+// The stored scale for `absmax` (>= 0, finite): smallest value of `scale_dtype` (F32, F16, BF16) >= absmax / divisor
+// (for F32 scales in the normal range, the nearest: within 2^-24 relative). F16 scales need absmax <= 65504 * divisor
+// (inf beyond), which F16 weights always satisfy; lmkit stores scales in the weight's dtype.
 float StoredScale(float absmax, Int8Convention convention, io::DType scale_dtype);
 
 struct QuantizeMatrixOptions {

@@ -254,6 +254,32 @@ TEST_CASE("quantizer: granularities, shapes and thread-count independence", "[qu
   CHECK(st.message() == "group size 48 does not divide the 64 columns");
 }
 
+TEST_CASE("quantizer: codes and metrics do not depend on the weights' magnitude", "[quant]") {
+  // Scaling every weight by a power of two scales the scales and nothing else, so the codes must be the same and the
+  // metrics (ratios) equal up to the sums' rounding. The fp32 lane partials used to overflow above ~4.6e18 (SQNR NaN)
+  // and underflow near 1e-19 and below (sums missing most of the row).
+  std::mt19937 rng(2);
+  std::student_t_distribution<float> td(4.0f);
+  const uint64_t rows = 9, cols = 1000;  // vector bodies and tails
+  std::vector<float> x(rows * cols);
+  for (float& v : x) v = td(rng);
+  for (auto g : {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}, Granularity{Granularity::Kind::kGroup, 40}}) {
+    const Out base = Run(x, rows, cols, g, Int8Convention::kHalfStep);
+    for (int e : {-100, -45, 70, 120}) {
+      INFO("granularity " << GranularityName(g) << ", 2^" << e);
+      std::vector<float> y(x.size());
+      for (size_t i = 0; i < x.size(); ++i) y[i] = std::ldexp(x[i], e);
+      const Out o = Run(y, rows, cols, g, Int8Convention::kHalfStep);
+      CHECK(o.codes == base.codes);
+      for (size_t i = 0; i < o.scales.size(); ++i) CHECK(o.scales[i] == std::ldexp(base.scales[i], e));
+      CHECK(o.stats.SqnrDb() == Approx(base.stats.SqnrDb()).epsilon(1e-9));
+      CHECK(o.stats.Cosine() == Approx(base.stats.Cosine()).epsilon(1e-12));
+      CHECK(o.stats.clipped == base.stats.clipped);
+      CHECK(o.stats.max_abs_err == std::ldexp(base.stats.max_abs_err, e));
+    }
+  }
+}
+
 TEST_CASE("quantizer: Gaussian per-channel and per-tensor SQNR match the reference figures", "[quant]") {
   // reference/quant.md [computed]: 4096x4096 Gaussian, per-tensor 38.3 dB, per-channel 41.2 dB. A 256x4096 slice has
   // the same per-row statistics; its global max is a little smaller, so per-tensor comes out slightly higher.
@@ -289,6 +315,10 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
       x[3 * cols + c] = c % 3 == 0 ? 0.0f : (c % 3 == 1 ? 1e-41f : -3e-42f);     // subnormal absmax and scale
     }
     x[4 * cols] = 1e6f;  // one outlier: the rest of the row codes to 0
+    for (uint64_t c = 0; c < cols; ++c) {
+      x[5 * cols + c] = std::ldexp(x[c], 100);   // fp64 partials (squares beyond fp32), every level the baseline
+      x[6 * cols + c] = std::ldexp(x[c], -60);   // the same for squares below fp32's normal range
+    }
     std::vector<uint16_t> bf(x.size());
     for (size_t i = 0; i < x.size(); ++i) {
       uint32_t b;
