@@ -25,8 +25,8 @@ class ThreadPool;
 
 namespace lmkit::quant {
 
-// min, max, min|x|, max|x| and finiteness of samples. NaN and +-inf are skipped by the four extremes and clear
-// `finite`; with no samples the extremes stay at their identities. Merge is order-free.
+// min, max, min|x|, max|x| and finiteness of samples. NaN is skipped by the four extremes (+-inf is not); both clear
+// `finite`. With no samples the extremes stay at their identities. Merge is order-free.
 struct SampleRange {
   float min = std::numeric_limits<float>::infinity();
   float max = -std::numeric_limits<float>::infinity();
