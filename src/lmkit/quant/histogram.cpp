@@ -308,7 +308,8 @@ struct UniformBinner {
     for (int64_t i = 0; i <= u.nb; ++i)
       dev = std::max(dev, std::fabs((static_cast<double>(u.e[i]) - u.first) / span * static_cast<double>(u.nb) -
                                     static_cast<double>(i)));
-    // 1e-6 bins of slack covers the fp64 rounding of `dev` itself (~1e-16 * nb).
+    // 1e-6 bins of slack covers the fp64 rounding of `dev` itself (~1e-16 * nb), an underflowing product (2^-150) and
+    // the fp32 rounding of 1 - margin in the kernels' test (<= 2^-25).
     const double m = 4.0001 * 0x1p-24 * static_cast<double>(u.nb) + dev + 1e-6;
     if (m >= 0.25) return;
     margin = static_cast<float>(m) * (1 + 0x1p-20f);  // rounded up: the test below must not be looser than m
