@@ -106,32 +106,41 @@ Result<Inputs> OpenInputs(const std::vector<std::string>& paths) {
   return in;
 }
 
-// Calls fn(chunk_floats, count, worker) for every kChunk-element chunk of every segment, in parallel; each chunk is
-// read into the worker's buffer (F32) or read and converted to fp32 into it. The first read error in chunk order
-// is returned.
+// Reads elements [first, first + count) of `s` as fp32 in kChunk pieces split over the pool: piece c goes to
+// dest(c, worker) (F32 straight there, other dtypes through the worker's `raws` buffer and converted), then fn(piece,
+// m, worker) runs on it while it is in cache. The first read error in piece order is returned.
+template <typename Dest, typename Fn>
+Status ReadPieces(const Segment& s, uint64_t first, uint64_t count, ThreadPool& pool,
+                  std::vector<std::vector<uint8_t>>& raws, Dest dest, Fn fn) {
+  const uint64_t pieces = (count + kChunk - 1) / kChunk;
+  std::vector<Status> errors(pieces);
+  std::atomic<bool> failed{false};
+  pool.ParallelFor(pieces, [&](size_t c, unsigned w) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    const uint64_t begin = c * kChunk, m = std::min(kChunk, count - begin);
+    float* out = dest(c, w);
+    Status st = ReadAsF32(s, first + begin, m, out, &raws[w]);
+    if (!st.ok()) {
+      errors[c] = std::move(st);
+      failed = true;
+      return;
+    }
+    fn(out, m, w);
+  });
+  if (failed)
+    for (Status& e : errors)
+      if (!e.ok()) return e;
+  return Status::Ok();
+}
+
+// Calls fn(chunk_floats, count, worker) for every kChunk-element chunk of every segment, in parallel, each chunk read
+// into the worker's buffer. The first read error in chunk order is returned.
 Status ForEachChunk(const std::vector<Segment>& segs, ThreadPool& pool, std::vector<std::vector<float>>& bufs,
                     const std::function<void(const float*, uint64_t, unsigned)>& fn) {
-  for (const Segment& s : segs) {
-    const uint64_t n = s.elements(), chunks = (n + kChunk - 1) / kChunk;
-    std::vector<Status> errors(chunks);
-    std::atomic<bool> failed{false};
-    std::vector<std::vector<uint8_t>> raws(pool.size());
-    pool.ParallelFor(chunks, [&](size_t c, unsigned w) {
-      if (failed.load(std::memory_order_relaxed)) return;
-      const uint64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
-      float* buf = bufs[w].data();
-      Status st = ReadAsF32(s, begin, count, buf, &raws[w]);
-      if (!st.ok()) {
-        errors[c] = std::move(st);
-        failed = true;
-        return;
-      }
-      fn(buf, count, w);
-    });
-    if (failed)
-      for (Status& e : errors)
-        if (!e.ok()) return e;
-  }
+  std::vector<std::vector<uint8_t>> raws(pool.size());
+  for (const Segment& s : segs)
+    LMKIT_RETURN_IF_ERROR(ReadPieces(
+        s, 0, s.elements(), pool, raws, [&](size_t, unsigned w) { return bufs[w].data(); }, fn));
   return Status::Ok();
 }
 
@@ -190,15 +199,21 @@ struct OrtState {
   bool first = true;
 };
 
+// Counts a batch the histogram took into the tensor's range, samples and batches.
+void NoteOrtBatch(OrtState& st, const SampleRange& range, uint64_t be) {
+  TensorRange& r = st.r;
+  r.min = st.first ? range.min : std::min<double>(r.min, range.min);
+  r.max = st.first ? range.max : std::max<double>(r.max, range.max);
+  st.first = false;
+  r.samples += be;
+  ++r.batches;
+}
+
 // One batch whose range (and finiteness) `range` holds: the histogram's own AddBatch, binning in parallel.
 Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const SampleRange& range,
                      const CalibrateOptions& o, const std::string& file, const std::string& name, ThreadPool* pool) {
   if (be == 0) return Status::Ok();
   if (!range.finite) return Status::InvalidInput(file, "tensor '" + name + "' contains NaN or Inf");
-  TensorRange& r = st.r;
-  r.min = st.first ? range.min : std::min<double>(r.min, range.min);
-  r.max = st.first ? range.max : std::max<double>(r.max, range.max);
-  st.first = false;
   const bool added = o.method == CalibMethod::kEntropy      ? st.signed_h.AddBatch(batch, be, range, pool)
                      : o.method == CalibMethod::kPercentile ? st.abs_h.AddBatch(batch, be, range, pool)
                                                             : true;
@@ -206,9 +221,8 @@ Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const Sample
     return Status::InvalidInput(
         file, fmt::format("tensor '{}': batch {} (|x| up to {:g}) would grow the ort flavour's histogram past {} bins "
                           "or beyond the float range; use --flavor nvidia",
-                          name, r.batches + 1, range.abs_max, OrtMaxBins(o.bins)));
-  r.samples += be;
-  ++r.batches;
+                          name, st.r.batches + 1, range.abs_max, OrtMaxBins(o.bins)));
+  NoteOrtBatch(st, range, be);
   return Status::Ok();
 }
 
@@ -221,37 +235,18 @@ Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const Calibrat
   const bool added = o.method == CalibMethod::kEntropy ? st.signed_h.AddIfWithinRange(batch, be, pool, &range)
                                                        : st.abs_h.AddIfWithinRange(batch, be, pool, &range);
   if (!added) return OrtAddScanned(st, batch, be, range, o, file, name, pool);
-  TensorRange& r = st.r;
-  r.min = std::min<double>(r.min, range.min);
-  r.max = std::max<double>(r.max, range.max);
-  r.samples += be;
-  ++r.batches;
+  NoteOrtBatch(st, range, be);
   return Status::Ok();
 }
 
-// Reads elements [first, first + count) of `s` as fp32 into `out` in kChunk pieces split over the pool, each piece
-// scanned while it is still in cache (one pass over memory instead of a read and then a scan). The first read error
-// in piece order is returned.
+// Reads elements [first, first + count) of `s` into `out` and returns their range, each piece scanned while it is
+// still in cache (one pass over memory instead of a read and then a scan).
 Result<SampleRange> ReadScanned(const Segment& s, uint64_t first, uint64_t count, float* out, ThreadPool& pool,
                                 std::vector<std::vector<uint8_t>>& raws) {
-  const uint64_t pieces = (count + kChunk - 1) / kChunk;
   std::vector<SampleRange> parts(pool.size());
-  std::vector<Status> errors(pieces);
-  std::atomic<bool> failed{false};
-  pool.ParallelFor(pieces, [&](size_t c, unsigned w) {
-    if (failed.load(std::memory_order_relaxed)) return;
-    const uint64_t begin = c * kChunk, m = std::min(kChunk, count - begin);
-    Status st = ReadAsF32(s, first + begin, m, out + begin, &raws[w]);
-    if (!st.ok()) {
-      errors[c] = std::move(st);
-      failed = true;
-      return;
-    }
-    ScanRange(out + begin, m, &parts[w]);
-  });
-  if (failed)
-    for (Status& e : errors)
-      if (!e.ok()) return e;
+  LMKIT_RETURN_IF_ERROR(ReadPieces(
+      s, first, count, pool, raws, [&](size_t c, unsigned) { return out + c * kChunk; },
+      [&](const float* piece, uint64_t m, unsigned w) { ScanRange(piece, m, &parts[w]); }));
   SampleRange r;
   for (const SampleRange& p : parts) r.Merge(p);
   return r;
@@ -490,21 +485,12 @@ Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
   State& s = *s_;
   if (tensor >= s.names.size() || s.pass < 0) return Status::Usage("calibration input out of range or before a pass");
   if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor], s.pool.get());
-  // A batch of at least two chunks is split among the workers (each chunk goes to one worker's partial).
+  // Pass 1: a batch of at least two chunks is split among the workers (each chunk goes to one worker's histogram).
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   const bool split = s.pool->size() > 1 && chunks > 1;
   auto chunk = [&](size_t c) { return std::make_pair(x + c * kChunk, std::min(kChunk, n - c * kChunk)); };
   if (s.pass == 0) {
-    if (split) {
-      std::vector<SampleRange> parts(s.pool->size());
-      s.pool->ParallelFor(chunks, [&](size_t c, unsigned w) {
-        auto [p, m] = chunk(c);
-        ScanRange(p, m, &parts[w]);
-      });
-      for (const SampleRange& p : parts) s.scans[tensor].Merge(p);
-    } else {
-      for (uint64_t i = 0; i < n; i += kChunk) ScanRange(x + i, std::min(kChunk, n - i), &s.scans[tensor]);
-    }
+    s.scans[tensor].Merge(ScanSamples(x, n, s.pool.get()));
     s.samples[tensor] += n;
     ++s.batches[tensor];
   } else if (split) {

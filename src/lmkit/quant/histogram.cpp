@@ -634,20 +634,34 @@ bool OrtSignedHistogram::AddBatch(const float* x, uint64_t n, const SampleRange&
   return true;
 }
 
+namespace {
+
+// AddIfWithinRange's body for both ORT histograms (non-empty, n > 0): bins the batch over `edges` into a scratch copy
+// while scanning it, and adds that to `counts` (and the batch's extremes to min/max) when the scan shows it fits.
+template <typename Fits>
+bool AddScratchIfFits(const float* x, uint64_t n, const std::vector<float>& edges, bool absolute, ThreadPool* pool,
+                      SampleRange* range, Fits fits, std::vector<uint64_t>& counts, float& mn, float& mx) {
+  std::vector<uint64_t> add(counts.size(), 0);
+  HistogramUniformFast(x, n, edges, add, absolute, pool, range);
+  if (!range->finite || !fits(*range)) return false;
+  for (size_t i = 0; i < add.size(); ++i) counts[i] += add[i];
+  mn = std::min(mn, range->min);
+  mx = std::max(mx, range->max);
+  return true;
+}
+
+}  // namespace
+
 bool OrtSignedHistogram::AddIfWithinRange(const float* x, uint64_t n, ThreadPool* pool, SampleRange* range) {
   if (counts_.empty() || n == 0) {
     *range = ScanSamples(x, n, pool);
     return false;
   }
-  // The edges AddBatch bins a batch within the range with.
-  std::vector<uint64_t> add(counts_.size(), 0);
-  HistogramUniformFast(x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())), add,
-                       false, pool, range);
-  if (!range->finite || std::max(std::fabs(range->min), std::fabs(range->max)) > threshold_) return false;
-  for (size_t i = 0; i < add.size(); ++i) counts_[i] += add[i];
-  min_ = std::min(min_, range->min);
-  max_ = std::max(max_, range->max);
-  return true;
+  // The edges and the test AddBatch uses for a batch within the range.
+  return AddScratchIfFits(
+      x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())), false, pool, range,
+      [&](const SampleRange& r) { return std::max(std::fabs(r.min), std::fabs(r.max)) <= threshold_; }, counts_, min_,
+      max_);
 }
 
 bool OrtAbsHistogram::AddIfWithinRange(const float* x, uint64_t n, ThreadPool* pool, SampleRange* range) {
@@ -655,13 +669,9 @@ bool OrtAbsHistogram::AddIfWithinRange(const float* x, uint64_t n, ThreadPool* p
     *range = ScanSamples(x, n, pool);
     return false;
   }
-  std::vector<uint64_t> add(counts_.size(), 0);
-  HistogramUniformFast(x, n, edges_, add, true, pool, range);
-  if (!range->finite || range->abs_max > edges_.back() || edges_.size() - 1 != counts_.size()) return false;
-  for (size_t i = 0; i < add.size(); ++i) counts_[i] += add[i];
-  min_ = std::min(min_, range->min);
-  max_ = std::max(max_, range->max);
-  return true;
+  return AddScratchIfFits(
+      x, n, edges_, true, pool, range, [&](const SampleRange& r) { return r.abs_max <= edges_.back(); }, counts_, min_,
+      max_);
 }
 
 bool OrtAbsHistogram::AddBatch(const float* x, uint64_t n, const SampleRange& range, ThreadPool* pool) {
