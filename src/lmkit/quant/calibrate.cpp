@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <variant>
 
 #include "lmkit/common/file_reader.h"
@@ -433,9 +434,10 @@ struct StreamingCalibrator::State {
   std::unique_ptr<ThreadPool> pool;  // o.threads
   std::vector<SampleRange> scans;    // nvidia, pass 0
   std::vector<uint64_t> samples, batches;
-  // nvidia, pass 1: [tensor][worker]; workers past the first get a histogram once a batch is split among them, and
-  // Finish merges them (integer counts: the same table for any thread count).
-  std::vector<std::vector<AbsHistogram>> hists;
+  // nvidia except minmax: the |x| histogram per tensor, counted in pass 0 where the running max allows and finished
+  // in pass 1 (integer counts: the same table for any thread count); offsets[tensor] is the pass's stream position.
+  std::vector<SpeculativeAbsHistogram> hists;
+  std::vector<uint64_t> offsets;
   std::vector<OrtState> ort;
   double t0 = 0;
   bool Ort() const { return o.flavor == CalibFlavor::kOrt && o.method != CalibMethod::kMinMax; }
@@ -462,6 +464,9 @@ Result<StreamingCalibrator> StreamingCalibrator::Create(const CalibrateOptions& 
   s.pool = std::make_unique<ThreadPool>(std::max(1u, o.threads));
   if (s.Ort())
     for (size_t i = 0; i < s.names.size(); ++i) s.ort.emplace_back(o.bins);
+  else if (o.method != CalibMethod::kMinMax)
+    for (size_t i = 0; i < s.names.size(); ++i) s.hists.emplace_back(o.bins, s.pool->size());
+  s.offsets.assign(s.names.size(), 0);
   s.t0 = MonotonicSeconds();
   return c;
 }
@@ -475,8 +480,9 @@ Status StreamingCalibrator::BeginPass(int pass) {
   if (pass == 1) {
     for (size_t i = 0; i < s.names.size(); ++i) {
       if (!s.scans[i].finite) return Status::InvalidInput(s.source, "tensor '" + s.names[i] + "' contains NaN or Inf");
-      s.hists.emplace_back().emplace_back(s.o.bins, s.scans[i].abs_max);
+      s.hists[i].BeginSecond(s.scans[i].abs_max);
     }
+    s.offsets.assign(s.names.size(), 0);
   }
   return Status::Ok();
 }
@@ -485,23 +491,34 @@ Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
   State& s = *s_;
   if (tensor >= s.names.size() || s.pass < 0) return Status::Usage("calibration input out of range or before a pass");
   if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor], s.pool.get());
-  // Pass 1: a batch of at least two chunks is split among the workers (each chunk goes to one worker's histogram).
+  // A batch of at least two chunks is split among the workers (chunk c of the batch is stream samples offset + c *
+  // kChunk on; each worker counts into its own histogram).
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   const bool split = s.pool->size() > 1 && chunks > 1;
-  auto chunk = [&](size_t c) { return std::make_pair(x + c * kChunk, std::min(kChunk, n - c * kChunk)); };
+  const uint64_t offset = s.offsets[tensor];
+  s.offsets[tensor] += n;
+  auto each_chunk = [&](auto&& fn) {
+    if (!split) return fn(x, n, offset, 0u);
+    s.pool->ParallelFor(chunks, [&](size_t c, unsigned w) {
+      fn(x + c * kChunk, std::min(kChunk, n - c * kChunk), offset + c * kChunk, w);
+    });
+  };
   if (s.pass == 0) {
-    s.scans[tensor].Merge(ScanSamples(x, n, s.pool.get()));
     s.samples[tensor] += n;
     ++s.batches[tensor];
-  } else if (split) {
-    std::vector<AbsHistogram>& h = s.hists[tensor];
-    while (h.size() < s.pool->size()) h.emplace_back(s.o.bins, h.front().amax());
-    s.pool->ParallelFor(chunks, [&](size_t c, unsigned w) {
-      auto [p, m] = chunk(c);
-      h[w].Add(p, m);
-    });
+    std::vector<SampleRange> parts(s.pool->size());
+    if (s.o.method == CalibMethod::kMinMax) {
+      s.scans[tensor].Merge(ScanSamples(x, n, s.pool.get()));
+      return Status::Ok();
+    }
+    SpeculativeAbsHistogram& h = s.hists[tensor];
+    each_chunk([&](const float* p, uint64_t m, uint64_t at, unsigned w) { h.AddFirst(at, p, m, w, &parts[w]); });
+    h.Compact();
+    for (const SampleRange& r : parts) s.scans[tensor].Merge(r);
   } else {
-    s.hists[tensor].front().Add(x, n);
+    SpeculativeAbsHistogram& h = s.hists[tensor];
+    if (h.Covered(offset, n)) return Status::Ok();  // pass 0 counted all of it under the final max
+    each_chunk([&](const float* p, uint64_t m, uint64_t at, unsigned w) { h.AddSecond(at, p, m, w); });
   }
   return Status::Ok();
 }
@@ -530,12 +547,9 @@ Result<CalibrationTable> StreamingCalibrator::Finish() {
     r.min = r.samples ? all.min : 0;
     r.max = r.samples ? all.max : 0;
     table.bytes_read += r.samples * sizeof(float);
-    AbsHistogram* h = nullptr;
-    if (s.o.method != CalibMethod::kMinMax) {
-      h = &s.hists[i].front();
-      for (size_t w = 1; w < s.hists[i].size(); ++w) h->Merge(s.hists[i][w]);
-    }
-    table.tensors.push_back(FinishNvidia(std::move(r), all, h, s.o, s.percentile, s.pool.get()));
+    std::optional<AbsHistogram> h;
+    if (s.o.method != CalibMethod::kMinMax) h = s.hists[i].Finish();
+    table.tensors.push_back(FinishNvidia(std::move(r), all, h ? &*h : nullptr, s.o, s.percentile, s.pool.get()));
   }
   table.seconds = MonotonicSeconds() - s.t0;
   table.peak_rss_bytes = PeakRssBytes();
