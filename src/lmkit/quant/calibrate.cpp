@@ -109,7 +109,8 @@ Result<Inputs> OpenInputs(const std::vector<std::string>& paths) {
 
 // Reads elements [first, first + count) of `s` as fp32 in kChunk pieces split over the pool: piece c goes to
 // dest(c, worker) (F32 straight there, other dtypes through the worker's `raws` buffer and converted), then fn(piece,
-// m, worker) runs on it while it is in cache. The first read error in piece order is returned.
+// m, worker, element index of the piece in `s`) runs on it while it is in cache. The first read error in piece order
+// is returned.
 template <typename Dest, typename Fn>
 Status ReadPieces(const Segment& s, uint64_t first, uint64_t count, ThreadPool& pool,
                   std::vector<std::vector<uint8_t>>& raws, Dest dest, Fn fn) {
@@ -126,22 +127,11 @@ Status ReadPieces(const Segment& s, uint64_t first, uint64_t count, ThreadPool& 
       failed = true;
       return;
     }
-    fn(out, m, w);
+    fn(out, m, w, first + begin);
   });
   if (failed)
     for (Status& e : errors)
       if (!e.ok()) return e;
-  return Status::Ok();
-}
-
-// Calls fn(chunk_floats, count, worker) for every kChunk-element chunk of every segment, in parallel, each chunk read
-// into the worker's buffer. The first read error in chunk order is returned.
-Status ForEachChunk(const std::vector<Segment>& segs, ThreadPool& pool, std::vector<std::vector<float>>& bufs,
-                    const std::function<void(const float*, uint64_t, unsigned)>& fn) {
-  std::vector<std::vector<uint8_t>> raws(pool.size());
-  for (const Segment& s : segs)
-    LMKIT_RETURN_IF_ERROR(ReadPieces(
-        s, 0, s.elements(), pool, raws, [&](size_t, unsigned w) { return bufs[w].data(); }, fn));
   return Status::Ok();
 }
 
@@ -166,12 +156,27 @@ TensorRange FinishNvidia(TensorRange r, const SampleRange& all, const AbsHistogr
   return r;
 }
 
+// Pass 0 reads every segment once, scanning each piece and (except minmax) counting it under the running max|x|
+// (SpeculativeAbsHistogram); pass 1 reads again only the stretches counted under a smaller max. The tensor's samples
+// are its segments in order: stream position = elements of the segments before + index in the segment.
 Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<Segment>& segs,
                                     const CalibrateOptions& o, double percentile, ThreadPool& pool) {
   std::vector<std::vector<float>> bufs(pool.size(), std::vector<float>(kChunk));
+  std::vector<std::vector<uint8_t>> raws(pool.size());
+  auto buffer = [&](size_t, unsigned w) { return bufs[w].data(); };
+  const bool minmax = o.method == CalibMethod::kMinMax;
+  SpeculativeAbsHistogram h(o.bins, pool.size());
   std::vector<SampleRange> parts(pool.size());
-  LMKIT_RETURN_IF_ERROR(
-      ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { ScanRange(x, n, &parts[w]); }));
+  uint64_t base = 0;
+  for (const Segment& s : segs) {
+    LMKIT_RETURN_IF_ERROR(
+        ReadPieces(s, 0, s.elements(), pool, raws, buffer, [&](const float* x, uint64_t n, unsigned w, uint64_t at) {
+          if (minmax) ScanRange(x, n, &parts[w]);
+          else h.AddFirst(base + at, x, n, w, &parts[w]);
+        }));
+    h.Compact();
+    base += s.elements();
+  }
   TensorRange r;
   r.name = name;
   SampleRange all;
@@ -183,12 +188,18 @@ Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<S
   }
   r.min = r.samples ? all.min : 0;
   r.max = r.samples ? all.max : 0;
-  if (o.method == CalibMethod::kMinMax) return FinishNvidia(std::move(r), all, nullptr, o, percentile, &pool);
-  std::vector<AbsHistogram> hists(pool.size(), AbsHistogram(o.bins, all.abs_max));
-  LMKIT_RETURN_IF_ERROR(
-      ForEachChunk(segs, pool, bufs, [&](const float* x, uint64_t n, unsigned w) { hists[w].Add(x, n); }));
-  for (size_t w = 1; w < hists.size(); ++w) hists[0].Merge(hists[w]);
-  return FinishNvidia(std::move(r), all, &hists[0], o, percentile, &pool);
+  if (minmax) return FinishNvidia(std::move(r), all, nullptr, o, percentile, &pool);
+  h.BeginSecond(all.abs_max);
+  base = 0;
+  for (const Segment& s : segs) {
+    for (const auto& [begin, end] : h.Recount(base, s.elements()))
+      LMKIT_RETURN_IF_ERROR(ReadPieces(
+          s, begin - base, end - begin, pool, raws, buffer,
+          [&](const float* x, uint64_t n, unsigned w, uint64_t at) { h.AddSecond(base + at, x, n, w); }));
+    base += s.elements();
+  }
+  const AbsHistogram hist = h.Finish();
+  return FinishNvidia(std::move(r), all, &hist, o, percentile, &pool);
 }
 
 // ONNX Runtime's state for one tensor: histograms grown batch by batch in input order.
@@ -247,7 +258,7 @@ Result<SampleRange> ReadScanned(const Segment& s, uint64_t first, uint64_t count
   std::vector<SampleRange> parts(pool.size());
   LMKIT_RETURN_IF_ERROR(ReadPieces(
       s, first, count, pool, raws, [&](size_t c, unsigned) { return out + c * kChunk; },
-      [&](const float* piece, uint64_t m, unsigned w) { ScanRange(piece, m, &parts[w]); }));
+      [&](const float* piece, uint64_t m, unsigned w, uint64_t) { ScanRange(piece, m, &parts[w]); }));
   SampleRange r;
   for (const SampleRange& p : parts) r.Merge(p);
   return r;

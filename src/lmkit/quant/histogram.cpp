@@ -762,27 +762,25 @@ void SpeculativeAbsHistogram::BeginSecond(float amax) {
   s.runs.clear();
 }
 
-bool SpeculativeAbsHistogram::Covered(uint64_t offset, uint64_t n) const {
+std::vector<std::pair<uint64_t, uint64_t>> SpeculativeAbsHistogram::Recount(uint64_t offset, uint64_t n) const {
   const State& s = *s_;
-  if (s.recount_all) return n == 0;
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  if (n == 0) return out;
+  if (s.recount_all) return {{offset, offset + n}};
+  // The recount stretches that meet [offset, offset + n): the first whose end is past offset, and on.
   auto it = std::upper_bound(s.recount.begin(), s.recount.end(), offset,
                              [](uint64_t o, const Run& run) { return o < run.end; });
-  return it == s.recount.end() || it->begin >= offset + n;
+  for (; it != s.recount.end() && it->begin < offset + n; ++it)
+    out.emplace_back(std::max(it->begin, offset), std::min(it->end, offset + n));
+  return out;
 }
+
+bool SpeculativeAbsHistogram::Covered(uint64_t offset, uint64_t n) const { return Recount(offset, n).empty(); }
 
 void SpeculativeAbsHistogram::AddSecond(uint64_t offset, const float* x, uint64_t n, unsigned worker) {
   State& s = *s_;
   AbsHistogram& h = *s.workers.at(worker).hist;
-  if (s.recount_all) {
-    h.Add(x, n);
-    s.recounted += n;
-    return;
-  }
-  // The recount stretches that meet [offset, offset + n): the first whose end is past offset, and on.
-  auto it = std::upper_bound(s.recount.begin(), s.recount.end(), offset,
-                             [](uint64_t o, const Run& run) { return o < run.end; });
-  for (; it != s.recount.end() && it->begin < offset + n; ++it) {
-    const uint64_t lo = std::max(it->begin, offset), hi = std::min(it->end, offset + n);
+  for (const auto& [lo, hi] : Recount(offset, n)) {
     h.Add(x + (lo - offset), hi - lo);
     s.recounted += hi - lo;
   }

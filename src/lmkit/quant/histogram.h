@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "lmkit/quant/int8_format.h"  // LMKIT_HD
@@ -98,6 +99,8 @@ class SpeculativeAbsHistogram {
   void BeginSecond(float amax);
   // True when pass 1 has nothing to count in [offset, offset + n).
   bool Covered(uint64_t offset, uint64_t n) const;
+  // The stretches [begin, end) of [offset, offset + n) that pass 1 has to count, in order.
+  std::vector<std::pair<uint64_t, uint64_t>> Recount(uint64_t offset, uint64_t n) const;
   // Pass 1: counts the part of [offset, offset + n) that pass 0 could not. Concurrent as AddFirst.
   void AddSecond(uint64_t offset, const float* x, uint64_t n, unsigned worker);
   // The histogram of |x| over [0, amax]: exactly AbsHistogram(bins, amax) fed every sample.
