@@ -1,15 +1,19 @@
-// The calibrate entry point: thread-count independence, the JSON table round trip, TensorRT hex, input errors.
+// The calibrate entry point: thread-count independence, the JSON table round trip, TensorRT hex, input errors, and
+// the nvidia flavour's one-read counting against the two-pass histogram.
 #include "lmkit/quant/calibrate.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/npy.h"
 #include "lmkit/io/safetensors.h"
+#include "lmkit/quant/calibrators.h"
+#include "lmkit/quant/histogram.h"
 
 #include "support/run_lmkit.h"
 
@@ -212,6 +216,49 @@ TEST_CASE("calibrate: the min/max scan finds extremes and NaN/Inf anywhere in a 
                       -std::numeric_limits<float>::infinity()}) {
       auto e = run(bad);
       CHECK(e.status().ToString() == "mem: tensor 'x' contains NaN or Inf");
+    }
+  }
+}
+
+TEST_CASE("calibrate: a tensor spread over files gets the two-pass histogram wherever its maximum is",
+          "[quant][calib]") {
+  // The nvidia flavour counts in its first read under the running max|x| and reads again only what that got wrong.
+  // A tensor split over three safetensors files, with its maximum in the first, the second or the last file: the
+  // thresholds must be those of one |x| histogram over [0, max|x|] of all samples (AbsHistogram fed in two passes).
+  std::mt19937 rng(9);
+  std::exponential_distribution<float> ed(1.0f);
+  const uint64_t per = 70001;  // two full 32k chunks and a partial one per file
+  std::vector<float> x(3 * per);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 2 ? 1.0f : -1.0f) * ed(rng);
+  lmkit::test::TempDir dir;
+  for (const size_t at : {size_t{5}, per + per / 2, x.size() - 1}) {
+    std::vector<float> y = x;
+    y[at] = 40.0f;
+    std::vector<std::string> files;
+    for (int f = 0; f < 3; ++f) {
+      files.push_back(dir.file("part" + std::to_string(f) + ".safetensors"));
+      auto w = io::SafetensorsWriter::Create(files.back(), {{"t", io::DType::kF32, {per}}});
+      REQUIRE(w.ok());
+      REQUIRE(w->Write(y.data() + f * per, per * 4).ok());
+      REQUIRE(w->Commit().ok());
+    }
+    AbsHistogram h(2048, 40.0f);
+    h.Add(y.data(), y.size());
+    for (unsigned threads : {1u, 2u}) {
+      INFO("max at " << at << ", threads " << threads);
+      CalibrateOptions o;
+      o.inputs = files;
+      o.threads = threads;
+      o.method = CalibMethod::kEntropy;
+      auto e = Calibrate(o, nullptr);
+      REQUIRE(e.ok());
+      CHECK(e->tensors[0].amax == NvidiaEntropyAmax(h));
+      CHECK(e->tensors[0].samples == y.size());
+      o.method = CalibMethod::kPercentile;
+      o.percentile = 99.9;
+      auto p = Calibrate(o, nullptr);
+      REQUIRE(p.ok());
+      CHECK(p->tensors[0].amax == NvidiaPercentileAmax(h, 99.9));
     }
   }
 }
