@@ -5,12 +5,15 @@
 //                            QuantizeMatrix (per-channel, scales in the tensor's dtype, with the report's error
 //                            metrics) runs over all of them into preallocated, touched code buffers. Prints the best of
 //                            3 runs: wall seconds, parameters, bytes read + written.
-//   calibrate NPY THREADS [FLAVOR]
+//   calibrate NPY THREADS [FLAVOR [PLACE]]
 //                            a float32 .npy of shape [batches, n] is copied into memory (not timed), then the entropy
-//                            calibration (2048 bins; FLAVOR nvidia, the default: two passes; ort: one pass, histogram
-//                            grown batch by batch) streams its rows through StreamingCalibrator. Prints the best of 3
-//                            runs: wall seconds, samples, amax; on stderr, each new best's split (each pass over the
-//                            samples, threshold search).
+//                            calibration (2048 bins; FLAVOR nvidia, the default: two passes, the second recounting
+//                            what the first counted under a smaller running max; ort: one pass, histogram grown batch
+//                            by batch) streams its rows through StreamingCalibrator. PLACE max-first / max-last swaps
+//                            the sample of largest |x| with the first / last one (the counts, hence the result, do not
+//                            change; the nvidia flavour's second pass then has nothing / everything to recount).
+//                            Prints the best of 3 runs: wall seconds, samples, amax; on stderr, each new best's split
+//                            (each pass over the samples, threshold search).
 //   dtypes TENSORS THREADS   the same per-channel quantization of TENSORS generated [4096, 4096] weights (normal,
 //                            sigma 0.02) stored as F32, F16 and BF16: one line per dtype with the best of 3 runs'
 //                            wall seconds and parameters per second (the inputs are read natively, no detour).
@@ -81,13 +84,18 @@ int Quantize(const std::string& path, unsigned threads) {
   return 0;
 }
 
-int Calibrate(const std::string& path, unsigned threads, const std::string& flavor) {
+int Calibrate(const std::string& path, unsigned threads, const std::string& flavor, const std::string& place) {
   auto npy = lmkit::io::NpyFile::Open(path);
   if (!npy.ok()) Fail(npy.status().ToString());
   if (npy->dtype() != lmkit::io::DType::kF32 || npy->shape().size() != 2) Fail(path + ": want a 2-D float32 array");
   const uint64_t batches = npy->shape()[0], n = npy->shape()[1];
   std::vector<float> x(batches * n);
   std::memcpy(x.data(), npy->data().data(), x.size() * sizeof(float));
+  if (!place.empty()) {
+    if (place != "max-first" && place != "max-last") Fail("PLACE must be max-first or max-last");
+    const auto top = std::max_element(x.begin(), x.end(), [](float a, float b) { return std::fabs(a) < std::fabs(b); });
+    std::iter_swap(top, place == "max-first" ? x.begin() : x.end() - 1);
+  }
   double best = 1e30, amax = 0;
   for (int rep = 0; rep < 3; ++rep) {
     lmkit::quant::CalibrateOptions o;
@@ -167,12 +175,12 @@ int Dtypes(int tensors, unsigned threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4 && !(argc == 5 && std::string(argv[1]) == "calibrate"))
+  if (argc != 4 && !((argc == 5 || argc == 6) && std::string(argv[1]) == "calibrate"))
     Fail("usage: quant_inmem quantize CKPT THREADS | calibrate NPY THREADS [nvidia|ort] | dtypes TENSORS THREADS");
   const std::string mode = argv[1];
   const unsigned threads = static_cast<unsigned>(std::max(1, std::atoi(argv[3])));
   if (mode == "quantize") return Quantize(argv[2], threads);
-  if (mode == "calibrate") return Calibrate(argv[2], threads, argc == 5 ? argv[4] : "nvidia");
+  if (mode == "calibrate") return Calibrate(argv[2], threads, argc >= 5 ? argv[4] : "nvidia", argc == 6 ? argv[5] : "");
   if (mode == "dtypes") return Dtypes(std::max(1, std::atoi(argv[2])), threads);
   Fail("unknown mode " + mode);
 }
