@@ -1,13 +1,16 @@
 // Performance notes: AbsHistogram::Add is the hot loop of `lmkit calibrate --flavor nvidia`. The bin must be
 // torch.histc's trunc((v / amax) * bins) bit for bit; the vector kernels (AVX-512 and AVX2 clones chosen at run time)
 // get it from a multiply and divide only the rare vectors where that could differ (FastBinning below). Increments go
-// to four interleaved 32-bit tables (histogram.h) placed a quarter page apart, from an L1 buffer of slots while the
-// next values are prefetched (kSlots below). 1e8 Laplace samples on the build VM (Intel Xeon, 2 cores), the
-// histogram pass alone: 0.107 s on one thread and 0.059 s on two with the division and per-lane extraction, 0.060 s
-// and 0.031 s now. The ORT classes follow numpy's algorithm step by step; their binning (HistogramUniform's literal
+// to four interleaved 32-bit tables (histogram.h) placed a quarter page apart: in the AVX2 kernel from an L1 buffer of
+// slots while the next values are prefetched (kSlots below), in the AVX-512 kernel software-pipelined, with pairs of
+// small bins counted by one increment (kPairBins, kLag). 1e8 Laplace samples on the build VM (Intel Xeon, 2 cores),
+// the histogram pass alone: 0.107 s on one thread and 0.059 s on two with the division and per-lane extraction,
+// 0.060 s and 0.031 s in rounds; on a Zen 5 VM, 2 threads: 16.1 ms in rounds, 12-13.5 ms pipelined with pairs.
+// SpeculativeAbsHistogram (after AbsHistogram below) counts in the max pass already: docs/quant.md, "One read where the
+// data allow". The ORT classes follow numpy's algorithm step by step; their binning (HistogramUniform's literal
 // loop) is computed by HistogramUniformFast, which takes the same kernels' shape with a provable error margin
 // (UniformBinner) and hands values near an edge to the literal rule: 1e8 values 0.25 s on one thread -> 0.024 s on two.
-// The AVX2 and AVX-512 kernels of each family share the round structure line for line; it is not factored out
+// The AVX2 and AVX-512 uniform kernels share the round structure line for line; it is not factored out
 // because the intrinsics of a lambda or functor do not inline under the caller's target attribute in GCC 12, and an
 // out-of-line call from AVX-512 code is what once lost a vzeroupper (see IncrementSlots).
 #include "lmkit/quant/histogram.h"
@@ -69,12 +72,13 @@ bool FastBinning(float amax, uint32_t bins) {
 }
 constexpr float kBelow = 1.0f - 0x1p-21f, kAbove = 1.0f + 0x1p-21f;
 
-// The vector kernels run in rounds of kSlots values: first the bins of the round, with each value's table offset
-// added, are stored to an L1 buffer with vector stores; then a scalar loop increments the slots the buffer names while
-// it prefetches the next round's values, so that memory streams in during the increments instead of stalling the next
-// binning. Extracting 16 lanes one by one to increment as they were computed ran at half this speed (the extracts
-// competed with the vector work for the same ports, and each increment waited on them); without the prefetch the two
-// phases took turns with the memory bus idle during one of them (1e8 values, one thread: 0.19 s, 0.09 s, 0.056 s).
+// The AVX2 kernels (and both uniform ones) run in rounds of kSlots values: first the bins of the round, with each
+// value's table offset added, are stored to an L1 buffer with vector stores; then a scalar loop increments the slots
+// the buffer names while it prefetches the next round's values, so that memory streams in during the increments
+// instead of stalling the next binning. Extracting 16 lanes one by one to increment as they were computed ran at half
+// this speed (the extracts competed with the vector work for the same ports, and each increment waited on them);
+// without the prefetch the two phases took turns with the memory bus idle during one of them (1e8 values, one thread:
+// 0.19 s, 0.09 s, 0.056 s).
 constexpr uint32_t kSlots = 1024;
 constexpr uint32_t kRound = 16;  // rounds are a multiple of 16 values: one cache line of floats per prefetch
 
