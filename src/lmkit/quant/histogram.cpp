@@ -150,8 +150,11 @@ size_t TableSlots(uint32_t bins) { return size_t{PairBase(bins)} + kPairSlots; }
 // instead of in turns as in AddAvx2's rounds (1e8 values, 2 threads, on a Zen 5 VM: 16.1 ms in rounds, 12.2 ms
 // pipelined, 11.9 ms pipelined with pairs; the stores and loads a step needs are well inside one core's limits).
 // Even lane 2i of a step holds value 2i's slot, or the pair slot of values 2i and 2i + 1 when both are small; odd lane
-// 2i + 1 holds value 2i + 1's slot, and a step with any pair that is not small appends its odd lanes to `wide`,
-// drained every kWideSteps steps (the small pairs' odd lanes there name the drop slot, which Flush never reads).
+// 2i + 1 holds value 2i + 1's slot. Each step also stores its odd lanes to its own row of `wide` (the small pairs'
+// odd lanes there name the drop slot, which Flush never reads) and sets its bit in `wide_steps` if any pair was not
+// small; every kWideSteps steps the flagged rows are incremented. (Appending only the flagged rows at a running
+// position cost 10% more: the position depends on the step's own comparison, so the store's address came late and
+// the loads behind it waited on it.)
 constexpr uint32_t kLag = 8, kRing = 2 * kLag, kWideSteps = 64;
 
 // With kScan the same pass folds x's SampleRange into *range (what ScanRange gives; the tail goes through ScanRange).
@@ -174,9 +177,16 @@ __attribute__((target("avx512f"))) void AddAvx512(const float* x, uint64_t n, fl
   const __m512i dropped = _mm512_add_epi32(table, drop);
   const __m512i small = _mm512_set1_epi32(static_cast<int32_t>(std::min(kPairBins, bins)));
   alignas(64) uint32_t ring[kRing * 16];
-  alignas(64) uint32_t wide[kWideSteps * 16 + 16];
+  alignas(64) uint32_t wide[kWideSteps * 16];
   for (uint32_t r = 0; r < kRing; ++r) _mm512_store_si512(ring + r * 16, dropped);  // the first kLag steps' "earlier"
-  uint32_t n_wide = 0;
+  uint64_t wide_steps = 0;
+  static_assert(kWideSteps == 64);  // one bit per step in wide_steps
+  auto drain_wide = [&] {
+    for (; wide_steps != 0; wide_steps &= wide_steps - 1) {
+      const uint32_t* row = wide + __builtin_ctzll(wide_steps) * 16;
+      for (uint32_t q = 1; q < 16; q += 2) ++t[row[q]];
+    }
+  };
   // One cache line ahead per step, 4 KiB ahead (as ScanImpl: an integer address, past the end harmlessly).
   const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + 1024 * sizeof(float);
   const uint64_t steps = n / 16;
@@ -218,14 +228,13 @@ __attribute__((target("avx512f"))) void AddAvx512(const float* x, uint64_t n, fl
     ++t[earlier[14]];
     _mm512_store_si512(ring + (j % kRing) * 16, _mm512_mask_blend_epi32(pairs, one, both));
     const __mmask16 paired = pairs | static_cast<__mmask16>(pairs << 1);
-    _mm512_storeu_si512(wide + n_wide, _mm512_mask_blend_epi32(paired, one, dropped));
-    n_wide += pairs == 0x5555 ? 0 : 16;
+    _mm512_store_si512(wide + (j % kWideSteps) * 16, _mm512_mask_blend_epi32(paired, one, dropped));
+    wide_steps |= static_cast<uint64_t>(pairs != 0x5555) << (j % kWideSteps);
     if (j % kWideSteps == kWideSteps - 1) {
-      for (uint32_t q = 1; q < n_wide; q += 2) ++t[wide[q]];
-      n_wide = 0;
+      drain_wide();
     }
   }
-  for (uint32_t q = 1; q < n_wide; q += 2) ++t[wide[q]];
+  drain_wide();
   for (uint64_t j = steps; j < steps + kLag; ++j)
     for (uint32_t q = 0; q < 16; q += 2) ++t[ring[((j + kLag) % kRing) * 16 + q]];
   AddBase(x + steps * 16, n - steps * 16, amax, bins, t);
