@@ -456,9 +456,13 @@ __attribute__((target("avx2"))) void UniformAvx2(const float* x, uint64_t n, con
   UniformBase(x + i, n - i, b, absolute, t);
 }
 
+// Software-pipelined as AddAvx512 (each step increments the slots binned kLag steps earlier), without pairs: a signed
+// histogram's busy bins sit around its middle, and the ORT path is not the one the pairs were measured for. With
+// kScan the step also folds x's SampleRange into *range (the same pass over memory).
+template <bool kScan>
 __attribute__((target("avx512f"))) void UniformAvx512(const float* x, uint64_t n, const UniformBinner& b,
-                                                      bool absolute, uint32_t* t) {
-  static_assert(kTables == 4 && kSlots % kRound == 0);
+                                                      bool absolute, uint32_t* t, SampleRange* range) {
+  static_assert(kTables == 4);
   const int32_t stride = static_cast<int32_t>(TableStride(static_cast<uint32_t>(b.u.nb)));
   const __m512 first = _mm512_set1_ps(b.u.first), last = _mm512_set1_ps(b.u.last), c = _mm512_set1_ps(b.c);
   const __m512 lo = _mm512_set1_ps(b.margin), hi = _mm512_set1_ps(1.0f - b.margin);
@@ -466,29 +470,58 @@ __attribute__((target("avx512f"))) void UniformAvx512(const float* x, uint64_t n
   const __m512i drop = _mm512_set1_epi32(static_cast<int32_t>(b.u.nb));
   const __m512i table = _mm512_setr_epi32(0, stride, 2 * stride, 3 * stride, 0, stride, 2 * stride, 3 * stride, 0,
                                           stride, 2 * stride, 3 * stride, 0, stride, 2 * stride, 3 * stride);
-  alignas(64) uint32_t slots[kSlots];
+  alignas(64) uint32_t ring[kRing * 16];
   alignas(64) float a_lanes[16];
-  uint64_t i = 0;
-  while (n - i >= kRound) {
-    const uint64_t m = std::min<uint64_t>(kSlots, (n - i) / kRound * kRound);
-    for (uint64_t j = 0; j < m; j += 16) {
-      const __m512 a = _mm512_castsi512_ps(_mm512_and_epi32(_mm512_loadu_si512(x + i + j), absmask));
-      const __mmask16 keep = _mm512_cmp_ps_mask(a, first, _CMP_GE_OQ) & _mm512_cmp_ps_mask(a, last, _CMP_LE_OQ);
-      const __m512 f = _mm512_maskz_mul_ps(keep, _mm512_sub_ps(a, first), c);
-      const __m512i k = _mm512_cvttps_epi32(f);
-      const __m512 frac = _mm512_sub_ps(f, _mm512_cvtepi32_ps(k));
-      const __mmask16 safe = _mm512_cmp_ps_mask(frac, lo, _CMP_GT_OQ) & _mm512_cmp_ps_mask(frac, hi, _CMP_LT_OQ);
-      _mm512_store_si512(slots + j, _mm512_add_epi32(_mm512_mask_blend_epi32(keep, drop, k), table));
-      const uint32_t doubt = keep & ~safe;
-      if (__builtin_expect(doubt != 0, 0)) {
-        _mm512_store_ps(a_lanes, a);
-        FixDoubtful(doubt, a_lanes, b, static_cast<uint32_t>(stride), slots + j);
-      }
+  for (uint32_t r = 0; r < kRing; ++r) _mm512_store_si512(ring + r * 16, _mm512_add_epi32(table, drop));
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + 1024 * sizeof(float);  // as AddAvx512
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  __m512 mn = _mm512_set1_ps(kInf), mx = _mm512_set1_ps(-kInf), abs_mn = mn, bad = _mm512_setzero_ps();
+  const uint64_t steps = n / 16;
+  for (uint64_t j = 0; j < steps; ++j) {
+    __builtin_prefetch(reinterpret_cast<const void*>(ahead + j * 16 * sizeof(float)));
+    const __m512 v = _mm512_loadu_ps(x + j * 16);
+    if constexpr (kScan) {  // as ScanImpl (see AddAvx512)
+      mn = _mm512_min_ps(v, mn);
+      mx = _mm512_max_ps(v, mx);
+      abs_mn = _mm512_min_ps(_mm512_abs_ps(v), abs_mn);
+      bad = _mm512_add_ps(bad, _mm512_sub_ps(v, v));
     }
-    IncrementSlots(slots, m, t, x + i + m, std::min<uint64_t>(kSlots, n - i - m));
-    i += m;
+    const __m512 a = _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), absmask));
+    const __mmask16 keep = _mm512_cmp_ps_mask(a, first, _CMP_GE_OQ) & _mm512_cmp_ps_mask(a, last, _CMP_LE_OQ);
+    const __m512 f = _mm512_maskz_mul_ps(keep, _mm512_sub_ps(a, first), c);
+    const __m512i k = _mm512_cvttps_epi32(f);
+    const __m512 frac = _mm512_sub_ps(f, _mm512_cvtepi32_ps(k));
+    const __mmask16 safe = _mm512_cmp_ps_mask(frac, lo, _CMP_GT_OQ) & _mm512_cmp_ps_mask(frac, hi, _CMP_LT_OQ);
+    const uint32_t* earlier = ring + ((j + kLag) % kRing) * 16;
+    for (uint32_t q = 0; q < 16; q += 4) {
+      ++t[earlier[q]];
+      ++t[earlier[q + 1]];
+      ++t[earlier[q + 2]];
+      ++t[earlier[q + 3]];
+    }
+    uint32_t* now = ring + (j % kRing) * 16;
+    _mm512_store_si512(now, _mm512_add_epi32(_mm512_mask_blend_epi32(keep, drop, k), table));
+    const uint32_t doubt = keep & ~safe;
+    if (__builtin_expect(doubt != 0, 0)) {
+      _mm512_store_ps(a_lanes, a);
+      FixDoubtful(doubt, a_lanes, b, static_cast<uint32_t>(stride), now);
+    }
   }
-  UniformBase(x + i, n - i, b, absolute, t);
+  for (uint64_t j = steps; j < steps + kLag; ++j)
+    for (uint32_t q = 0; q < 16; ++q) ++t[ring[((j + kLag) % kRing) * 16 + q]];
+  UniformBase(x + steps * 16, n - steps * 16, b, absolute, t);
+  if constexpr (kScan) {
+    if (steps > 0) {
+      SampleRange r;
+      r.min = _mm512_reduce_min_ps(mn);
+      r.max = _mm512_reduce_max_ps(mx);
+      r.abs_min = _mm512_reduce_min_ps(abs_mn);
+      if (r.min <= r.max) r.abs_max = std::max(std::fabs(r.min), std::fabs(r.max));
+      r.finite = _mm512_reduce_add_ps(bad) == 0.0f;
+      range->Merge(r);
+    }
+    ScanRange(x + steps * 16, n - steps * 16, range);
+  }
 }
 
 }  // namespace
@@ -536,7 +569,7 @@ void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& 
   if (edges.size() < 2 || n == 0) return;
   const UniformBinner b(edges);
   const int level = KernelLevel();
-  const auto kernel = !b.fast ? UniformBase : level == 2 ? UniformAvx512 : level == 1 ? UniformAvx2 : UniformBase;
+  const auto kernel = !b.fast ? UniformBase : level == 1 ? UniformAvx2 : UniformBase;  // level 2: UniformAvx512
   const uint32_t nb = static_cast<uint32_t>(b.u.nb), stride = TableStride(nb);
   const unsigned workers = pool ? pool->size() : 1;
   // Per worker: kTables 32-bit tables (flushed into 64-bit partial counts before any slot could pass 2^32) and the
@@ -562,9 +595,15 @@ void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& 
     }
     const uint64_t begin = item * kItem, m = std::min(kItem, n - begin);
     if (w.pending + m > std::numeric_limits<uint32_t>::max()) flush(w);
-    kernel(x + begin, m, b, absolute, w.tables.data());
-    // The piece (256 KiB) is still in L2: its scan costs no second read from memory.
-    if (range) ScanRange(x + begin, m, &w.range);
+    if (b.fast && level == 2 && range) {
+      UniformAvx512<true>(x + begin, m, b, absolute, w.tables.data(), &w.range);
+    } else if (b.fast && level == 2) {
+      UniformAvx512<false>(x + begin, m, b, absolute, w.tables.data(), nullptr);
+    } else {
+      kernel(x + begin, m, b, absolute, w.tables.data());
+      // The piece (256 KiB) is still in L2: its scan costs no second read from memory.
+      if (range) ScanRange(x + begin, m, &w.range);
+    }
     w.pending += m;
   };
   const uint64_t items = (n + kItem - 1) / kItem;

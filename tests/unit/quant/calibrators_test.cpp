@@ -440,12 +440,22 @@ TEST_CASE("calibrators: HistogramUniformFast gives HistogramUniform's counts, fo
       for (int level : {0, 1, 2}) {
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
           SetAbsHistogramKernelForTesting(level);
-          std::vector<uint64_t> got(edges.size() - 1, 5);  // adds to what is there
+          std::vector<uint64_t> got(edges.size() - 1, 5), with_range(edges.size() - 1, 0);  // adds to what is there
           HistogramUniformFast(x.data(), x.size(), edges, got, absolute, p);
+          // With the range from the same pass (the AVX-512 kernel folds it in): the same counts, ScanSamples' range.
+          SampleRange range;
+          HistogramUniformFast(x.data(), x.size(), edges, with_range, absolute, p, &range);
+          const SampleRange scan = ScanSamples(x.data(), x.size());
           SetAbsHistogramKernelForTesting(-1);
           for (uint64_t& c : got) c -= 5;
           INFO(name << ", absolute " << absolute << ", kernel level " << level << ", pool " << (p != nullptr));
           CHECK(got == want);
+          CHECK(with_range == want);
+          CHECK(std::bit_cast<uint32_t>(range.min) == std::bit_cast<uint32_t>(scan.min));
+          CHECK(std::bit_cast<uint32_t>(range.max) == std::bit_cast<uint32_t>(scan.max));
+          CHECK(range.abs_min == scan.abs_min);
+          CHECK(range.abs_max == scan.abs_max);
+          CHECK(range.finite == scan.finite);
         }
       }
     }
