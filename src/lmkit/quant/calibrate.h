@@ -3,10 +3,11 @@
 // Contract: Calibrate reads every input (memory-mapped), groups tensors by name across files (an .npy file is one
 // tensor named after the file's stem; first appearance fixes the output order) and streams each tensor's data in file
 // order. A "batch" is one slice along the first dimension (a 1-D tensor is one batch). Memory is bounded by the
-// histogram size plus one batch converted to fp32 (ort flavour) or 64k-element chunks per thread (nvidia flavour), never
+// histogram size plus one batch converted to fp32 (ort flavour) or 32k-element chunks per thread (nvidia flavour), never
 // by the number of samples. Flavours (docs/quant.md):
-//   nvidia: two passes (max|x|, then one |x| histogram of `bins` over [0, max|x|]); independent of batch order/size;
-//           parallel over chunks, deterministic.
+//   nvidia: one |x| histogram of `bins` over [0, max|x| of all samples], independent of batch order/size; the first
+//           read counts under the running max|x| and the second reads only what that got wrong (the same counts as
+//           two full passes); parallel over chunks, deterministic.
 //   ort:    ONNX Runtime's histograms grown batch by batch in input order (signed for entropy, |x| for percentile).
 // minmax ignores the flavour (amax = max|x|). Errors: kUsage for inconsistent options (mse with ort, percentile outside
 // (0, 100] or given to another method, bins < 128 for entropy), kInvalidInput for a non-float tensor or no inputs,
@@ -71,7 +72,8 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink
 // Calibration of tensors produced in memory (`lmkit calibrate --model`: the inputs of a model's Linear layers during
 // its forward pass), through exactly the histograms and threshold selection Calibrate uses, so the table is the one
 // Calibrate would give for files holding the same batches in the same order. The nvidia flavour (except minmax) needs
-// the data twice: pass 0 finds min/max/max|x|, pass 1 fills the |x| histogram; minmax and ort need one pass. The
+// the data twice: pass 0 finds min/max/max|x| and counts under the running max|x|, pass 1 recounts the batches (or
+// parts) that were counted under a smaller one and returns at once for the rest; minmax and ort need one pass. The
 // caller feeds every pass with the same batches: BeginPass(p) for p in [0, passes()), then Add(tensor, x, n) per batch
 // (n floats; one Add = one batch). Memory is the histograms only. Errors: kUsage from the options (as Calibrate), an
 // index out of range, calls out of order; kInvalidInput for NaN/Inf (subject = `source`). Not thread-safe.
