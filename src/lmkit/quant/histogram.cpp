@@ -157,7 +157,41 @@ size_t TableSlots(uint32_t bins) { return size_t{PairBase(bins)} + kPairSlots; }
 // the loads behind it waited on it.)
 constexpr uint32_t kLag = 8, kRing = 2 * kLag, kWideSteps = 64;
 
-// With kScan the same pass folds x's SampleRange into *range (what ScanRange gives; the tail goes through ScanRange).
+// The range scan the AVX-512 kernels fold into their pass (kScan): ScanImpl's rule on 16 lanes (min/max skip NaN, as
+// vminps returns its second operand for one; v - v flags NaN and inf), then folded with the tail's ScanRange.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"  // always inlined into AVX-512 code: no call passes these registers
+struct RangeLanes {
+  __m512 lo, hi, abs_lo, bad;
+};
+__attribute__((target("avx512f"), always_inline)) inline RangeLanes RangeLanesStart() {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  return {_mm512_set1_ps(kInf), _mm512_set1_ps(-kInf), _mm512_set1_ps(kInf), _mm512_setzero_ps()};
+}
+__attribute__((target("avx512f"), always_inline)) inline void RangeLanesAdd(RangeLanes& r, __m512 v) {
+  r.lo = _mm512_min_ps(v, r.lo);
+  r.hi = _mm512_max_ps(v, r.hi);
+  r.abs_lo = _mm512_min_ps(_mm512_abs_ps(v), r.abs_lo);
+  r.bad = _mm512_add_ps(r.bad, _mm512_sub_ps(v, v));
+}
+// Folds the lanes (when `steps` vectors went through them) and ScanRange of the tail x[0, tail) into *out.
+__attribute__((target("avx512f"), always_inline)) inline void RangeLanesFinish(const RangeLanes& l, uint64_t steps,
+                                                                             const float* x, uint64_t tail,
+                                                                             SampleRange* out) {
+  if (steps > 0) {
+    SampleRange r;
+    r.min = _mm512_reduce_min_ps(l.lo);
+    r.max = _mm512_reduce_max_ps(l.hi);
+    r.abs_min = _mm512_reduce_min_ps(l.abs_lo);
+    if (r.min <= r.max) r.abs_max = std::max(std::fabs(r.min), std::fabs(r.max));
+    r.finite = _mm512_reduce_add_ps(l.bad) == 0.0f;
+    out->Merge(r);
+  }
+  ScanRange(x, tail, out);
+}
+#pragma GCC diagnostic pop
+
+// With kScan the same pass folds x's SampleRange into *range (what ScanRange gives: RangeLanes).
 template <bool kScan>
 __attribute__((target("avx512f"))) void AddAvx512(const float* x, uint64_t n, float amax, uint32_t bins, uint32_t* t,
                                                   SampleRange* range) {
@@ -190,18 +224,12 @@ __attribute__((target("avx512f"))) void AddAvx512(const float* x, uint64_t n, fl
   // One cache line ahead per step, 4 KiB ahead (as ScanImpl: an integer address, past the end harmlessly).
   const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + 1024 * sizeof(float);
   const uint64_t steps = n / 16;
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  __m512 lo = _mm512_set1_ps(kInf), hi = _mm512_set1_ps(-kInf), abs_lo = lo, bad = _mm512_setzero_ps();
+  RangeLanes lanes = RangeLanesStart();
   for (uint64_t j = 0; j < steps; ++j) {
     __builtin_prefetch(reinterpret_cast<const void*>(ahead + j * 16 * sizeof(float)));
     const __m512 v = _mm512_loadu_ps(x + j * 16);
     const __m512 a = _mm512_abs_ps(v);
-    if constexpr (kScan) {  // as ScanImpl: min/max skip NaN (vminps returns its second operand), v - v flags NaN/inf
-      lo = _mm512_min_ps(v, lo);
-      hi = _mm512_max_ps(v, hi);
-      abs_lo = _mm512_min_ps(a, abs_lo);
-      bad = _mm512_add_ps(bad, _mm512_sub_ps(v, v));
-    }
+    if constexpr (kScan) RangeLanesAdd(lanes, v);
     const __mmask16 keep = _mm512_cmp_ps_mask(a, vamax, _CMP_LE_OQ);
     bool exact = !fast;
     __m512i k{};
@@ -238,18 +266,7 @@ __attribute__((target("avx512f"))) void AddAvx512(const float* x, uint64_t n, fl
   for (uint64_t j = steps; j < steps + kLag; ++j)
     for (uint32_t q = 0; q < 16; q += 2) ++t[ring[((j + kLag) % kRing) * 16 + q]];
   AddBase(x + steps * 16, n - steps * 16, amax, bins, t);
-  if constexpr (kScan) {
-    if (steps > 0) {
-      SampleRange r;
-      r.min = _mm512_reduce_min_ps(lo);
-      r.max = _mm512_reduce_max_ps(hi);
-      r.abs_min = _mm512_reduce_min_ps(abs_lo);
-      if (r.min <= r.max) r.abs_max = std::max(std::fabs(r.min), std::fabs(r.max));
-      r.finite = _mm512_reduce_add_ps(bad) == 0.0f;
-      range->Merge(r);
-    }
-    ScanRange(x + steps * 16, n - steps * 16, range);
-  }
+  if constexpr (kScan) RangeLanesFinish(lanes, steps, x + steps * 16, n - steps * 16, range);
 }
 
 std::atomic<int> g_forced_level{-1};
@@ -474,18 +491,12 @@ __attribute__((target("avx512f"))) void UniformAvx512(const float* x, uint64_t n
   alignas(64) float a_lanes[16];
   for (uint32_t r = 0; r < kRing; ++r) _mm512_store_si512(ring + r * 16, _mm512_add_epi32(table, drop));
   const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + 1024 * sizeof(float);  // as AddAvx512
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  __m512 mn = _mm512_set1_ps(kInf), mx = _mm512_set1_ps(-kInf), abs_mn = mn, bad = _mm512_setzero_ps();
+  RangeLanes lanes = RangeLanesStart();
   const uint64_t steps = n / 16;
   for (uint64_t j = 0; j < steps; ++j) {
     __builtin_prefetch(reinterpret_cast<const void*>(ahead + j * 16 * sizeof(float)));
     const __m512 v = _mm512_loadu_ps(x + j * 16);
-    if constexpr (kScan) {  // as ScanImpl (see AddAvx512)
-      mn = _mm512_min_ps(v, mn);
-      mx = _mm512_max_ps(v, mx);
-      abs_mn = _mm512_min_ps(_mm512_abs_ps(v), abs_mn);
-      bad = _mm512_add_ps(bad, _mm512_sub_ps(v, v));
-    }
+    if constexpr (kScan) RangeLanesAdd(lanes, v);
     const __m512 a = _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), absmask));
     const __mmask16 keep = _mm512_cmp_ps_mask(a, first, _CMP_GE_OQ) & _mm512_cmp_ps_mask(a, last, _CMP_LE_OQ);
     const __m512 f = _mm512_maskz_mul_ps(keep, _mm512_sub_ps(a, first), c);
@@ -510,18 +521,7 @@ __attribute__((target("avx512f"))) void UniformAvx512(const float* x, uint64_t n
   for (uint64_t j = steps; j < steps + kLag; ++j)
     for (uint32_t q = 0; q < 16; ++q) ++t[ring[((j + kLag) % kRing) * 16 + q]];
   UniformBase(x + steps * 16, n - steps * 16, b, absolute, t);
-  if constexpr (kScan) {
-    if (steps > 0) {
-      SampleRange r;
-      r.min = _mm512_reduce_min_ps(mn);
-      r.max = _mm512_reduce_max_ps(mx);
-      r.abs_min = _mm512_reduce_min_ps(abs_mn);
-      if (r.min <= r.max) r.abs_max = std::max(std::fabs(r.min), std::fabs(r.max));
-      r.finite = _mm512_reduce_add_ps(bad) == 0.0f;
-      range->Merge(r);
-    }
-    ScanRange(x + steps * 16, n - steps * 16, range);
-  }
+  if constexpr (kScan) RangeLanesFinish(lanes, steps, x + steps * 16, n - steps * 16, range);
 }
 
 }  // namespace
