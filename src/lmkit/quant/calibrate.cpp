@@ -502,26 +502,27 @@ Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
   State& s = *s_;
   if (tensor >= s.names.size() || s.pass < 0) return Status::Usage("calibration input out of range or before a pass");
   if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor], s.pool.get());
-  // A batch of at least two chunks is split among the workers (chunk c of the batch is stream samples offset + c *
-  // kChunk on; each worker counts into its own histogram).
+  // The batch goes in chunks (chunk c is stream samples offset + c * kChunk on: the unit pass 1 may have to recount),
+  // split among the workers when there are several chunks and workers; each worker counts into its own histogram.
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
-  const bool split = s.pool->size() > 1 && chunks > 1;
   const uint64_t offset = s.offsets[tensor];
   s.offsets[tensor] += n;
   auto each_chunk = [&](auto&& fn) {
-    if (!split) return fn(x, n, offset, 0u);
-    s.pool->ParallelFor(chunks, [&](size_t c, unsigned w) {
+    auto one = [&](size_t c, unsigned w) {
       fn(x + c * kChunk, std::min(kChunk, n - c * kChunk), offset + c * kChunk, w);
-    });
+    };
+    if (s.pool->size() > 1 && chunks > 1) s.pool->ParallelFor(chunks, one);
+    else
+      for (uint64_t c = 0; c < chunks; ++c) one(c, 0);
   };
   if (s.pass == 0) {
     s.samples[tensor] += n;
     ++s.batches[tensor];
-    std::vector<SampleRange> parts(s.pool->size());
     if (s.o.method == CalibMethod::kMinMax) {
       s.scans[tensor].Merge(ScanSamples(x, n, s.pool.get()));
       return Status::Ok();
     }
+    std::vector<SampleRange> parts(s.pool->size());
     SpeculativeAbsHistogram& h = s.hists[tensor];
     each_chunk([&](const float* p, uint64_t m, uint64_t at, unsigned w) { h.AddFirst(at, p, m, w, &parts[w]); });
     h.Compact();
