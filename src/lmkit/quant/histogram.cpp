@@ -10,9 +10,10 @@
 // data allow". The ORT classes follow numpy's algorithm step by step; their binning (HistogramUniform's literal
 // loop) is computed by HistogramUniformFast, which takes the same kernels' shape with a provable error margin
 // (UniformBinner) and hands values near an edge to the literal rule: 1e8 values 0.25 s on one thread -> 0.024 s on two.
-// The AVX2 and AVX-512 uniform kernels share the round structure line for line; it is not factored out
-// because the intrinsics of a lambda or functor do not inline under the caller's target attribute in GCC 12, and an
-// out-of-line call from AVX-512 code is what once lost a vzeroupper (see IncrementSlots).
+// The AVX2 kernels (AddAvx2, UniformAvx2) share the round structure, and the AVX-512 ones (AddAvx512, UniformAvx512)
+// the pipeline, line for line; they are not factored out because the intrinsics of a lambda or functor do not inline
+// under the caller's target attribute in GCC 12, and an out-of-line call from AVX-512 code is what once lost a
+// vzeroupper (see IncrementSlots; shared AVX-512 pieces are always_inline functions with the target, as RangeLanes).
 #include "lmkit/quant/histogram.h"
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as the unused merge source, which -Wmaybe-uninitialized
@@ -82,8 +83,9 @@ constexpr float kBelow = 1.0f - 0x1p-21f, kAbove = 1.0f + 0x1p-21f;
 constexpr uint32_t kSlots = 1024;
 constexpr uint32_t kRound = 16;  // rounds are a multiple of 16 values: one cache line of floats per prefetch
 
-// Inlined on purpose: GCC 12 left AddAvx512 through the return that followed an out-of-line call here without its
-// vzeroupper, and the dirty upper register state then made the caller's SSE code (the entropy search) 10x slower.
+// Inlined on purpose: when the AVX-512 kernel still ran in rounds and called this out of line, GCC 12 left it through
+// the return that followed without its vzeroupper, and the dirty upper register state then made the caller's SSE
+// code (the entropy search) 10x slower.
 // m % kRound == 0; `next` holds the next round's `next_n` values (none past the input's end are touched).
 [[gnu::always_inline]] inline void IncrementSlots(const uint32_t* slots, uint64_t m, uint32_t* t, const float* next,
                                                   uint64_t next_n) {
@@ -717,7 +719,6 @@ struct SpeculativeAbsHistogram::State {
   std::atomic<bool> stop{false};  // a non-finite sample (the caller fails the tensor) or too many records
   std::vector<Run> runs;          // folded records, in stream order
   bool second = false;
-  float amax = 0;
   std::unique_ptr<AbsHistogram> kept;  // pass 0 counts that stand
   std::vector<Run> recount;            // pass 1's stretches (sorted, disjoint)
   bool recount_all = false;
@@ -742,32 +743,31 @@ SpeculativeAbsHistogram& SpeculativeAbsHistogram::operator=(SpeculativeAbsHistog
 void SpeculativeAbsHistogram::AddFirst(uint64_t offset, const float* x, uint64_t n, unsigned worker,
                                        SampleRange* range) {
   State& s = *s_;
-  SampleRange local;
   if (n == 0) return;
   State::Worker& w = s.workers.at(worker);
-  if (s.stop.load(std::memory_order_relaxed)) {
-    ScanRange(x, n, &local);
-    range->Merge(local);
-    if (!s.recount_all) AppendRun(w.runs, offset, offset + n, -1.0f);  // not counted: pass 1 counts it
-    return;
-  }
+  SampleRange local;
   float r = s.Running();
-  // Nothing scanned yet: scan this piece first (then count it from cache) rather than count it under max 0.
-  const bool scanned = !(r > 0);
+  const bool speculating = !s.stop.load(std::memory_order_relaxed);
+  // Stopped, or nothing scanned yet: scan this piece first (then, in the second case, count it from cache under its
+  // own max rather than under max 0).
+  const bool scanned = !speculating || !(r > 0);
   if (scanned) {
     ScanRange(x, n, &local);
     if (local.finite) r = std::max(r, local.abs_max);
   }
-  if (!scanned || local.finite) {
+  const bool count = speculating && (!scanned || local.finite);
+  if (count) {
     if (!w.hist || w.r != r) {  // a new running max: the worker's earlier counts can no longer be the final ones
       w.hist = std::make_unique<AbsHistogram>(s.bins, r);
       w.r = r;
     }
     w.hist->Add(x, n, scanned ? nullptr : &local);  // the scan in the same pass (one read of the piece)
   }
-  AppendRun(w.runs, offset, offset + n, local.finite ? r : -1.0f);
-  if (local.finite) s.RaiseRunning(local.abs_max);
-  else s.stop = true;
+  // r < 0: not counted, or not finite (the caller fails the tensor); pass 1 counts it. With recount_all it counts
+  // everything and keeps no record.
+  if (!s.recount_all) AppendRun(w.runs, offset, offset + n, count && local.finite ? r : -1.0f);
+  if (!local.finite) s.stop = true;
+  else if (speculating) s.RaiseRunning(local.abs_max);
   range->Merge(local);
 }
 
@@ -800,7 +800,6 @@ void SpeculativeAbsHistogram::BeginSecond(float amax) {
   State& s = *s_;
   Compact();
   s.second = true;
-  s.amax = amax;
   s.kept = std::make_unique<AbsHistogram>(s.bins, amax);
   for (State::Worker& w : s.workers) {
     // Only counts made under the final maximum stand (the maximum never decreases, so r == amax is that test).
