@@ -2,9 +2,10 @@
 //
 // Performance notes (design; measured figures are produced by scripts/gpu-check.sh on a machine with a GPU and
 // recorded in docs/benchmarks/quant.md):
-// - Quantization: one block per row. Pass 1 reads the row (coalesced, 16-byte vector loads when the row is 16-byte
-//   aligned and a multiple of 8 elements) for the absmax; pass 2 re-reads it, which for rows up to ~64 KB hits L2
-//   rather than HBM, so HBM traffic stays ~ one read of the input plus the codes.
+// - Quantization: one block per row, coalesced 16-byte vector loads when the row is 16-byte aligned and a multiple of
+//   8 elements. Rows of up to 16384 2-byte elements stay in registers between the absmax and the coding
+//   (QuantizeRowsKernelRegs); longer ones are read twice (QuantizeRowsKernelVec8), the second read hitting L2 for
+//   rows up to ~64 KB, so HBM traffic stays ~ one read of the input plus the codes either way.
 // - Histogram: per-block shared-memory counters (32-bit, flushed once per block with 64-bit global atomics) so global
 //   atomics are O(bins x blocks), not O(n); 16-byte loads, two per thread per step (AbsHistogramKernel<true>).
 // - Bit-exactness with the CPU reference: IEEE division for the scale and its reciprocal (nvcc's default
@@ -129,6 +130,75 @@ __global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* 
   }
 }
 
+// Row held in registers: each thread loads its kVecs 16-byte pieces of the row once, all before the block's max
+// reduction, and codes them from registers. Against QuantizeRowsKernelVec8 it issues every load of the row at once
+// (more bytes in flight per SM while the block waits at the reduction) and drops the second read of the row (from L2
+// there). Rows up to kThreads * 8 * kVecs elements; the codes are the same as Vec8's (fmaxf is order-independent and
+// each element goes through the same QuantizeValue).
+template <typename Tag, int kVecs>
+__global__ void QuantizeRowsKernelRegs(const uint16_t* __restrict__ in, int8_t* __restrict__ codes,
+                                       float* __restrict__ scales, uint64_t cols, float divisor, float lo, float hi,
+                                       ElemType scale_type) {
+  __shared__ float warp_max[kThreads / 32];
+  __shared__ float s_scale;
+  const uint64_t row = blockIdx.x;
+  const uint4* x = reinterpret_cast<const uint4*>(in + row * cols);
+  uint2* out = reinterpret_cast<uint2*>(codes + row * cols);
+  const uint32_t n8 = static_cast<uint32_t>(cols / 8);
+  uint4 v[kVecs];
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const uint32_t c = threadIdx.x + k * kThreads;
+    v[k] = c < n8 ? x[c] : make_uint4(0, 0, 0, 0);  // zeros leave the max unchanged (m starts at 0)
+  }
+  float m = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[j] & 0xffffu))));
+      m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[j] >> 16))));
+    }
+  }
+  float inv;
+  const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const uint32_t c = threadIdx.x + k * kThreads;
+    if (c >= n8) break;
+    const uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+    uint32_t packed[2] = {0, 0};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float v0 = Tag::ToF32(static_cast<uint16_t>(w[j] & 0xffffu)), v1 = Tag::ToF32(static_cast<uint16_t>(w[j] >> 16));
+      const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(v0, s, inv, lo, hi));
+      const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(v1, s, inv, lo, hi));
+      packed[j / 2] |= (q0 | (q1 << 8)) << (16 * (j % 2));
+    }
+    out[c] = make_uint2(packed[0], packed[1]);
+  }
+}
+
+// The register kernel for rows of n8 16-byte pieces: the smallest kVecs that holds the row, or false (row too long).
+template <typename Tag>
+bool LaunchRegs(const uint16_t* in, int8_t* codes, float* scales, uint64_t rows, uint64_t cols, float divisor,
+                float lo, float hi, ElemType scale_type) {
+  const uint64_t n8 = cols / 8;
+  const dim3 grid(static_cast<unsigned>(rows));
+  if (n8 <= 1 * kThreads)
+    QuantizeRowsKernelRegs<Tag, 1><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+  else if (n8 <= 2 * kThreads)
+    QuantizeRowsKernelRegs<Tag, 2><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+  else if (n8 <= 4 * kThreads)
+    QuantizeRowsKernelRegs<Tag, 4><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+  else if (n8 <= 8 * kThreads)
+    QuantizeRowsKernelRegs<Tag, 8><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+  else
+    return false;
+  return true;
+}
+
 __device__ __forceinline__ void CountAbs(float v, float amax, uint32_t bins, unsigned int* sh) {
   const float a = fabsf(v);
   if (!(a <= amax)) return;  // above the range, or NaN
@@ -185,11 +255,13 @@ __global__ void FillKernel(uint16_t* p, uint64_t n) {
   }
 }
 
-__global__ void FillF32Kernel(float* p, uint64_t n) {
+// Uniform over [-4, 4), or (laplace) sign * -ln(1 - u): Laplace with scale 1, |x| < 16.7 (u < 1 - 2^-24).
+__global__ void FillF32Kernel(float* p, uint64_t n, bool laplace) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
-    p[i] = (static_cast<float>(h >> 8) / 16777216.0f - 0.5f) * 8.0f;
+    const float u = static_cast<float>(h >> 8) / 16777216.0f;
+    p[i] = laplace ? ((h & 1u) ? 1.0f : -1.0f) * -logf(1.0f - u) : (u - 0.5f) * 8.0f;
   }
 }
 
@@ -212,14 +284,24 @@ Status HaveDevice() {
   return Status::Ok();
 }
 
+// Which kernel codes 2-byte rows that allow 16-byte loads: the register kernel where the row fits (kAuto), or always
+// the two-read kernel (kTwoReads; kept for rows too long for registers, and timed against kAuto by the benchmark).
+enum class RowKernel { kAuto, kTwoReads };
+
 Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t cols, quant::Int8Convention conv,
-                      ElemType scale_type, int8_t* d_codes, float* d_scales) {
+                      ElemType scale_type, int8_t* d_codes, float* d_scales, RowKernel kernel = RowKernel::kAuto) {
   const quant::Int8Range r = quant::RangeOf(conv);
   if (rows == 0) return Status::Ok();
   if (rows > 0x7fffffffull) return Status::Unsupported("cuda", "more than 2^31 rows");
   const dim3 grid(static_cast<unsigned>(rows));
   const bool vec = type != ElemType::kF32 && cols % 8 == 0 && reinterpret_cast<uintptr_t>(d_in) % 16 == 0;
-  if (vec && type == ElemType::kBF16)
+  const auto* in16 = static_cast<const uint16_t*>(d_in);
+  if (vec && kernel == RowKernel::kAuto &&
+      (type == ElemType::kBF16
+           ? LaunchRegs<Bf16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type)
+           : LaunchRegs<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type))) {
+    // launched
+  } else if (vec && type == ElemType::kBF16)
     QuantizeRowsKernelVec8<Bf16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
                                                          r.divisor, r.lo, r.hi, scale_type);
   else if (vec)
@@ -311,7 +393,7 @@ Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, u
   return Status::Ok();
 }
 
-Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int iterations) {
+Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int iterations, bool two_reads) {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
   DeviceBuffer din, dcodes, dscales;
   LMKIT_CUDA_CHECK(cudaMalloc(&din.p, rows * cols * 2));
@@ -324,23 +406,26 @@ Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int i
   return Time(
       [&] {
         return LaunchQuantize(din.p, ElemType::kBF16, rows, cols, quant::Int8Convention::kHalfStep, ElemType::kBF16,
-                              static_cast<int8_t*>(dcodes.p), static_cast<float*>(dscales.p));
+                              static_cast<int8_t*>(dcodes.p), static_cast<float*>(dscales.p),
+                              two_reads ? RowKernel::kTwoReads : RowKernel::kAuto);
       },
       bytes, iterations);
 }
 
-Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations) {
+Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations, BenchData data) {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
   DeviceBuffer dx, dc;
   LMKIT_CUDA_CHECK(cudaMalloc(&dx.p, n * sizeof(float)));
   LMKIT_CUDA_CHECK(cudaMalloc(&dc.p, bins * sizeof(unsigned long long)));
-  FillF32Kernel<<<1024, kThreads>>>(static_cast<float*>(dx.p), n);
+  const bool laplace = data == BenchData::kLaplace;
+  FillF32Kernel<<<1024, kThreads>>>(static_cast<float*>(dx.p), n, laplace);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   LMKIT_CUDA_CHECK(cudaMemset(dc.p, 0, bins * sizeof(unsigned long long)));
   LMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   return Time(
       [&] {
-        return LaunchHistogram(static_cast<const float*>(dx.p), n, 4.0f, bins, static_cast<unsigned long long*>(dc.p));
+        return LaunchHistogram(static_cast<const float*>(dx.p), n, laplace ? 16.7f : 4.0f, bins,
+                               static_cast<unsigned long long*>(dc.p));
       },
       static_cast<double>(n * sizeof(float)), iterations);
 }

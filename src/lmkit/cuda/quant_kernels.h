@@ -33,9 +33,14 @@ struct KernelTiming {
   double gb_per_s = 0;
 };
 
-// BF16 [rows, cols] -> codes + BF16-representable scales, device-resident.
-Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int iterations);
+// BF16 [rows, cols] -> codes + BF16-representable scales, device-resident. two_reads: time the kernel that reads each
+// row twice (the one used for rows too long to hold in registers) instead of the one QuantizePerChannelHost picks.
+Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int iterations, bool two_reads = false);
+
+// What the histogram benchmark counts: |x| uniform over [0, amax) (every bin alike), or Laplace-distributed with amax
+// at the sample maximum (most counts in the low bins, like activations: shared-memory atomics collide more).
+enum class BenchData : uint8_t { kUniform, kLaplace };
 // n fp32 values into a `bins` histogram, device-resident.
-Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations);
+Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations, BenchData data = BenchData::kUniform);
 
 }  // namespace lmkit::cuda

@@ -11,7 +11,7 @@ Status QuantizePerChannelHost(const void*, ElemType, uint64_t, uint64_t, quant::
   return NoCuda();
 }
 Status AbsHistogramHost(const float*, uint64_t, float, uint32_t, uint64_t*) { return NoCuda(); }
-Result<KernelTiming> BenchQuantizePerChannel(uint64_t, uint64_t, int) { return NoCuda(); }
-Result<KernelTiming> BenchAbsHistogram(uint64_t, uint32_t, int) { return NoCuda(); }
+Result<KernelTiming> BenchQuantizePerChannel(uint64_t, uint64_t, int, bool) { return NoCuda(); }
+Result<KernelTiming> BenchAbsHistogram(uint64_t, uint32_t, int, BenchData) { return NoCuda(); }
 
 }  // namespace lmkit::cuda

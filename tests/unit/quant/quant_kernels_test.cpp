@@ -3,6 +3,7 @@
 #include "lmkit/cuda/quant_kernels.h"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -53,8 +54,11 @@ TEST_CASE("cuda: per-channel quantize kernel equals the CPU reference bit for bi
   if (!DeviceOrWarn()) return;
   std::mt19937 rng(5);
   std::student_t_distribution<float> td(3.0f);
-  // Shapes hit both kernels: cols % 8 == 0 (vectorised for 2-byte types) and not.
-  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{67, 4096}, {33, 1000}, {5, 7}}) {
+  // Shapes hit every kernel: for 2-byte types with cols % 8 == 0 the register kernel with 1, 2, 4 and 8 16-byte
+  // pieces per thread (rows of up to 2048, 4096, 8192, 16384 elements; 1000 and 2056 leave threads without a piece),
+  // the two-read kernel beyond (24576); the scalar kernel for cols % 8 != 0 and for F32.
+  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{67, 4096}, {33, 1000}, {5, 7}, {4, 2056}, {3, 8192},
+                            {3, 16384}, {3, 24576}}) {
     std::vector<float> x(rows * cols);
     for (float& v : x) v = td(rng) * 0.02f;
     for (uint64_t c = 0; c < cols; ++c) x[2 * cols + c] = 0.0f;  // zero row
@@ -109,17 +113,24 @@ TEST_CASE("cuda: kernel bandwidth", "[.cuda-bench]") {
   if (!DeviceOrWarn()) return;
   auto devs = cuda::ListCudaDevices();
   const double peak = devs.devices[0].memory_bandwidth_gbs;
-  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{4096, 4096}, {28672, 8192}, {131072, 8192}}) {
-    auto t = cuda::BenchQuantizePerChannel(rows, cols, 20);
-    REQUIRE(t.ok());
-    std::printf("quantize bf16 %llux%llu: %.3f ms, %.1f GB/s, %.0f%% of %.0f GB/s\n",
-                static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols), t->seconds * 1e3,
-                t->gb_per_s, 100 * t->gb_per_s / peak, peak);
+  // Row lengths of real linear layers (4096: 7B-class hidden size; 8192: 70B-class; 28672: a 70B MLP's down_proj
+  // input, too long for registers), each with the kernel picked and with the two-read kernel.
+  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{4096, 4096}, {28672, 8192}, {131072, 8192}, {8192, 28672}}) {
+    for (bool two_reads : {false, true}) {
+      auto t = cuda::BenchQuantizePerChannel(rows, cols, 20, two_reads);
+      REQUIRE(t.ok());
+      std::printf("quantize bf16 %llux%llu (%s): %.3f ms, %.1f GB/s, %.0f%% of %.0f GB/s\n",
+                  static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols),
+                  two_reads ? "two reads" : "picked", t->seconds * 1e3, t->gb_per_s, 100 * t->gb_per_s / peak, peak);
+    }
   }
-  for (uint64_t n : {uint64_t{1} << 24, uint64_t{1} << 28}) {
-    auto t = cuda::BenchAbsHistogram(n, 2048, 20);
-    REQUIRE(t.ok());
-    std::printf("histogram %llu fp32: %.3f ms, %.1f GB/s, %.0f%% of %.0f GB/s\n", static_cast<unsigned long long>(n),
-                t->seconds * 1e3, t->gb_per_s, 100 * t->gb_per_s / peak, peak);
+  for (auto data : {cuda::BenchData::kUniform, cuda::BenchData::kLaplace}) {
+    for (uint64_t n : {uint64_t{1} << 24, uint64_t{1} << 28}) {
+      auto t = cuda::BenchAbsHistogram(n, 2048, 20, data);
+      REQUIRE(t.ok());
+      std::printf("histogram %llu fp32 (%s): %.3f ms, %.1f GB/s, %.0f%% of %.0f GB/s\n",
+                  static_cast<unsigned long long>(n), data == cuda::BenchData::kUniform ? "uniform" : "laplace",
+                  t->seconds * 1e3, t->gb_per_s, 100 * t->gb_per_s / peak, peak);
+    }
   }
 }
