@@ -24,8 +24,14 @@ enum class ElemType : uint8_t { kF32, kF16, kBF16 };
 Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, uint64_t cols,
                               quant::Int8Convention convention, ElemType scale_type, int8_t* codes, float* scales);
 
+// How the histogram kernel adds to its shared-memory counters: one atomic per value (kShared), or one per group of a
+// warp's lanes whose values share a bin (kWarpAggregated: pays a warp match per value, saves the serialised atomics
+// when most values fall in a few bins, as when a far outlier sets amax). The counts are the same.
+enum class HistogramKernel : uint8_t { kShared, kWarpAggregated };
+
 // counts[bins] += number of |x[i]| in each bin over [0, amax] (values above amax and NaN are skipped).
-Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* counts);
+Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* counts,
+                        HistogramKernel kernel = HistogramKernel::kShared);
 
 struct KernelTiming {
   double seconds = 0;  // per call, median of the timed iterations
@@ -37,10 +43,12 @@ struct KernelTiming {
 // row twice (the one used for rows too long to hold in registers) instead of the one QuantizePerChannelHost picks.
 Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int iterations, bool two_reads = false);
 
-// What the histogram benchmark counts: |x| uniform over [0, amax) (every bin alike), or Laplace-distributed with amax
-// at the sample maximum (most counts in the low bins, like activations: shared-memory atomics collide more).
-enum class BenchData : uint8_t { kUniform, kLaplace };
+// What the histogram benchmark counts: |x| uniform over [0, amax) (every bin alike); Laplace-distributed with amax
+// at the sample maximum (most counts in the low bins, like activations: shared-memory atomics collide more); or the
+// same values under an amax 60x their maximum, as a far outlier sets it (every count in the first 35 bins).
+enum class BenchData : uint8_t { kUniform, kLaplace, kOutlierRange };
 // n fp32 values into a `bins` histogram, device-resident.
-Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations, BenchData data = BenchData::kUniform);
+Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations, BenchData data = BenchData::kUniform,
+                                       HistogramKernel kernel = HistogramKernel::kShared);
 
 }  // namespace lmkit::cuda

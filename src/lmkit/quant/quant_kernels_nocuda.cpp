@@ -10,8 +10,8 @@ Status QuantizePerChannelHost(const void*, ElemType, uint64_t, uint64_t, quant::
                               float*) {
   return NoCuda();
 }
-Status AbsHistogramHost(const float*, uint64_t, float, uint32_t, uint64_t*) { return NoCuda(); }
+Status AbsHistogramHost(const float*, uint64_t, float, uint32_t, uint64_t*, HistogramKernel) { return NoCuda(); }
 Result<KernelTiming> BenchQuantizePerChannel(uint64_t, uint64_t, int, bool) { return NoCuda(); }
-Result<KernelTiming> BenchAbsHistogram(uint64_t, uint32_t, int, BenchData) { return NoCuda(); }
+Result<KernelTiming> BenchAbsHistogram(uint64_t, uint32_t, int, BenchData, HistogramKernel) { return NoCuda(); }
 
 }  // namespace lmkit::cuda

@@ -93,20 +93,31 @@ TEST_CASE("cuda: histogram kernel equals the CPU AbsHistogram", "[quant][cuda]")
   for (float& v : x) v = nd(rng);
   float amax = 0;
   for (float v : x) amax = std::max(amax, std::fabs(v));
-  quant::AbsHistogram ref(2048, amax);
-  ref.Add(x.data(), x.size());
-  std::vector<uint64_t> counts(2048, 0);
-  REQUIRE(cuda::AbsHistogramHost(x.data(), x.size(), amax, 2048, counts.data()).ok());
-  CHECK(counts == ref.counts());
-  // A length that leaves a tail after the 16-byte loads, and values above amax and NaN (skipped).
+  // Ranges: the sample max (counts spread over the bins), and 100x it (every count in the first ~21 bins: the warp
+  // kernel's lanes share bins in nearly every match).
+  for (float range : {amax, 100 * amax}) {
+    quant::AbsHistogram ref(2048, range);
+    ref.Add(x.data(), x.size());
+    for (auto kernel : {cuda::HistogramKernel::kShared, cuda::HistogramKernel::kWarpAggregated}) {
+      std::vector<uint64_t> counts(2048, 0);
+      REQUIRE(cuda::AbsHistogramHost(x.data(), x.size(), range, 2048, counts.data(), kernel).ok());
+      CHECK(counts == ref.counts());
+    }
+  }
+  // A length that leaves a tail after the 16-byte loads and after the warp kernel's whole-warp steps, and values
+  // above amax and NaN (skipped).
   x[10] = 2 * amax;
   x[11] = std::numeric_limits<float>::quiet_NaN();
-  const uint64_t n = x.size() - 3;
-  quant::AbsHistogram ref2(2048, amax);
-  ref2.Add(x.data(), n);
-  std::vector<uint64_t> counts2(2048, 0);
-  REQUIRE(cuda::AbsHistogramHost(x.data(), n, amax, 2048, counts2.data()).ok());
-  CHECK(counts2 == ref2.counts());
+  x[x.size() / 2] = -std::numeric_limits<float>::infinity();
+  for (uint64_t n : {x.size() - 3, x.size() - 4 * 37 - 1, uint64_t{1000}, uint64_t{5}}) {
+    quant::AbsHistogram ref2(2048, amax);
+    ref2.Add(x.data(), n);
+    for (auto kernel : {cuda::HistogramKernel::kShared, cuda::HistogramKernel::kWarpAggregated}) {
+      std::vector<uint64_t> counts2(2048, 0);
+      REQUIRE(cuda::AbsHistogramHost(x.data(), n, amax, 2048, counts2.data(), kernel).ok());
+      CHECK(counts2 == ref2.counts());
+    }
+  }
 }
 
 TEST_CASE("cuda: kernel bandwidth", "[.cuda-bench]") {
@@ -124,13 +135,19 @@ TEST_CASE("cuda: kernel bandwidth", "[.cuda-bench]") {
                   two_reads ? "two reads" : "picked", t->seconds * 1e3, t->gb_per_s, 100 * t->gb_per_s / peak, peak);
     }
   }
-  for (auto data : {cuda::BenchData::kUniform, cuda::BenchData::kLaplace}) {
+  for (auto data : {cuda::BenchData::kUniform, cuda::BenchData::kLaplace, cuda::BenchData::kOutlierRange}) {
     for (uint64_t n : {uint64_t{1} << 24, uint64_t{1} << 28}) {
-      auto t = cuda::BenchAbsHistogram(n, 2048, 20, data);
-      REQUIRE(t.ok());
-      std::printf("histogram %llu fp32 (%s): %.3f ms, %.1f GB/s, %.0f%% of %.0f GB/s\n",
-                  static_cast<unsigned long long>(n), data == cuda::BenchData::kUniform ? "uniform" : "laplace",
-                  t->seconds * 1e3, t->gb_per_s, 100 * t->gb_per_s / peak, peak);
+      for (auto kernel : {cuda::HistogramKernel::kShared, cuda::HistogramKernel::kWarpAggregated}) {
+        auto t = cuda::BenchAbsHistogram(n, 2048, 20, data, kernel);
+        REQUIRE(t.ok());
+        std::printf("histogram %llu fp32 (%s, %s): %.3f ms, %.1f GB/s, %.0f%% of %.0f GB/s\n",
+                    static_cast<unsigned long long>(n),
+                    data == cuda::BenchData::kUniform   ? "uniform"
+                    : data == cuda::BenchData::kLaplace ? "laplace"
+                                                        : "laplace, amax 60x its max",
+                    kernel == cuda::HistogramKernel::kShared ? "shared atomics" : "warp-aggregated", t->seconds * 1e3,
+                    t->gb_per_s, 100 * t->gb_per_s / peak, peak);
+      }
     }
   }
 }
