@@ -4,7 +4,7 @@
 // recorded in docs/benchmarks/quant.md):
 // - Quantization: one block per row, coalesced 16-byte vector loads when the row is 16-byte aligned and a multiple of
 //   8 elements. Rows of up to 16384 2-byte elements stay in registers between the absmax and the coding
-//   (QuantizeRowsKernelRegs); longer ones are read twice (QuantizeRowsKernelVec8), the second read hitting L2 for
+//   (QuantizeRowsKernelVec8<Tag, kVecs > 0>); longer ones are read twice (kVecs == 0), the second read hitting L2 for
 //   rows up to ~64 KB, so HBM traffic stays ~ one read of the input plus the codes either way.
 // - Histogram: per-block shared-memory counters (32-bit, flushed once per block with 64-bit global atomics) so global
 //   atomics are O(bins x blocks), not O(n); 16-byte loads, two per thread per step (AbsHistogramKernel<true>).
@@ -92,8 +92,40 @@ __global__ void QuantizeRowsKernel(const typename Tag::Storage* __restrict__ in,
     out[c] = quant::QuantizeValue(Tag::ToF32(x[c]), s, inv, lo, hi);
 }
 
-// Vectorised variant for 2-byte inputs: 8 elements (16 bytes) per load, 8 codes (8 bytes) per store.
+// The max of m and |x| over the 8 2-byte elements of one 16-byte piece.
 template <typename Tag>
+__device__ __forceinline__ float MaxAbs8(const uint4& v, float m) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu))));
+    m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16))));
+  }
+  return m;
+}
+
+// The 8 codes of one 16-byte piece, packed in element order (little-endian) for one 8-byte store.
+template <typename Tag>
+__device__ __forceinline__ uint2 Code8(const uint4& v, float s, float inv, float lo, float hi) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  uint32_t packed[2] = {0, 0};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float v0 = Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu)), v1 = Tag::ToF32(static_cast<uint16_t>(w[k] >> 16));
+    const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(v0, s, inv, lo, hi));
+    const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(v1, s, inv, lo, hi));
+    packed[k / 2] |= (q0 | (q1 << 8)) << (16 * (k % 2));
+  }
+  return make_uint2(packed[0], packed[1]);
+}
+
+// Vectorised kernels for 2-byte inputs: 8 elements (16 bytes) per load, 8 codes (8 bytes) per store.
+// kVecs > 0, row held in registers: each thread loads its kVecs 16-byte pieces of the row once, all before the block's
+// max reduction, and codes them from registers. Against kVecs == 0 (read the row for the max, then again to code it)
+// it issues every load of the row at once (more bytes in flight per SM while the block waits at the reduction) and
+// drops the second read (from L2 there). Rows up to kThreads * 8 * kVecs elements. The codes are the same either way
+// (fmaxf is order-independent and each element goes through the same QuantizeValue).
+template <typename Tag, int kVecs>
 __global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* __restrict__ codes,
                                        float* __restrict__ scales, uint64_t cols, float divisor, float lo, float hi,
                                        ElemType scale_type) {
@@ -103,97 +135,44 @@ __global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* 
   const uint4* x = reinterpret_cast<const uint4*>(in + row * cols);
   uint2* out = reinterpret_cast<uint2*>(codes + row * cols);
   const uint64_t n8 = cols / 8;
-  float m = 0.0f;
-  for (uint64_t c = threadIdx.x; c < n8; c += kThreads) {
-    uint4 v = x[c];
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  float m = 0.0f, inv;
+  if constexpr (kVecs == 0) {
+    for (uint64_t c = threadIdx.x; c < n8; c += kThreads) m = MaxAbs8<Tag>(x[c], m);
+    const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
+    for (uint64_t c = threadIdx.x; c < n8; c += kThreads) out[c] = Code8<Tag>(x[c], s, inv, lo, hi);
+  } else {
+    uint4 v[kVecs];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu))));
-      m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16))));
+    for (int k = 0; k < kVecs; ++k) {
+      const uint64_t c = threadIdx.x + k * kThreads;
+      v[k] = c < n8 ? x[c] : make_uint4(0, 0, 0, 0);  // zeros leave the max unchanged (m starts at 0)
     }
-  }
-  float inv;
-  const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
-  for (uint64_t c = threadIdx.x; c < n8; c += kThreads) {
-    uint4 v = x[c];
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    uint32_t packed[2] = {0, 0};
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float v0 = Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu)), v1 = Tag::ToF32(static_cast<uint16_t>(w[k] >> 16));
-      const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(v0, s, inv, lo, hi));
-      const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(v1, s, inv, lo, hi));
-      packed[k / 2] |= (q0 | (q1 << 8)) << (16 * (k % 2));
+    for (int k = 0; k < kVecs; ++k) m = MaxAbs8<Tag>(v[k], m);
+    const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const uint64_t c = threadIdx.x + k * kThreads;
+      if (c >= n8) break;
+      out[c] = Code8<Tag>(v[k], s, inv, lo, hi);
     }
-    out[c] = make_uint2(packed[0], packed[1]);
   }
 }
 
-// Row held in registers: each thread loads its kVecs 16-byte pieces of the row once, all before the block's max
-// reduction, and codes them from registers. Against QuantizeRowsKernelVec8 it issues every load of the row at once
-// (more bytes in flight per SM while the block waits at the reduction) and drops the second read of the row (from L2
-// there). Rows up to kThreads * 8 * kVecs elements; the codes are the same as Vec8's (fmaxf is order-independent and
-// each element goes through the same QuantizeValue).
-template <typename Tag, int kVecs>
-__global__ void QuantizeRowsKernelRegs(const uint16_t* __restrict__ in, int8_t* __restrict__ codes,
-                                       float* __restrict__ scales, uint64_t cols, float divisor, float lo, float hi,
-                                       ElemType scale_type) {
-  __shared__ float warp_max[kThreads / 32];
-  __shared__ float s_scale;
-  const uint64_t row = blockIdx.x;
-  const uint4* x = reinterpret_cast<const uint4*>(in + row * cols);
-  uint2* out = reinterpret_cast<uint2*>(codes + row * cols);
-  const uint32_t n8 = static_cast<uint32_t>(cols / 8);
-  uint4 v[kVecs];
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    const uint32_t c = threadIdx.x + k * kThreads;
-    v[k] = c < n8 ? x[c] : make_uint4(0, 0, 0, 0);  // zeros leave the max unchanged (m starts at 0)
-  }
-  float m = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    const uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[j] & 0xffffu))));
-      m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[j] >> 16))));
-    }
-  }
-  float inv;
-  const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    const uint32_t c = threadIdx.x + k * kThreads;
-    if (c >= n8) break;
-    const uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
-    uint32_t packed[2] = {0, 0};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float v0 = Tag::ToF32(static_cast<uint16_t>(w[j] & 0xffffu)), v1 = Tag::ToF32(static_cast<uint16_t>(w[j] >> 16));
-      const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(v0, s, inv, lo, hi));
-      const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(v1, s, inv, lo, hi));
-      packed[j / 2] |= (q0 | (q1 << 8)) << (16 * (j % 2));
-    }
-    out[c] = make_uint2(packed[0], packed[1]);
-  }
-}
-
-// The register kernel for rows of n8 16-byte pieces: the smallest kVecs that holds the row, or false (row too long).
+// The register kernel for rows of cols / 8 16-byte pieces: the smallest kVecs that holds the row, or false (too long).
 template <typename Tag>
 bool LaunchRegs(const uint16_t* in, int8_t* codes, float* scales, uint64_t rows, uint64_t cols, float divisor,
                 float lo, float hi, ElemType scale_type) {
   const uint64_t n8 = cols / 8;
   const dim3 grid(static_cast<unsigned>(rows));
   if (n8 <= 1 * kThreads)
-    QuantizeRowsKernelRegs<Tag, 1><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    QuantizeRowsKernelVec8<Tag, 1><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
   else if (n8 <= 2 * kThreads)
-    QuantizeRowsKernelRegs<Tag, 2><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    QuantizeRowsKernelVec8<Tag, 2><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
   else if (n8 <= 4 * kThreads)
-    QuantizeRowsKernelRegs<Tag, 4><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    QuantizeRowsKernelVec8<Tag, 4><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
   else if (n8 <= 8 * kThreads)
-    QuantizeRowsKernelRegs<Tag, 8><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    QuantizeRowsKernelVec8<Tag, 8><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
   else
     return false;
   return true;
@@ -333,10 +312,10 @@ Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t c
            : LaunchRegs<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type))) {
     // launched
   } else if (vec && type == ElemType::kBF16)
-    QuantizeRowsKernelVec8<Bf16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
+    QuantizeRowsKernelVec8<Bf16Tag, 0><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
                                                          r.divisor, r.lo, r.hi, scale_type);
   else if (vec)
-    QuantizeRowsKernelVec8<F16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
+    QuantizeRowsKernelVec8<F16Tag, 0><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
                                                         r.divisor, r.lo, r.hi, scale_type);
   else if (type == ElemType::kF32)
     QuantizeRowsKernel<F32Tag><<<grid, kThreads>>>(static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor,
