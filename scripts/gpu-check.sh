@@ -64,10 +64,10 @@ check() {
   echo "== kernel bandwidth (target >= 80% of HBM at large sizes) =="
   timeout 300 "$bin/lmkit_tests" "[.cuda-bench]" -s >"${OUT:-/tmp}/cuda-bench.log" 2>&1 ||
     { tail -n 40 "${OUT:-/tmp}/cuda-bench.log"; return 1; }
-  grep -E "^(quantize|histogram)" "${OUT:-/tmp}/cuda-bench.log"
+  grep -E "^(device|quantize|histogram)" "${OUT:-/tmp}/cuda-bench.log"
   echo "== dataload host->device (GPT-2 batches, 12 x 1024, warm cache) =="
-  local tok=/tmp/gpu-check-tokens.bin
-  head -c 200000000 /dev/urandom >"$tok"
+  local tok=${TMPDIR:-/tmp}/gpu-check-tokens.$$.bin
+  head -c "${GPU_CHECK_TOKEN_BYTES:-200000000}" /dev/urandom >"$tok"
   for staging in --pinned --pageable; do
     echo "-- $staging"
     timeout 60 "$bin/lmkit" dataload "$tok" -b 12 -t 1024 --duration 3s --cache warm --device cuda "$staging" \

@@ -123,7 +123,11 @@ TEST_CASE("cuda: histogram kernel equals the CPU AbsHistogram", "[quant][cuda]")
 TEST_CASE("cuda: kernel bandwidth", "[.cuda-bench]") {
   if (!DeviceOrWarn()) return;
   auto devs = cuda::ListCudaDevices();
+  // The device's own peak (memory clock x bus width; H200: 4.9 TB/s against the datasheet's 4.8). A driver that
+  // does not report it would make every percentage meaningless: stop instead.
   const double peak = devs.devices[0].memory_bandwidth_gbs;
+  std::printf("device %s: peak %.0f GB/s (memory clock x bus width)\n", devs.devices[0].name.c_str(), peak);
+  REQUIRE(peak > 0);
   // Row lengths of real linear layers (4096: 7B-class hidden size; 8192: 70B-class; 28672: a 70B MLP's down_proj
   // input, too long for registers), each with the kernel picked and with the two-read kernel.
   for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{4096, 4096}, {28672, 8192}, {131072, 8192}, {8192, 28672}}) {
