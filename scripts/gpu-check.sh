@@ -54,7 +54,10 @@ check() {
     cmake --build "$bin" -j "$(nproc)" --target lmkit_tests lmkit
   fi
   "$bin/lmkit" env
-  "$bin/lmkit" env --json | grep -q '"index"' || { echo "gpu-check: no CUDA device visible" >&2; return 1; }
+  # Captured first: under pipefail, grep -q leaving early could fail the pipe with SIGPIPE and read as "no device".
+  local env_json
+  env_json=$("$bin/lmkit" env --json)
+  grep -q '"index"' <<<"$env_json" || { echo "gpu-check: no CUDA device visible" >&2; return 1; }
   echo "== [cuda] tests =="
   # Bounded: a hung kernel must not spend the session's device minutes.
   local log=${OUT:-/tmp}/cuda-tests.log

@@ -9,6 +9,7 @@
 #include "lmkit/common/thread_pool.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -18,39 +19,6 @@ namespace lmkit::quant {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// scipy.stats.entropy(p, q): both normalised, sum p log(p / q); p > 0 with q == 0 gives inf.
-double Kl(const std::vector<double>& p, const std::vector<double>& q) {
-  double sp = 0, sq = 0;
-  for (double v : p) sp += v;
-  for (double v : q) sq += v;
-  if (sp <= 0 || sq <= 0) return kInf;
-  double kl = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    double a = p[i] / sp, b = q[i] / sq;
-    if (a > 0) {
-      if (b <= 0) return kInf;
-      kl += a * std::log(a / b);
-    }
-  }
-  return kl;
-}
-
-// ORT quant_utils.smooth_distribution; false when p is all zeros (ORT returns None -> divergence inf).
-bool Smooth(std::vector<double>& p, double eps = 1e-4) {
-  size_t zeros = 0;
-  for (double v : p) zeros += v == 0;
-  size_t nonzeros = p.size() - zeros;
-  if (nonzeros == 0) return false;
-  // ORT does this in float32.
-  const float eps1 = static_cast<float>(eps * static_cast<double>(zeros) / static_cast<double>(nonzeros));
-  for (double& v : p) {
-    float f = static_cast<float>(v);
-    f += v == 0 ? static_cast<float>(eps) : -eps1;
-    v = f;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -319,70 +287,170 @@ double NvidiaMseAmax(const AbsHistogram& h, uint32_t start_bin) {
 namespace {
 
 struct OrtScratch {
-  std::vector<double> p, q, sliced;
-  std::vector<int64_t> quantized;
+  std::vector<double> p;        // the window's P, smoothed
+  std::vector<double> term;     // the window's KL terms, summed in order at the end
+  std::vector<double> q_group;  // the smoothed Q of each group (constant over its bins); [quant_bins]: past `covered`
+  std::vector<int64_t> quantized, norm;
 };
 
-// ORT's divergence of candidate i (the central 2i + 1 bins around `zero`), in float32 as ORT keeps it.
-double OrtCandidate(const std::vector<uint64_t>& hist, const std::vector<double>& prefix, uint32_t i, uint32_t zero,
-                    uint32_t quant_bins, OrtScratch& s) {
+// What every candidate shares: prefix sums of the counts, and the indices of the non-zero bins.
+struct OrtSearch {
+  const std::vector<uint64_t>& hist;
+  std::vector<double> prefix;
+  std::vector<uint32_t> nonzero;
+};
+
+// eps1 of ORT's smooth_distribution for `zeros` of `size` values; false when all are zero (ORT returns None: inf).
+bool SmoothEps1(size_t zeros, size_t size, float* eps1) {
+  constexpr double kEps = 1e-4;
+  const size_t nonzeros = size - zeros;
+  if (nonzeros == 0) return false;
+  *eps1 = static_cast<float>(kEps * static_cast<double>(zeros) / static_cast<double>(nonzeros));
+  return true;
+}
+
+// smooth_distribution of one value, in float32 as ORT does it: a zero becomes eps, the rest lose eps1. Both are
+// computed and one is picked by mask: as a branch it mispredicted on the scattered empty bins of a sparse histogram.
+double SmoothOne(double v, float eps1) {
+  constexpr float kEps = static_cast<float>(1e-4);
+  const double zero = static_cast<double>(0.0f + kEps), other = static_cast<double>(static_cast<float>(v) - eps1);
+  const uint64_t mask = 0 - static_cast<uint64_t>(v == 0);
+  return std::bit_cast<double>((std::bit_cast<uint64_t>(zero) & mask) | (std::bit_cast<uint64_t>(other) & ~mask));
+}
+
+// ORT's divergence of candidate i (the central 2i + 1 bins around `zero`), in float32 as ORT keeps it: P = the
+// window with the mass outside it added to its end bins, Q = the window's counts merged into quant_bins groups and
+// spread (truncated, as ORT stores it in int64) over each group's non-zero P bins, both smoothed, then
+// scipy.stats.entropy. Every value and every floating-point sum is formed with the same operations in the same order
+// as the step-by-step transcription (the oracle in calibrators_test.cpp: same bits); the integer group sums are exact
+// in any order. What changes is the work: Q is kept per group (it is constant over a group's bins), and the terms
+// a log(a / b) of the empty bins, which are most bins when ORT's range spans the outliers, are one per group, since an
+// empty bin's P is the same smoothed eps everywhere; only the non-zero bins (listed once for all candidates) take a
+// logarithm of their own. The terms are then summed in bin order, as scipy's loop would.
+double OrtCandidate(const OrtSearch& o, uint32_t i, uint32_t zero, uint32_t quant_bins, OrtScratch& s) {
+  const std::vector<uint64_t>& hist = o.hist;
   const uint32_t num_bins = static_cast<uint32_t>(hist.size());
   const uint32_t start = zero - i;
   const uint32_t end = std::min(zero + i + 1, num_bins);
   const uint32_t size = end - start;
-  std::vector<double>& p = s.p;
-  p.assign(size, 0.0);
-  for (uint32_t k = 0; k < size; ++k) p[k] = static_cast<double>(hist[start + k]);
-  s.sliced = p;
-  const std::vector<double>& sliced = s.sliced;
-  p[0] += prefix[start];
-  p[size - 1] += prefix[num_bins] - prefix[end];
-  const uint32_t merged = size / quant_bins;
+  const uint32_t merged = size / quant_bins, covered = merged * quant_bins;  // bins past `covered`: last group's Q
+  s.p.resize(size);
   s.quantized.assign(quant_bins, 0);
-  std::vector<int64_t>& quantized = s.quantized;
-  for (uint32_t k = 0; k < quant_bins; ++k)
-    for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) quantized[k] += static_cast<int64_t>(sliced[j]);
-  for (uint32_t j = quant_bins * merged; j < size; ++j) quantized[quant_bins - 1] += static_cast<int64_t>(sliced[j]);
-  std::vector<double>& q = s.q;
-  q.assign(size, 0.0);
-  for (uint32_t k = 0; k < quant_bins; ++k) {
-    int64_t norm = 0;
-    for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) norm += p[j] != 0;
-    if (norm == 0) continue;
-    // ORT stores quantized / norm into an int64 array: truncation.
-    const double v = std::trunc(static_cast<double>(quantized[k]) / static_cast<double>(norm));
-    for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) q[j] = v;
+  s.norm.assign(quant_bins + 1, 0);
+  // Bins are visited group by group (g = quant_bins for the bins past `covered`), in order.
+  // Pass 1: P with the outside mass at its ends, its zeros, each group's count sum (of the window's own counts) and
+  // number of non-zero P bins.
+  size_t zeros_p = 0;
+  for (uint32_t g = 0, k = 0; g <= quant_bins; ++g) {
+    const uint32_t group_end = g < quant_bins ? k + merged : size;
+    zeros_p += group_end - k;
+    int64_t sum = 0, nonzero = 0;  // in registers: s.p's stores could alias the vectors' elements
+    for (; k < group_end; ++k) {
+      double c = static_cast<double>(hist[start + k]);
+      sum += static_cast<int64_t>(c);
+      if (k == 0) c += o.prefix[start];
+      if (k == size - 1) c += o.prefix[num_bins] - o.prefix[end];
+      s.p[k] = c;
+      nonzero += c != 0;
+    }
+    s.quantized[std::min(g, quant_bins - 1)] += sum;  // the bins past `covered` go into the last group's sum
+    s.norm[g] = nonzero;                              // norm[quant_bins] (the bins past `covered`): empty-bin test only
+    zeros_p -= nonzero;
   }
-  const double div = (Smooth(p) && Smooth(q)) ? Kl(p, q) : kInf;
-  // ORT keeps divergences as float32.
-  return static_cast<float>(div);
+  // Q per group, and its zeros (groups without a non-zero P bin, or whose truncated average is 0; the bins past
+  // `covered`, which ORT leaves at 0).
+  s.q_group.assign(quant_bins + 1, 0.0);
+  size_t zeros_q = size - covered;
+  for (uint32_t g = 0; g < quant_bins; ++g) {
+    if (s.norm[g] != 0)
+      s.q_group[g] = std::trunc(static_cast<double>(s.quantized[g]) / static_cast<double>(s.norm[g]));
+    if (s.q_group[g] == 0) zeros_q += merged;
+  }
+  float eps1_p, eps1_q;
+  if (!SmoothEps1(zeros_p, size, &eps1_p) || !SmoothEps1(zeros_q, size, &eps1_q)) return kInf;
+  for (double& q : s.q_group) q = SmoothOne(q, eps1_q);
+  // Pass 2: smooth P; sum P and Q bin by bin, left to right.
+  double sp = 0, sq = 0;
+  for (uint32_t g = 0, k = 0; g <= quant_bins; ++g) {
+    const uint32_t group_end = g < quant_bins ? k + merged : size;
+    const double q = s.q_group[g];
+    for (; k < group_end; ++k) {
+      s.p[k] = SmoothOne(s.p[k], eps1_p);
+      sp += s.p[k];
+      sq += q;
+    }
+  }
+  if (sp <= 0 || sq <= 0) return kInf;
+  // Pass 3: the terms. A term not added by scipy (a == 0) is 0 here: adding +0 to the sum changes no bit, since the
+  // sum starts at +0 and a round-to-nearest sum of terms is never -0.
+  bool infinite = false;  // a > 0 where b <= 0
+  auto term = [&](double p, double q) {
+    const double a = p / sp, b = q / sq;
+    if (!(a > 0)) return 0.0;
+    if (b <= 0) infinite = true;
+    return a * std::log(a / b);
+  };
+  const double p_empty = SmoothOne(0.0, eps1_p);
+  s.term.resize(size);
+  for (uint32_t g = 0, k = 0; g <= quant_bins; ++g) {
+    const uint32_t group_end = g < quant_bins ? k + merged : size;
+    // Only a group with an empty bin has this term (an infinite one must not come from a group without).
+    const bool has_empty = static_cast<int64_t>(group_end - k) > s.norm[g];
+    std::fill(s.term.begin() + k, s.term.begin() + group_end, has_empty ? term(p_empty, s.q_group[g]) : 0.0);
+    k = group_end;
+  }
+  auto group_of = [&](uint32_t k) { return k < covered ? k / merged : quant_bins; };
+  // The non-zero interior bins; a run of equal (P, Q) pairs (counts of 1 in one group, say) reuses its first term.
+  const auto first = std::upper_bound(o.nonzero.begin(), o.nonzero.end(), start);
+  const auto last = std::lower_bound(first, o.nonzero.end(), end - 1);
+  double last_p = -1, last_q = -1, last_term = 0;
+  for (auto it = first; it < last; ++it) {
+    const uint32_t k = *it - start;
+    const double p = s.p[k], q = s.q_group[group_of(k)];
+    if (p != last_p || q != last_q) last_p = p, last_q = q, last_term = term(p, q);
+    s.term[k] = last_term;
+  }
+  // The end bins, whatever they hold (the outside mass makes them non-zero where the histogram is empty).
+  s.term[0] = term(s.p[0], s.q_group[group_of(0)]);
+  s.term[size - 1] = term(s.p[size - 1], s.q_group[group_of(size - 1)]);
+  if (infinite) return kInf;
+  double kl = 0;
+  for (double t : s.term) kl += t;
+  return static_cast<float>(kl);  // ORT keeps divergences as float32
 }
 
 }  // namespace
 
-std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins, ThreadPool* pool) {
+std::vector<double> OrtEntropyDivergences(const OrtSignedHistogram& h, uint32_t quant_bins, ThreadPool* pool) {
   const auto& hist = h.counts();
-  const auto& edges = h.edges();
   const uint32_t num_bins = static_cast<uint32_t>(hist.size());
   const uint32_t zero = num_bins / 2, half_q = quant_bins / 2;
-  if (num_bins == 0) return {0, 0};
-  std::vector<double> prefix(num_bins + 1, 0.0);
-  for (uint32_t i = 0; i < num_bins; ++i) prefix[i + 1] = prefix[i] + static_cast<double>(hist[i]);
+  std::vector<double> divs;
+  if (num_bins == 0 || quant_bins == 0 || half_q > zero) return divs;
+  OrtSearch o{hist, std::vector<double>(num_bins + 1, 0.0), {}};
+  for (uint32_t i = 0; i < num_bins; ++i) {
+    o.prefix[i + 1] = o.prefix[i] + static_cast<double>(hist[i]);
+    if (hist[i] != 0) o.nonzero.push_back(i);
+  }
+  // Candidates are independent (each in parallel when a pool is given).
+  ForCandidates<OrtScratch>(half_q, zero - half_q + 1, pool, divs,
+                            [&](uint32_t i, OrtScratch& s) { return OrtCandidate(o, i, zero, quant_bins, s); });
+  return divs;
+}
 
+std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins, ThreadPool* pool) {
+  const auto& edges = h.edges();
+  if (h.counts().empty()) return {0, 0};
+  const uint32_t num_bins = static_cast<uint32_t>(h.counts().size());
+  const uint32_t zero = num_bins / 2, half_q = quant_bins / 2;
   std::pair<double, double> best_t{edges.front(), edges.back()};
-  if (half_q <= zero) {
-    // Candidates are independent (each in parallel when a pool is given); np.argmin then takes the first minimum.
-    std::vector<double> divs;
-    ForCandidates<OrtScratch>(half_q, zero - half_q + 1, pool, divs, [&](uint32_t i, OrtScratch& s) {
-      return OrtCandidate(hist, prefix, i, zero, quant_bins, s);
-    });
-    double best = kInf;
-    for (uint32_t c = 0; c < divs.size(); ++c) {
-      if (c == 0 || divs[c] < best) {
-        best = divs[c];
-        const uint32_t i = half_q + c;
-        best_t = {edges[zero - i], edges[std::min(zero + i + 1, num_bins)]};
-      }
+  const std::vector<double> divs = OrtEntropyDivergences(h, quant_bins, pool);
+  double best = kInf;
+  for (uint32_t c = 0; c < divs.size(); ++c) {
+    if (c == 0 || divs[c] < best) {  // np.argmin: the first minimum
+      best = divs[c];
+      const uint32_t i = half_q + c;
+      best_t = {edges[zero - i], edges[std::min(zero + i + 1, num_bins)]};
     }
   }
   if (best_t.first < h.min()) best_t.first = h.min();

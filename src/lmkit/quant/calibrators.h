@@ -43,6 +43,11 @@ double NvidiaMseAmax(const AbsHistogram& h, uint32_t start_bin = 128);
 // the data's (min, max). With `pool`, candidates are evaluated in parallel; the result is the same for any count.
 std::pair<double, double> OrtEntropyThreshold(const OrtSignedHistogram& h, uint32_t quant_bins = 128,
                                               ThreadPool* pool = nullptr);
+// The divergences that search takes the first minimum of, one per candidate i in [quant_bins / 2, bins / 2] (the
+// central 2i + 1 bins), as float32 values the way ORT keeps them; empty when there is no candidate. The same bits as a
+// step-by-step transcription of ORT's arrays (calibrators_test.cpp holds them equal), for any pool.
+std::vector<double> OrtEntropyDivergences(const OrtSignedHistogram& h, uint32_t quant_bins = 128,
+                                          ThreadPool* pool = nullptr);
 // ORT compute_percentile, symmetric: (-e, e) with e = edges[searchsorted(cdf, p/100)], clamped to (min, max).
 std::pair<double, double> OrtPercentileThreshold(const OrtAbsHistogram& h, double percentile);
 

@@ -462,6 +462,128 @@ TEST_CASE("calibrators: HistogramUniformFast gives HistogramUniform's counts, fo
   }
 }
 
+namespace {
+
+// ORT's get_entropy_threshold transcribed step by step (quant_utils / calibrate.py: slice the histogram, fold the
+// outside mass into the end bins, merge into quant_bins groups, expand with int64 truncation, smooth both in float32,
+// scipy.stats.entropy, keep the divergence as float32): the oracle for OrtEntropyDivergences, which fuses these steps.
+std::vector<double> LiteralOrtEntropyDivergences(const OrtSignedHistogram& h, uint32_t quant_bins) {
+  const auto& hist = h.counts();
+  const uint32_t num_bins = static_cast<uint32_t>(hist.size());
+  const uint32_t zero = num_bins / 2, half_q = quant_bins / 2;
+  std::vector<double> out;
+  if (num_bins == 0 || half_q > zero) return out;
+  auto smooth = [](std::vector<double>& v) {  // False when all are zero (ORT: None).
+    size_t zeros = 0;
+    for (double x : v) zeros += x == 0;
+    const size_t nonzeros = v.size() - zeros;
+    if (nonzeros == 0) return false;
+    const double eps = 1e-4;
+    const float eps1 = static_cast<float>(eps * static_cast<double>(zeros) / static_cast<double>(nonzeros));
+    for (double& x : v) {
+      float f = static_cast<float>(x);
+      f += x == 0 ? static_cast<float>(eps) : -eps1;
+      x = f;
+    }
+    return true;
+  };
+  for (uint32_t i = half_q; i <= zero; ++i) {
+    const uint32_t start = zero - i, end = std::min(zero + i + 1, num_bins), size = end - start;
+    std::vector<double> sliced(size);
+    for (uint32_t k = 0; k < size; ++k) sliced[k] = static_cast<double>(hist[start + k]);
+    std::vector<double> p = sliced;
+    double left = 0, right = 0;
+    for (uint32_t k = 0; k < start; ++k) left += static_cast<double>(hist[k]);
+    for (uint32_t k = end; k < num_bins; ++k) right += static_cast<double>(hist[k]);
+    p[0] += left;
+    p[size - 1] += right;
+    const uint32_t merged = size / quant_bins;
+    std::vector<int64_t> quantized(quant_bins, 0);
+    for (uint32_t k = 0; k < quant_bins; ++k)
+      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) quantized[k] += static_cast<int64_t>(sliced[j]);
+    for (uint32_t j = quant_bins * merged; j < size; ++j) quantized[quant_bins - 1] += static_cast<int64_t>(sliced[j]);
+    std::vector<double> q(size, 0.0);
+    for (uint32_t k = 0; k < quant_bins; ++k) {
+      int64_t norm = 0;
+      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) norm += p[j] != 0;
+      if (norm == 0) continue;
+      const double v = std::trunc(static_cast<double>(quantized[k]) / static_cast<double>(norm));
+      for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) q[j] = v;
+    }
+    double div = INFINITY;
+    if (smooth(p) && smooth(q)) {
+      double sp = 0, sq = 0;
+      for (double v : p) sp += v;
+      for (double v : q) sq += v;
+      if (sp > 0 && sq > 0) {
+        div = 0;
+        for (uint32_t j = 0; j < size; ++j) {
+          const double a = p[j] / sp, b = q[j] / sq;
+          if (a > 0) {
+            if (b <= 0) {
+              div = INFINITY;
+              break;
+            }
+            div += a * std::log(a / b);
+          }
+        }
+      }
+    }
+    out.push_back(static_cast<float>(div));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("calibrators: ORT entropy divergences equal a literal transcription, for any thread count",
+          "[quant][calib]") {
+  std::mt19937 rng(11);
+  std::exponential_distribution<float> expo(1.0f);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  auto laplace = [&] { return (uni(rng) < 0 ? -1.0f : 1.0f) * expo(rng); };
+  struct Case {
+    const char* name;
+    uint32_t bins, quant_bins;
+    std::function<float(size_t)> draw;
+  };
+  const std::vector<Case> cases = {
+      // The benchmark's shape: every 1000th value x20, so the range spans outliers and most bins are empty.
+      {"Laplace with sparse outliers", 2048, 128, [&](size_t k) { return laplace() * (k % 1000 == 0 ? 20.0f : 1.0f); }},
+      {"Laplace", 2048, 128, [&](size_t) { return laplace(); }},
+      {"dense uniform", 2048, 128, [&](size_t) { return uni(rng); }},
+      {"a few distinct values (runs of equal bins, empty groups)", 1024, 128,
+       [&](size_t) { return static_cast<float>(static_cast<int>(6 * uni(rng))); }},
+      {"small histogram, groups of one bin and a remainder", 300, 128, [&](size_t) { return laplace(); }},
+      {"other quantized bins (remainders in the last group)", 2048, 100, [&](size_t) { return laplace(); }},
+      {"one value and its negation: most windows hold nothing", 2048, 128,
+       [&](size_t k) { return k % 2 ? 3.0f : -3.0f; }},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      OrtSignedHistogram h(c.bins);
+      size_t k = 0;
+      for (int batch = 0; batch < 3; ++batch) {  // later batches grow the range: the histogram is grown too
+        std::vector<float> x(20000);
+        for (float& v : x) v = c.draw(k++) * (1.0f + 0.5f * static_cast<float>(batch));
+        REQUIRE(h.AddBatch(x.data(), x.size()));
+      }
+      const std::vector<double> want = LiteralOrtEntropyDivergences(h, c.quant_bins);
+      REQUIRE(!want.empty());
+      CHECK(OrtEntropyDivergences(h, c.quant_bins) == want);  // bit for bit, every candidate
+      for (unsigned threads : {2u, 3u}) {
+        ThreadPool pool(threads);
+        CHECK(OrtEntropyDivergences(h, c.quant_bins, &pool) == want);
+      }
+    }
+  }
+  OrtSignedHistogram tiny(64);  // 64 bins, 128 quantized bins: no candidate
+  std::vector<float> x = {1.0f, -2.0f};
+  REQUIRE(tiny.AddBatch(x.data(), x.size()));
+  CHECK(OrtEntropyDivergences(tiny, 128).empty());
+  CHECK(LiteralOrtEntropyDivergences(tiny, 128).empty());
+}
+
 TEST_CASE("calibrators: the ORT histograms give the same counts for any thread count", "[quant][calib]") {
   auto rows = LoadLaplace();
   ThreadPool pool(2);
