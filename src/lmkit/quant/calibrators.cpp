@@ -3,7 +3,8 @@
 // smoothing. Search loops are O(bins^2) over at most a few thousand bins. The NVIDIA entropy search (2048 bins: 2M
 // logs, 16 ms on one thread of the build VM) was a third of an in-memory calibration of 1e8 values, so its candidates
 // run in parallel and are shortlisted by a regrouped O(128)-per-candidate form before the literal one decides (see
-// NvidiaEntropyAmax); the others stay serial.
+// NvidiaEntropyAmax). The ORT entropy candidates run in parallel too, fused so that empty bins cost no logarithm of
+// their own (OrtCandidate); the others stay serial.
 #include "lmkit/quant/calibrators.h"
 
 #include "lmkit/common/thread_pool.h"
