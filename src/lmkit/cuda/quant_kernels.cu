@@ -159,23 +159,28 @@ __global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* 
   }
 }
 
-// The register kernel for rows of cols / 8 16-byte pieces: the smallest kVecs that holds the row, or false (too long).
+// Which kernel codes 2-byte rows that allow 16-byte loads: the register kernel where the row fits (kAuto), or always
+// the two-read kernel (kTwoReads; kept for rows too long for registers, and timed against kAuto by the benchmark).
+enum class RowKernel { kAuto, kTwoReads };
+
+// Launches QuantizeRowsKernelVec8 with the smallest kVecs that holds a row of cols / 8 16-byte pieces, or the two-read
+// kernel (kVecs 0) for longer rows and for kTwoReads.
 template <typename Tag>
-bool LaunchRegs(const uint16_t* in, int8_t* codes, float* scales, uint64_t rows, uint64_t cols, float divisor,
-                float lo, float hi, ElemType scale_type) {
+void LaunchVec8(const uint16_t* in, int8_t* codes, float* scales, uint64_t rows, uint64_t cols, float divisor, float lo,
+                float hi, ElemType scale_type, RowKernel kernel) {
   const uint64_t n8 = cols / 8;
   const dim3 grid(static_cast<unsigned>(rows));
-  if (n8 <= 1 * kThreads)
+  const bool regs = kernel == RowKernel::kAuto;
+  if (regs && n8 <= 1 * kThreads)
     QuantizeRowsKernelVec8<Tag, 1><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
-  else if (n8 <= 2 * kThreads)
+  else if (regs && n8 <= 2 * kThreads)
     QuantizeRowsKernelVec8<Tag, 2><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
-  else if (n8 <= 4 * kThreads)
+  else if (regs && n8 <= 4 * kThreads)
     QuantizeRowsKernelVec8<Tag, 4><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
-  else if (n8 <= 8 * kThreads)
+  else if (regs && n8 <= 8 * kThreads)
     QuantizeRowsKernelVec8<Tag, 8><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
   else
-    return false;
-  return true;
+    QuantizeRowsKernelVec8<Tag, 0><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
 }
 
 __device__ __forceinline__ void CountAbs(float v, float amax, uint32_t bins, unsigned int* sh) {
@@ -294,10 +299,6 @@ Status HaveDevice() {
   return Status::Ok();
 }
 
-// Which kernel codes 2-byte rows that allow 16-byte loads: the register kernel where the row fits (kAuto), or always
-// the two-read kernel (kTwoReads; kept for rows too long for registers, and timed against kAuto by the benchmark).
-enum class RowKernel { kAuto, kTwoReads };
-
 Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t cols, quant::Int8Convention conv,
                       ElemType scale_type, int8_t* d_codes, float* d_scales, RowKernel kernel = RowKernel::kAuto) {
   const quant::Int8Range r = quant::RangeOf(conv);
@@ -306,26 +307,17 @@ Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t c
   const dim3 grid(static_cast<unsigned>(rows));
   const bool vec = type != ElemType::kF32 && cols % 8 == 0 && reinterpret_cast<uintptr_t>(d_in) % 16 == 0;
   const auto* in16 = static_cast<const uint16_t*>(d_in);
-  if (vec && kernel == RowKernel::kAuto &&
-      (type == ElemType::kBF16
-           ? LaunchRegs<Bf16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type)
-           : LaunchRegs<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type))) {
-    // launched
-  } else if (vec && type == ElemType::kBF16)
-    QuantizeRowsKernelVec8<Bf16Tag, 0><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
-                                                         r.divisor, r.lo, r.hi, scale_type);
+  if (vec && type == ElemType::kBF16)
+    LaunchVec8<Bf16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, kernel);
   else if (vec)
-    QuantizeRowsKernelVec8<F16Tag, 0><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
-                                                        r.divisor, r.lo, r.hi, scale_type);
+    LaunchVec8<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, kernel);
   else if (type == ElemType::kF32)
     QuantizeRowsKernel<F32Tag><<<grid, kThreads>>>(static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor,
                                                    r.lo, r.hi, scale_type);
   else if (type == ElemType::kBF16)
-    QuantizeRowsKernel<Bf16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
-                                                    r.divisor, r.lo, r.hi, scale_type);
+    QuantizeRowsKernel<Bf16Tag><<<grid, kThreads>>>(in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
   else
-    QuantizeRowsKernel<F16Tag><<<grid, kThreads>>>(static_cast<const uint16_t*>(d_in), d_codes, d_scales, cols,
-                                                   r.divisor, r.lo, r.hi, scale_type);
+    QuantizeRowsKernel<F16Tag><<<grid, kThreads>>>(in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }

@@ -319,6 +319,17 @@ double SmoothOne(double v, float eps1) {
   return std::bit_cast<double>((std::bit_cast<uint64_t>(zero) & mask) | (std::bit_cast<uint64_t>(other) & ~mask));
 }
 
+// Calls fn(g, begin, end) for each group's bins [begin, end) of a window of `size` bins, in order: groups 0 ..
+// quant_bins - 1 of `merged` bins each, then g = quant_bins for the bins past them.
+template <typename Fn>
+void ForEachGroup(uint32_t quant_bins, uint32_t merged, uint32_t size, Fn fn) {
+  for (uint32_t g = 0, k = 0; g <= quant_bins; ++g) {
+    const uint32_t group_end = g < quant_bins ? k + merged : size;
+    fn(g, k, group_end);
+    k = group_end;
+  }
+}
+
 // ORT's divergence of candidate i (the central 2i + 1 bins around `zero`), in float32 as ORT keeps it: P = the
 // window with the mass outside it added to its end bins, Q = the window's counts merged into quant_bins groups and
 // spread (truncated, as ORT stores it in int64) over each group's non-zero P bins, both smoothed, then
@@ -341,12 +352,10 @@ double OrtCandidate(const OrtSearch& o, uint32_t i, uint32_t zero, uint32_t quan
   // Bins are visited group by group (g = quant_bins for the bins past `covered`), in order.
   // Pass 1: P with the outside mass at its ends, its zeros, each group's count sum (of the window's own counts) and
   // number of non-zero P bins.
-  size_t zeros_p = 0;
-  for (uint32_t g = 0, k = 0; g <= quant_bins; ++g) {
-    const uint32_t group_end = g < quant_bins ? k + merged : size;
-    zeros_p += group_end - k;
+  size_t zeros_p = size;
+  ForEachGroup(quant_bins, merged, size, [&](uint32_t g, uint32_t begin, uint32_t group_end) {
     int64_t sum = 0, nonzero = 0;  // in registers: s.p's stores could alias the vectors' elements
-    for (; k < group_end; ++k) {
+    for (uint32_t k = begin; k < group_end; ++k) {
       double c = static_cast<double>(hist[start + k]);
       sum += static_cast<int64_t>(c);
       if (k == 0) c += o.prefix[start];
@@ -357,7 +366,7 @@ double OrtCandidate(const OrtSearch& o, uint32_t i, uint32_t zero, uint32_t quan
     s.quantized[std::min(g, quant_bins - 1)] += sum;  // the bins past `covered` go into the last group's sum
     s.norm[g] = nonzero;                              // norm[quant_bins] (the bins past `covered`): empty-bin test only
     zeros_p -= nonzero;
-  }
+  });
   // Q per group, and its zeros (groups without a non-zero P bin, or whose truncated average is 0; the bins past
   // `covered`, which ORT leaves at 0).
   s.q_group.assign(quant_bins + 1, 0.0);
@@ -372,15 +381,14 @@ double OrtCandidate(const OrtSearch& o, uint32_t i, uint32_t zero, uint32_t quan
   for (double& q : s.q_group) q = SmoothOne(q, eps1_q);
   // Pass 2: smooth P; sum P and Q bin by bin, left to right.
   double sp = 0, sq = 0;
-  for (uint32_t g = 0, k = 0; g <= quant_bins; ++g) {
-    const uint32_t group_end = g < quant_bins ? k + merged : size;
+  ForEachGroup(quant_bins, merged, size, [&](uint32_t g, uint32_t begin, uint32_t group_end) {
     const double q = s.q_group[g];
-    for (; k < group_end; ++k) {
+    for (uint32_t k = begin; k < group_end; ++k) {
       s.p[k] = SmoothOne(s.p[k], eps1_p);
       sp += s.p[k];
       sq += q;
     }
-  }
+  });
   if (sp <= 0 || sq <= 0) return kInf;
   // Pass 3: the terms. A term not added by scipy (a == 0) is 0 here: adding +0 to the sum changes no bit, since the
   // sum starts at +0 and a round-to-nearest sum of terms is never -0.
@@ -393,13 +401,11 @@ double OrtCandidate(const OrtSearch& o, uint32_t i, uint32_t zero, uint32_t quan
   };
   const double p_empty = SmoothOne(0.0, eps1_p);
   s.term.resize(size);
-  for (uint32_t g = 0, k = 0; g <= quant_bins; ++g) {
-    const uint32_t group_end = g < quant_bins ? k + merged : size;
+  ForEachGroup(quant_bins, merged, size, [&](uint32_t g, uint32_t begin, uint32_t group_end) {
     // Only a group with an empty bin has this term (an infinite one must not come from a group without).
-    const bool has_empty = static_cast<int64_t>(group_end - k) > s.norm[g];
-    std::fill(s.term.begin() + k, s.term.begin() + group_end, has_empty ? term(p_empty, s.q_group[g]) : 0.0);
-    k = group_end;
-  }
+    const bool has_empty = static_cast<int64_t>(group_end - begin) > s.norm[g];
+    std::fill(s.term.begin() + begin, s.term.begin() + group_end, has_empty ? term(p_empty, s.q_group[g]) : 0.0);
+  });
   auto group_of = [&](uint32_t k) { return k < covered ? k / merged : quant_bins; };
   // The non-zero interior bins; a run of equal (P, Q) pairs (counts of 1 in one group, say) reuses its first term.
   const auto first = std::upper_bound(o.nonzero.begin(), o.nonzero.end(), start);
