@@ -65,9 +65,9 @@ check() {
   tail -n 3 "$log"
   if grep -q "test skipped" "$log"; then echo "gpu-check: a CUDA test was skipped" >&2; return 1; fi
   echo "== kernel bandwidth (target >= 80% of HBM at large sizes) =="
-  timeout 300 "$bin/lmkit_tests" "[.cuda-bench]" -s >"${OUT:-/tmp}/cuda-bench.log" 2>&1 ||
-    { tail -n 40 "${OUT:-/tmp}/cuda-bench.log"; return 1; }
-  grep -E "^(device|quantize|histogram)" "${OUT:-/tmp}/cuda-bench.log"
+  local bench_log=${OUT:-/tmp}/cuda-bench.log
+  timeout 300 "$bin/lmkit_tests" "[.cuda-bench]" -s >"$bench_log" 2>&1 || { tail -n 40 "$bench_log"; return 1; }
+  grep -E "^(device|quantize|histogram)" "$bench_log"
   echo "== dataload host->device (GPT-2 batches, 12 x 1024, warm cache) =="
   local tok=${TMPDIR:-/tmp}/gpu-check-tokens.$$.bin
   head -c "${GPU_CHECK_TOKEN_BYTES:-200000000}" /dev/urandom >"$tok"
@@ -79,6 +79,5 @@ check() {
   rm -f "$tok"
 }
 
-set -o pipefail
-check 2>&1 | tee "$report"
+check 2>&1 | tee "$report"  # pipefail (above): the status is check's
 
