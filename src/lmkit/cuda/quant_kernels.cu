@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lmkit/cuda/check.cuh"
+#include "lmkit/cuda/launch.cuh"
 #include "lmkit/cuda/quant_kernels.h"
 #include "lmkit/quant/histogram.h"
 #include "lmkit/quant/int8_format.h"
@@ -172,15 +173,20 @@ void LaunchVec8(const uint16_t* in, int8_t* codes, float* scales, uint64_t rows,
   const dim3 grid(static_cast<unsigned>(rows));
   const bool regs = kernel == RowKernel::kAuto;
   if (regs && n8 <= 1 * kThreads)
-    QuantizeRowsKernelVec8<Tag, 1><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 1>)(
+        in, codes, scales, cols, divisor, lo, hi, scale_type);
   else if (regs && n8 <= 2 * kThreads)
-    QuantizeRowsKernelVec8<Tag, 2><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 2>)(
+        in, codes, scales, cols, divisor, lo, hi, scale_type);
   else if (regs && n8 <= 4 * kThreads)
-    QuantizeRowsKernelVec8<Tag, 4><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 4>)(
+        in, codes, scales, cols, divisor, lo, hi, scale_type);
   else if (regs && n8 <= 8 * kThreads)
-    QuantizeRowsKernelVec8<Tag, 8><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 8>)(
+        in, codes, scales, cols, divisor, lo, hi, scale_type);
   else
-    QuantizeRowsKernelVec8<Tag, 0><<<grid, kThreads>>>(in, codes, scales, cols, divisor, lo, hi, scale_type);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 0>)(
+        in, codes, scales, cols, divisor, lo, hi, scale_type);
 }
 
 __device__ __forceinline__ void CountAbs(float v, float amax, uint32_t bins, unsigned int* sh) {
@@ -224,7 +230,7 @@ __device__ __forceinline__ void Count4(const float4& v, float amax, uint32_t bin
 template <bool kVec4, bool kAggregate>
 __global__ void AbsHistogramKernel(const float* __restrict__ x, uint64_t n, float amax, uint32_t bins,
                                    unsigned long long* __restrict__ counts) {
-  extern __shared__ unsigned int sh[];
+  LMKIT_DYNAMIC_SHARED(unsigned int, sh);
   for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x) sh[i] = 0;
   __syncthreads();
   const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -312,12 +318,14 @@ Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t c
   else if (vec)
     LaunchVec8<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, kernel);
   else if (type == ElemType::kF32)
-    QuantizeRowsKernel<F32Tag><<<grid, kThreads>>>(static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor,
-                                                   r.lo, r.hi, scale_type);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F32Tag>)(
+        static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
   else if (type == ElemType::kBF16)
-    QuantizeRowsKernel<Bf16Tag><<<grid, kThreads>>>(in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<Bf16Tag>)(
+        in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
   else
-    QuantizeRowsKernel<F16Tag><<<grid, kThreads>>>(in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F16Tag>)(
+        in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -339,11 +347,11 @@ Status LaunchHistogram(const float* d_x, uint64_t n, float amax, uint32_t bins, 
   const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, 4ull * sms)));
   const size_t shared = bins * sizeof(unsigned int);
   if (vec4 && kernel == HistogramKernel::kWarpAggregated)
-    AbsHistogramKernel<true, true><<<blocks, kThreads, shared>>>(d_x, n, amax, bins, d_counts);
+    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<true, true>)(d_x, n, amax, bins, d_counts);
   else if (vec4)
-    AbsHistogramKernel<true, false><<<blocks, kThreads, shared>>>(d_x, n, amax, bins, d_counts);
+    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<true, false>)(d_x, n, amax, bins, d_counts);
   else
-    AbsHistogramKernel<false, false><<<blocks, kThreads, shared>>>(d_x, n, amax, bins, d_counts);
+    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<false, false>)(d_x, n, amax, bins, d_counts);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -414,7 +422,7 @@ Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int i
   LMKIT_CUDA_CHECK(cudaMalloc(&din.p, rows * cols * 2));
   LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, rows * cols));
   LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, rows * sizeof(float)));
-  FillKernel<<<1024, kThreads>>>(static_cast<uint16_t*>(din.p), rows * cols);
+  LMKIT_LAUNCH(1024, kThreads, 0, FillKernel)(static_cast<uint16_t*>(din.p), rows * cols);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   LMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   const double bytes = static_cast<double>(rows * cols * 3 + rows * 4);
@@ -434,7 +442,7 @@ Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations
   LMKIT_CUDA_CHECK(cudaMalloc(&dx.p, n * sizeof(float)));
   LMKIT_CUDA_CHECK(cudaMalloc(&dc.p, bins * sizeof(unsigned long long)));
   const bool laplace = data != BenchData::kUniform;
-  FillF32Kernel<<<1024, kThreads>>>(static_cast<float*>(dx.p), n, laplace);
+  LMKIT_LAUNCH(1024, kThreads, 0, FillF32Kernel)(static_cast<float*>(dx.p), n, laplace);
   const float amax = data == BenchData::kUniform ? 4.0f : data == BenchData::kLaplace ? 16.7f : 1000.0f;
   LMKIT_CUDA_CHECK(cudaGetLastError());
   LMKIT_CUDA_CHECK(cudaMemset(dc.p, 0, bins * sizeof(unsigned long long)));

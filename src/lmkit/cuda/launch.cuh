@@ -1,0 +1,14 @@
+// How lmkit's .cu files spell a kernel launch and a block's dynamic shared memory:
+//   LMKIT_LAUNCH(grid, block, shared_bytes, Kernel<T>)(args...);   // Kernel<T><<<grid, block, shared_bytes>>>(args...)
+//   LMKIT_DYNAMIC_SHARED(unsigned int, counters);                   // extern __shared__ unsigned int counters[];
+// With nvcc they are exactly the CUDA syntax on the right. They exist so the CPU emulator of the tests
+// (tests/emu/include/cuda_runtime.h), which defines them before this header is read, can run the same kernels and
+// launchers with the host compiler; a kernel launched or given shared memory any other way would escape it.
+#pragma once
+
+#ifndef LMKIT_LAUNCH
+#define LMKIT_LAUNCH(grid, block, shared, ...) __VA_ARGS__<<<grid, block, shared>>>
+#endif
+#ifndef LMKIT_DYNAMIC_SHARED
+#define LMKIT_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
