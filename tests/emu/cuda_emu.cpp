@@ -9,6 +9,7 @@
 #include <sanitizer/common_interface_defs.h>
 #include <ucontext.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -91,6 +92,7 @@ struct Grid {
 };
 
 thread_local Grid* g_grid = nullptr;
+std::atomic<int> g_running{0};
 // Fiber stacks, kept from launch to launch (allocating 256 of them per launch would cost more than the kernels).
 thread_local std::vector<std::unique_ptr<char[]>> g_stacks;
 thread_local cudaError_t g_last_error = cudaSuccess;
@@ -232,6 +234,13 @@ void* DynamicSharedBase() {
 
 bool RunGrid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body) {
   if (g_grid) Fail("a launch from inside a kernel (dynamic parallelism is not emulated)");
+  // __shared__ variables are statics, so two grids running at once on different host threads would share them.
+  struct Running {
+    Running() {
+      if (g_running.fetch_add(1) != 0) Fail("launches from several host threads at once (not emulated)");
+    }
+    ~Running() { g_running.fetch_sub(1); }
+  } running;
   if (grid.y != 1 || grid.z != 1 || block.y != 1 || block.z != 1) Fail("only 1-D grids and blocks are emulated");
   if (block.x == 0 || block.x > 1024 || grid.x == 0 || grid.x > 0x7fffffffu || shared_bytes > kMaxDynamicShared) {
     g_last_error = cudaErrorInvalidConfiguration;
@@ -293,6 +302,7 @@ using lmkit::cuda_emu::g_last_error;
 struct CUevent_st {
   std::chrono::steady_clock::time_point t;
 };
+struct CUstream_st {};
 
 const char* cudaGetErrorString(cudaError_t err) {
   switch (err) {
@@ -334,6 +344,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->multiProcessorCount = lmkit::cuda_emu::kMultiprocessors;
   return cudaSuccess;
 }
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidValue; }
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   if (device != 0) return cudaErrorInvalidValue;
   switch (attr) {
@@ -359,6 +370,20 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind)
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   if (bytes) std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned) { return cudaMalloc(p, bytes); }
+cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  *s = new CUstream_st{};
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete s;
   return cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t* e) {

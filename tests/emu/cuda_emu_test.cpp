@@ -137,7 +137,7 @@ TEST_CASE("cuda-emu: returned threads no longer hold __syncthreads back", "[cuda
   for (unsigned t = 200; t < 256; ++t) CHECK(out[t] == 0);
 }
 
-TEST_CASE("cuda-emu: dynamic shared memory is poisoned per block; invalid launches fail and do not run", "[cuda-emu]") {
+TEST_CASE("cuda-emu: dynamic shared memory is poisoned per block, and invalid launches fail without running", "[cuda-emu]") {
   std::vector<unsigned> out(64, 0);
   LMKIT_LAUNCH(2, 64, 64 * sizeof(unsigned), ReadDynamicShared)(out.data());
   REQUIRE(cudaGetLastError() == cudaSuccess);

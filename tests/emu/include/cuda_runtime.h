@@ -4,10 +4,11 @@
 // test binary (lmkit_cuda_emu_tests), whose include path puts this directory first.
 //
 // Contract (what the emulator models, and where it is stricter than a GPU):
-// - A launch runs its blocks one after another, in blockIdx order; the threads of a block run as cooperative fibers on
-//   the calling thread, switching only at __syncthreads() and at warp operations, resumed in threadIdx order in even
-//   blocks and in reverse order in odd ones (so a missing barrier shows in one of the two). Results are deterministic;
-//   __shared__ variables are function statics, private to the running block but NOT reset between blocks.
+// - Launches come from one host thread at a time (another aborts). A launch runs its blocks one after another, in
+//   blockIdx order; the threads of a block run as cooperative fibers on the calling thread, switching only at
+//   __syncthreads() and at warp operations, resumed in threadIdx order in even blocks and in reverse order in odd ones
+//   (so a missing barrier shows in one of the two). Results are deterministic; __shared__ variables are function
+//   statics, private to the running block but NOT reset between blocks.
 // - __syncthreads() waits for every thread of the block that has not returned; a warp operation (__shfl_xor_sync,
 //   __match_any_sync) for all 32 lanes of the warp, which must all be alive, use the full mask and call the same
 //   operation. Anything else -- a barrier some threads never reach (deadlock), a lane missing from a full-mask
@@ -188,7 +189,10 @@ struct cudaDeviceProp {
 };
 struct CUevent_st;
 using cudaEvent_t = CUevent_st*;
-using cudaStream_t = void*;
+struct CUstream_st;
+using cudaStream_t = CUstream_st*;  // every stream is synchronous here: an async copy is done when it returns
+constexpr unsigned cudaStreamNonBlocking = 1;
+constexpr unsigned cudaHostAllocDefault = 0;
 
 const char* cudaGetErrorString(cudaError_t err);
 cudaError_t cudaGetLastError();
@@ -196,6 +200,7 @@ cudaError_t cudaRuntimeGetVersion(int* v);
 cudaError_t cudaDriverGetVersion(int* v);
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
 cudaError_t cudaDeviceSynchronize();
@@ -203,6 +208,12 @@ cudaError_t cudaMalloc(void** p, size_t bytes);
 cudaError_t cudaFree(void* p);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemset(void* p, int value, size_t bytes);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned flags);
+cudaError_t cudaFreeHost(void* p);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaEventCreate(cudaEvent_t* e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);

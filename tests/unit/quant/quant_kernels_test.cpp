@@ -120,6 +120,25 @@ TEST_CASE("cuda: histogram kernel equals the CPU AbsHistogram", "[quant][cuda]")
   }
 }
 
+TEST_CASE("cuda: the benchmark entry points run on small sizes and account their bytes", "[quant][cuda]") {
+  if (!DeviceOrWarn()) return;
+  for (bool two_reads : {false, true}) {
+    auto t = cuda::BenchQuantizePerChannel(8, 4096, 2, two_reads);
+    REQUIRE(t.ok());
+    CHECK(t->bytes == 8 * 4096 * 3 + 8 * 4);  // bf16 in, int8 codes and fp32 scales out
+    CHECK(t->seconds > 0);
+    CHECK(t->gb_per_s == Approx(t->bytes / t->seconds / 1e9));
+  }
+  for (auto data : {cuda::BenchData::kUniform, cuda::BenchData::kLaplace, cuda::BenchData::kOutlierRange}) {
+    for (auto kernel : {cuda::HistogramKernel::kShared, cuda::HistogramKernel::kWarpAggregated}) {
+      auto t = cuda::BenchAbsHistogram(uint64_t{1} << 14, 2048, 2, data, kernel);
+      REQUIRE(t.ok());
+      CHECK(t->bytes == 4 << 14);
+      CHECK(t->seconds > 0);
+    }
+  }
+}
+
 TEST_CASE("cuda: kernel bandwidth", "[.cuda-bench]") {
   if (!DeviceOrWarn()) return;
   auto devs = cuda::ListCudaDevices();
