@@ -6,6 +6,7 @@
 // __syncthreads, the 32 lanes of a warp for a warp operation), which makes its waiters ready again. No ready fiber
 // while some still wait is a deadlock: on a GPU the kernel would hang or be undefined, here it aborts with what each
 // thread waits for.
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #include <ucontext.h>
 
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_runtime.h"
@@ -65,7 +67,6 @@ struct Fiber {
   void* fake_stack = nullptr;
   unsigned tid = 0;
   State state = State::kReady;
-  WarpOp op = WarpOp::kShuffleXor;
 };
 
 struct Warp {
@@ -92,6 +93,10 @@ struct Grid {
 };
 
 thread_local Grid* g_grid = nullptr;
+// Blocks run so far (on this thread, over all launches), and the block each LMKIT_SHARED variable was last filled with
+// poison in: a variable is poisoned once per block, by the first of the block's threads to declare it.
+thread_local uint64_t g_block_serial = 0;
+thread_local std::unordered_map<void*, uint64_t> g_poisoned_in;
 std::atomic<int> g_running{0};
 // Fiber stacks, kept from launch to launch (allocating 256 of them per launch would cost more than the kernels).
 thread_local std::vector<std::unique_ptr<char[]>> g_stacks;
@@ -142,9 +147,15 @@ std::string DeadlockReport(const Grid& g) {
     at_warp += f.state == State::kAtWarpOp;
     done += f.state == State::kDone;
   }
+  std::string why = "a barrier not reached by all its threads";
+  for (size_t w = 0; w < g.warps.size(); ++w)
+    if (g.warps[w].arrived > 0 && g.warps[w].live < 32) {
+      why = "lanes of warp " + std::to_string(w) + " returned while others wait at a full-mask warp operation";
+      break;
+    }
   return "deadlock in block " + std::to_string(blockIdx.x) + ": " + std::to_string(at_sync) +
          " threads wait at __syncthreads(), " + std::to_string(at_warp) + " at a warp operation, " +
-         std::to_string(done) + " returned (a barrier not reached by all its threads)";
+         std::to_string(done) + " returned (" + why + ")";
 }
 
 // Apart from RunBlock's loop: getcontext returns twice (to the compiler), which would put the loop's variables at
@@ -158,11 +169,21 @@ std::string DeadlockReport(const Grid& g) {
   f.ctx.uc_stack.ss_size = kStackBytes;
   f.ctx.uc_link = nullptr;
   makecontext(&f.ctx, FiberMain, 0);
+#ifdef LMKIT_EMU_ASAN
+  // AddressSanitizer's swapcontext clears the shadow of the whole stack uc_stack names each time it switches to it,
+  // which would erase the redzones of the frames that live across a barrier (an overrun of a kernel's local array
+  // after its first __syncthreads went unreported). Clear it once here, for the frames of the previous block, and
+  // leave uc_stack empty: makecontext has already placed the stack.
+  __asan_unpoison_memory_region(f.stack, kStackBytes);
+  f.ctx.uc_stack.ss_sp = nullptr;
+  f.ctx.uc_stack.ss_size = 0;
+#endif
 }
 
 void RunBlock(Grid& g, unsigned b) {
   const unsigned n = g.block.x;
   blockIdx = {b, 0, 0};
+  ++g_block_serial;
   g.live = n;
   g.arrived = 0;
   for (unsigned w = 0; w < n / 32; ++w) {
@@ -227,6 +248,14 @@ const uint64_t* WarpExchange(unsigned mask, WarpOp op, uint64_t value) {
   return warp.slots[parity];
 }
 
+void PoisonSharedOnce(void* p, size_t bytes) {
+  if (!g_grid) Fail("shared memory declared outside a kernel");
+  uint64_t& last = g_poisoned_in[p];
+  if (last == g_block_serial) return;
+  std::memset(p, 0xA5, bytes);
+  last = g_block_serial;
+}
+
 void* DynamicSharedBase() {
   if (!g_grid) Fail("dynamic shared memory outside a kernel");
   return g_grid->shared.get();
@@ -267,31 +296,38 @@ bool RunGrid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<voi
 }
 
 uint16_t F32ToF16RoundUp(float f) {
-  if (f != f) return 0x7e00;  // NaN
+  if (f != f) return 0x7fff;  // NaN: the canonical half NaN
   // Over the non-negative halves, value grows with the bit pattern (0x0000 .. 0x7c00 = inf): the smallest half >= |f|
   // or the largest <= |f| is found by bisection, which needs no knowledge of the format's corners.
   const float a = std::fabs(f);
   uint32_t lo = 0, hi = 0x7c00;
-  if (f >= 0) {  // smallest half >= f
+  if (!std::signbit(f)) {  // smallest half >= f
     while (lo < hi) {
       const uint32_t mid = (lo + hi) / 2;
-      if (F16ToF32(static_cast<uint16_t>(mid)) >= a) hi = mid; else lo = mid + 1;
+      if (F16ToF32(static_cast<uint16_t>(mid)) >= a)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     return static_cast<uint16_t>(lo);
   }
-  while (lo < hi) {  // f < 0: -(largest half magnitude <= |f|)
+  while (lo < hi) {  // f <= -0: -(largest half magnitude <= |f|), so -0 stays -0
     const uint32_t mid = (lo + hi + 1) / 2;
-    if (F16ToF32(static_cast<uint16_t>(mid)) <= a) lo = mid; else hi = mid - 1;
+    if (F16ToF32(static_cast<uint16_t>(mid)) <= a)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return static_cast<uint16_t>(0x8000u | lo);
 }
 
 float F16ToF32(uint16_t h) {
-  const float sign = (h & 0x8000u) ? -1.0f : 1.0f;
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  if (exp == 0x1f) return mant ? std::bit_cast<float>(0x7fc00000u | (h & 0x8000u) << 16) : sign * INFINITY;
-  if (exp == 0) return sign * std::ldexp(static_cast<float>(mant), -24);
-  return sign * std::ldexp(static_cast<float>(1024 + mant), exp - 25);
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | static_cast<uint32_t>(mant) << 13);  // inf, NaN
+  const float magnitude = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
+                                   : std::ldexp(static_cast<float>(1024 + mant), exp - 25);
+  return sign ? -magnitude : magnitude;
 }
 
 }  // namespace lmkit::cuda_emu

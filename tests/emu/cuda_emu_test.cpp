@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +19,7 @@
 namespace {
 
 __global__ void RotateThroughShared(unsigned* out) {
-  __shared__ unsigned buf[256];
+  LMKIT_SHARED_ARRAY(unsigned, buf, 256);
   buf[threadIdx.x] = threadIdx.x * 3 + blockIdx.x;
   __syncthreads();
   out[blockIdx.x * blockDim.x + threadIdx.x] = buf[(threadIdx.x + 1) % blockDim.x];
@@ -26,7 +27,7 @@ __global__ void RotateThroughShared(unsigned* out) {
 
 // Thread 0 publishes the block's number without the __syncthreads() that should follow.
 __global__ void MissingBarrier(unsigned* out) {
-  __shared__ unsigned block_number;
+  LMKIT_SHARED(unsigned, block_number);
   if (threadIdx.x == 0) block_number = blockIdx.x + 1;
   out[blockIdx.x * blockDim.x + threadIdx.x] = block_number;
 }
@@ -38,8 +39,16 @@ __global__ void WarpOps(const float* in, float* max_out, unsigned* peers_out) {
   peers_out[threadIdx.x] = __match_any_sync(0xffffffffu, threadIdx.x % 3u);
 }
 
+// A counter nobody zeroes.
+__global__ void UninitialisedCounter(unsigned* out) {
+  LMKIT_SHARED(unsigned, total);
+  atomicAdd(&total, 1u);
+  __syncthreads();
+  out[threadIdx.x] = total;
+}
+
 __global__ void EarlyReturn(unsigned* out) {
-  __shared__ unsigned total;
+  LMKIT_SHARED(unsigned, total);
   if (threadIdx.x == 0) total = 0;
   __syncthreads();
   if (threadIdx.x >= 200) return;
@@ -67,6 +76,44 @@ __global__ void DivergentWarpOps(float* out) {
     out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
   else
     out[threadIdx.x] = static_cast<float>(__match_any_sync(0xffffffffu, 1u));
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+volatile int g_past_end = 8;
+[[gnu::noinline]] void WriteAt(int* p) { p[g_past_end] = 1; }
+
+// Writes one past a local array after a barrier, when the frame has lived through a fiber switch.
+__global__ void StackOverrunAfterBarrier() {
+  int a[8];
+  for (int i = 0; i < 8; ++i) a[i] = i;
+  __syncthreads();
+  if (threadIdx.x == 0) WriteAt(a);
+  if (a[threadIdx.x % 8] < 0) __syncthreads();  // keeps `a` alive
+}
+#endif
+
+// Runs `fn` in a child process and returns what it wrote to stderr; the child must not exit normally (status 0).
+template <typename Fn>
+std::string ChildStderr(Fn fn, int* status) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::signal(SIGABRT, SIG_DFL);  // Catch2's handler would report the abort as this child's own test failure
+    dup2(fds[1], 2);
+    close(fds[0]);
+    fn();
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string err;
+  char buf[512];
+  for (ssize_t k; (k = read(fds[0], buf, sizeof(buf))) > 0;) err.append(buf, static_cast<size_t>(k));
+  close(fds[0]);
+  REQUIRE(waitpid(pid, status, 0) == pid);
+  CHECK_FALSE((WIFEXITED(*status) && WEXITSTATUS(*status) == 0));
+  return err;
 }
 
 // Runs `fn` in a child process; returns what it wrote to stderr if it died of SIGABRT, or "" (and fails) otherwise.
@@ -110,7 +157,15 @@ TEST_CASE("cuda-emu: a missing __syncthreads shows in the reverse order of odd b
   LMKIT_LAUNCH(2, 64, 0, MissingBarrier)(out.data());
   for (unsigned t = 0; t < 64; ++t) CHECK(out[t] == 1);  // block 0, forward: thread 0 wrote before the others read
   CHECK(out[64] == 2);                                   // block 1, reverse: thread 0 runs last ...
-  for (unsigned t = 1; t < 64; ++t) CHECK(out[64 + t] == 1);  // ... after the others read block 0's stale value
+  for (unsigned t = 1; t < 64; ++t) CHECK(out[64 + t] == 0xA5A5A5A5u);  // ... after the others read the poison
+}
+
+TEST_CASE("cuda-emu: shared variables start each block as poison, even in a one-block launch", "[cuda-emu]") {
+  std::vector<unsigned> out(64, 0);
+  for (int launch = 0; launch < 2; ++launch) {  // the second launch must not see the first one's count either
+    LMKIT_LAUNCH(1, 64, 0, UninitialisedCounter)(out.data());
+    for (unsigned v : out) CHECK(v == 0xA5A5A5A5u + 64);
+  }
 }
 
 TEST_CASE("cuda-emu: warp shuffles and matches see all 32 lanes of their own warp", "[cuda-emu]") {
@@ -161,6 +216,14 @@ TEST_CASE("cuda-emu: barrier misuse aborts with a message instead of hanging", "
   CHECK_THAT(err, Catch::Contains("not a multiple of 32"));
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+TEST_CASE("cuda-emu: AddressSanitizer sees a kernel's stack overrun after a barrier", "[cuda-emu]") {
+  int status = 0;
+  const std::string err = ChildStderr([] { LMKIT_LAUNCH(1, 32, 0, StackOverrunAfterBarrier)(); }, &status);
+  CHECK_THAT(err, Catch::Contains("stack-buffer-overflow"));
+}
+#endif
+
 TEST_CASE("cuda-emu: 16-bit conversions are exact", "[cuda-emu]") {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     const float want = lmkit::io::F16ToF32(static_cast<uint16_t>(h)), got = __half2float(__ushort_as_half(h));
@@ -184,4 +247,11 @@ TEST_CASE("cuda-emu: 16-bit conversions are exact", "[cuda-emu]") {
   CHECK(__half_as_ushort(__float2half_ru(65505.0f)) == 0x7c00);       // past the largest half: inf
   CHECK(__half_as_ushort(__float2half_ru(-1.0f / 3.0f)) == 0xb555);   // toward zero for negatives
   CHECK(__half_as_ushort(__float2half_ru(1e-10f)) == 0x0001);         // the smallest subnormal
+  CHECK(__half_as_ushort(__float2half_ru(-0.0f)) == 0x8000);          // -0 stays -0
+  CHECK(__half_as_ushort(__float2half_ru(-1e-10f)) == 0x8000);        // toward +inf from below zero: -0
+  CHECK(__half_as_ushort(__float2half_ru(std::numeric_limits<float>::quiet_NaN())) == 0x7fff);
+  const float nan_payload = __half2float(__ushort_as_half(0x7e01));    // a half NaN's payload moves up 13 bits
+  uint32_t bits = 0;
+  std::memcpy(&bits, &nan_payload, 4);
+  CHECK(bits == (0x7f800000u | 0x201u << 13));
 }

@@ -7,14 +7,20 @@
 //   (QuantizeRowsKernelVec8<Tag, kVecs > 0>); longer ones are read twice (kVecs == 0), the second read hitting L2 for
 //   rows up to ~64 KB, so HBM traffic stays ~ one read of the input plus the codes either way.
 // - Histogram: per-block shared-memory counters (32-bit, flushed once per block with 64-bit global atomics) so global
-//   atomics are O(bins x blocks), not O(n); 16-byte loads, two per thread per step (AbsHistogramKernel<true>).
+//   atomics are O(bins x blocks), not O(n); 16-byte loads, two per thread per step, after a scalar head up to the
+//   first 16-byte boundary (AbsHistogramKernel).
 // - Bit-exactness with the CPU reference: IEEE division for the scale and its reciprocal (nvcc's default
-//   -prec-div=true; lmkit never builds with --use_fast_math), __float2half_ru / Bf16RoundUp for 16-bit scales,
-//   rintf (half-even) and the same clamp order as int8_format.h.
+//   -prec-div=true; lmkit never builds with --use_fast_math), no contraction into FMA (--fmad=false, CMakeLists.txt;
+//   the CPU references are compiled with -ffp-contract=off), __float2half_ru / Bf16RoundUp for 16-bit scales,
+//   rintf (half-even), the same clamp order as int8_format.h, and the absmax as an integer max of sign-cleared bits,
+//   which also finds NaN and inf as the CPU does.
+// - Shared memory is declared through LMKIT_SHARED / LMKIT_SHARED_ARRAY / LMKIT_DYNAMIC_SHARED and launches through
+//   LMKIT_LAUNCH (launch.cuh), so that the CPU emulator of tests/emu runs this file unchanged.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "lmkit/cuda/check.cuh"
@@ -50,23 +56,37 @@ __device__ __forceinline__ float StoredScaleDevice(float absmax, float divisor, 
   return s;
 }
 
-__device__ __forceinline__ float BlockMax(float m, float* warp_max) {
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+// |x| as fp32 bits with the sign cleared: for these, integer order is float order, and NaN and inf are exactly the
+// patterns >= kInfBits. So one integer max per element gives the row's absmax and its finiteness, as quantizer.cpp
+// computes them (fmaxf would skip a NaN, and the row would be coded instead of rejected).
+constexpr uint32_t kInfBits = 0x7f800000u;
+__device__ __forceinline__ uint32_t AbsBits(float v) { return __float_as_uint(v) & 0x7fffffffu; }
+__device__ __forceinline__ uint32_t UMax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+// A thread that read a non-finite value names the first one it read (its columns ascend); the lowest flat index
+// row * cols + col over all threads wins, which is the element the CPU reference names in its error.
+__device__ __forceinline__ void ReportNonFinite(unsigned long long* first_bad, uint64_t index) {
+  atomicMin(first_bad, static_cast<unsigned long long>(index));
+}
+
+__device__ __forceinline__ uint32_t BlockMaxBits(uint32_t m, uint32_t* warp_max) {
+  for (int o = 16; o > 0; o >>= 1) m = UMax(m, __shfl_xor_sync(0xffffffffu, m, o));
   if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
   __syncthreads();
-  float v = threadIdx.x < kThreads / 32 ? warp_max[threadIdx.x] : 0.0f;
+  uint32_t v = threadIdx.x < kThreads / 32 ? warp_max[threadIdx.x] : 0u;
   if (threadIdx.x < 32)
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) v = UMax(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;  // valid in thread 0
 }
 
-// Reduces each thread's partial absmax `m` over the block, stores the row's scale (thread 0) and returns it in every
-// thread, with the inverse used for rounding in *inv (0 for an all-zero row).
-__device__ __forceinline__ float RowScale(float m, float* warp_max, float* s_scale, float* row_scale, float divisor,
-                                          ElemType scale_type, float* inv) {
-  m = BlockMax(m, warp_max);
+// Reduces each thread's partial absmax bits over the block, stores the row's scale (thread 0) and returns it in every
+// thread, with the inverse used for rounding in *inv (0 for an all-zero row). A non-finite row gets scale 0 (zero
+// codes); the launcher fails the call.
+__device__ __forceinline__ float RowScale(uint32_t m_bits, uint32_t* warp_max, float* s_scale, float* row_scale,
+                                          float divisor, ElemType scale_type, float* inv) {
+  m_bits = BlockMaxBits(m_bits, warp_max);
   if (threadIdx.x == 0) {
-    const float s = StoredScaleDevice(m, divisor, scale_type);
+    const float s = m_bits < kInfBits ? StoredScaleDevice(__uint_as_float(m_bits), divisor, scale_type) : 0.0f;
     *s_scale = s;
     *row_scale = s;
   }
@@ -79,30 +99,45 @@ __device__ __forceinline__ float RowScale(float m, float* warp_max, float* s_sca
 template <typename Tag>
 __global__ void QuantizeRowsKernel(const typename Tag::Storage* __restrict__ in, int8_t* __restrict__ codes,
                                    float* __restrict__ scales, uint64_t cols, float divisor, float lo, float hi,
-                                   ElemType scale_type) {
-  __shared__ float warp_max[kThreads / 32];
-  __shared__ float s_scale;
+                                   ElemType scale_type, unsigned long long* __restrict__ first_bad) {
+  LMKIT_SHARED_ARRAY(uint32_t, warp_max, kThreads / 32);
+  LMKIT_SHARED(float, s_scale);
   const uint64_t row = blockIdx.x;
   const typename Tag::Storage* x = in + row * cols;
   int8_t* out = codes + row * cols;
-  float m = 0.0f;
-  for (uint64_t c = threadIdx.x; c < cols; c += kThreads) m = fmaxf(m, fabsf(Tag::ToF32(x[c])));
+  uint32_t m = 0;
+  for (uint64_t c = threadIdx.x; c < cols; c += kThreads) m = UMax(m, AbsBits(Tag::ToF32(x[c])));
+  if (m >= kInfBits)
+    for (uint64_t c = threadIdx.x; c < cols; c += kThreads)
+      if (AbsBits(Tag::ToF32(x[c])) >= kInfBits) {
+        ReportNonFinite(first_bad, row * cols + c);
+        break;
+      }
   float inv;
   const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
   for (uint64_t c = threadIdx.x; c < cols; c += kThreads)
     out[c] = quant::QuantizeValue(Tag::ToF32(x[c]), s, inv, lo, hi);
 }
 
-// The max of m and |x| over the 8 2-byte elements of one 16-byte piece.
+// The max of m and AbsBits(x) over the 8 2-byte elements of one 16-byte piece.
 template <typename Tag>
-__device__ __forceinline__ float MaxAbs8(const uint4& v, float m) {
+__device__ __forceinline__ uint32_t MaxAbsBits8(const uint4& v, uint32_t m) {
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu))));
-    m = fmaxf(m, fabsf(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16))));
+    m = UMax(m, AbsBits(Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu))));
+    m = UMax(m, AbsBits(Tag::ToF32(static_cast<uint16_t>(w[k] >> 16))));
   }
   return m;
+}
+
+// The position (0-7) of the first non-finite element of one 16-byte piece, 8 if none.
+template <typename Tag>
+__device__ __forceinline__ uint32_t FirstNonFinite8(const uint4& v) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  for (uint32_t j = 0; j < 8; ++j)
+    if (AbsBits(Tag::ToF32(static_cast<uint16_t>(w[j / 2] >> (16 * (j % 2))))) >= kInfBits) return j;
+  return 8;
 }
 
 // The 8 codes of one 16-byte piece, packed in element order (little-endian) for one 8-byte store.
@@ -129,16 +164,23 @@ __device__ __forceinline__ uint2 Code8(const uint4& v, float s, float inv, float
 template <typename Tag, int kVecs>
 __global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* __restrict__ codes,
                                        float* __restrict__ scales, uint64_t cols, float divisor, float lo, float hi,
-                                       ElemType scale_type) {
-  __shared__ float warp_max[kThreads / 32];
-  __shared__ float s_scale;
+                                       ElemType scale_type, unsigned long long* __restrict__ first_bad) {
+  LMKIT_SHARED_ARRAY(uint32_t, warp_max, kThreads / 32);
+  LMKIT_SHARED(float, s_scale);
   const uint64_t row = blockIdx.x;
   const uint4* x = reinterpret_cast<const uint4*>(in + row * cols);
   uint2* out = reinterpret_cast<uint2*>(codes + row * cols);
   const uint64_t n8 = cols / 8;
-  float m = 0.0f, inv;
+  uint32_t m = 0;
+  float inv;
   if constexpr (kVecs == 0) {
-    for (uint64_t c = threadIdx.x; c < n8; c += kThreads) m = MaxAbs8<Tag>(x[c], m);
+    for (uint64_t c = threadIdx.x; c < n8; c += kThreads) m = MaxAbsBits8<Tag>(x[c], m);
+    if (m >= kInfBits)
+      for (uint64_t c = threadIdx.x; c < n8; c += kThreads)
+        if (const uint32_t j = FirstNonFinite8<Tag>(x[c]); j < 8) {
+          ReportNonFinite(first_bad, row * cols + 8 * c + j);
+          break;
+        }
     const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
     for (uint64_t c = threadIdx.x; c < n8; c += kThreads) out[c] = Code8<Tag>(x[c], s, inv, lo, hi);
   } else {
@@ -149,7 +191,13 @@ __global__ void QuantizeRowsKernelVec8(const uint16_t* __restrict__ in, int8_t* 
       v[k] = c < n8 ? x[c] : make_uint4(0, 0, 0, 0);  // zeros leave the max unchanged (m starts at 0)
     }
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) m = MaxAbs8<Tag>(v[k], m);
+    for (int k = 0; k < kVecs; ++k) m = MaxAbsBits8<Tag>(v[k], m);
+    if (m >= kInfBits)
+      for (int k = 0; k < kVecs; ++k)  // the padding pieces are zeros: finite
+        if (const uint32_t j = FirstNonFinite8<Tag>(v[k]); j < 8) {
+          ReportNonFinite(first_bad, row * cols + 8 * (threadIdx.x + k * kThreads) + j);
+          break;
+        }
     const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
@@ -168,25 +216,25 @@ enum class RowKernel { kAuto, kTwoReads };
 // kernel (kVecs 0) for longer rows and for kTwoReads.
 template <typename Tag>
 void LaunchVec8(const uint16_t* in, int8_t* codes, float* scales, uint64_t rows, uint64_t cols, float divisor, float lo,
-                float hi, ElemType scale_type, RowKernel kernel) {
+                float hi, ElemType scale_type, unsigned long long* first_bad, RowKernel kernel) {
   const uint64_t n8 = cols / 8;
   const dim3 grid(static_cast<unsigned>(rows));
   const bool regs = kernel == RowKernel::kAuto;
   if (regs && n8 <= 1 * kThreads)
     LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 1>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type);
+        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
   else if (regs && n8 <= 2 * kThreads)
     LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 2>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type);
+        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
   else if (regs && n8 <= 4 * kThreads)
     LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 4>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type);
+        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
   else if (regs && n8 <= 8 * kThreads)
     LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 8>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type);
+        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
   else
     LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 0>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type);
+        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
 }
 
 __device__ __forceinline__ void CountAbs(float v, float amax, uint32_t bins, unsigned int* sh) {
@@ -222,12 +270,13 @@ __device__ __forceinline__ void Count4(const float4& v, float amax, uint32_t bin
   }
 }
 
-// kVec4: x is 16-byte aligned and read as float4, two per thread per step, so that each thread has 32 bytes in flight
-// (one 4-byte load per thread per step left HBM mostly idle: ~1k threads per SM x 4 bytes is far below the bytes in
-// flight that the memory latency needs). The counts do not depend on which thread reads which value.
-// kAggregate (with kVec4): the main loop's steps are taken by whole warps (its bound is tested on the warp's last
-// lane, so all 32 lanes run every step together) and count through CountAbsWarp; what is left counts plainly.
-template <bool kVec4, bool kAggregate>
+// x is read as float4, two per thread per step, so that each thread has 32 bytes in flight (one 4-byte load per thread
+// per step left HBM mostly idle: ~1k threads per SM x 4 bytes is far below the bytes in flight that the memory latency
+// needs). The first 0-3 values, up to x's first 16-byte boundary, and the last 0-3 are counted one by one, so any
+// fp32-aligned x takes the vector loop. The counts do not depend on which thread reads which value.
+// kAggregate: the main loop's steps are taken by whole warps (its bound is tested on the warp's last lane, so all 32
+// lanes run every step together) and count through CountAbsWarp; what is left counts plainly.
+template <bool kAggregate>
 __global__ void AbsHistogramKernel(const float* __restrict__ x, uint64_t n, float amax, uint32_t bins,
                                    unsigned long long* __restrict__ counts) {
   LMKIT_DYNAMIC_SHARED(unsigned int, sh);
@@ -235,37 +284,30 @@ __global__ void AbsHistogramKernel(const float* __restrict__ x, uint64_t n, floa
   __syncthreads();
   const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  uint64_t tail = 0;
-  if constexpr (kVec4) {
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-    const uint64_t n4 = n / 4;
-    uint64_t i = tid;
-    if constexpr (kAggregate) {
-      const uint64_t to_last_lane = 31 - (threadIdx.x & 31);  // blockDim.x is a multiple of 32
-      for (; i + to_last_lane + stride < n4; i += 2 * stride) {
-        const float4 a = x4[i], b = x4[i + stride];
-        Count4<true>(a, amax, bins, sh);
-        Count4<true>(b, amax, bins, sh);
-      }
-    }
-    for (; i + stride < n4; i += 2 * stride) {
+  const uint64_t to_boundary = (16 - reinterpret_cast<uintptr_t>(x) % 16) % 16 / 4;
+  const uint64_t head = to_boundary < n ? to_boundary : n;
+  if (tid < head) CountAbs(x[tid], amax, bins, sh);
+  const float4* x4 = reinterpret_cast<const float4*>(x + head);
+  const uint64_t n4 = (n - head) / 4;
+  uint64_t i = tid;
+  if constexpr (kAggregate) {
+    const uint64_t to_last_lane = 31 - (threadIdx.x & 31);  // blockDim.x is a multiple of 32
+    for (; i + to_last_lane + stride < n4; i += 2 * stride) {
       const float4 a = x4[i], b = x4[i + stride];
-      Count4<false>(a, amax, bins, sh);
-      Count4<false>(b, amax, bins, sh);
+      Count4<true>(a, amax, bins, sh);
+      Count4<true>(b, amax, bins, sh);
     }
-    if (i < n4) {
-      const float4 a = x4[i];
-      CountAbs(a.x, amax, bins, sh);
-      CountAbs(a.y, amax, bins, sh);
-      CountAbs(a.z, amax, bins, sh);
-      CountAbs(a.w, amax, bins, sh);
-    }
-    tail = 4 * n4;
   }
-  for (uint64_t i = tail + tid; i < n; i += stride) CountAbs(x[i], amax, bins, sh);
+  for (; i + stride < n4; i += 2 * stride) {
+    const float4 a = x4[i], b = x4[i + stride];
+    Count4<false>(a, amax, bins, sh);
+    Count4<false>(b, amax, bins, sh);
+  }
+  if (i < n4) Count4<false>(x4[i], amax, bins, sh);
+  for (uint64_t j = head + 4 * n4 + tid; j < n; j += stride) CountAbs(x[j], amax, bins, sh);
   __syncthreads();
-  for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x)
-    if (sh[i]) atomicAdd(&counts[i], static_cast<unsigned long long>(sh[i]));
+  for (uint32_t k = threadIdx.x; k < bins; k += blockDim.x)
+    if (sh[k]) atomicAdd(&counts[k], static_cast<unsigned long long>(sh[k]));
 }
 
 __global__ void FillKernel(uint16_t* p, uint64_t n) {
@@ -305,27 +347,35 @@ Status HaveDevice() {
   return Status::Ok();
 }
 
+constexpr uint64_t kMaxRows = 0x7fffffffull;  // one block per row: gridDim.x's limit
+constexpr uint32_t kMaxBins = 12288;          // 48 KiB of shared counters: the default per-block limit
+
+// d_first_bad: one device word, all ones before the launch; afterwards the flat index of the first non-finite input
+// element, or still all ones.
 Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t cols, quant::Int8Convention conv,
-                      ElemType scale_type, int8_t* d_codes, float* d_scales, RowKernel kernel = RowKernel::kAuto) {
+                      ElemType scale_type, int8_t* d_codes, float* d_scales, unsigned long long* d_first_bad,
+                      RowKernel kernel = RowKernel::kAuto) {
   const quant::Int8Range r = quant::RangeOf(conv);
   if (rows == 0) return Status::Ok();
-  if (rows > 0x7fffffffull) return Status::Unsupported("cuda", "more than 2^31 rows");
+  if (rows > kMaxRows) return Status::Unsupported("cuda", "more than 2^31 - 1 rows");
   const dim3 grid(static_cast<unsigned>(rows));
-  const bool vec = type != ElemType::kF32 && cols % 8 == 0 && reinterpret_cast<uintptr_t>(d_in) % 16 == 0;
+  // 16-byte loads of the input, 8-byte stores of the codes.
+  const bool vec = type != ElemType::kF32 && cols % 8 == 0 && reinterpret_cast<uintptr_t>(d_in) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(d_codes) % 8 == 0;
   const auto* in16 = static_cast<const uint16_t*>(d_in);
   if (vec && type == ElemType::kBF16)
-    LaunchVec8<Bf16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, kernel);
+    LaunchVec8<Bf16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad, kernel);
   else if (vec)
-    LaunchVec8<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, kernel);
+    LaunchVec8<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad, kernel);
   else if (type == ElemType::kF32)
     LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F32Tag>)(
-        static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
+        static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
   else if (type == ElemType::kBF16)
     LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<Bf16Tag>)(
-        in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
+        in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
   else
     LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F16Tag>)(
-        in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type);
+        in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -337,24 +387,30 @@ Status MultiprocessorCount(int* sms) {
   return Status::Ok();
 }
 
+Status CheckBins(uint32_t bins) {
+  if (bins == 0 || bins > kMaxBins) return Status::Unsupported("cuda", "histogram bins must be in [1, 12288]");
+  return Status::Ok();
+}
+
 // sms: the device's multiprocessor count, asked for by the caller (outside the benchmark's timed launches, where the
-// two runtime queries would add host time between the events at small sizes).
+// two runtime queries would add host time between the events at small sizes). d_x: fp32-aligned.
 Status LaunchHistogram(const float* d_x, uint64_t n, float amax, uint32_t bins, unsigned long long* d_counts, int sms,
                        HistogramKernel kernel) {
-  if (bins == 0 || bins > 12288) return Status::Unsupported("cuda", "histogram bins must be in [1, 12288]");
-  const bool vec4 = reinterpret_cast<uintptr_t>(d_x) % 16 == 0;
-  const uint64_t want = (n / (vec4 ? 8 : 1) + kThreads - 1) / kThreads;
+  LMKIT_RETURN_IF_ERROR(CheckBins(bins));
+  const uint64_t want = (n / 8 + kThreads - 1) / kThreads;  // 8 values per thread per step
   const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, 4ull * sms)));
   const size_t shared = bins * sizeof(unsigned int);
-  if (vec4 && kernel == HistogramKernel::kWarpAggregated)
-    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<true, true>)(d_x, n, amax, bins, d_counts);
-  else if (vec4)
-    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<true, false>)(d_x, n, amax, bins, d_counts);
+  if (kernel == HistogramKernel::kWarpAggregated)
+    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<true>)(d_x, n, amax, bins, d_counts);
   else
-    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<false, false>)(d_x, n, amax, bins, d_counts);
+    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<false>)(d_x, n, amax, bins, d_counts);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
+
+// A device copy of host data starts at the same offset from a 16-byte boundary as the host data, so the kernel that
+// runs is the one device-resident data of that alignment would get (and tests reach every path from the host API).
+size_t AlignmentOffset(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16; }
 
 template <typename Fn>
 Result<KernelTiming> Time(Fn&& launch, double bytes, int iterations) {
@@ -387,14 +443,25 @@ Result<KernelTiming> Time(Fn&& launch, double bytes, int iterations) {
 Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, uint64_t cols,
                               quant::Int8Convention convention, ElemType scale_type, int8_t* codes, float* scales) {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
-  const size_t in_bytes = rows * cols * ElemSize(type);
-  DeviceBuffer din, dcodes, dscales;
-  LMKIT_CUDA_CHECK(cudaMalloc(&din.p, std::max<size_t>(in_bytes, 16)));
-  LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, std::max<size_t>(rows * cols, 16)));
-  LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, std::max<size_t>(rows * sizeof(float), 16)));
-  LMKIT_CUDA_CHECK(cudaMemcpy(din.p, data, in_bytes, cudaMemcpyHostToDevice));
-  LMKIT_RETURN_IF_ERROR(LaunchQuantize(din.p, type, rows, cols, convention, scale_type, static_cast<int8_t*>(dcodes.p),
-                                       static_cast<float*>(dscales.p)));
+  if (rows > kMaxRows) return Status::Unsupported("cuda", "more than 2^31 - 1 rows");  // before allocating for them
+  const size_t in_bytes = rows * cols * ElemSize(type), offset = AlignmentOffset(data);
+  DeviceBuffer din, dcodes, dscales, dbad;
+  // Exact sizes (at least 1 byte, as a 0-byte cudaMalloc returns no pointer), so an overrun is not hidden by slack.
+  LMKIT_CUDA_CHECK(cudaMalloc(&din.p, offset + std::max<size_t>(in_bytes, 1)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, std::max<size_t>(rows * cols, 1)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, std::max<size_t>(rows * sizeof(float), 1)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dbad.p, sizeof(unsigned long long)));
+  void* d_in = static_cast<char*>(din.p) + offset;
+  LMKIT_CUDA_CHECK(cudaMemcpy(d_in, data, in_bytes, cudaMemcpyHostToDevice));
+  LMKIT_CUDA_CHECK(cudaMemset(dbad.p, 0xff, sizeof(unsigned long long)));
+  auto* d_bad = static_cast<unsigned long long*>(dbad.p);
+  LMKIT_RETURN_IF_ERROR(LaunchQuantize(d_in, type, rows, cols, convention, scale_type, static_cast<int8_t*>(dcodes.p),
+                                       static_cast<float*>(dscales.p), d_bad));
+  unsigned long long first_bad = 0;
+  LMKIT_CUDA_CHECK(cudaMemcpy(&first_bad, d_bad, sizeof first_bad, cudaMemcpyDeviceToHost));
+  if (first_bad != ~0ull)  // quant::QuantizeMatrix's error, word for word
+    return Status::InvalidInput("", "non-finite value at [" + std::to_string(first_bad / cols) + ", " +
+                                        std::to_string(first_bad % cols) + "]");
   LMKIT_CUDA_CHECK(cudaMemcpy(codes, dcodes.p, rows * cols, cudaMemcpyDeviceToHost));
   LMKIT_CUDA_CHECK(cudaMemcpy(scales, dscales.p, rows * sizeof(float), cudaMemcpyDeviceToHost));
   return Status::Ok();
@@ -403,25 +470,29 @@ Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, ui
 Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* counts,
                         HistogramKernel kernel) {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
+  LMKIT_RETURN_IF_ERROR(CheckBins(bins));
+  const size_t offset = AlignmentOffset(x);
   DeviceBuffer dx, dc;
-  LMKIT_CUDA_CHECK(cudaMalloc(&dx.p, std::max<size_t>(n * sizeof(float), 16)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dx.p, offset + std::max<size_t>(n * sizeof(float), 1)));
   LMKIT_CUDA_CHECK(cudaMalloc(&dc.p, bins * sizeof(unsigned long long)));
-  LMKIT_CUDA_CHECK(cudaMemcpy(dx.p, x, n * sizeof(float), cudaMemcpyHostToDevice));
+  const float* d_x = reinterpret_cast<const float*>(static_cast<char*>(dx.p) + offset);
+  LMKIT_CUDA_CHECK(cudaMemcpy(const_cast<float*>(d_x), x, n * sizeof(float), cudaMemcpyHostToDevice));
   LMKIT_CUDA_CHECK(cudaMemcpy(dc.p, counts, bins * sizeof(unsigned long long), cudaMemcpyHostToDevice));
   int sms = 0;
   LMKIT_RETURN_IF_ERROR(MultiprocessorCount(&sms));
-  LMKIT_RETURN_IF_ERROR(LaunchHistogram(static_cast<const float*>(dx.p), n, amax, bins,
-                                        static_cast<unsigned long long*>(dc.p), sms, kernel));
+  LMKIT_RETURN_IF_ERROR(LaunchHistogram(d_x, n, amax, bins, static_cast<unsigned long long*>(dc.p), sms, kernel));
   LMKIT_CUDA_CHECK(cudaMemcpy(counts, dc.p, bins * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
   return Status::Ok();
 }
 
 Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int iterations, bool two_reads) {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
-  DeviceBuffer din, dcodes, dscales;
+  DeviceBuffer din, dcodes, dscales, dbad;
   LMKIT_CUDA_CHECK(cudaMalloc(&din.p, rows * cols * 2));
   LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, rows * cols));
   LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, rows * sizeof(float)));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dbad.p, sizeof(unsigned long long)));
+  LMKIT_CUDA_CHECK(cudaMemset(dbad.p, 0xff, sizeof(unsigned long long)));
   LMKIT_LAUNCH(1024, kThreads, 0, FillKernel)(static_cast<uint16_t*>(din.p), rows * cols);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   LMKIT_CUDA_CHECK(cudaDeviceSynchronize());
@@ -430,6 +501,7 @@ Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int i
       [&] {
         return LaunchQuantize(din.p, ElemType::kBF16, rows, cols, quant::Int8Convention::kHalfStep, ElemType::kBF16,
                               static_cast<int8_t*>(dcodes.p), static_cast<float*>(dscales.p),
+                              static_cast<unsigned long long*>(dbad.p),
                               two_reads ? RowKernel::kTwoReads : RowKernel::kAuto);
       },
       bytes, iterations);

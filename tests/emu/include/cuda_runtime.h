@@ -7,18 +7,23 @@
 // - Launches come from one host thread at a time (another aborts). A launch runs its blocks one after another, in
 //   blockIdx order; the threads of a block run as cooperative fibers on the calling thread, switching only at
 //   __syncthreads() and at warp operations, resumed in threadIdx order in even blocks and in reverse order in odd ones
-//   (so a missing barrier shows in one of the two). Results are deterministic; __shared__ variables are function
-//   statics, private to the running block but NOT reset between blocks.
+//   (so a missing barrier shows in one of the two). Results are deterministic. Shared variables are function statics,
+//   private to the running block; those declared with LMKIT_SHARED / LMKIT_SHARED_ARRAY (launch.cuh) are filled with
+//   0xA5 bytes at the start of each block, as is dynamic shared memory (a GPU's is not zeroed). A plain __shared__
+//   variable is a static too, but keeps the previous block's value.
 // - __syncthreads() waits for every thread of the block that has not returned; a warp operation (__shfl_xor_sync,
 //   __match_any_sync) for all 32 lanes of the warp, which must all be alive, use the full mask and call the same
 //   operation. Anything else -- a barrier some threads never reach (deadlock), a lane missing from a full-mask
 //   operation, a launch with blockDim.x not a multiple of 32 -- is undefined on a GPU and aborts here with a message.
-// - Dynamic shared memory is filled with 0xA5 bytes before each block (a GPU's is not zeroed); launches asking for more
-//   than 48 KiB of it fail the way a GPU's do (cudaGetLastError() reports it, the kernel does not run).
+// - Launches asking for more than 48 KiB of dynamic shared memory fail the way a GPU's do (cudaGetLastError() reports
+//   it, the kernel does not run); static shared memory is not counted against the limit.
 // - Device memory is host memory (cudaMalloc: 256-byte aligned, exactly the requested size, so AddressSanitizer sees
-//   overruns); the emulated device has 2 multiprocessors, so grid-stride loops take several turns in small tests.
-// - Float arithmetic is the host's IEEE arithmetic, without contraction (compile with -ffp-contract=off), as nvcc's
-//   __fdiv_rn and -prec-div=true define it; the 16-bit conversions are exact implementations of the CUDA ones.
+//   overruns, and UBSan misaligned vector loads, in sanitizer builds); the emulated device has 2 multiprocessors, so
+//   grid-stride loops take several turns in small tests. Streams are synchronous.
+// - Float arithmetic is the host's IEEE arithmetic without contraction into FMA (this target is compiled with
+//   -ffp-contract=off, lmkit's CUDA code with --fmad=false); division is IEEE division, as __fdiv_rn and nvcc's
+//   -prec-div=true define it. __half2float and __float2half_ru are exact (round toward +inf; -0 stays -0, NaN gives
+//   the canonical 0x7fff, a half NaN keeps its payload in the float).
 // What it cannot show: timing, memory coalescing, races between blocks, and the hardware's own arithmetic (the GPU run
 // of scripts/gpu-check.sh is still the test of that).
 #pragma once
@@ -38,7 +43,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __shared__ static  // one block runs at a time (see above)
+#define __shared__ static  // one block runs at a time (see above); not poisoned: use LMKIT_SHARED
 
 // ---- vector and index types -----------------------------------------------------------------------------------------
 struct uint3 {
@@ -75,6 +80,8 @@ void SyncThreads();
 // Publishes `value` for the calling lane and returns the 32 lanes' values (after all 32 arrived).
 const uint64_t* WarpExchange(unsigned mask, WarpOp op, uint64_t value);
 void* DynamicSharedBase();
+// Fills a static shared variable with 0xA5 bytes, once per block (the first of its threads to declare it).
+void PoisonSharedOnce(void* p, size_t bytes);
 // Runs `body` (one thread's kernel call) as grid x block threads; returns false (the launch error) when the
 // configuration is invalid.
 bool RunGrid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body);
@@ -102,6 +109,12 @@ float F16ToF32(uint16_t h);
 // The spellings src/lmkit/cuda/launch.cuh defines as plain CUDA syntax.
 #define LMKIT_LAUNCH(grid, block, shared, ...) ::lmkit::cuda_emu::Launcher(grid, block, shared, __VA_ARGS__)
 #define LMKIT_DYNAMIC_SHARED(type, name) type* name = ::lmkit::cuda_emu::DynamicShared<type>()
+#define LMKIT_SHARED(type, name) \
+  static type name;              \
+  ::lmkit::cuda_emu::PoisonSharedOnce(&name, sizeof(name))
+#define LMKIT_SHARED_ARRAY(type, name, count) \
+  static type name[count];                    \
+  ::lmkit::cuda_emu::PoisonSharedOnce(name, sizeof(name))
 
 // ---- device built-ins -----------------------------------------------------------------------------------------------
 inline void __syncthreads() { lmkit::cuda_emu::SyncThreads(); }
@@ -139,6 +152,11 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   const unsigned long long old = *p;
   *p = old + v;
+  return old;
+}
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+  const unsigned long long old = *p;
+  if (v < old) *p = v;
   return old;
 }
 inline int atomicAdd(int* p, int v) {

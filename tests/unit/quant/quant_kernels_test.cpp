@@ -34,6 +34,34 @@ cuda::ElemType ToElem(io::DType t) {
   return t == io::DType::kF32 ? cuda::ElemType::kF32 : t == io::DType::kF16 ? cuda::ElemType::kF16 : cuda::ElemType::kBF16;
 }
 
+// The kernel and the CPU reference on the same raw rows (`raw` may be misaligned on purpose): the same status, and
+// when both succeed the same codes and stored scales, bit for bit.
+void CheckQuantizeAgrees(const uint8_t* raw, io::DType dt, uint64_t rows, uint64_t cols, quant::Int8Convention conv,
+                         io::DType scale_dt) {
+  CAPTURE(io::DTypeName(dt), io::DTypeName(scale_dt), rows, cols, static_cast<int>(conv),
+          reinterpret_cast<uintptr_t>(raw) % 16);
+  std::vector<int8_t> ref_codes(rows * cols), gpu_codes(rows * cols);
+  std::vector<float> ref_scales(rows), gpu_scales(rows);
+  const Status ref = quant::QuantizeMatrix(raw, dt, rows, cols, {quant::Granularity{}, conv, scale_dt}, nullptr,
+                                           ref_codes.data(), ref_scales.data(), nullptr);
+  const Status gpu = cuda::QuantizePerChannelHost(raw, ToElem(dt), rows, cols, conv, ToElem(scale_dt),
+                                                  gpu_codes.data(), gpu_scales.data());
+  REQUIRE(gpu.code() == ref.code());
+  CHECK(gpu.ToString() == ref.ToString());
+  if (!ref.ok()) return;
+  CHECK(std::memcmp(ref_scales.data(), gpu_scales.data(), rows * sizeof(float)) == 0);
+  CHECK(ref_codes == gpu_codes);
+}
+
+std::vector<uint8_t> ToRaw(const std::vector<float>& x, io::DType dt, size_t front_pad = 0) {
+  std::vector<uint8_t> raw(front_pad + x.size() * io::DTypeSize(dt));
+  if (dt == io::DType::kF32)
+    std::memcpy(raw.data() + front_pad, x.data(), x.size() * 4);
+  else
+    REQUIRE(io::ConvertFromF32(dt, x.data(), raw.data() + front_pad, x.size()).ok());
+  return raw;
+}
+
 }  // namespace
 
 TEST_CASE("cuda: the stub or the device agree with the build", "[quant][cuda]") {
@@ -55,34 +83,80 @@ TEST_CASE("cuda: per-channel quantize kernel equals the CPU reference bit for bi
   std::mt19937 rng(5);
   std::student_t_distribution<float> td(3.0f);
   // Shapes hit every kernel: for 2-byte types with cols % 8 == 0 the register kernel with 1, 2, 4 and 8 16-byte
-  // pieces per thread (rows of up to 2048, 4096, 8192, 16384 elements; 1000 and 2056 leave threads without a piece),
-  // the two-read kernel beyond (24576); the scalar kernel for cols % 8 != 0 and for F32.
+  // pieces per thread, both full (rows of 2048 / 4096 / 8192 / 16384 elements) and partly filled (1000, 2056, 4104,
+  // 8200: threads without a piece, zero padding), the two-read kernel beyond (24576, and 16392 with a partial last
+  // step); the scalar kernel for cols % 8 != 0 (7, 1001) and for F32.
   for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{67, 4096}, {33, 1000}, {5, 7}, {4, 2056}, {3, 8192},
-                            {3, 16384}, {3, 24576}}) {
+                            {3, 16384}, {3, 24576}, {4, 2048}, {4, 4104}, {4, 8200}, {4, 16392}, {5, 1001}}) {
     std::vector<float> x(rows * cols);
     for (float& v : x) v = td(rng) * 0.02f;
-    for (uint64_t c = 0; c < cols; ++c) x[2 * cols + c] = 0.0f;  // zero row
-    x[0] = 127.5f * 0.001953125f;                                // exact tie material (power-of-two scale)
+    for (uint64_t c = 0; c < cols; ++c) {
+      x[2 * cols + c] = 0.0f;              // zero row
+      x[1 * cols + c] *= 1e-37f;           // subnormal fp32 / bf16 magnitudes: a subnormal scale, coded by division
+      if (rows > 3) x[3 * cols + c] *= 3e-6f;  // F16 subnormals (|x| ~ 6e-8): the F16 scale rounds up to a subnormal
+    }
+    x[0] = 127.5f * 0.001953125f;  // exact tie material (power-of-two scale)
     for (io::DType dt : {io::DType::kF32, io::DType::kF16, io::DType::kBF16}) {
-      for (auto conv : {quant::Int8Convention::kHalfStep, quant::Int8Convention::kSymmetric127}) {
-        std::vector<uint8_t> raw(x.size() * io::DTypeSize(dt));
-        if (dt == io::DType::kF32)
-          std::memcpy(raw.data(), x.data(), raw.size());
-        else
-          REQUIRE(io::ConvertFromF32(dt, x.data(), raw.data(), x.size()).ok());
-        std::vector<int8_t> ref_codes(x.size()), gpu_codes(x.size());
-        std::vector<float> ref_scales(rows), gpu_scales(rows);
-        REQUIRE(quant::QuantizeMatrix(raw.data(), dt, rows, cols, {quant::Granularity{}, conv, dt}, nullptr,
-                                      ref_codes.data(), ref_scales.data(), nullptr)
-                    .ok());
-        Status st = cuda::QuantizePerChannelHost(raw.data(), ToElem(dt), rows, cols, conv, ToElem(dt),
-                                                 gpu_codes.data(), gpu_scales.data());
-        REQUIRE(st.ok());
-        CHECK(std::memcmp(ref_scales.data(), gpu_scales.data(), rows * sizeof(float)) == 0);
-        CHECK(ref_codes == gpu_codes);
+      const std::vector<uint8_t> raw = ToRaw(x, dt);
+      for (auto conv : {quant::Int8Convention::kHalfStep, quant::Int8Convention::kSymmetric127})
+        for (io::DType scale_dt : {io::DType::kF32, io::DType::kF16, io::DType::kBF16})
+          CheckQuantizeAgrees(raw.data(), dt, rows, cols, conv, scale_dt);
+    }
+  }
+}
+
+TEST_CASE("cuda: quantize kernels on misaligned input, non-finite values and out-of-range shapes", "[quant][cuda]") {
+  if (!DeviceOrWarn()) return;
+  std::mt19937 rng(6);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  // A 2-byte input 2 bytes past a 16-byte boundary cannot take the 16-byte loads: the scalar kernel codes it (the
+  // device copy keeps the host data's offset).
+  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{33, 1000}, {3, 24576}}) {
+    std::vector<float> x(rows * cols);
+    for (float& v : x) v = nd(rng);
+    for (io::DType dt : {io::DType::kF16, io::DType::kBF16}) {
+      const std::vector<uint8_t> raw = ToRaw(x, dt, 18);
+      CheckQuantizeAgrees(raw.data() + 18, dt, rows, cols, quant::Int8Convention::kHalfStep, dt);
+    }
+  }
+  // NaN and inf fail the call with the CPU's error, which names the first of them in row-major order: [2, 5] here,
+  // ahead of an inf later in the same row (another thread's) and a -inf in a later row.
+  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{4, 4096}, {4, 1000}, {4, 24576}, {4, 7}}) {
+    std::vector<float> x(rows * cols);
+    for (float& v : x) v = nd(rng);
+    x[2 * cols + 5] = std::numeric_limits<float>::quiet_NaN();
+    x[2 * cols + cols - 1] = std::numeric_limits<float>::infinity();
+    x[3 * cols + 1] = -std::numeric_limits<float>::infinity();
+    for (io::DType dt : {io::DType::kF32, io::DType::kF16, io::DType::kBF16}) {
+      const std::vector<uint8_t> raw = ToRaw(x, dt);
+      CheckQuantizeAgrees(raw.data(), dt, rows, cols, quant::Int8Convention::kSymmetric127, io::DType::kF32);
+      std::vector<int8_t> codes(rows * cols);
+      std::vector<float> scales(rows);
+      const Status st = cuda::QuantizePerChannelHost(raw.data(), ToElem(dt), rows, cols,
+                                                     quant::Int8Convention::kHalfStep, ToElem(dt), codes.data(),
+                                                     scales.data());
+      CHECK(st.code() == ErrorCode::kInvalidInput);
+      CHECK_THAT(st.ToString(), Catch::Contains("non-finite value at [2, 5]"));
+    }
+  }
+  // One non-finite value alone, at the start, the middle and the end of a row: each kernel's index of it (the register
+  // kernels' later pieces, the two-read kernel's second pass, the scalar loop) must be the CPU's.
+  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{3, 4096}, {3, 16384}, {3, 24576}, {3, 1001}}) {
+    for (uint64_t col : {uint64_t{0}, cols / 2 + 3, cols - 1}) {
+      std::vector<float> x(rows * cols);
+      for (float& v : x) v = nd(rng);
+      x[1 * cols + col] = std::numeric_limits<float>::infinity();
+      for (io::DType dt : {io::DType::kF32, io::DType::kBF16}) {
+        const std::vector<uint8_t> raw = ToRaw(x, dt);
+        CheckQuantizeAgrees(raw.data(), dt, rows, cols, quant::Int8Convention::kHalfStep, dt);
       }
     }
   }
+  // More rows than a grid has blocks: refused before anything is allocated for them (no input is read: 0 columns).
+  const Status st = cuda::QuantizePerChannelHost(nullptr, cuda::ElemType::kF32, uint64_t{1} << 31, 0,
+                                                 quant::Int8Convention::kHalfStep, cuda::ElemType::kF32, nullptr,
+                                                 nullptr);
+  CHECK(st.code() == ErrorCode::kUnsupported);
 }
 
 TEST_CASE("cuda: histogram kernel equals the CPU AbsHistogram", "[quant][cuda]") {
@@ -118,6 +192,40 @@ TEST_CASE("cuda: histogram kernel equals the CPU AbsHistogram", "[quant][cuda]")
       CHECK(counts2 == ref2.counts());
     }
   }
+}
+
+TEST_CASE("cuda: histogram kernel at every alignment, bin count and range corner", "[quant][cuda]") {
+  if (!DeviceOrWarn()) return;
+  std::mt19937 rng(10);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> buf((1 << 16) + 4);
+  for (float& v : buf) v = nd(rng);
+  float amax = 0;
+  for (float v : buf) amax = std::max(amax, std::fabs(v));
+  const auto agree = [](const float* x, uint64_t n, float range, uint32_t bins, uint64_t start) {
+    CAPTURE(reinterpret_cast<uintptr_t>(x) % 16, n, range, bins, start);
+    quant::AbsHistogram ref(bins, range);
+    ref.Add(x, n);
+    for (auto kernel : {cuda::HistogramKernel::kShared, cuda::HistogramKernel::kWarpAggregated}) {
+      std::vector<uint64_t> counts(bins, start);  // the kernel adds to what is there
+      REQUIRE(cuda::AbsHistogramHost(x, n, range, bins, counts.data(), kernel).ok());
+      for (uint64_t& c : counts) c -= start;
+      CHECK(counts == ref.counts());
+    }
+  };
+  // 0-3 floats past a 16-byte boundary: the scalar head, then the float4 loop; lengths that leave every tail.
+  for (size_t offset = 0; offset < 4; ++offset)
+    for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{5}, uint64_t{1000},
+                       uint64_t{1} << 16})
+      agree(buf.data() + offset, n, amax, 2048, offset * 1000);
+  // Bin counts from 1 to the 48 KiB limit of shared counters.
+  for (uint32_t bins : {1u, 7u, 12288u}) agree(buf.data() + 1, 4099, amax, bins, 0);
+  // amax = 0: only zeros (either sign) count, all in bin 0.
+  std::vector<float> zeros = {0.0f, -0.0f, 1.0f, 0.0f, -2.0f, -0.0f, 0.0f};
+  agree(zeros.data(), zeros.size(), 0.0f, 16, 0);
+  std::vector<uint64_t> counts(12289, 0);
+  CHECK(cuda::AbsHistogramHost(buf.data(), 100, amax, 12289, counts.data()).code() == ErrorCode::kUnsupported);
+  CHECK(cuda::AbsHistogramHost(buf.data(), 100, amax, 0, counts.data()).code() == ErrorCode::kUnsupported);
 }
 
 TEST_CASE("cuda: the benchmark entry points run on small sizes and account their bytes", "[quant][cuda]") {
