@@ -1,5 +1,6 @@
-// CUDA kernels against their CPU references, bit for bit. Without a CUDA build or a device these WARN and return
-// (scripts/gpu-check.sh runs them on a machine with a GPU). The hidden "[.cuda-bench]" case prints kernel bandwidth.
+// CUDA kernels against their CPU references, bit for bit. Without a CUDA build or a device these WARN and return;
+// scripts/gpu-check.sh runs them on a machine with a GPU, and lmkit_cuda_emu_tests (tests/emu) runs this same file
+// on a CPU emulator of CUDA in every build without CUDA. The hidden "[.cuda-bench]" case prints kernel bandwidth.
 #include "lmkit/cuda/quant_kernels.h"
 
 #include <catch2/catch.hpp>
