@@ -408,9 +408,17 @@ Status LaunchHistogram(const float* d_x, uint64_t n, float amax, uint32_t bins, 
   return Status::Ok();
 }
 
-// A device copy of host data starts at the same offset from a 16-byte boundary as the host data, so the kernel that
-// runs is the one device-resident data of that alignment would get (and tests reach every path from the host API).
-size_t AlignmentOffset(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16; }
+// Copies `bytes` of host data into a new device buffer (*buf) and returns their device address in *dev. The copy starts
+// at the host data's offset from a 16-byte boundary, so the kernel that runs is the one device-resident data of that
+// alignment would get (and tests reach every path from the host API). Exact size (at least 1 byte: a 0-byte
+// cudaMalloc returns no pointer), so an overrun is not hidden by slack.
+Status CopyToDevice(const void* host, size_t bytes, DeviceBuffer* buf, void** dev) {
+  const size_t offset = reinterpret_cast<uintptr_t>(host) % 16;
+  LMKIT_CUDA_CHECK(cudaMalloc(&buf->p, offset + std::max<size_t>(bytes, 1)));
+  *dev = static_cast<char*>(buf->p) + offset;
+  LMKIT_CUDA_CHECK(cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
+  return Status::Ok();
+}
 
 template <typename Fn>
 Result<KernelTiming> Time(Fn&& launch, double bytes, int iterations) {
@@ -444,15 +452,12 @@ Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, ui
                               quant::Int8Convention convention, ElemType scale_type, int8_t* codes, float* scales) {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
   if (rows > kMaxRows) return Status::Unsupported("cuda", "more than 2^31 - 1 rows");  // before allocating for them
-  const size_t in_bytes = rows * cols * ElemSize(type), offset = AlignmentOffset(data);
   DeviceBuffer din, dcodes, dscales, dbad;
-  // Exact sizes (at least 1 byte, as a 0-byte cudaMalloc returns no pointer), so an overrun is not hidden by slack.
-  LMKIT_CUDA_CHECK(cudaMalloc(&din.p, offset + std::max<size_t>(in_bytes, 1)));
-  LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, std::max<size_t>(rows * cols, 1)));
+  void* d_in = nullptr;
+  LMKIT_RETURN_IF_ERROR(CopyToDevice(data, rows * cols * ElemSize(type), &din, &d_in));
+  LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, std::max<size_t>(rows * cols, 1)));  // exact sizes, as CopyToDevice's
   LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, std::max<size_t>(rows * sizeof(float), 1)));
   LMKIT_CUDA_CHECK(cudaMalloc(&dbad.p, sizeof(unsigned long long)));
-  void* d_in = static_cast<char*>(din.p) + offset;
-  LMKIT_CUDA_CHECK(cudaMemcpy(d_in, data, in_bytes, cudaMemcpyHostToDevice));
   LMKIT_CUDA_CHECK(cudaMemset(dbad.p, 0xff, sizeof(unsigned long long)));
   auto* d_bad = static_cast<unsigned long long*>(dbad.p);
   LMKIT_RETURN_IF_ERROR(LaunchQuantize(d_in, type, rows, cols, convention, scale_type, static_cast<int8_t*>(dcodes.p),
@@ -471,16 +476,15 @@ Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, u
                         HistogramKernel kernel) {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
   LMKIT_RETURN_IF_ERROR(CheckBins(bins));
-  const size_t offset = AlignmentOffset(x);
   DeviceBuffer dx, dc;
-  LMKIT_CUDA_CHECK(cudaMalloc(&dx.p, offset + std::max<size_t>(n * sizeof(float), 1)));
+  void* d_x = nullptr;
+  LMKIT_RETURN_IF_ERROR(CopyToDevice(x, n * sizeof(float), &dx, &d_x));
   LMKIT_CUDA_CHECK(cudaMalloc(&dc.p, bins * sizeof(unsigned long long)));
-  const float* d_x = reinterpret_cast<const float*>(static_cast<char*>(dx.p) + offset);
-  LMKIT_CUDA_CHECK(cudaMemcpy(const_cast<float*>(d_x), x, n * sizeof(float), cudaMemcpyHostToDevice));
   LMKIT_CUDA_CHECK(cudaMemcpy(dc.p, counts, bins * sizeof(unsigned long long), cudaMemcpyHostToDevice));
   int sms = 0;
   LMKIT_RETURN_IF_ERROR(MultiprocessorCount(&sms));
-  LMKIT_RETURN_IF_ERROR(LaunchHistogram(d_x, n, amax, bins, static_cast<unsigned long long*>(dc.p), sms, kernel));
+  LMKIT_RETURN_IF_ERROR(LaunchHistogram(static_cast<const float*>(d_x), n, amax, bins,
+                                        static_cast<unsigned long long*>(dc.p), sms, kernel));
   LMKIT_CUDA_CHECK(cudaMemcpy(counts, dc.p, bins * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
   return Status::Ok();
 }

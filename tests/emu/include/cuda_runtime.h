@@ -119,15 +119,12 @@ float F16ToF32(uint16_t h);
 // ---- device built-ins -----------------------------------------------------------------------------------------------
 inline void __syncthreads() { lmkit::cuda_emu::SyncThreads(); }
 
-inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
-  using lmkit::cuda_emu::WarpOp;
-  const uint64_t* all = lmkit::cuda_emu::WarpExchange(mask, WarpOp::kShuffleXor, std::bit_cast<uint32_t>(v));
-  const unsigned src = (threadIdx.x & 31) ^ (static_cast<unsigned>(lane_mask) & 31);
-  return std::bit_cast<float>(static_cast<uint32_t>(all[src]));
-}
 inline unsigned __shfl_xor_sync(unsigned mask, unsigned v, int lane_mask) {
   const uint64_t* all = lmkit::cuda_emu::WarpExchange(mask, lmkit::cuda_emu::WarpOp::kShuffleXor, v);
   return static_cast<unsigned>(all[(threadIdx.x & 31) ^ (static_cast<unsigned>(lane_mask) & 31)]);
+}
+inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
+  return std::bit_cast<float>(__shfl_xor_sync(mask, std::bit_cast<unsigned>(v), lane_mask));
 }
 inline unsigned __match_any_sync(unsigned mask, unsigned long long v) {
   const uint64_t* all = lmkit::cuda_emu::WarpExchange(mask, lmkit::cuda_emu::WarpOp::kMatchAny, v);
