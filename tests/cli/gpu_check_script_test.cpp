@@ -2,10 +2,7 @@
 // copy of the script in a scratch tree whose .gpu-bundle holds stand-in binaries (shell scripts that answer as lmkit
 // and lmkit_tests would). A wrong exit status there would spend a GPU session's few minutes on a silent skip or a
 // stale binary.
-#include <sys/wait.h>
-
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -13,28 +10,13 @@
 
 using lmkit::test::ReadAll;
 using lmkit::test::RepoPath;
+using lmkit::test::RunResult;
+using lmkit::test::RunShell;
 using lmkit::test::TempDir;
 using lmkit::test::WriteAll;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct ScriptRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-ScriptRun Sh(const std::string& cmd) {
-  ScriptRun r;
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(f != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-  const int st = pclose(f);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return r;
-}
 
 void Executable(const std::string& path, const std::string& body) {
   WriteAll(path, "#!/usr/bin/env bash\n" + body);
@@ -72,12 +54,12 @@ struct FakeRepo {
   }
   void Digest(const std::string& d) { WriteAll(root + "/.gpu-bundle/SOURCE_DIGEST", d + "\n"); }
   std::string RealDigest() {
-    ScriptRun d = Sh("bash " + root + "/scripts/gpu-check.sh --digest");
+    RunResult d = RunShell("bash " + root + "/scripts/gpu-check.sh --digest");
     REQUIRE(d.exit_code == 0);
-    return d.output.substr(0, d.output.find('\n'));
+    return d.out.substr(0, d.out.find('\n'));
   }
-  ScriptRun Check() {
-    return Sh("cd " + root + " && OUT=" + out + " TMPDIR=" + dir.path() +
+  RunResult Check() {
+    return RunShell("cd " + root + " && OUT=" + out + " TMPDIR=" + dir.path() +
               " GPU_CHECK_TOKEN_BYTES=4096 bash scripts/gpu-check.sh");
   }
 };
@@ -99,10 +81,10 @@ TEST_CASE("gpu-check.sh: a stale bundle is refused before anything runs", "[scri
   r.Lmkit(true);
   r.Tests("All tests passed", 0);
   r.Digest("0000000000000000000000000000000000000000");
-  ScriptRun run = r.Check();
+  RunResult run = r.Check();
   CHECK(run.exit_code == 1);
-  CHECK(run.output.find("built from other sources") != std::string::npos);
-  CHECK(run.output.find("== [cuda] tests") == std::string::npos);
+  CHECK(run.out.find("built from other sources") != std::string::npos);
+  CHECK(run.out.find("== [cuda] tests") == std::string::npos);
   CHECK(ReadAll(r.out + "/gpu-check.txt").find("built from other sources") != std::string::npos);
 }
 
@@ -112,24 +94,24 @@ TEST_CASE("gpu-check.sh: no device, a skipped test, a failed test each fail the 
   SECTION("no device") {
     r.Lmkit(false);
     r.Tests("All tests passed", 0);
-    ScriptRun run = r.Check();
+    RunResult run = r.Check();
     CHECK(run.exit_code == 1);
-    CHECK(run.output.find("no CUDA device visible") != std::string::npos);
+    CHECK(run.out.find("no CUDA device visible") != std::string::npos);
   }
   SECTION("a kernel test skipped") {
     r.Lmkit(true);
     r.Tests("no CUDA device (x): kernel test skipped", 0);
-    ScriptRun run = r.Check();
+    RunResult run = r.Check();
     CHECK(run.exit_code == 1);
-    CHECK(run.output.find("a CUDA test was skipped") != std::string::npos);
+    CHECK(run.out.find("a CUDA test was skipped") != std::string::npos);
   }
   SECTION("a kernel test failed") {
     r.Lmkit(true);
     r.Tests("codes differ", 3);
-    ScriptRun run = r.Check();
+    RunResult run = r.Check();
     CHECK(run.exit_code == 1);
-    CHECK(run.output.find("codes differ") != std::string::npos);
-    CHECK(run.output.find("== kernel bandwidth") == std::string::npos);
+    CHECK(run.out.find("codes differ") != std::string::npos);
+    CHECK(run.out.find("== kernel bandwidth") == std::string::npos);
   }
 }
 
@@ -138,8 +120,8 @@ TEST_CASE("gpu-check.sh: a passing run reports the kernels and the host-to-devic
   r.Digest(r.RealDigest());
   r.Lmkit(true);
   r.Tests("All tests passed (3 assertions in 4 test cases)", 0);
-  ScriptRun run = r.Check();
-  INFO(run.output);
+  RunResult run = r.Check();
+  INFO(run.out);
   CHECK(run.exit_code == 0);
   const std::string report = ReadAll(r.out + "/gpu-check.txt");
   CHECK(report.find("mode bundle") != std::string::npos);
@@ -148,5 +130,5 @@ TEST_CASE("gpu-check.sh: a passing run reports the kernels and the host-to-devic
   CHECK(report.find("-- --pinned") != std::string::npos);
   CHECK(report.find("-- --pageable") != std::string::npos);
   CHECK(report.find("host->device") != std::string::npos);
-  CHECK(Sh("bash " + r.root + "/scripts/gpu-check.sh --bogus").exit_code == 2);
+  CHECK(RunShell("bash " + r.root + "/scripts/gpu-check.sh --bogus").exit_code == 2);
 }

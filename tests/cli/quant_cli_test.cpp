@@ -2,7 +2,6 @@
 // reader (tests/scripts/check_quantized.py, standard library + numpy), golden calibration values, errors, determinism.
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -38,14 +37,8 @@ std::string Python() {
 std::pair<int, std::string> CheckWithPython(const std::string& args, const std::string& script = "check_quantized.py") {
   static const std::string py = Python();
   if (py.empty()) return {-1, ""};
-  std::string cmd = py + " " + lmkit::test::RepoPath("tests/scripts/" + script) + " " + args + " 2>&1";
-  std::string out;
-  FILE* f = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  int rc = pclose(f);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+  const auto r = lmkit::test::RunShell(py + " " + lmkit::test::RepoPath("tests/scripts/" + script) + " " + args);
+  return {r.exit_code, r.out};
 }
 
 #define REQUIRE_SCRIPT_OK(script, args)                                                  \

@@ -116,27 +116,11 @@ std::string ChildStderr(Fn fn, int* status) {
   return err;
 }
 
-// Runs `fn` in a child process; returns what it wrote to stderr if it died of SIGABRT, or "" (and fails) otherwise.
+// Runs `fn` in a child process; returns what it wrote to stderr, and fails unless it died of SIGABRT.
 template <typename Fn>
 std::string AbortMessage(Fn fn) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    std::signal(SIGABRT, SIG_DFL);  // Catch2's handler would report the abort as this child's own test failure
-    dup2(fds[1], 2);
-    close(fds[0]);
-    fn();
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string err;
-  char buf[512];
-  for (ssize_t k; (k = read(fds[0], buf, sizeof(buf))) > 0;) err.append(buf, static_cast<size_t>(k));
-  close(fds[0]);
   int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
+  std::string err = ChildStderr(fn, &status);
   CHECK(WIFSIGNALED(status));
   CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT));
   return err;

@@ -105,6 +105,17 @@ RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdi
   return r;
 }
 
+RunResult RunShell(const std::string& command) {
+  RunResult r;
+  FILE* f = popen((command + " 2>&1").c_str(), "r");
+  if (f == nullptr) throw std::runtime_error("cannot run /bin/sh");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) r.out.append(buf, n);
+  const int status = pclose(f);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string templ = std::string(base && *base ? base : "/tmp") + "/lmkit-test-XXXXXX";

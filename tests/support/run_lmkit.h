@@ -19,6 +19,9 @@ struct RunResult {
 // Runs LMKIT_BINARY with `args` (no shell), feeding `stdin_data` on standard input.
 RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdin_data = "");
 
+// Runs `command` with /bin/sh; `out` holds its stdout and stderr together (in the order written), `err` stays empty.
+RunResult RunShell(const std::string& command);
+
 // A fresh empty directory under $TMPDIR, removed when the object dies.
 class TempDir {
  public:

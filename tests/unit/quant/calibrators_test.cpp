@@ -159,6 +159,24 @@ TEST_CASE("calibrators: histogram binning follows torch.histc and numpy edges", 
 
 namespace {
 
+// scipy.stats.entropy(p, q), which both reference searches call: KL(p || q) of the two normalised, infinite when
+// either sums to zero or q is zero where p is not.
+double LiteralEntropy(const std::vector<double>& p, const std::vector<double>& q) {
+  double sp = 0, sq = 0;
+  for (double v : p) sp += v;
+  for (double v : q) sq += v;
+  if (sp <= 0 || sq <= 0) return INFINITY;
+  double kl = 0;
+  for (size_t j = 0; j < p.size(); ++j) {
+    const double a = p[j] / sp, b = q[j] / sq;
+    if (a > 0) {
+      if (b <= 0) return INFINITY;
+      kl += a * std::log(a / b);
+    }
+  }
+  return kl;
+}
+
 // NVIDIA's _compute_amax_entropy transcribed literally (the arrays P and Q of every candidate built in full): the
 // oracle for NvidiaEntropyDivergences, which visits only non-zero bins and runs candidates in parallel.
 std::vector<double> LiteralNvidiaEntropyDivergences(const AbsHistogram& h, uint32_t start_bin, uint32_t quant_bins) {
@@ -184,25 +202,7 @@ std::vector<double> LiteralNvidiaEntropyDivergences(const AbsHistogram& h, uint3
     double tail = 0;
     for (uint32_t t = n; t-- > i;) tail += bins[t];
     p[i - 1] += tail;
-    double sp = 0, sq = 0;
-    for (double v : p) sp += v;
-    for (double v : q) sq += v;
-    double kl = 0;
-    if (sp <= 0 || sq <= 0) {
-      kl = INFINITY;
-    } else {
-      for (uint32_t j = 0; j < i; ++j) {
-        const double a = p[j] / sp, b = q[j] / sq;
-        if (a > 0) {
-          if (b <= 0) {
-            kl = INFINITY;
-            break;
-          }
-          kl += a * std::log(a / b);
-        }
-      }
-    }
-    out.push_back(kl);
+    out.push_back(LiteralEntropy(p, q));
   }
   return out;
 }
@@ -510,25 +510,7 @@ std::vector<double> LiteralOrtEntropyDivergences(const OrtSignedHistogram& h, ui
       const double v = std::trunc(static_cast<double>(quantized[k]) / static_cast<double>(norm));
       for (uint32_t j = k * merged; j < (k + 1) * merged; ++j) q[j] = v;
     }
-    double div = INFINITY;
-    if (smooth(p) && smooth(q)) {
-      double sp = 0, sq = 0;
-      for (double v : p) sp += v;
-      for (double v : q) sq += v;
-      if (sp > 0 && sq > 0) {
-        div = 0;
-        for (uint32_t j = 0; j < size; ++j) {
-          const double a = p[j] / sp, b = q[j] / sq;
-          if (a > 0) {
-            if (b <= 0) {
-              div = INFINITY;
-              break;
-            }
-            div += a * std::log(a / b);
-          }
-        }
-      }
-    }
+    const double div = smooth(p) && smooth(q) ? LiteralEntropy(p, q) : INFINITY;
     out.push_back(static_cast<float>(div));
   }
   return out;
