@@ -28,13 +28,13 @@ Status TokenizerOptionsFrom(const std::string& pattern, const std::vector<std::s
                             bpe::TokenizerOptions* out) {
   if (!pattern.empty()) {
     auto p = bpe::PatternFromName(pattern);
-    if (!p.ok()) return Status::Usage("unknown --pattern '" + pattern + "' (expected gpt2, cl100k or o200k)");
+    if (!p.ok()) return Status::InvalidArgument("unknown --pattern '" + pattern + "' (expected gpt2, cl100k or o200k)");
     out->pattern = *p;
   }
   // An empty one would match nowhere; the loader's error for it had no token to name ("lmkit bpe encode:
   // --special-token is not ..."), so it is refused here as the usage error bpe train makes of it.
   for (const auto& s : specials)
-    if (s.empty()) return Status::Usage("--special-token: a special token must not be empty");
+    if (s.empty()) return Status::InvalidArgument("--special-token: a special token must not be empty");
   out->specials = specials;
   return Status::Ok();
 }
@@ -84,17 +84,18 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     if (!dtype.ok()) return ReportError(cmd, dtype.status());
     req.dtype = *dtype;
     // The JSON and text formats write decimal ids: a --dtype there was accepted and changed nothing.
-    const bpe::IdFormat resolved =
-        req.format ? *req.format : f->output.empty() ? bpe::IdFormat::kJson : bpe::IdFormatFromPath(f->output);
+    const bpe::IdFormat resolved = req.format          ? *req.format
+                                   : f->output.empty() ? bpe::IdFormat::kJson
+                                                       : bpe::IdFormatFromPath(f->output);
     if (*dtype != bpe::IdDtype::kAuto && (resolved == bpe::IdFormat::kJson || resolved == bpe::IdFormat::kText))
-      return UsageError(cmd, "--dtype applies to the bin and npy formats, not " +
-                                 std::string(bpe::IdFormatName(resolved)));
+      return UsageError(cmd,
+                        "--dtype applies to the bin and npy formats, not " + std::string(bpe::IdFormatName(resolved)));
     req.threads = g.ResolvedThreads();
     req.chunk_bytes = f->chunk_bytes;
     if (g.json && f->output.empty())
       return UsageError(cmd, "--json prints a summary on stdout, so the ids need -o FILE");
-    if (f->output.empty() && req.format &&
-        (*req.format == bpe::IdFormat::kBin || *req.format == bpe::IdFormat::kNpy) && ::isatty(1))
+    if (f->output.empty() && req.format && (*req.format == bpe::IdFormat::kBin || *req.format == bpe::IdFormat::kNpy) &&
+        ::isatty(1))
       return UsageError(cmd, "refusing to write binary ids to a terminal; use -o FILE or --format json");
     std::vector<std::string> ins = TokenizerInputFiles(f->tokenizer);
     ins.push_back(f->input);
@@ -103,8 +104,9 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     Result<bpe::EncodeReport> rep = Status::Internal("not encoded");
     if (f->mpi) {
       if (!mpi::MpiBuilt())
-        return UsageError(cmd, "--mpi: this lmkit was built without MPI (install libopenmpi-dev, configure with "
-                               "-DLMKIT_MPI=ON)");
+        return UsageError(cmd,
+                          "--mpi: this lmkit was built without MPI (install libopenmpi-dev, configure with "
+                          "-DLMKIT_MPI=ON)");
       if (f->output.empty()) return UsageError(cmd, "--mpi needs -o FILE (rank 0 writes the one output)");
       auto r = mpi::EncodeFileMpi(req, progress.get());
       if (!r.ok()) return ReportError(cmd, r.status());
@@ -139,9 +141,9 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
       j["largest_chunk_bytes"] = rep->largest_chunk;
       PrintJson(j);
     } else {
-      PrintText("encoded " + std::to_string(rep->bytes) + " bytes into " + std::to_string(rep->tokens) +
-                " tokens (" + Fixed(bpt, 3) + " bytes/token) in " + Fixed(secs, 3) + " s (" + Fixed(mbps, 1) +
-                " MB/s, " + std::to_string(rep->threads) + " threads, peak RSS " +
+      PrintText("encoded " + std::to_string(rep->bytes) + " bytes into " + std::to_string(rep->tokens) + " tokens (" +
+                Fixed(bpt, 3) + " bytes/token) in " + Fixed(secs, 3) + " s (" + Fixed(mbps, 1) + " MB/s, " +
+                std::to_string(rep->threads) + " threads, peak RSS " +
                 FormatBytes(static_cast<double>(rep->peak_rss_bytes)) + ") -> " + rep->output + " (" +
                 std::string(bpe::IdFormatName(rep->format)) + ", " + dtype_name + ")\n");
     }
@@ -162,8 +164,7 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
     const std::string cmd = "bpe decode";
     bpe::DecodeRequest req;
     req.tokenizer = f->tokenizer;
-    if (Status st = TokenizerOptionsFrom(f->pattern, {}, &req.tokenizer_options); !st.ok())
-      return ReportError(cmd, st);
+    if (Status st = TokenizerOptionsFrom(f->pattern, {}, &req.tokenizer_options); !st.ok()) return ReportError(cmd, st);
     req.input = f->input;
     req.output = f->output;
     if (!f->format.empty()) {
@@ -190,7 +191,7 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
     auto rep = bpe::DecodeFile(req);
     if (!rep.ok()) {
       // A rank file without metadata needs a pattern only for encoding; retry with any pattern.
-      if (rep.status().code() == ErrorCode::kUsage && f->pattern.empty()) {
+      if (rep.status().code() == ErrorCode::kInvalidArgument && f->pattern.empty()) {
         req.tokenizer_options.pattern = bpe::PretokPattern::kGpt2;
         rep = bpe::DecodeFile(req);
       }
@@ -209,8 +210,8 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
       j["peak_rss_bytes"] = rep->peak_rss_bytes;
       PrintJson(j);
     } else {
-      PrintText("decoded " + std::to_string(rep->tokens) + " tokens into " + std::to_string(rep->bytes) +
-                " bytes -> " + rep->output + "\n");
+      PrintText("decoded " + std::to_string(rep->tokens) + " tokens into " + std::to_string(rep->bytes) + " bytes -> " +
+                rep->output + "\n");
     }
     return kExitOk;
   };

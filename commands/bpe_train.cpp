@@ -53,8 +53,9 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
     if (o->inputs.empty() == o->counts.empty())
       return UsageError(cmd, "give either text INPUT files or --counts files (not both)");
     if (o->mpi && !mpi::MpiBuilt())
-      return UsageError(cmd, "--mpi: this lmkit was built without MPI (install libopenmpi-dev, configure with "
-                             "-DLMKIT_MPI=ON)");
+      return UsageError(cmd,
+                        "--mpi: this lmkit was built without MPI (install libopenmpi-dev, configure with "
+                        "-DLMKIT_MPI=ON)");
     if (o->mpi && !o->counts.empty()) return UsageError(cmd, "--mpi counts text inputs; it does not take --counts");
     // The three files replace their namesakes in the output directory: none may be a text input or a counts file.
     std::vector<std::string> ins = o->inputs;
@@ -89,8 +90,9 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
           auto given = bpe::NormalizeSpecialTokens(o->specials);
           if (!given.ok()) return ReportError(cmd, given.status());
           if (*given != headers[0].specials)
-            return ReportError(cmd, Status::InvalidInput(o->counts[0], "counted with other special tokens than the "
-                                                                       "--special-token flags given here"));
+            return ReportError(cmd, Status::InvalidInput(o->counts[0],
+                                                         "counted with other special tokens than the "
+                                                         "--special-token flags given here"));
         }
         opt.special_tokens = headers[0].specials;
         bpe::BpeTrainStats stats;
@@ -123,9 +125,8 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
                       {"write", write_s}};
       if (reduce_s >= 0) j["seconds"]["reduce"] = reduce_s;
       j["peak_rss_bytes"] = PeakRssBytes();
-      j["longest_token"] = {{"id", s.longest_token_id},
-                            {"bytes", longest.size()},
-                            {"printable", bpe::BytesToPrintable(longest)}};
+      j["longest_token"] = {
+          {"id", s.longest_token_id}, {"bytes", longest.size()}, {"printable", bpe::BytesToPrintable(longest)}};
       j["output"] = {o->out_dir + "/vocab.json", o->out_dir + "/merges.txt", o->out_dir + "/tokenizer.json"};
       PrintJson(j);
       return static_cast<int>(kExitOk);

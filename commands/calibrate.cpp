@@ -1,11 +1,13 @@
 // `lmkit calibrate`: activation ranges (amax per tensor) from .npy/.safetensors samples; writes CALIB.json.
+#include "lmkit/quant/calibrate.h"
+
 #include <fmt/format.h>
+
 #include <optional>
 
 #include "commands.h"
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/model/calibrate_model.h"
-#include "lmkit/quant/calibrate.h"
 
 namespace lmkit::cli {
 
@@ -30,7 +32,8 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--flavor", a->flavor,
                  "nvidia (one |x| histogram over the global max; batch-order independent) or ort (ONNX Runtime's "
                  "histograms grown batch by batch)");
-  auto* p = sub.add_option("--percentile", a->percentile, "percentile for --method percentile (nvidia 99.99, ort 99.999)");
+  auto* p =
+      sub.add_option("--percentile", a->percentile, "percentile for --method percentile (nvidia 99.99, ort 99.999)");
   auto* bins = sub.add_option("--bins", a->o.bins, "histogram bins for percentile, entropy and mse (default 2048)");
   sub.add_option("-o,--output", a->output, "CALIB.json to write")->required();
   sub.add_option("--trt-cache", a->trt_cache, "also write a TensorRT calibration cache");

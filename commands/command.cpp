@@ -18,9 +18,17 @@ namespace lmkit::cli {
 
 unsigned GlobalOptions::ResolvedThreads() const { return threads == 0 ? DefaultThreadCount() : threads; }
 
-int ReportError(const std::string& command, const Status& status) {
-  std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), status.ToString().c_str());
-  if (status.code() == ErrorCode::kUsage) return kExitUsage;
+std::string FlagFor(std::string_view field, const FlagNames& names) {
+  if (auto it = names.find(field); it != names.end()) return it->second;
+  std::string flag = "--";
+  for (char c : field) flag.push_back(c == '_' ? '-' : c);
+  return flag;
+}
+
+int ReportError(const std::string& command, const Status& status, const FlagNames& names) {
+  const std::string text = status.ToString([&](std::string_view f) { return FlagFor(f, names); });
+  std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), text.c_str());
+  if (status.code() == ErrorCode::kInvalidArgument) return kExitUsage;
   if (status.code() == ErrorCode::kCancelled) return kExitInterrupted;
   return kExitFailure;
 }
@@ -80,8 +88,7 @@ CLI::Validator DecimalInteger() {
         int64_t v = 0;
         const char* end = value.data() + value.size();
         const auto [ptr, ec] = std::from_chars(value.data(), end, v);  // optional '-', decimal digits only
-        if (value.empty() || ec != std::errc() || ptr != end)
-          return "expected a whole number, got '" + value + "'";
+        if (value.empty() || ec != std::errc() || ptr != end) return "expected a whole number, got '" + value + "'";
         value = std::to_string(v);
         return std::string();
       },
@@ -112,9 +119,10 @@ Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std
   for (const auto& in : inputs) {
     if (in == "-" || !WouldOverwriteInput(output, in)) continue;
     if (std::filesystem::is_directory(in, ec))
-      return Status::Usage(in + ": " + flag + " " + output +
-                           " is a file of this input directory; writing it could destroy the input");
-    return Status::Usage(in + ": is also the output (" + flag + " " + output + "); writing it would destroy the input");
+      return Status::InvalidArgument(in + ": " + flag + " " + output +
+                                     " is a file of this input directory; writing it could destroy the input");
+    return Status::InvalidArgument(in + ": is also the output (" + flag + " " + output +
+                                   "); writing it would destroy the input");
   }
   return Status::Ok();
 }

@@ -4,8 +4,10 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exit_codes.h"
@@ -35,8 +37,14 @@ struct CommandSpec {
   SetupFn setup;
 };
 
-// Prints `lmkit <command>: <subject>: <message>` on stderr and returns the exit code for the status.
-int ReportError(const std::string& command, const Status& status);
+// How a command spells the core's request fields (Field() in a Status message): by default field "seq_len" is the
+// flag "--seq-len"; a command lists the exceptions (positionals, short or renamed flags), e.g. {"model", "MODEL"}.
+using FlagNames = std::map<std::string, std::string, std::less<>>;
+// The CLI spelling of `field` under `names`.
+std::string FlagFor(std::string_view field, const FlagNames& names = {});
+// Prints `lmkit <command>: <subject>: <message>` on stderr, fields spelled as flags, and returns the exit code for
+// the status (kInvalidArgument: kExitUsage).
+int ReportError(const std::string& command, const Status& status, const FlagNames& names = {});
 // Prints `lmkit <command>: <message>` on stderr and returns kExitUsage.
 int UsageError(const std::string& command, const std::string& message);
 // An option check: the value must parse as a finite number > 0. Used instead of CLI::PositiveNumber, which lets "nan"
@@ -81,6 +89,5 @@ void RequireDecimalIntegers(CLI::App& app);
 // result would replace the data it was made from. Every command checks each output it writes this way.
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output,
                                const std::string& flag = "-o");
-
 
 }  // namespace lmkit::cli

@@ -62,14 +62,16 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
     }
   }
   if (o.paths.empty()) return UsageError(cmd, "no token files given (see 'lmkit dataload --help')");
-  o.dtype = f.dtype == "uint16" ? dataload::TokenDtype::kUint16
+  o.dtype = f.dtype == "uint16"   ? dataload::TokenDtype::kUint16
             : f.dtype == "uint32" ? dataload::TokenDtype::kUint32
                                   : dataload::TokenDtype::kAuto;
   dataload::LoaderConfig& c = o.config;
   c.batch_size = f.batch_size;
   c.context = f.context;
   for (auto [name, value] : {std::pair<const char*, const std::string*>{"access", &f.access},
-                             {"advice", &f.advice}, {"cache", &f.cache}, {"out-dtype", &f.out_dtype}}) {
+                             {"advice", &f.advice},
+                             {"cache", &f.cache},
+                             {"out-dtype", &f.out_dtype}}) {
     Status st = dataload::ApplyAxisValue(name, *value, &c);
     if (!st.ok()) return UsageError(cmd, "--" + std::string(name) + ": invalid value '" + *value + "'");
   }
@@ -80,7 +82,8 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
     o.steps = f.steps;
   } else {
     o.duration_s = ParseDuration(f.duration);
-    if (o.duration_s <= 0) return UsageError(cmd, "--duration: expected e.g. 10s, 500ms or 2m (got '" + f.duration + "')");
+    if (o.duration_s <= 0)
+      return UsageError(cmd, "--duration: expected e.g. 10s, 500ms or 2m (got '" + f.duration + "')");
   }
   o.warmup = f.warmup;
   if (f.device == "cpu") {
@@ -141,18 +144,18 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
   }
   for (const auto& r : report->runs) {
     if (r.vocab.out_of_range > 0) {
-      return ReportError(cmd, Status::InvalidInput(r.vocab_first_bad_where,
-                                                   "token id " + std::to_string(r.vocab.first_bad_id) +
-                                                       " is not below --vocab-size " + std::to_string(f.vocab_size) +
-                                                       " (" + std::to_string(r.vocab.out_of_range) +
-                                                       " out-of-range ids in the sampled windows)"));
+      return ReportError(
+          cmd, Status::InvalidInput(r.vocab_first_bad_where,
+                                    "token id " + std::to_string(r.vocab.first_bad_id) + " is not below --vocab-size " +
+                                        std::to_string(f.vocab_size) + " (" + std::to_string(r.vocab.out_of_range) +
+                                        " out-of-range ids in the sampled windows)"));
     }
   }
   if (!f.fail_on.empty()) {
     const dataload::InputBound level = dataload::GateLevel(*report);
-    const bool fail = f.fail_on == "high" ? level == dataload::InputBound::kHighly
-                                          : (level == dataload::InputBound::kModerately ||
-                                             level == dataload::InputBound::kHighly);
+    const bool fail = f.fail_on == "high"
+                          ? level == dataload::InputBound::kHighly
+                          : (level == dataload::InputBound::kModerately || level == dataload::InputBound::kHighly);
     if (fail) {
       std::fprintf(stderr, "lmkit dataload: gate failed: %s (--fail-on %s)\n", dataload::InputBoundPhrase(level),
                    f.fail_on.c_str());
@@ -179,14 +182,16 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--warmup", f->warmup, "batches before the steady state (timed apart)");
   sub.add_option("--access", f->access, "how windows are read: mmap, pread, direct (O_DIRECT)")
       ->check(CLI::IsMember({"mmap", "pread", "direct"}));
-  sub.add_option("--advice", f->advice, "read-ahead advice: normal, random (no read-ahead; a batch's windows requested together)")
+  sub.add_option("--advice", f->advice,
+                 "read-ahead advice: normal, random (no read-ahead; a batch's windows requested together)")
       ->check(CLI::IsMember({"normal", "random"}));
   sub.add_option("--cache", f->cache,
                  "page cache before the run: as-is, warm (read the files), cold (evict them), cold-each (evict each "
                  "batch's windows: a dataset larger than RAM)")
       ->check(CLI::IsMember({"as-is", "warm", "cold", "cold-each"}));
-  sub.add_option("--prefetch", f->prefetch, "batches produced ahead of the consumer (loader threads: global --threads, "
-                                            "default 1)")
+  sub.add_option("--prefetch", f->prefetch,
+                 "batches produced ahead of the consumer (loader threads: global --threads, "
+                 "default 1)")
       ->check(PositiveFinite());
   sub.add_option("--out-dtype", f->out_dtype, "dtype of x and y: int64 (torch LongTensor), int32, uint16")
       ->check(CLI::IsMember({"int64", "int32", "uint16"}));

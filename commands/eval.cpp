@@ -1,7 +1,8 @@
 // `lmkit eval`: NLL / perplexity of a Llama-family checkpoint over a token file; --compare adds KL and top-1 agreement.
+#include "lmkit/model/eval.h"
+
 #include "commands.h"
 #include "lmkit/io/dtype.h"
-#include "lmkit/model/eval.h"
 
 namespace lmkit::cli {
 

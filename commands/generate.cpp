@@ -1,9 +1,10 @@
 // `lmkit generate`: greedy or temperature-sampled continuation of token ids (golden checks, sample data for eval).
+#include "lmkit/model/generate.h"
+
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "lmkit/io/token_file.h"
-#include "lmkit/model/generate.h"
 
 namespace lmkit::cli {
 
@@ -19,9 +20,7 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
       "prints the ids (one sequence per line), or writes them to a token file with -o");
   sub.add_option("MODEL", a->o.model, "model directory (config.json + *.safetensors) or a .safetensors file")
       ->required();
-  sub.add_option("--prompt-ids", a->o.prompt, "prompt token ids, e.g. 1 (BOS) or 1,450,32")
-      ->required()
-      ->delimiter(',');
+  sub.add_option("--prompt-ids", a->o.prompt, "prompt token ids, e.g. 1 (BOS) or 1,450,32")->required()->delimiter(',');
   sub.add_option("--max-tokens", a->o.max_tokens, "ids to generate per sequence")->required();
   sub.add_option("--temperature", a->o.temperature, "0 = greedy (default); > 0 samples from softmax(logits / T)");
   sub.add_option("--seed", a->o.seed, "random seed for sampling (default 0)");
@@ -41,7 +40,7 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
     a->o.threads = g.ResolvedThreads();
     auto progress = MakeProgress(g);
     auto r = model::Generate(a->o, progress.get());
-    if (!r.ok()) return ReportError("generate", r.status());
+    if (!r.ok()) return ReportError("generate", r.status(), {{"prompt", "--prompt-ids"}});
     if (!a->output.empty()) {
       auto w = io::TokenWriter::Create(a->output, io::TokenFormatFromPath(a->output),
                                        r->vocab <= 65536 ? io::DType::kU16 : io::DType::kU32);
@@ -65,8 +64,8 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
       return static_cast<int>(kExitOk);
     }
     if (!a->output.empty()) {
-      PrintText(fmt::format("{} sequences of {} tokens -> {}\n", r->sequences.size(), r->sequences[0].size(),
-                            a->output));
+      PrintText(
+          fmt::format("{} sequences of {} tokens -> {}\n", r->sequences.size(), r->sequences[0].size(), a->output));
       return static_cast<int>(kExitOk);
     }
     std::string out;

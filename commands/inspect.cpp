@@ -1,11 +1,12 @@
 // `lmkit inspect FILE|DIR [--stats]`: tensor names, dtypes, shapes, bytes and the parameter total of a .safetensors
 // file, a .npy file or a model directory; --stats adds min/max/mean/std/absmax per tensor.
+#include "lmkit/io/inspect.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "commands.h"
-#include "lmkit/io/inspect.h"
 
 namespace lmkit::cli {
 namespace {
@@ -50,9 +51,8 @@ Json ToJson(const io::InspectReport& r) {
     if (r.files.size() > 1) e["file"] = t.file;
     if (t.stats) {
       const auto& s = *t.stats;
-      e["stats"] = {{"min", s.min},       {"max", s.max},     {"mean", s.mean},
-                    {"std", s.std},       {"absmax", s.absmax}, {"finite", s.count},
-                    {"nan", s.nan_count}, {"inf", s.inf_count}};
+      e["stats"] = {{"min", s.min},       {"max", s.max},      {"mean", s.mean},     {"std", s.std},
+                    {"absmax", s.absmax}, {"finite", s.count}, {"nan", s.nan_count}, {"inf", s.inf_count}};
     }
     ts.push_back(std::move(e));
   }
@@ -67,7 +67,8 @@ std::string ToText(const io::InspectReport& r) {
   if (r.files.size() > 1) out += fmt::format("files       {}\n", r.files.size());
   out += fmt::format("tensors     {}\n", r.tensors.size());
   out += fmt::format("parameters  {}\n", Grouped(r.parameter_count));
-  out += fmt::format("bytes       {} ({})\n", Grouped(r.tensor_bytes), FormatBytes(static_cast<double>(r.tensor_bytes)));
+  out +=
+      fmt::format("bytes       {} ({})\n", Grouped(r.tensor_bytes), FormatBytes(static_cast<double>(r.tensor_bytes)));
   for (const auto& [k, v] : r.metadata) out += fmt::format("metadata    {} = {}\n", k, v);
   if (r.config && r.config->contains("model_type") && (*r.config)["model_type"].is_string())
     out += fmt::format("config      model_type = {}\n", (*r.config)["model_type"].get<std::string>());
@@ -86,8 +87,8 @@ std::string ToText(const io::InspectReport& r) {
                        t.bytes);
     if (t.stats) {
       const auto& s = *t.stats;
-      out += fmt::format("  {:>12.5g}  {:>12.5g}  {:>12.5g}  {:>12.5g}  {:>12.5g}", s.min, s.max, s.mean, s.std,
-                         s.absmax);
+      out +=
+          fmt::format("  {:>12.5g}  {:>12.5g}  {:>12.5g}  {:>12.5g}  {:>12.5g}", s.min, s.max, s.mean, s.std, s.absmax);
       if (s.nan_count || s.inf_count) out += fmt::format("  ({} NaN, {} inf)", s.nan_count, s.inf_count);
     }
     out += "\n";

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -30,7 +29,8 @@ struct ModelArgs {
     sub.add_option("--heads", dims.heads, "attention heads")->group(g);
     sub.add_option("--kv-heads", dims.kv_heads, "key/value heads (default: heads)")->group(g);
     sub.add_option("--head-dim", dims.head_dim, "head dimension (default: d-model / heads)")->group(g);
-    sub.add_option("--d-ff", dims.d_ff, "FFN width (default: 4d for gelu, 8d/3 rounded up to 256 for swiglu)")->group(g);
+    sub.add_option("--d-ff", dims.d_ff, "FFN width (default: 4d for gelu, 8d/3 rounded up to 256 for swiglu)")
+        ->group(g);
     sub.add_option("--vocab", dims.vocab, "vocabulary size")->group(g);
     sub.add_option("--positions", dims.positions, "rows of a learned position table (default 0 = RoPE)")->group(g);
     sub.add_option("--ffn", ffn, "swiglu (3 matrices) or gelu (2 matrices)")->group(g);
@@ -56,14 +56,14 @@ struct ModelArgs {
     } else if (ffn == "gelu") {
       s.dims.ffn = accounting::FfnKind::kGelu;
     } else {
-      return Status::Usage("--ffn must be swiglu or gelu (got '" + ffn + "')");
+      return Status::InvalidArgument("--ffn must be swiglu or gelu (got '" + ffn + "')");
     }
     if (norm == "rmsnorm") {
       s.dims.norm = accounting::NormKind::kRmsNorm;
     } else if (norm == "layernorm") {
       s.dims.norm = accounting::NormKind::kLayerNorm;
     } else {
-      return Status::Usage("--norm must be rmsnorm or layernorm (got '" + norm + "')");
+      return Status::InvalidArgument("--norm must be rmsnorm or layernorm (got '" + norm + "')");
     }
     return s;
   }
@@ -84,9 +84,9 @@ struct ModelArgs {
 
 // True when any explicit-dimension flag was given on the command line.
 inline bool AnyDimFlag(const CLI::App& sub) {
-  for (const char* f : {"--layers", "--d-model", "--heads", "--kv-heads", "--head-dim", "--d-ff", "--vocab",
-                        "--positions", "--ffn", "--norm", "--tied", "--bias", "--experts", "--top-k", "--expert-d-ff",
-                        "--window"})
+  for (const char* f :
+       {"--layers", "--d-model", "--heads", "--kv-heads", "--head-dim", "--d-ff", "--vocab", "--positions", "--ffn",
+        "--norm", "--tied", "--bias", "--experts", "--top-k", "--expert-d-ff", "--window"})
     if (sub.count(f) > 0) return true;
   return false;
 }

@@ -1,6 +1,7 @@
 // `lmkit plan`: many models on a few GPUs — memory by component, latency and its bound, load/switch time, a packing.
-#include "commands.h"
 #include "lmkit/accounting/plan.h"
+
+#include "commands.h"
 
 namespace lmkit::cli {
 

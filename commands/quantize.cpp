@@ -1,5 +1,7 @@
 // `lmkit quantize`: INT8 weights (compressed-tensors, or GGUF Q8_0) from a safetensors checkpoint; prints the error
 // report.
+#include "lmkit/quant/quantize.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -7,7 +9,6 @@
 
 #include "commands.h"
 #include "lmkit/common/atomic_file.h"
-#include "lmkit/quant/quantize.h"
 
 namespace lmkit::cli {
 
@@ -52,9 +53,8 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     if (Status st = CheckOutputIsNotAnInput(ins, a->o.output); !st.ok()) return ReportError("quantize", st);
     if (Status st = CheckOutputIsNotAnInput(ins, a->report, "--report"); !st.ok()) return ReportError("quantize", st);
     std::error_code ec;
-    if (!a->report.empty() &&
-        std::filesystem::weakly_canonical(std::filesystem::absolute(a->report, ec), ec) ==
-            std::filesystem::weakly_canonical(std::filesystem::absolute(a->o.output, ec), ec))
+    if (!a->report.empty() && std::filesystem::weakly_canonical(std::filesystem::absolute(a->report, ec), ec) ==
+                                  std::filesystem::weakly_canonical(std::filesystem::absolute(a->o.output, ec), ec))
       return UsageError("quantize", "-o and --report name the same file");
     // The report file is opened before quantizing, so an unwritable --report fails before any output is written
     // instead of after (exit 1 with the quantized model already in place).

@@ -71,8 +71,8 @@ TEST_CASE("flops cli: CS336 GPT-2 XL golden numbers in table and JSON", "[accoun
 }
 
 TEST_CASE("flops cli: explicit dimensions equal the preset", "[accounting][cli]") {
-  auto j = StdoutJson(RunLmkit({"flops", "--json", "--layers", "12", "--d-model", "768", "--heads", "12", "--vocab", "50257",
-                            "--ffn", "gelu", "--norm", "layernorm", "--positions", "1024", "--tied"}));
+  auto j = StdoutJson(RunLmkit({"flops", "--json", "--layers", "12", "--d-model", "768", "--heads", "12", "--vocab",
+                                "50257", "--ffn", "gelu", "--norm", "layernorm", "--positions", "1024", "--tied"}));
   CHECK(j["params"]["total"].get<int64_t>() == 124337664);
   CHECK(j["totals"]["forward"].get<uint64_t>() == 291648307200ULL);
   auto both = RunLmkit({"flops", "gpt2", "--layers", "3"});
@@ -82,7 +82,8 @@ TEST_CASE("flops cli: explicit dimensions equal the preset", "[accounting][cli]"
 TEST_CASE("flops cli: conventions are flags", "[accounting][cli]") {
   auto full = StdoutJson(RunLmkit({"flops", "--json", "llama-2-7b", "--seq-len", "4096"}));
   auto half = StdoutJson(RunLmkit({"flops", "--json", "llama-2-7b", "--seq-len", "4096", "--causal-half"}));
-  CHECK(2 * half["components"]["attention scores"].get<uint64_t>() == full["components"]["attention scores"].get<uint64_t>());
+  CHECK(2 * half["components"]["attention scores"].get<uint64_t>() ==
+        full["components"]["attention scores"].get<uint64_t>());
   auto nohead = StdoutJson(RunLmkit({"flops", "--json", "llama-2-7b", "--no-lm-head"}));
   CHECK(nohead["components"]["LM head"].get<uint64_t>() == 0);
   auto macs = RunLmkit({"flops", "llama-2-7b", "--macs"});
@@ -159,12 +160,11 @@ TEST_CASE("flops cli: sweep prints one table and writes a valid SVG", "[accounti
   auto j = StdoutJson(models);
   CHECK(j["sweep"]["points"].size() == 2);
   CHECK(j["sweep"]["points"][1]["components"]["router"].get<uint64_t>() > 0);
-  auto timed = StdoutJson(RunLmkit({"flops", "--json", "llama-3-8b", "--sweep", "batch=1,8", "--gpu", "h100", "--mfu",
-                                "0.5", "--training"}));
+  auto timed = StdoutJson(RunLmkit(
+      {"flops", "--json", "llama-3-8b", "--sweep", "batch=1,8", "--gpu", "h100", "--mfu", "0.5", "--training"}));
   auto& pts = timed["sweep"]["points"];
   REQUIRE(pts.size() == 2);
-  CHECK(pts[1]["step_time"]["seconds"].get<double>() ==
-        Approx(pts[1]["training"].get<double>() / (989.4e12 * 0.5)));
+  CHECK(pts[1]["step_time"]["seconds"].get<double>() == Approx(pts[1]["training"].get<double>() / (989.4e12 * 0.5)));
   CHECK(pts[1]["training"].get<uint64_t>() == 8 * pts[0]["training"].get<uint64_t>());
   CHECK(RunLmkit({"flops", "gpt2", "--sweep", "depth=1,2"}).exit_code == 2);
   CHECK(RunLmkit({"flops", "gpt2", "--svg", svg}).exit_code == 2);
@@ -210,7 +210,7 @@ TEST_CASE("flops cli: bad configs name the field and the file", "[accounting][cl
 
 TEST_CASE("memory cli: CS336 adamwAccounting line and largest batch", "[accounting][cli]") {
   auto j = StdoutJson(RunLmkit({"memory", "--json", "cs336-gpt2-xl", "--dtype", "fp32", "--activations", "cs336",
-                            "--overhead-gib", "0", "--capacity-gb", "80"}));
+                                "--overhead-gib", "0", "--capacity-gb", "80"}));
   CHECK(j["memory"]["fixed"].get<uint64_t>() == 34032921600ULL);
   CHECK(j["memory"]["per_sequence"].get<uint64_t>() == 15517753344ULL);
   CHECK(j["memory"]["max_batch"].get<int64_t>() == 2);
@@ -224,7 +224,8 @@ TEST_CASE("memory cli: CS336 adamwAccounting line and largest batch", "[accounti
 }
 
 TEST_CASE("memory cli: inference KV cache, ZeRO, sweeps", "[accounting][cli]") {
-  auto inf = StdoutJson(RunLmkit({"memory", "--json", "llama-2-7b", "--mode", "inference", "--seq-len", "2048", "--gpu", "a100-80"}));
+  auto inf = StdoutJson(
+      RunLmkit({"memory", "--json", "llama-2-7b", "--mode", "inference", "--seq-len", "2048", "--gpu", "a100-80"}));
   CHECK(inf["memory"]["kv_bytes_per_token"].get<uint64_t>() == 524288);
   CHECK(inf["memory"]["kv_cache"].get<uint64_t>() == 1073741824ULL);
   CHECK(inf["memory"]["fits"].get<bool>());
@@ -250,7 +251,8 @@ TEST_CASE("memory cli: inference KV cache, ZeRO, sweeps", "[accounting][cli]") {
 
 TEST_CASE("flops cli: negative optional dimension flags are errors, not the default", "[accounting][cli]") {
   // 0 means "default" on these flags; a negative value used to fall through to the default silently.
-  const std::vector<std::string> base = {"flops", "--layers", "2", "--d-model", "768", "--heads", "12", "--vocab", "100"};
+  const std::vector<std::string> base = {"flops",   "--layers", "2",       "--d-model", "768",
+                                         "--heads", "12",       "--vocab", "100"};
   for (const char* flag : {"--kv-heads", "--head-dim", "--d-ff", "--experts", "--top-k", "--expert-d-ff"}) {
     auto args = base;
     args.insert(args.end(), {flag, "-4"});
@@ -260,8 +262,8 @@ TEST_CASE("flops cli: negative optional dimension flags are errors, not the defa
     CHECK(r.out.empty());
     CHECK(r.err == std::string("lmkit flops: ") + flag + ": must not be negative (got -4)\n");
   }
-  auto p = RunLmkit({"memory", "--layers", "2", "--d-model", "768", "--heads", "12", "--vocab", "100", "--positions",
-                     "-5"});
+  auto p =
+      RunLmkit({"memory", "--layers", "2", "--d-model", "768", "--heads", "12", "--vocab", "100", "--positions", "-5"});
   CHECK(p.exit_code == 1);
   CHECK(p.err == "lmkit memory: explicit dimensions: field 'n_positions' must not be negative (got -5)\n");
 }
@@ -324,8 +326,8 @@ TEST_CASE("flops cli: a tiny --mfu gives finite, non-overflowed times, and --ste
 
 TEST_CASE("memory: training-only flags with --mode inference get one note on stderr, not silence",
           "[cli][accounting]") {
-  auto r = lmkit::test::RunLmkit({"memory", "gpt2", "--mode", "inference", "--optimizer", "sgd", "--zero", "1",
-                                  "--format", "json"});
+  auto r = lmkit::test::RunLmkit(
+      {"memory", "gpt2", "--mode", "inference", "--optimizer", "sgd", "--zero", "1", "--format", "json"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.err == "lmkit memory: note: --optimizer, --zero only apply to --mode training; ignored\n");
   // The same numbers as without them (only the echoed "options" differ): they were ignored, as the note says.

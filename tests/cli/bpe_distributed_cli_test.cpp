@@ -65,8 +65,8 @@ constexpr bool kSanitized = false;
 // the MPI tests.
 std::string MpiRunPrefix(const TempDir& dir) {
   // Answered before MPI starts: "built without MPI", or (with MPI) that --mpi does not take --counts.
-  auto probe = RunLmkit({"bpe", "train", "--mpi", "--counts", dir.file("none"), "--vocab-size", "300", "-o",
-                         dir.file("probe")});
+  auto probe =
+      RunLmkit({"bpe", "train", "--mpi", "--counts", dir.file("none"), "--vocab-size", "300", "-o", dir.file("probe")});
   CHECK(probe.exit_code == 2);
   if (probe.err.find("built without MPI") != std::string::npos) {
     WARN("this lmkit was built without MPI: MPI tests skipped");
@@ -98,8 +98,9 @@ TEST_CASE("cli bpe count/train --counts: N shard jobs give the plain training's 
     std::vector<std::string> args = {"bpe", "train", "--vocab-size", "500", "-o", dir.file("sharded"), "--quiet"};
     for (int k = n - 1; k >= 0; --k) {  // any order
       const std::string part = dir.file("part-" + std::to_string(k) + ".counts");
-      auto c = RunLmkit({"bpe", "count", TestData("bpe/corpus.en"), "--shard", std::to_string(k) + "/" +
-                         std::to_string(n), "--special-token", "<|endoftext|>", "-o", part, "--quiet"});
+      auto c =
+          RunLmkit({"bpe", "count", TestData("bpe/corpus.en"), "--shard", std::to_string(k) + "/" + std::to_string(n),
+                    "--special-token", "<|endoftext|>", "-o", part, "--quiet"});
       INFO(c.err);
       REQUIRE(c.exit_code == 0);
       CHECK(c.out.find("shard " + std::to_string(k) + "/" + std::to_string(n)) != std::string::npos);
@@ -139,7 +140,8 @@ TEST_CASE("cli bpe train --counts: damaged, mismatched and incomplete counts are
   CHECK(missing.err.find("shard 0/2 is missing") != std::string::npos);
 
   // One shard may come from stdin; its counts equal those of the file.
-  auto piped = RunLmkit({"bpe", "count", "-", "--special-token", "<|endoftext|>", "-o", dir.file("stdin")}, ReadAll(in));
+  auto piped =
+      RunLmkit({"bpe", "count", "-", "--special-token", "<|endoftext|>", "-o", dir.file("stdin")}, ReadAll(in));
   REQUIRE(piped.exit_code == 0);
   auto file = RunLmkit({"bpe", "count", in, "--special-token", "<|endoftext|>", "-o", dir.file("file")});
   REQUIRE(file.exit_code == 0);
@@ -189,8 +191,8 @@ void CheckMpiEncode(const std::string& ext, std::initializer_list<int> ranks, co
   REQUIRE(want.size() > 1000);
   for (int n : ranks) {
     // Small chunks so each rank's range is also cut into several chunks.
-    auto r = Shell(dir, mpirun + std::to_string(n) + lmkit + "bpe encode -t gpt2 '" + in +
-                            "' --dtype " + dtype + " --mpi --chunk-bytes 8192 -o '" + mpi + "'");
+    auto r = Shell(dir, mpirun + std::to_string(n) + lmkit + "bpe encode -t gpt2 '" + in + "' --dtype " + dtype +
+                            " --mpi --chunk-bytes 8192 -o '" + mpi + "'");
     INFO(ext << " ranks = " << n << "\n" << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("encoded 133027 bytes") != std::string::npos);

@@ -221,8 +221,8 @@ TEST_CASE("cli bpe encode, decode and count: an output that is the input is refu
   WriteAll(text, "Hello world");
   auto r = RunLmkit({"bpe", "encode", "--tokenizer", "gpt2", text, "-o", text});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "lmkit bpe encode: " + text + ": is also the output (-o " + text +
-                     "); writing it would destroy the input\n");
+  CHECK(r.err ==
+        "lmkit bpe encode: " + text + ": is also the output (-o " + text + "); writing it would destroy the input\n");
   CHECK(ReadAll(text) == "Hello world");
   // Another spelling of the same file.
   const std::string other = dir.path() + "/./in.txt";

@@ -31,7 +31,7 @@ TEST_CASE("bpe train cli: golden files for corpus.en", "[bpe][cli]") {
   for (auto it = ref->begin(); it != ref->end(); ++it) want.insert(it.key());
   CHECK(got == want);
   CHECK((*vocab)["<|endoftext|>"] == 0);
-  CHECK((*vocab)["!"] == 34);  // specials, then bytes 0..255 in order: '!' is byte 33
+  CHECK((*vocab)["!"] == 34);           // specials, then bytes 0..255 in order: '!' is byte 33
   CHECK((*vocab)["\xc4\xa0t"] == 257);  // the first merge "Ġ t"
   auto tok = lmkit::ParseJson(ReadAll(dir.file("tokenizer.json")), "tokenizer.json");
   REQUIRE(tok.ok());

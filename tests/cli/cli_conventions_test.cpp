@@ -3,7 +3,6 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 
 #include "lmkit/common/json.h"

@@ -42,8 +42,8 @@ TEST_CASE("dataload cli: --json is one lmkit.dataload/1 document", "[dataload][c
   CHECK(run["demand"]["step_time_ms"] == Approx(100));
   CHECK((*j)["gate_level"] == "not");
   // Same seed, other thread count: the same batches.
-  auto r2 = RunLmkit({"--json", "--threads", "2", "dataload", f, "--steps", "10", "-t", "256", "--seed", "3",
-                      "--access", "pread"});
+  auto r2 = RunLmkit(
+      {"--json", "--threads", "2", "dataload", f, "--steps", "10", "-t", "256", "--seed", "3", "--access", "pread"});
   REQUIRE(r2.exit_code == 0);
   auto j2 = lmkit::ParseJson(r2.out, "stdout");
   REQUIRE(j2.ok());
@@ -91,8 +91,8 @@ TEST_CASE("dataload cli: bad input and usage errors", "[dataload][cli]") {
   CHECK(RunLmkit({"dataload", f, "--tokens-per-s", "5", "--step-time-ms", "5"}).exit_code == 2);
   CHECK(RunLmkit({"dataload", f, "--model", "gpt2"}).exit_code == 2);
   CHECK(RunLmkit({"dataload", f, "--sweep", "colour=red"}).exit_code == 2);
-  auto npy_u32 = RunLmkit({"dataload", TestData("dataload/tokens_u32.npy"), "--steps", "3", "-t", "64",
-                           "--out-dtype", "uint16"});
+  auto npy_u32 =
+      RunLmkit({"dataload", TestData("dataload/tokens_u32.npy"), "--steps", "3", "-t", "64", "--out-dtype", "uint16"});
   CHECK(npy_u32.exit_code == 2);
 }
 

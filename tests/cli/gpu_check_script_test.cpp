@@ -38,13 +38,15 @@ struct FakeRepo {
   }
   // lmkit: answers --version, env, env --json (a device listed when `device`) and dataload.
   void Lmkit(bool device) {
-    Executable(root + "/.gpu-bundle/bin/lmkit",
-               std::string("case \"$1 $2\" in\n") +
-                   "  '--version ') echo 'lmkit 0.1.0' ;;\n"
-                   "  'env ') echo 'devices fake' ;;\n"
-                   "  'env --json') echo '{\"devices\": [" + (device ? "{\"index\": 0}" : "") + "]}' ;;\n" +
-                   "  dataload*) echo 'throughput  1 M tokens/s'; echo '  host->device  1.0 us'; echo 'verdict  ok' ;;\n"
-                   "esac\n");
+    Executable(
+        root + "/.gpu-bundle/bin/lmkit",
+        std::string("case \"$1 $2\" in\n") +
+            "  '--version ') echo 'lmkit 0.1.0' ;;\n"
+            "  'env ') echo 'devices fake' ;;\n"
+            "  'env --json') echo '{\"devices\": [" +
+            (device ? "{\"index\": 0}" : "") + "]}' ;;\n" +
+            "  dataload*) echo 'throughput  1 M tokens/s'; echo '  host->device  1.0 us'; echo 'verdict  ok' ;;\n"
+            "esac\n");
   }
   // lmkit_tests: what the [cuda] run prints and its status, and the benchmark's lines.
   void Tests(const std::string& cuda_output, int cuda_status) {
@@ -60,7 +62,7 @@ struct FakeRepo {
   }
   RunResult Check() {
     return RunShell("cd " + root + " && OUT=" + out + " TMPDIR=" + dir.path() +
-              " GPU_CHECK_TOKEN_BYTES=4096 bash scripts/gpu-check.sh");
+                    " GPU_CHECK_TOKEN_BYTES=4096 bash scripts/gpu-check.sh");
   }
 };
 

@@ -1,8 +1,7 @@
 // `lmkit inspect` end to end: the stories260K acceptance numbers, text and JSON, --stats determinism across --threads,
 // and corrupted copies of the checkpoint (made here) that must fail with one line naming the defect.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -89,8 +88,9 @@ TEST_CASE("inspect cli: corrupted checkpoints exit 1 with one line naming the de
 
   std::string truncated = dir.file("truncated.safetensors");
   WriteAll(truncated, raw.substr(0, 600000));
-  CheckFails(truncated, "tensor 'model.layers.2.mlp.up_proj.weight': data_offsets [582912, 626944) run past the end "
-                        "of the data buffer (595096 bytes)");
+  CheckFails(truncated,
+             "tensor 'model.layers.2.mlp.up_proj.weight': data_offsets [582912, 626944) run past the end "
+             "of the data buffer (595096 bytes)");
 
   std::string long_header = dir.file("long_header.safetensors");
   std::string lh = raw;
@@ -103,13 +103,15 @@ TEST_CASE("inspect cli: corrupted checkpoints exit 1 with one line naming the de
   WriteAll(overlap, EditHeader([](nlohmann::ordered_json& j) {
              j["model.layers.0.input_layernorm.weight"]["data_offsets"] = {131000, 131256};
            }));
-  CheckFails(overlap, "tensor 'model.layers.0.input_layernorm.weight': data_offsets [131000, 131256) overlap tensor "
-                      "'model.embed_tokens.weight' [0, 131072)");
+  CheckFails(overlap,
+             "tensor 'model.layers.0.input_layernorm.weight': data_offsets [131000, 131256) overlap tensor "
+             "'model.embed_tokens.weight' [0, 131072)");
 
   std::string mismatch = dir.file("mismatch.safetensors");
   WriteAll(mismatch, EditHeader([](nlohmann::ordered_json& j) { j["model.embed_tokens.weight"]["dtype"] = "F16"; }));
-  CheckFails(mismatch, "tensor 'model.embed_tokens.weight': data_offsets [0, 131072) hold 131072 bytes but F16 "
-                       "[512, 64] needs 65536");
+  CheckFails(mismatch,
+             "tensor 'model.embed_tokens.weight': data_offsets [0, 131072) hold 131072 bytes but F16 "
+             "[512, 64] needs 65536");
 
   std::string unknown = dir.file("unknown.safetensors");
   WriteAll(unknown, EditHeader([](nlohmann::ordered_json& j) { j["model.norm.weight"]["dtype"] = "F12"; }));

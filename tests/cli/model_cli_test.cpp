@@ -66,7 +66,8 @@ TEST_CASE("eval: a model compared with itself has KL 0 and top-1 agreement 1", "
   REQUIRE(RunLmkit({"generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "99", "--temperature", "1", "--seed",
                     "3", "--samples", "2", "-o", d.file("t.bin")})
               .exit_code == 0);
-  auto r = RunLmkit({"--json", "eval", kCliModel, "--tokens", d.file("t.bin"), "--compare", kCliModel, "--seq-len", "100"});
+  auto r =
+      RunLmkit({"--json", "eval", kCliModel, "--tokens", d.file("t.bin"), "--compare", kCliModel, "--seq-len", "100"});
   REQUIRE(r.exit_code == 0);
   const Json j = Parse(r.out);
   CHECK(j["sequences"] == 2);
@@ -80,11 +81,12 @@ TEST_CASE("eval: a model compared with itself has KL 0 and top-1 agreement 1", "
 
 TEST_CASE("calibrate --model writes the same CALIB.json schema as file calibration", "[model][cli]") {
   TempDir d;
-  REQUIRE(RunLmkit({"generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "63", "-o", d.file("t.npy")}).exit_code ==
-          0);
+  REQUIRE(
+      RunLmkit({"generate", kCliModel, "--prompt-ids", "1", "--max-tokens", "63", "-o", d.file("t.npy")}).exit_code ==
+      0);
   for (const char* method : {"percentile", "minmax"}) {
-    auto m = RunLmkit({"calibrate", "--model", kCliModel, "--tokens", d.file("t.npy"), "--method", method, "-o",
-                       d.file("m.json")});
+    auto m = RunLmkit(
+        {"calibrate", "--model", kCliModel, "--tokens", d.file("t.npy"), "--method", method, "-o", d.file("m.json")});
     REQUIRE(m.exit_code == 0);
     auto f = RunLmkit({"calibrate", TestData("quant/laplace_acts.npy"), "--method", method, "-o", d.file("f.json")});
     REQUIRE(f.exit_code == 0);
@@ -118,8 +120,8 @@ TEST_CASE("model commands: bad inputs are one-line errors", "[model][cli]") {
   auto r = RunLmkit({"eval", kCliModel, "--tokens", d.file("big.bin")});
   CHECK(r.exit_code == 1);
   CHECK(r.err == "lmkit eval: " + d.file("big.bin") + ": token id 9999 at index 2 is >= vocab_size 512\n");
-  r = RunLmkit({"calibrate", "--model", kCliModel, "--tokens", d.file("big.bin"), "--method", "minmax", "-o",
-                d.file("c.json")});
+  r = RunLmkit(
+      {"calibrate", "--model", kCliModel, "--tokens", d.file("big.bin"), "--method", "minmax", "-o", d.file("c.json")});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("token id 9999 at index 2 is >= vocab_size 512") != std::string::npos);
   r = RunLmkit({"generate", kCliModel, "--prompt-ids", "1,600", "--max-tokens", "2"});

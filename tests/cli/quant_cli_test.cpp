@@ -41,15 +41,15 @@ std::pair<int, std::string> CheckWithPython(const std::string& args, const std::
   return {r.exit_code, r.out};
 }
 
-#define REQUIRE_SCRIPT_OK(script, args)                                                  \
-  do {                                                                                   \
-    auto [rc_, out_] = CheckWithPython(args, script);                                    \
-    if (rc_ == -1) {                                                                     \
+#define REQUIRE_SCRIPT_OK(script, args)                                                   \
+  do {                                                                                    \
+    auto [rc_, out_] = CheckWithPython(args, script);                                     \
+    if (rc_ == -1) {                                                                      \
       WARN("python3 with numpy not found (scripts/setup.sh installs it); check skipped"); \
-    } else {                                                                             \
-      INFO(out_);                                                                        \
-      CHECK(rc_ == 0);                                                                   \
-    }                                                                                    \
+    } else {                                                                              \
+      INFO(out_);                                                                         \
+      CHECK(rc_ == 0);                                                                    \
+    }                                                                                     \
   } while (0)
 #define REQUIRE_PYTHON_OK(args) REQUIRE_SCRIPT_OK("check_quantized.py", args)
 
@@ -69,7 +69,7 @@ void WriteToyCheckpoint(const std::string& path, io::DType dtype, bool with_nan 
     return v;
   };
   std::vector<float> proj = make(48 * 64), embed = make(32 * 64), norm(64, 1.0f), bias = make(48);
-  proj[5] = 0.9f;  // an outlier
+  proj[5] = 0.9f;                                        // an outlier
   for (int c = 0; c < 64; ++c) proj[7 * 64 + c] = 0.0f;  // a zero channel
   if (with_nan) proj[3 * 64 + 9] = std::numeric_limits<float>::quiet_NaN();
   std::vector<std::vector<uint8_t>> store;
@@ -191,8 +191,8 @@ TEST_CASE("quantize: sharded model directory keeps shards, rewrites the index", 
   REQUIRE(r.exit_code == 0);
   CHECK(ParseOut(r.out)["totals"]["tensors_quantized"] == 30);
   CHECK(lmkit::test::ListDir(out) == std::vector<std::string>{"config.json", "model-00001-of-00002.safetensors",
-                                                               "model-00002-of-00002.safetensors",
-                                                               "model.safetensors.index.json", "tokenizer.json"});
+                                                              "model-00002-of-00002.safetensors",
+                                                              "model.safetensors.index.json", "tokenizer.json"});
   Json oidx = ParseOut(ReadAll(out + "/model.safetensors.index.json"));
   CHECK(oidx["weight_map"]["model.layers.0.mlp.up_proj.weight_scale"] == "model-00001-of-00002.safetensors");
   CHECK(oidx["weight_map"]["model.layers.3.mlp.up_proj.weight_scale"] == "model-00002-of-00002.safetensors");
@@ -209,8 +209,8 @@ TEST_CASE("quantize: w8a8 static input scales from a calibration table, dynamic 
   WriteToyCheckpoint(in, io::DType::kBF16);
   lmkit::test::WriteAll(dir.file("calib.json"),
                         R"({"tensors": {"model.layers.0.mlp.up_proj.input": {"amax": 12.75}}})");
-  auto r = RunLmkit({"quantize", in, "-o", dir.file("s.safetensors"), "--scheme", "w8a8", "--calibration",
-                     dir.file("calib.json")});
+  auto r = RunLmkit(
+      {"quantize", in, "-o", dir.file("s.safetensors"), "--scheme", "w8a8", "--calibration", dir.file("calib.json")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   auto f = io::SafetensorsFile::Open(dir.file("s.safetensors"));
@@ -225,14 +225,15 @@ TEST_CASE("quantize: w8a8 static input scales from a calibration table, dynamic 
   REQUIRE_PYTHON_OK(in + " " + dir.file("s.safetensors") + " --scheme w8a8-static");
   // A missing module in the table is an error naming it; nothing is written.
   lmkit::test::WriteAll(dir.file("bad.json"), R"({"tensors": {"other": {"amax": 1}}})");
-  auto bad = RunLmkit({"quantize", in, "-o", dir.file("b.safetensors"), "--scheme", "w8a8", "--calibration",
-                       dir.file("bad.json")});
+  auto bad = RunLmkit(
+      {"quantize", in, "-o", dir.file("b.safetensors"), "--scheme", "w8a8", "--calibration", dir.file("bad.json")});
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("no activation range for 'model.layers.0.mlp.up_proj'") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.file("b.safetensors")));
   // --calibration without w8a8 is a usage error.
-  CHECK(RunLmkit({"quantize", in, "-o", dir.file("c.safetensors"), "--calibration", dir.file("calib.json")})
-            .exit_code == 2);
+  CHECK(
+      RunLmkit({"quantize", in, "-o", dir.file("c.safetensors"), "--calibration", dir.file("calib.json")}).exit_code ==
+      2);
 }
 
 TEST_CASE("quantize: NaN weights name the tensor - usage errors - deterministic across threads", "[quant][cli]") {
@@ -241,8 +242,8 @@ TEST_CASE("quantize: NaN weights name the tensor - usage errors - deterministic 
   WriteToyCheckpoint(in, io::DType::kF32, /*with_nan=*/true);
   auto r = RunLmkit({"quantize", in, "-o", dir.file("o.safetensors")});
   CHECK(r.exit_code == 1);
-  CHECK(r.err == "lmkit quantize: " + in +
-                     ": tensor 'model.layers.0.mlp.up_proj.weight': non-finite value at [3, 9]\n");
+  CHECK(r.err ==
+        "lmkit quantize: " + in + ": tensor 'model.layers.0.mlp.up_proj.weight': non-finite value at [3, 9]\n");
   CHECK_FALSE(fs::exists(dir.file("o.safetensors")));
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--granularity", "row"}).exit_code == 2);
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--scheme", "w4a16"}).exit_code == 2);
@@ -272,8 +273,8 @@ TEST_CASE("quantize: an amax past the scale dtype's range is an error, not an in
   for (const char* amax : {"1e7", "1e300"}) {
     lmkit::test::WriteAll(dir.file("calib.json"),
                           std::string(R"({"tensors": {"model.layers.0.mlp.up_proj": {"amax": )") + amax + "}}}");
-    auto r = RunLmkit({"quantize", in, "-o", dir.file("s.safetensors"), "--scheme", "w8a8", "--calibration",
-                       dir.file("calib.json")});
+    auto r = RunLmkit(
+        {"quantize", in, "-o", dir.file("s.safetensors"), "--scheme", "w8a8", "--calibration", dir.file("calib.json")});
     const std::string shown = amax == std::string("1e7") ? "1e+07" : "1e+300";  // fmt's {:g}
     CHECK(r.exit_code == 1);
     CHECK(r.err == "lmkit quantize: " + dir.file("calib.json") + ": amax " + shown +
@@ -282,7 +283,8 @@ TEST_CASE("quantize: an amax past the scale dtype's range is an error, not an in
   }
 }
 
-TEST_CASE("quantize: a failing directory input leaves no output directory and an existing one untouched", "[quant][cli]") {
+TEST_CASE("quantize: a failing directory input leaves no output directory and an existing one untouched",
+          "[quant][cli]") {
   TempDir dir;
   // An index naming a missing shard: the output directory used to be created (and left) before the shards were opened.
   const std::string idx_only = dir.file("idx_only"), out = dir.file("out");
@@ -345,8 +347,8 @@ TEST_CASE("quantize and calibrate: an unwritable report or cache fails before an
   CHECK_FALSE(fs::exists(dir.file("q.safetensors")));
 
   const std::string acts = TestData("quant/laplace_acts.npy");
-  r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", dir.file("c.json"), "--trt-cache",
-                dir.file("no/c.cache")});
+  r = RunLmkit(
+      {"calibrate", acts, "--method", "minmax", "-o", dir.file("c.json"), "--trt-cache", dir.file("no/c.cache")});
   CHECK(r.exit_code == 1);
   CHECK(r.err.rfind("lmkit calibrate: " + dir.file("no/c.cache") + ": cannot create output in", 0) == 0);
   CHECK_FALSE(fs::exists(dir.file("c.json")));
@@ -421,11 +423,12 @@ TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[qu
     const char* flavor;
     double lo, hi;
   };
-  for (const Case& c : {Case{"entropy", "nvidia", -10.954589, 10.954589}, Case{"percentile", "nvidia", -9.955690, 9.955690},
-                        Case{"entropy", "ort", -13.585022, 13.651615}, Case{"percentile", "ort", -27.669510, 27.669510},
-                        Case{"minmax", "nvidia", -68.191483, 68.191483}}) {
-    auto r = RunLmkit({"calibrate", acts, "--method", c.method, "--flavor", c.flavor, "-o", dir.file("c.json"),
-                       "--json"});
+  for (const Case& c :
+       {Case{"entropy", "nvidia", -10.954589, 10.954589}, Case{"percentile", "nvidia", -9.955690, 9.955690},
+        Case{"entropy", "ort", -13.585022, 13.651615}, Case{"percentile", "ort", -27.669510, 27.669510},
+        Case{"minmax", "nvidia", -68.191483, 68.191483}}) {
+    auto r =
+        RunLmkit({"calibrate", acts, "--method", c.method, "--flavor", c.flavor, "-o", dir.file("c.json"), "--json"});
     INFO(c.method << " " << c.flavor << " " << r.err);
     REQUIRE(r.exit_code == 0);
     Json t = ParseOut(ReadAll(dir.file("c.json")))["tensors"]["laplace_acts"];
@@ -436,8 +439,8 @@ TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[qu
     CHECK(ParseOut(r.out)["tensors"] == ParseOut(ReadAll(dir.file("c.json")))["tensors"]);
   }
   // ORT's default 128 bins: its entropy search degenerates to min/max (onnxruntime issue 9597).
-  auto deg = RunLmkit({"calibrate", acts, "--method", "entropy", "--flavor", "ort", "--bins", "128", "-o",
-                       dir.file("d.json")});
+  auto deg = RunLmkit(
+      {"calibrate", acts, "--method", "entropy", "--flavor", "ort", "--bins", "128", "-o", dir.file("d.json")});
   REQUIRE(deg.exit_code == 0);
   Json d = ParseOut(ReadAll(dir.file("d.json")))["tensors"]["laplace_acts"];
   CHECK(d["range"][0].get<double>() == Approx(-68.191483).epsilon(1e-6));
@@ -451,8 +454,8 @@ TEST_CASE("calibrate: parity values, TensorRT cache, merging across files", "[qu
   CHECK(bm.exit_code == 2);
   CHECK(bm.err == "lmkit calibrate: --bins applies to the histogram methods (percentile, entropy, mse), not minmax\n");
   CHECK_FALSE(fs::exists(dir.file("e.json")));
-  auto r = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", dir.file("m.json"), "--trt-cache",
-                     dir.file("m.cache")});
+  auto r =
+      RunLmkit({"calibrate", acts, "--method", "minmax", "-o", dir.file("m.json"), "--trt-cache", dir.file("m.cache")});
   REQUIRE(r.exit_code == 0);
   CHECK(ReadAll(dir.file("m.cache")) == "TRT-8601-MinMaxCalibration\nlaplace_acts: 3f0974f4\n");
 
@@ -505,7 +508,8 @@ TEST_CASE("calibrate: a tensor with no elements is an error, not amax 0 from zer
   }
 }
 
-TEST_CASE("calibrate: ort flavour with values near FLT_MAX or a far outlier batch is a one-line error", "[quant][cli]") {
+TEST_CASE("calibrate: ort flavour with values near FLT_MAX or a far outlier batch is a one-line error",
+          "[quant][cli]") {
   // These crashed (SIGSEGV from a NaN bin index) or grew the histogram until memory ran out.
   TempDir dir;
   const std::string huge = dir.file("huge.npy"), far = dir.file("far.npy");
@@ -631,12 +635,16 @@ TEST_CASE("quantize --format gguf-q8_0: inputs it cannot write are one-line erro
     std::string err;
   };
   const std::vector<Case> cases = {
-      {{toy + "/model.safetensors"}, 2,
+      {{toy + "/model.safetensors"},
+       2,
        "lmkit quantize: --format gguf-q8_0 needs a model directory (its config.json gives the architecture and the "
        "hyperparameters of the GGUF header), not a .safetensors file\n"},
-      {{toy, "--scheme", "w8a8"}, 2, "lmkit quantize: --format gguf-q8_0 stores weights only: --scheme w8a16, no "
-                                     "--calibration\n"},
-      {{toy, "--granularity", "channel"}, 2,
+      {{toy, "--scheme", "w8a8"},
+       2,
+       "lmkit quantize: --format gguf-q8_0 stores weights only: --scheme w8a16, no "
+       "--calibration\n"},
+      {{toy, "--granularity", "channel"},
+       2,
        "lmkit quantize: --format gguf-q8_0 quantizes in Q8_0 blocks of 32 weights along each row: --granularity "
        "group:32 (the default with this format), not channel\n"},
   };

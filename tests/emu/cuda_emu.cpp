@@ -325,8 +325,8 @@ float F16ToF32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | static_cast<uint32_t>(mant) << 13);  // inf, NaN
-  const float magnitude = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
-                                   : std::ldexp(static_cast<float>(1024 + mant), exp - 25);
+  const float magnitude =
+      exp == 0 ? std::ldexp(static_cast<float>(mant), -24) : std::ldexp(static_cast<float>(1024 + mant), exp - 25);
   return sign ? -magnitude : magnitude;
 }
 
@@ -342,10 +342,14 @@ struct CUstream_st {};
 
 const char* cudaGetErrorString(cudaError_t err) {
   switch (err) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
   }
   return "unknown error";
 }
@@ -384,9 +388,15 @@ cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaE
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   if (device != 0) return cudaErrorInvalidValue;
   switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *value = lmkit::cuda_emu::kMultiprocessors; return cudaSuccess;
-    case cudaDevAttrMemoryClockRate: *value = 1000000; return cudaSuccess;  // kHz: 2 x 1 GHz x 8 bytes = 16 GB/s
-    case cudaDevAttrGlobalMemoryBusWidth: *value = 64; return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+      *value = lmkit::cuda_emu::kMultiprocessors;
+      return cudaSuccess;
+    case cudaDevAttrMemoryClockRate:
+      *value = 1000000;
+      return cudaSuccess;  // kHz: 2 x 1 GHz x 8 bytes = 16 GB/s
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *value = 64;
+      return cudaSuccess;
   }
   return cudaErrorInvalidValue;
 }

@@ -2,14 +2,15 @@
 // threads release barriers, dynamic shared memory is not zeroed, bad launch configurations fail, undefined barrier use
 // aborts instead of hanging, and the 16-bit conversions are exact. The kernels under test (quant_kernels_test.cpp)
 // are only as well tested here as this holds.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstring>
 #include <limits>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 #include "cuda_runtime.h"
@@ -176,7 +177,8 @@ TEST_CASE("cuda-emu: returned threads no longer hold __syncthreads back", "[cuda
   for (unsigned t = 200; t < 256; ++t) CHECK(out[t] == 0);
 }
 
-TEST_CASE("cuda-emu: dynamic shared memory is poisoned per block, and invalid launches fail without running", "[cuda-emu]") {
+TEST_CASE("cuda-emu: dynamic shared memory is poisoned per block, and invalid launches fail without running",
+          "[cuda-emu]") {
   std::vector<unsigned> out(64, 0);
   LMKIT_LAUNCH(2, 64, 64 * sizeof(unsigned), ReadDynamicShared)(out.data());
   REQUIRE(cudaGetLastError() == cudaSuccess);
@@ -184,7 +186,7 @@ TEST_CASE("cuda-emu: dynamic shared memory is poisoned per block, and invalid la
   std::fill(out.begin(), out.end(), 1u);
   LMKIT_LAUNCH(1, 64, 48 * 1024 + 4, ReadDynamicShared)(out.data());  // past the 48 KiB default limit
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
-  CHECK(cudaGetLastError() == cudaSuccess);  // read and cleared
+  CHECK(cudaGetLastError() == cudaSuccess);                 // read and cleared
   LMKIT_LAUNCH(1, 2048, 0, ReadDynamicShared)(out.data());  // more than 1024 threads
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
   for (unsigned v : out) CHECK(v == 1u);
@@ -227,14 +229,14 @@ TEST_CASE("cuda-emu: 16-bit conversions are exact", "[cuda-emu]") {
     if (v != f) CHECK(lmkit::io::F16ToF32(below) < f);
   }
   CHECK(__half_as_ushort(__float2half_ru(1.0f / 3.0f)) == 0x3556);   // rn gives 0x3555
-  CHECK(__half_as_ushort(__float2half_ru(1.0004883f)) == 0x3c01);     // just above 1: up to 1 + 2^-10
-  CHECK(__half_as_ushort(__float2half_ru(65505.0f)) == 0x7c00);       // past the largest half: inf
-  CHECK(__half_as_ushort(__float2half_ru(-1.0f / 3.0f)) == 0xb555);   // toward zero for negatives
-  CHECK(__half_as_ushort(__float2half_ru(1e-10f)) == 0x0001);         // the smallest subnormal
-  CHECK(__half_as_ushort(__float2half_ru(-0.0f)) == 0x8000);          // -0 stays -0
-  CHECK(__half_as_ushort(__float2half_ru(-1e-10f)) == 0x8000);        // toward +inf from below zero: -0
+  CHECK(__half_as_ushort(__float2half_ru(1.0004883f)) == 0x3c01);    // just above 1: up to 1 + 2^-10
+  CHECK(__half_as_ushort(__float2half_ru(65505.0f)) == 0x7c00);      // past the largest half: inf
+  CHECK(__half_as_ushort(__float2half_ru(-1.0f / 3.0f)) == 0xb555);  // toward zero for negatives
+  CHECK(__half_as_ushort(__float2half_ru(1e-10f)) == 0x0001);        // the smallest subnormal
+  CHECK(__half_as_ushort(__float2half_ru(-0.0f)) == 0x8000);         // -0 stays -0
+  CHECK(__half_as_ushort(__float2half_ru(-1e-10f)) == 0x8000);       // toward +inf from below zero: -0
   CHECK(__half_as_ushort(__float2half_ru(std::numeric_limits<float>::quiet_NaN())) == 0x7fff);
-  const float nan_payload = __half2float(__ushort_as_half(0x7e01));    // a half NaN's payload moves up 13 bits
+  const float nan_payload = __half2float(__ushort_as_half(0x7e01));  // a half NaN's payload moves up 13 bits
   uint32_t bits = 0;
   std::memcpy(&bits, &nan_payload, 4);
   CHECK(bits == (0x7f800000u | 0x201u << 13));

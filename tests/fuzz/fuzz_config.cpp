@@ -17,7 +17,6 @@
 #include "lmkit/common/json.h"
 #include "lmkit/model/config.h"
 #include "lmkit/quant/calibrate.h"
-
 #include "scratch_dir.h"
 
 using namespace lmkit;

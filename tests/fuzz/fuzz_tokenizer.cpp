@@ -12,7 +12,6 @@
 #include "lmkit/bpe/decoder.h"
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/bpe/tokenizer_files.h"
-
 #include "scratch_dir.h"
 
 using namespace lmkit::bpe;

@@ -1,7 +1,5 @@
 #include "support/run_lmkit.h"
 
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -88,8 +87,10 @@ RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdi
       }
       ssize_t got = read(fds[i].fd, buf, sizeof buf);
       if (got <= 0) {
-        if (fds[i].fd == out_pipe[0]) out_open = false;
-        else err_open = false;
+        if (fds[i].fd == out_pipe[0])
+          out_open = false;
+        else
+          err_open = false;
       } else if (fds[i].fd == out_pipe[0]) {
         r.out.append(buf, static_cast<size_t>(got));
       } else {

@@ -111,11 +111,11 @@ Status OverflowError() {
 }
 
 Status CheckOptions(int64_t batch, int64_t seq) {
-  if (batch <= 0) return Status::Usage("--batch must be positive");
-  if (seq <= 0) return Status::Usage("--seq-len must be positive");
+  if (batch <= 0) return Status::InvalidArgument("--batch must be positive");
+  if (seq <= 0) return Status::InvalidArgument("--seq-len must be positive");
   // Keeps batch x heads x layers and token counts exact in int64 (heads and layers are at most 2^14).
   if (batch > (int64_t{1} << 31) || seq > (int64_t{1} << 31) || batch * seq > (int64_t{1} << 40))
-    return Status::Usage("--batch x --seq-len is implausibly large (over 2^40 tokens)");
+    return Status::InvalidArgument("--batch x --seq-len is implausibly large (over 2^40 tokens)");
   return Status::Ok();
 }
 
@@ -125,27 +125,37 @@ Result<Recompute> ParseRecompute(const std::string& name) {
   if (name == "none") return Recompute::kNone;
   if (name == "selective") return Recompute::kSelective;
   if (name == "full") return Recompute::kFull;
-  return Status::Usage("--recompute must be none, selective or full (got '" + name + "')");
+  return Status::InvalidArgument("--recompute must be none, selective or full (got '" + name + "')");
 }
 
 const char* RecomputeName(Recompute r) {
   switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
   }
   return "none";
 }
 
 const char* ComponentName(Component c) {
   switch (c) {
-    case Component::kAttnProj: return "attention projections";
-    case Component::kAttnScores: return "attention scores";
-    case Component::kAttnValues: return "attention x V";
-    case Component::kFfn: return "FFN/experts";
-    case Component::kRouter: return "router";
-    case Component::kLmHead: return "LM head";
-    case Component::kSoftmax: return "softmax";
+    case Component::kAttnProj:
+      return "attention projections";
+    case Component::kAttnScores:
+      return "attention scores";
+    case Component::kAttnValues:
+      return "attention x V";
+    case Component::kFfn:
+      return "FFN/experts";
+    case Component::kRouter:
+      return "router";
+    case Component::kLmHead:
+      return "LM head";
+    case Component::kSoftmax:
+      return "softmax";
   }
   return "";
 }
@@ -184,8 +194,8 @@ Result<std::vector<Matmul>> BuildMatmuls(const ModelSpec& m, const FlopsOptions&
           c.Mul(c.Mul(pairs2, static_cast<uint64_t>(qk_dim)), static_cast<uint64_t>(runs)), kv_reads);
     if (o.softmax_flops) {
       // Chinchilla App. F: 3 FLOPs per score (exp, sum, divide).
-      b.Act("softmax", k, Component::kSoftmax, t, 0, keys, runs, c.Mul(c.Mul(pairs2, 3), static_cast<uint64_t>(runs)) / 2,
-            0.0);
+      b.Act("softmax", k, Component::kSoftmax, t, 0, keys, runs,
+            c.Mul(c.Mul(pairs2, 3), static_cast<uint64_t>(runs)) / 2, 0.0);
     }
     b.Act("attention x V", k, Component::kAttnValues, t, keys, v_dim, runs,
           c.Mul(c.Mul(pairs2, static_cast<uint64_t>(v_dim)), static_cast<uint64_t>(runs)), kv_reads);
@@ -265,8 +275,7 @@ Result<FlopsReport> ComputeFlops(const ModelSpec& m, const FlopsOptions& o) {
   double tokens = static_cast<double>(r.tokens);
   r.six_nd = 6.0 * static_cast<double>(r.params.active) * tokens;
   // Kaplan's N: non-embedding parameters, counted per token (active) for MoE models.
-  r.six_nd_non_embedding =
-      6.0 * static_cast<double>(r.params.active - r.params.embedding - r.params.lm_head) * tokens;
+  r.six_nd_non_embedding = 6.0 * static_cast<double>(r.params.active - r.params.embedding - r.params.lm_head) * tokens;
   r.palm = TrainingFlopsPerTokenPalm(m, o.seq_len) * tokens;
   return r;
 }
@@ -275,8 +284,8 @@ double TrainingFlopsPerTokenPalm(const ModelSpec& m, int64_t seq_len) {
   double n = static_cast<double>(CountParameters(m).active);
   double qk = static_cast<double>(m.head_dim), v = static_cast<double>(m.mla ? m.mla_spec.v_head_dim : m.head_dim);
   // 12·L·H·Q·T = 6·L·H·T·(Q_k + Q_v): forward 2·T·Q per score and per value, times 3 for forward + backward.
-  return 6.0 * n + 6.0 * static_cast<double>(m.layers) * static_cast<double>(m.heads) * static_cast<double>(seq_len) *
-                       (qk + v);
+  return 6.0 * n +
+         6.0 * static_cast<double>(m.layers) * static_cast<double>(m.heads) * static_cast<double>(seq_len) * (qk + v);
 }
 
 Result<double> TrainingFlopsPerTokenExact(const ModelSpec& m, int64_t seq_len) {

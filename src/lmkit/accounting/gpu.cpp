@@ -6,8 +6,8 @@
 
 #include "lmkit/common/data_dir.h"
 #include "lmkit/common/json.h"
-#include "lmkit/common/nearest_name.h"
 #include "lmkit/common/mapped_file.h"
+#include "lmkit/common/nearest_name.h"
 
 namespace lmkit::accounting {
 namespace {
@@ -40,17 +40,23 @@ Result<Dtype> ParseDtype(const std::string& name) {
   if (n == "fp16" || n == "float16") return Dtype::kFp16;
   if (n == "fp8") return Dtype::kFp8;
   if (n == "int8") return Dtype::kInt8;
-  return Status::Usage("unknown dtype '" + name + "' (fp32, tf32, bf16, fp16, fp8, int8)");
+  return Status::InvalidArgument("unknown dtype '" + name + "' (fp32, tf32, bf16, fp16, fp8, int8)");
 }
 
 const char* DtypeName(Dtype d) {
   switch (d) {
-    case Dtype::kFp32: return "fp32";
-    case Dtype::kTf32: return "tf32";
-    case Dtype::kBf16: return "bf16";
-    case Dtype::kFp16: return "fp16";
-    case Dtype::kFp8: return "fp8";
-    case Dtype::kInt8: return "int8";
+    case Dtype::kFp32:
+      return "fp32";
+    case Dtype::kTf32:
+      return "tf32";
+    case Dtype::kBf16:
+      return "bf16";
+    case Dtype::kFp16:
+      return "fp16";
+    case Dtype::kFp8:
+      return "fp8";
+    case Dtype::kInt8:
+      return "int8";
   }
   return "";
 }
@@ -58,23 +64,32 @@ const char* DtypeName(Dtype d) {
 double DtypeBytes(Dtype d) {
   switch (d) {
     case Dtype::kFp32:
-    case Dtype::kTf32: return 4;
+    case Dtype::kTf32:
+      return 4;
     case Dtype::kBf16:
-    case Dtype::kFp16: return 2;
+    case Dtype::kFp16:
+      return 2;
     case Dtype::kFp8:
-    case Dtype::kInt8: return 1;
+    case Dtype::kInt8:
+      return 1;
   }
   return 4;
 }
 
 double GpuSpec::PeakFlops(Dtype d) const {
   switch (d) {
-    case Dtype::kFp32: return peak_fp32;
-    case Dtype::kTf32: return peak_tf32;
-    case Dtype::kBf16: return peak_bf16;
-    case Dtype::kFp16: return peak_fp16;
-    case Dtype::kFp8: return peak_fp8;
-    case Dtype::kInt8: return peak_int8;
+    case Dtype::kFp32:
+      return peak_fp32;
+    case Dtype::kTf32:
+      return peak_tf32;
+    case Dtype::kBf16:
+      return peak_bf16;
+    case Dtype::kFp16:
+      return peak_fp16;
+    case Dtype::kFp8:
+      return peak_fp8;
+    case Dtype::kInt8:
+      return peak_int8;
   }
   return 0;
 }

@@ -16,7 +16,7 @@ namespace lmkit::accounting {
 
 enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8 };
 
-// Parses "fp32", "tf32", "bf16", "fp16", "fp8", "int8" (kUsage otherwise).
+// Parses "fp32", "tf32", "bf16", "fp16", "fp8", "int8" (kInvalidArgument otherwise).
 Result<Dtype> ParseDtype(const std::string& name);
 const char* DtypeName(Dtype d);
 double DtypeBytes(Dtype d);  // 4, 4, 2, 2, 1, 1
@@ -24,7 +24,7 @@ double DtypeBytes(Dtype d);  // 4, 4, 2, 2, 1, 1
 struct GpuSpec {
   std::string name;
   std::vector<std::string> aliases;
-  double memory_bytes = 0;          // datasheet capacity, decimal GB x 1e9
+  double memory_bytes = 0;           // datasheet capacity, decimal GB x 1e9
   double bandwidth_bytes_per_s = 0;  // memory bandwidth
   double peak_fp32 = 0, peak_tf32 = 0, peak_bf16 = 0, peak_fp16 = 0, peak_fp8 = 0, peak_int8 = 0;  // FLOP/s (OP/s)
   std::string source;

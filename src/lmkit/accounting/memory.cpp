@@ -42,32 +42,35 @@ double KorthikantiLayer(double s, double b, double h, double a, Recompute r) {
   return s * b * h * (34.0 + 5.0 * a * s / h);
 }
 
-Status TooLarge() { return Status::Usage("the memory estimate exceeds 1e18 bytes; use a smaller batch or sequence"); }
+Status TooLarge() { return Status::InvalidArgument("the memory estimate exceeds 1e18 bytes; use a smaller batch or sequence"); }
 
 }  // namespace
 
 Result<Mode> ParseMode(const std::string& s) {
   if (s == "training" || s == "train") return Mode::kTraining;
   if (s == "inference" || s == "infer") return Mode::kInference;
-  return Status::Usage("--mode must be training or inference (got '" + s + "')");
+  return Status::InvalidArgument("--mode must be training or inference (got '" + s + "')");
 }
 Result<Optimizer> ParseOptimizer(const std::string& s) {
   if (s == "adamw" || s == "adam") return Optimizer::kAdamW;
   if (s == "adamw8bit" || s == "adam8bit") return Optimizer::kAdamW8bit;
   if (s == "sgd") return Optimizer::kSgd;
-  return Status::Usage("--optimizer must be adamw, adamw8bit or sgd (got '" + s + "')");
+  return Status::InvalidArgument("--optimizer must be adamw, adamw8bit or sgd (got '" + s + "')");
 }
 Result<ActivationModel> ParseActivationModel(const std::string& s) {
   if (s == "korthikanti") return ActivationModel::kKorthikanti;
   if (s == "cs336") return ActivationModel::kCs336;
-  return Status::Usage("--activations must be korthikanti or cs336 (got '" + s + "')");
+  return Status::InvalidArgument("--activations must be korthikanti or cs336 (got '" + s + "')");
 }
 const char* ModeName(Mode m) { return m == Mode::kTraining ? "training" : "inference"; }
 const char* OptimizerName(Optimizer o) {
   switch (o) {
-    case Optimizer::kAdamW: return "adamw";
-    case Optimizer::kAdamW8bit: return "adamw8bit";
-    case Optimizer::kSgd: return "sgd";
+    case Optimizer::kAdamW:
+      return "adamw";
+    case Optimizer::kAdamW8bit:
+      return "adamw8bit";
+    case Optimizer::kSgd:
+      return "sgd";
   }
   return "";
 }
@@ -85,12 +88,12 @@ uint64_t KvCacheBytes(const ModelSpec& m, int64_t tokens, double bytes_per_eleme
 }
 
 Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) {
-  if (o.batch <= 0) return Status::Usage("--batch must be positive");
-  if (o.seq_len <= 0) return Status::Usage("--seq-len must be positive");
-  if (o.gpus <= 0) return Status::Usage("--gpus must be positive");
-  if (o.zero < 0 || o.zero > 3) return Status::Usage("--zero must be 0, 1, 2 or 3");
+  if (o.batch <= 0) return Status::InvalidArgument("--batch must be positive");
+  if (o.seq_len <= 0) return Status::InvalidArgument("--seq-len must be positive");
+  if (o.gpus <= 0) return Status::InvalidArgument("--gpus must be positive");
+  if (o.zero < 0 || o.zero > 3) return Status::InvalidArgument("--zero must be 0, 1, 2 or 3");
   if (o.batch > (int64_t{1} << 31) || o.seq_len > (int64_t{1} << 31) || o.gpus > (int64_t{1} << 24))
-    return Status::Usage("--batch, --seq-len or --gpus is implausibly large");
+    return Status::InvalidArgument("--batch, --seq-len or --gpus is implausibly large");
   MemoryReport r;
   r.options = o;
   r.params = CountParameters(m);
@@ -100,15 +103,21 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
 
   if (o.mode == Mode::kTraining) {
     if (o.dtype == Dtype::kFp8 || o.dtype == Dtype::kInt8)
-      return Status::Usage("training memory is modelled for fp32, bf16 and fp16 only (got " +
+      return Status::InvalidArgument("training memory is modelled for fp32, bf16 and fp16 only (got " +
                            std::string(DtypeName(o.dtype)) + ")");
     bool mixed = o.dtype != Dtype::kFp32 && o.dtype != Dtype::kTf32;
     r.weight_bytes_per_param = e;
     r.grad_bytes_per_param = e;
     switch (o.optimizer) {
-      case Optimizer::kAdamW: r.optimizer_bytes_per_param = mixed ? 12 : 8; break;  // (master +) m + v in fp32
-      case Optimizer::kAdamW8bit: r.optimizer_bytes_per_param = 2; break;           // m, v in 8 bits
-      case Optimizer::kSgd: r.optimizer_bytes_per_param = 4; break;                 // fp32 momentum
+      case Optimizer::kAdamW:
+        r.optimizer_bytes_per_param = mixed ? 12 : 8;
+        break;  // (master +) m + v in fp32
+      case Optimizer::kAdamW8bit:
+        r.optimizer_bytes_per_param = 2;
+        break;  // m, v in 8 bits
+      case Optimizer::kSgd:
+        r.optimizer_bytes_per_param = 4;
+        break;  // fp32 momentum
     }
     r.weights = CeilDiv(Bytes(p, r.weight_bytes_per_param), o.zero >= 3 ? n : 1);
     r.gradients = CeilDiv(Bytes(p, r.grad_bytes_per_param), o.zero >= 2 ? n : 1);
@@ -134,9 +143,8 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
       for (const auto& k : m.kinds) {
         // A sliding window caps the score matrix at s x window.
         double keys = k.window > 0 ? std::min(s, static_cast<double>(k.window)) : s;
-        double layer = o.recompute == Recompute::kNone
-                           ? s * h * 34.0 + 5.0 * a * s * keys
-                           : KorthikantiLayer(s, 1, h, a, o.recompute);
+        double layer = o.recompute == Recompute::kNone ? s * h * 34.0 + 5.0 * a * s * keys
+                                                       : KorthikantiLayer(s, 1, h, a, o.recompute);
         layers += static_cast<double>(k.count) * layer;
       }
       if (o.recompute == Recompute::kFull) layers += KorthikantiLayer(s, 1, h, a, Recompute::kNone);  // one live layer
@@ -144,8 +152,8 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
       r.activations_counted =
           std::string("Korthikanti et al. 2022 per layer s*b*h*(34 + 5*a*s/h) bytes at 16 bits") +
           (o.recompute == Recompute::kSelective ? ", selective recomputation: 34*s*b*h"
-           : o.recompute == Recompute::kFull    ? ", full recomputation: layer inputs 2*s*b*h plus one layer's working set"
-                                                : "") +
+           : o.recompute == Recompute::kFull ? ", full recomputation: layer inputs 2*s*b*h plus one layer's working set"
+                                             : "") +
           "; plus final norm input and fp32 logits 4*s*b*V" +
           (e != 2.0 ? "; scaled to " + std::string(DtypeName(o.dtype)) : std::string());
     }
@@ -164,9 +172,8 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
     uint64_t kv_seq = CeilDiv(KvCacheBytes(m, o.seq_len, kv_e), n);
     // Working activations of a prefill of one sequence (fused attention): residual + norm output (2·s·d), the widest
     // MLP intermediate (gate and up, 2·s·F), and fp32 logits of the last position.
-    double f = static_cast<double>(std::max(m.d_ff, m.is_moe() ? std::max(m.moe.expert_d_ff * m.moe.top_k,
-                                                                           m.moe.shared_d_ff)
-                                                               : int64_t{0}));
+    double f = static_cast<double>(
+        std::max(m.d_ff, m.is_moe() ? std::max(m.moe.expert_d_ff * m.moe.top_k, m.moe.shared_d_ff) : int64_t{0}));
     double s = static_cast<double>(o.seq_len), h = static_cast<double>(m.d_model);
     double act_e = e >= 2 ? e : 2.0;
     double act = (act_e * s * (2.0 * h + 2.0 * f) + 4.0 * static_cast<double>(m.vocab)) / static_cast<double>(n);
@@ -187,8 +194,9 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
     r.capacity_known = true;
     r.fits = static_cast<double>(r.total) <= o.capacity_bytes;
     double room = o.capacity_bytes - static_cast<double>(r.fixed);
-    r.max_batch = room <= 0 || r.per_sequence == 0 ? 0
-                                                   : static_cast<int64_t>(std::floor(room / static_cast<double>(r.per_sequence)));
+    r.max_batch = room <= 0 || r.per_sequence == 0
+                      ? 0
+                      : static_cast<int64_t>(std::floor(room / static_cast<double>(r.per_sequence)));
   }
   return r;
 }

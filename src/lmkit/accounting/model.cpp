@@ -1,8 +1,8 @@
 #include "lmkit/accounting/model.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -47,7 +47,8 @@ class Fields {
     if (!Has(key)) return out;
     if (!j_[key].is_array()) return Status::InvalidInput(subject_, "field '" + std::string(key) + "' is not a list");
     for (const auto& v : j_[key]) {
-      if (!v.is_number_integer()) return Status::InvalidInput(subject_, "field '" + std::string(key) + "' holds a non-integer");
+      if (!v.is_number_integer())
+        return Status::InvalidInput(subject_, "field '" + std::string(key) + "' holds a non-integer");
       out.push_back(v.get<int64_t>());
     }
     return out;
@@ -94,9 +95,9 @@ int64_t SatAdd(int64_t a, int64_t b) {
 }
 
 const std::vector<std::string>& KnownFamilies() {
-  static const std::vector<std::string> k = {"gpt2",      "llama",     "mistral",  "qwen2",       "qwen3",
-                                             "mixtral",   "qwen2_moe", "qwen3_moe", "deepseek",   "deepseek_v2",
-                                             "deepseek_v3"};
+  static const std::vector<std::string> k = {"gpt2",     "llama",       "mistral",    "qwen2",
+                                             "qwen3",    "mixtral",     "qwen2_moe",  "qwen3_moe",
+                                             "deepseek", "deepseek_v2", "deepseek_v3"};
   return k;
 }
 
@@ -336,12 +337,9 @@ Result<ModelSpec> ResolveModel(const std::string& arg) {
 Result<ModelSpec> FromDimensions(const Dimensions& d) {
   // 0 on these flags means "use the default"; a negative value would otherwise fall through to the default too and
   // be accepted silently (--kv-heads -4 planned plain MHA).
-  const std::pair<const char*, int64_t> optional_flags[] = {{"--kv-heads", d.kv_heads},
-                                                            {"--head-dim", d.head_dim},
-                                                            {"--d-ff", d.d_ff},
-                                                            {"--experts", d.experts},
-                                                            {"--top-k", d.top_k},
-                                                            {"--expert-d-ff", d.expert_d_ff}};
+  const std::pair<const char*, int64_t> optional_flags[] = {
+      {"--kv-heads", d.kv_heads}, {"--head-dim", d.head_dim}, {"--d-ff", d.d_ff},
+      {"--experts", d.experts},   {"--top-k", d.top_k},       {"--expert-d-ff", d.expert_d_ff}};
   for (const auto& [flag, v] : optional_flags)
     if (v < 0) return Status::InvalidInput(flag, "must not be negative (got " + std::to_string(v) + ")");
   ModelSpec m;
@@ -449,9 +447,10 @@ Status ValidateModel(const ModelSpec& m, const std::string& subject) {
   // The parameter count itself must fit comfortably in int64 (estimated in double, generously).
   {
     auto D = [](int64_t v) { return static_cast<double>(v); };
-    double w = std::max({D(m.d_model), D(m.q_dim()), D(m.heads) * D(m.mla_spec.qk_nope_head_dim + m.mla_spec.v_head_dim +
-                                                                         m.mla_spec.qk_rope_head_dim),
-                         D(m.mla_spec.kv_lora_rank + m.mla_spec.qk_rope_head_dim), D(m.mla_spec.q_lora_rank)});
+    double w =
+        std::max({D(m.d_model), D(m.q_dim()),
+                  D(m.heads) * D(m.mla_spec.qk_nope_head_dim + m.mla_spec.v_head_dim + m.mla_spec.qk_rope_head_dim),
+                  D(m.mla_spec.kv_lora_rank + m.mla_spec.qk_rope_head_dim), D(m.mla_spec.q_lora_rank)});
     double ffn = 3.0 * D(m.d_model) *
                  (D(m.d_ff) + D(m.moe.routed_experts + 1) * D(m.moe.expert_d_ff) + D(m.moe.shared_d_ff) + 1.0);
     double bound = D(m.layers) * (8.0 * w * w + ffn + D(m.moe.routed_experts) * D(m.d_model)) +
@@ -476,7 +475,8 @@ std::string DescribeModel(const ModelSpec& m) {
   s += ", d_ff " + std::to_string(m.d_ff);
   if (m.is_moe())
     s += ", " + std::to_string(m.moe.routed_experts) + " experts top-" + std::to_string(m.moe.top_k) + " x " +
-         std::to_string(m.moe.expert_d_ff) + (m.moe.shared_d_ff > 0 ? " + shared " + std::to_string(m.moe.shared_d_ff) : "");
+         std::to_string(m.moe.expert_d_ff) +
+         (m.moe.shared_d_ff > 0 ? " + shared " + std::to_string(m.moe.shared_d_ff) : "");
   s += ", vocab " + std::to_string(m.vocab);
   s += m.ffn == FfnKind::kSwiGlu ? ", SwiGLU" : ", GELU MLP";
   s += m.norm == NormKind::kRmsNorm ? ", RMSNorm" : ", LayerNorm";

@@ -2,9 +2,9 @@
 //
 // Contract: a ModelSpec is built from a Hugging Face config.json (LoadModelConfig / ParseModelConfig), a preset name
 // from data/models/ (LoadPreset), either of those through ResolveModel(arg), or explicit dimensions (FromDimensions).
-// Every builder validates the result (ValidateModel): zero or negative sizes, heads not dividing d_model when there is no
-// head_dim, kv heads not dividing heads, top-k above the expert count are kInvalidInput errors whose subject is the file
-// (or "--<flag>" for explicit dimensions) and whose message names the offending field. An unknown model_type is
+// Every builder validates the result (ValidateModel): zero or negative sizes, heads not dividing d_model when there is
+// no head_dim, kv heads not dividing heads, top-k above the expert count are kInvalidInput errors whose subject is the
+// file (or "--<flag>" for explicit dimensions) and whose message names the offending field. An unknown model_type is
 // kUnsupported naming the type and the families lmkit knows. Pure functions; thread-safe.
 //
 // Families (model_type): gpt2; llama, mistral, qwen2, qwen3 (dense, RMSNorm + SwiGLU + RoPE); mixtral; qwen2_moe,
@@ -35,44 +35,44 @@ struct MlaSpec {
 struct MoeSpec {
   int64_t routed_experts = 0;  // 0 = no MoE layers
   int64_t top_k = 0;
-  int64_t expert_d_ff = 0;     // width of one routed expert
-  int64_t shared_d_ff = 0;     // total width of the always-on shared expert MLP (0 = none)
-  bool shared_gate = false;    // qwen2_moe: a sigmoid gate Linear(d, 1) on the shared expert
-  bool router_bias = false;    // deepseek_v3 noaux_tc: e_score_correction_bias, one value per routed expert
+  int64_t expert_d_ff = 0;   // width of one routed expert
+  int64_t shared_d_ff = 0;   // total width of the always-on shared expert MLP (0 = none)
+  bool shared_gate = false;  // qwen2_moe: a sigmoid gate Linear(d, 1) on the shared expert
+  bool router_bias = false;  // deepseek_v3 noaux_tc: e_score_correction_bias, one value per routed expert
 };
 
 // One kind of decoder layer; a model is a list of kinds with their multiplicity (e.g. DeepSeek-V3: 3 dense + 58 MoE).
 struct LayerKind {
-  std::string name;            // "dense", "moe", "dense/window" ...
+  std::string name;  // "dense", "moe", "dense/window" ...
   int64_t count = 0;
   bool moe = false;
-  int64_t window = 0;          // sliding-window span in tokens; 0 = full attention
+  int64_t window = 0;  // sliding-window span in tokens; 0 = full attention
 };
 
 struct ModelSpec {
-  std::string name;            // preset name or file stem
-  std::string source;          // the file it came from, or "explicit dimensions"
-  std::string family;          // model_type
+  std::string name;    // preset name or file stem
+  std::string source;  // the file it came from, or "explicit dimensions"
+  std::string family;  // model_type
 
   int64_t layers = 0;
   int64_t d_model = 0;
   int64_t heads = 0;
   int64_t kv_heads = 0;
-  int64_t head_dim = 0;        // config head_dim, else d_model / heads
-  int64_t d_ff = 0;            // dense FFN width
+  int64_t head_dim = 0;  // config head_dim, else d_model / heads
+  int64_t d_ff = 0;      // dense FFN width
   int64_t vocab = 0;
   int64_t learned_positions = 0;  // rows of a learned position table (gpt2 n_positions); 0 = RoPE / none
-  int64_t max_seq_len = 0;     // config max_position_embeddings / n_positions (informational)
+  int64_t max_seq_len = 0;        // config max_position_embeddings / n_positions (informational)
 
   FfnKind ffn = FfnKind::kSwiGlu;
   NormKind norm = NormKind::kRmsNorm;
-  bool norm_bias = false;      // LayerNorm with bias
+  bool norm_bias = false;  // LayerNorm with bias
   bool qkv_bias = false;
   bool out_bias = false;
   bool mlp_bias = false;
   bool lm_head_bias = false;
-  bool qk_norm = false;        // qwen3: RMSNorm over head_dim on q and k
-  bool tied = false;           // LM head shares the input embedding
+  bool qk_norm = false;  // qwen3: RMSNorm over head_dim on q and k
+  bool tied = false;     // LM head shares the input embedding
   bool mla = false;
   MlaSpec mla_spec;
   MoeSpec moe;
@@ -80,8 +80,8 @@ struct ModelSpec {
 
   std::vector<std::string> notes;  // what was assumed or left out (e.g. "MTP layer excluded")
 
-  int64_t q_dim() const;       // width of the concatenated query heads
-  int64_t kv_dim() const;      // width of the concatenated key (or value) heads
+  int64_t q_dim() const;   // width of the concatenated query heads
+  int64_t kv_dim() const;  // width of the concatenated key (or value) heads
   bool is_moe() const { return moe.routed_experts > 0; }
 };
 
@@ -104,7 +104,7 @@ struct Dimensions {
   FfnKind ffn = FfnKind::kSwiGlu;
   NormKind norm = NormKind::kRmsNorm;
   bool tied = false;
-  bool bias = false;           // biases on every linear layer and norm
+  bool bias = false;  // biases on every linear layer and norm
   int64_t experts = 0, top_k = 0, expert_d_ff = 0;
   int64_t window = 0;
 };

@@ -33,7 +33,8 @@ int64_t Attention(const ModelSpec& m) {
     p += m.heads * a.v_head_dim * d;
     return p;
   }
-  int64_t p = Linear(d, m.q_dim(), m.qkv_bias) + 2 * Linear(d, m.kv_dim(), m.qkv_bias) + Linear(m.q_dim(), d, m.out_bias);
+  int64_t p =
+      Linear(d, m.q_dim(), m.qkv_bias) + 2 * Linear(d, m.kv_dim(), m.qkv_bias) + Linear(m.q_dim(), d, m.out_bias);
   if (m.qk_norm) p += 2 * m.head_dim;
   return p;
 }

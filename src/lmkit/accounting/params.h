@@ -18,17 +18,17 @@ namespace lmkit::accounting {
 
 struct ParameterCounts {
   int64_t total = 0;
-  int64_t embedding = 0;       // token + position tables
-  int64_t lm_head = 0;         // untied output projection (incl. its bias)
-  int64_t non_embedding = 0;   // total - embedding - lm_head
-  int64_t active = 0;          // per token (== total for dense models)
+  int64_t embedding = 0;      // token + position tables
+  int64_t lm_head = 0;        // untied output projection (incl. its bias)
+  int64_t non_embedding = 0;  // total - embedding - lm_head
+  int64_t active = 0;         // per token (== total for dense models)
   // Components (whole model): attention (projections, q/k norms, MLA norms), ffn (dense MLPs, routed and shared
   // experts, shared gate), router (incl. correction bias), norms (layer norms and the final norm).
   int64_t attention = 0;
   int64_t ffn = 0;
   int64_t router = 0;
   int64_t norms = 0;
-  int64_t per_layer_max = 0;   // largest single layer (used for ZeRO-3 gather buffers)
+  int64_t per_layer_max = 0;  // largest single layer (used for ZeRO-3 gather buffers)
 };
 
 ParameterCounts CountParameters(const ModelSpec& m);

@@ -47,13 +47,12 @@ class PlanFields {
   Status Int(const char* key, int64_t lo, int64_t hi, int64_t* out) const {
     if (!Has(key)) return Status::Ok();
     const Json& v = obj_.at(key);
-    if (!v.is_number_integer())
-      return Err(std::string(key) + " must be an integer (got " + DumpJson(v, -1) + ")");
-    int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX
-                                                                                                 : v.get<int64_t>();
+    if (!v.is_number_integer()) return Err(std::string(key) + " must be an integer (got " + DumpJson(v, -1) + ")");
+    int64_t x =
+        v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
     if (x < lo || x > hi)
-      return Err(std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                 " (got " + DumpJson(v, -1) + ")");
+      return Err(std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
+                 DumpJson(v, -1) + ")");
     *out = x;
     return Status::Ok();
   }
@@ -179,9 +178,10 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     LMKIT_RETURN_IF_ERROR(f0.Str("model", &m.model));
     const std::string where = Where(i, name.empty() ? m.model : name);
     PlanFields f(e, subject, where);
-    LMKIT_RETURN_IF_ERROR(f.CheckKeys({"name", "model", "dims", "dtype", "batch", "seq_len", "output_tokens",
-                                       "requests_per_s", "count"}));
-    if (f.Has("model") == f.Has("dims")) return f.Err("give exactly one of \"model\" (preset or config path) or \"dims\"");
+    LMKIT_RETURN_IF_ERROR(f.CheckKeys(
+        {"name", "model", "dims", "dtype", "batch", "seq_len", "output_tokens", "requests_per_s", "count"}));
+    if (f.Has("model") == f.Has("dims"))
+      return f.Err("give exactly one of \"model\" (preset or config path) or \"dims\"");
     const int64_t big = int64_t{1} << 31;
     LMKIT_RETURN_IF_ERROR(f.Int("batch", 1, big, &m.batch));
     LMKIT_RETURN_IF_ERROR(f.Int("seq_len", 1, big, &m.seq_len));
@@ -195,7 +195,8 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     std::string dtype = "bf16";
     LMKIT_RETURN_IF_ERROR(f.Str("dtype", &dtype));
     auto dt = ParseDtype(dtype);
-    if (!dt.ok() || *dt == Dtype::kTf32) return f.Err("dtype must be fp32, bf16, fp16, fp8 or int8 (got '" + dtype + "')");
+    if (!dt.ok() || *dt == Dtype::kTf32)
+      return f.Err("dtype must be fp32, bf16, fp16, fp8 or int8 (got '" + dtype + "')");
     m.dtype = *dt;
 
     if (!m.model.empty()) {
@@ -245,10 +246,10 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
   PlanResult r;
   const std::string subject = plan.path;
   std::string gpu_name = gpu_override.empty() ? plan.gpu : gpu_override;
-  if (gpu_name.empty()) return Status::Usage("no GPU: give --gpu NAME or \"gpu\" in the plan");
+  if (gpu_name.empty()) return Status::InvalidArgument("no GPU: give --gpu NAME or \"gpu\" in the plan");
   LMKIT_ASSIGN_OR_RETURN(r.gpu, FindGpu(gpu_name));
   r.gpus = gpus_override > 0 ? gpus_override : plan.gpus > 0 ? plan.gpus : 1;
-  if (r.gpus > 4096) return Status::Usage("--gpus must be at most 4096");
+  if (r.gpus > 4096) return Status::InvalidArgument("--gpus must be at most 4096");
   const double capacity = r.gpu.memory_bytes;
   const double margin = capacity * plan.fragmentation;
   r.usable_bytes = std::floor(capacity - margin - plan.reserved_bytes);
@@ -277,9 +278,8 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
     e.runtime = e.memory.overhead;
     e.footprint = e.memory.total;
     e.max_batch_alone = e.memory.max_batch;
-    std::string usable = Human(r.usable_bytes, "B") + " usable on one " + r.gpu.name + " (" +
-                         Human(capacity, "B") + " - reserved " + Human(plan.reserved_bytes, "B") + " - margin " +
-                         Human(margin, "B") + ")";
+    std::string usable = Human(r.usable_bytes, "B") + " usable on one " + r.gpu.name + " (" + Human(capacity, "B") +
+                         " - reserved " + Human(plan.reserved_bytes, "B") + " - margin " + Human(margin, "B") + ")";
     if (static_cast<double>(e.memory.fixed) > r.usable_bytes)
       return Status::InvalidInput(subject, where + ": no GPU fits it: its weights alone take " +
                                                Human(static_cast<double>(e.memory.weights), "B") + ", more than the " +
@@ -356,8 +356,8 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
     } else {
       r.unplaced.push_back(static_cast<int>(i));
       m.unplaced_reason = "fits an empty GPU (" + Human(static_cast<double>(m.footprint), "B") +
-                          ") but not beside the others: the most free memory left on a GPU is " + Human(most_free, "B") +
-                          " (" + pk.method + ")";
+                          ") but not beside the others: the most free memory left on a GPU is " +
+                          Human(most_free, "B") + " (" + pk.method + ")";
     }
   }
   r.plan = std::move(plan);
@@ -373,7 +373,7 @@ Result<PlanResult> RunPlan(const PlanRequest& req) {
     if (std::filesystem::is_regular_file(req.svg_path, ec))
       for (const PlanModel& m : r.plan.models)
         if (!m.config_file.empty() && std::filesystem::equivalent(m.config_file, req.svg_path, ec))
-          return Status::Usage(m.config_file + ": is also the output (--svg " + req.svg_path +
+          return Status::InvalidArgument(m.config_file + ": is also the output (--svg " + req.svg_path +
                                "); writing it would destroy the input");
     LMKIT_RETURN_IF_ERROR(WriteFileAtomically(req.svg_path, PlanMemoryMapSvg(r)));
     r.svg_path = req.svg_path;

@@ -7,8 +7,8 @@
 // offset), unknown keys, wrong types, non-positive batch/seq_len, output_tokens >= seq_len, unknown model (kNotFound
 // from ResolveModel, with the nearest preset names). RunPlan resolves the GPU (request flags override the plan),
 // estimates every model with the accounting code (EstimateMemory, BuildMatmuls/BuildDecodeMatmuls + ComputeRoofline —
-// no second copy of that arithmetic), and packs the models (plan_packing.h). A model that cannot fit an empty GPU at its
-// batch is an error (kInvalidInput naming it, its need, the usable capacity and the largest batch that would fit);
+// no second copy of that arithmetic), and packs the models (plan_packing.h). A model that cannot fit an empty GPU at
+// its batch is an error (kInvalidInput naming it, its need, the usable capacity and the largest batch that would fit);
 // models that fit alone but not together are reported in `unplaced` with the reason. When the request has an svg_path,
 // the memory map is written through WriteFileAtomically (kIo naming the path). Render/ToJson never fail and are
 // deterministic. Thread-safe.
@@ -39,29 +39,29 @@ struct HostFacts {
   double disk_bytes_per_s = kDefaultDiskBytesPerS;
   double pcie_pinned_bytes_per_s = kDefaultPciePinnedBytesPerS;
   double pcie_pageable_bytes_per_s = kDefaultPciePageableBytesPerS;
-  bool pinned = true;          // weights are staged in pinned host memory
+  bool pinned = true;  // weights are staged in pinned host memory
   bool disk_from_plan = false, pinned_rate_from_plan = false, pageable_rate_from_plan = false;  // else the defaults
   double pcie_bytes_per_s() const { return pinned ? pcie_pinned_bytes_per_s : pcie_pageable_bytes_per_s; }
 };
 
 // One entry of "models" (an entry with "count": N becomes N entries named name#1..name#N).
 struct PlanModel {
-  std::string name;            // unique label
-  size_t index = 0;            // position of its entry in "models" (for messages)
-  std::string model;           // preset / config path as written ("" when given by "dims")
-  std::string config_file;     // the file read for it: the config path (a directory's config.json); "" for a preset
+  std::string name;         // unique label
+  size_t index = 0;         // position of its entry in "models" (for messages)
+  std::string model;        // preset / config path as written ("" when given by "dims")
+  std::string config_file;  // the file read for it: the config path (a directory's config.json); "" for a preset
   ModelSpec spec;
   Dtype dtype = Dtype::kBf16;
-  int64_t batch = 1;           // sequences served together
-  int64_t seq_len = 1024;      // context per sequence held in the KV cache (prompt + generated)
-  int64_t output_tokens = 0;   // generated tokens per request; 0 = one forward pass over seq_len
+  int64_t batch = 1;          // sequences served together
+  int64_t seq_len = 1024;     // context per sequence held in the KV cache (prompt + generated)
+  int64_t output_tokens = 0;  // generated tokens per request; 0 = one forward pass over seq_len
   double requests_per_s = 0;
 };
 
 struct Plan {
-  std::string path;            // the file (error subject)
-  std::string gpu;             // GPU table name or alias; "" = not given
-  int64_t gpus = 0;            // 0 = not given
+  std::string path;  // the file (error subject)
+  std::string gpu;   // GPU table name or alias; "" = not given
+  int64_t gpus = 0;  // 0 = not given
   double reserved_bytes = kDefaultReservedGib * 1073741824.0;
   double runtime_bytes_per_model = 0;  // extra per model (its own process / workspace)
   double fragmentation = kDefaultFragmentation;
@@ -75,32 +75,32 @@ Result<Plan> LoadPlan(const std::string& path);
 
 struct ModelEstimate {
   PlanModel entry;
-  std::string architecture;    // DescribeModel + parameter count + dtype: equal strings = same architecture
-  int group = -1;              // index into PlanResult::groups
-  MemoryReport memory;         // inference, overhead 0, capacity = usable per GPU
-  uint64_t runtime = 0;        // runtime_bytes_per_model
-  uint64_t footprint = 0;      // weights + KV cache + activations + runtime at the planned batch
-  int64_t max_batch_alone = 0; // largest batch that fits an empty GPU (usable capacity)
-  Roofline prefill;            // batch x prompt tokens (or the one forward pass)
-  Roofline decode;             // one decode step at the mean context (only when output_tokens > 0)
+  std::string architecture;     // DescribeModel + parameter count + dtype: equal strings = same architecture
+  int group = -1;               // index into PlanResult::groups
+  MemoryReport memory;          // inference, overhead 0, capacity = usable per GPU
+  uint64_t runtime = 0;         // runtime_bytes_per_model
+  uint64_t footprint = 0;       // weights + KV cache + activations + runtime at the planned batch
+  int64_t max_batch_alone = 0;  // largest batch that fits an empty GPU (usable capacity)
+  Roofline prefill;             // batch x prompt tokens (or the one forward pass)
+  Roofline decode;              // one decode step at the mean context (only when output_tokens > 0)
   double prefill_s = 0, decode_s = 0, latency_s = 0;
-  std::string bound;           // "compute" or "memory": the bound of the phase that takes longer
-  std::string bound_detail;    // "prefill compute-bound, decode memory-bound"
-  double cold_load_s = 0;      // disk read + host->device copy of the weights
-  double switch_s = 0;         // host->device copy of the weights (host copy already resident)
-  double utilisation = 0;      // requests_per_s x latency_s / batch
-  int gpu = -1;                // assigned GPU, -1 = not placed
+  std::string bound;         // "compute" or "memory": the bound of the phase that takes longer
+  std::string bound_detail;  // "prefill compute-bound, decode memory-bound"
+  double cold_load_s = 0;    // disk read + host->device copy of the weights
+  double switch_s = 0;       // host->device copy of the weights (host copy already resident)
+  double utilisation = 0;    // requests_per_s x latency_s / batch
+  int gpu = -1;              // assigned GPU, -1 = not placed
   std::string unplaced_reason;
 };
 
 struct ArchGroup {
   std::string architecture;
-  std::vector<int> members;    // indices into models
+  std::vector<int> members;  // indices into models
   uint64_t weight_bytes_each = 0;
 };
 
 struct GpuUse {
-  std::vector<int> models;     // indices, in placement order (largest first)
+  std::vector<int> models;  // indices, in placement order (largest first)
   uint64_t models_bytes = 0;
   double reserved = 0, margin = 0, free = 0, capacity = 0;
   double utilisation = 0;
@@ -108,8 +108,8 @@ struct GpuUse {
 
 struct PlanRequest {
   std::string plan_path;
-  std::string gpu;             // overrides the plan's "gpu"
-  int64_t gpus = 0;            // overrides the plan's "gpus" when > 0
+  std::string gpu;   // overrides the plan's "gpu"
+  int64_t gpus = 0;  // overrides the plan's "gpus" when > 0
   std::string svg_path;
 };
 
@@ -117,7 +117,7 @@ struct PlanResult {
   Plan plan;
   GpuSpec gpu;
   int64_t gpus = 1;
-  double usable_bytes = 0;     // per GPU: capacity x (1 - fragmentation) - reserved
+  double usable_bytes = 0;  // per GPU: capacity x (1 - fragmentation) - reserved
   std::vector<ModelEstimate> models;
   std::vector<ArchGroup> groups;
   std::vector<GpuUse> gpu_use;

@@ -97,7 +97,8 @@ Packing PackItems(const std::vector<uint64_t>& sizes, uint64_t capacity, int bin
     p.exact_found = true;
     p.method = ffd + "an exact search placed every model";
   } else if (s.limit_hit) {
-    p.method = ffd + "the exact search stopped at " + std::to_string(kExactSearchNodes) + " nodes without a full placement";
+    p.method =
+        ffd + "the exact search stopped at " + std::to_string(kExactSearchNodes) + " nodes without a full placement";
   } else {
     p.method = ffd + "an exact search proved no placement of every model exists";
   }

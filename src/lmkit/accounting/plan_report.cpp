@@ -41,12 +41,13 @@ std::string RenderPlan(const PlanResult& r, Format f) {
   const Plan& p = r.plan;
   std::string out;
   out += PlanLine("plan: " + p.path + ": " + std::to_string(r.models.size()) + " models on " + std::to_string(r.gpus) +
-                  " x " + r.gpu.name + " (" + B(r.gpu.memory_bytes) + ", " + Human(r.gpu.bandwidth_bytes_per_s, "B/s") + ")",
-              f);
+                      " x " + r.gpu.name + " (" + B(r.gpu.memory_bytes) + ", " +
+                      Human(r.gpu.bandwidth_bytes_per_s, "B/s") + ")",
+                  f);
   out += PlanLine("per GPU: " + B(r.gpu.memory_bytes) + " - reserved " + B(p.reserved_bytes) +
-                  " (CUDA context, workspaces) - fragmentation margin " + Percent(p.fragmentation) + " (" +
-                  B(r.gpu.memory_bytes * p.fragmentation) + ") = " + B(r.usable_bytes) + " usable",
-              f);
+                      " (CUDA context, workspaces) - fragmentation margin " + Percent(p.fragmentation) + " (" +
+                      B(r.gpu.memory_bytes * p.fragmentation) + ") = " + B(r.usable_bytes) + " usable",
+                  f);
   out += PlanLine(HostLine(p.host), f);
 
   bool runtime = p.runtime_bytes_per_model > 0;
@@ -76,8 +77,8 @@ std::string RenderPlan(const PlanResult& r, Format f) {
 
   Table sp;
   sp.title = "Speed per model (roofline lower bound for one batch of requests; load and switch of the weights)";
-  sp.header = {"model", "prompt", "output", "prefill", "decode", "latency", "bound", "req/s", "busy", "cold load",
-               "switch"};
+  sp.header = {"model", "prompt", "output", "prefill",   "decode", "latency",
+               "bound", "req/s",  "busy",   "cold load", "switch"};
   sp.numeric = {false, true, true, true, true, true, false, true, true, true, true};
   for (const auto& m : r.models) {
     const auto& e = m.entry;
@@ -107,10 +108,11 @@ std::string RenderPlan(const PlanResult& r, Format f) {
     if (grp.members.size() < 2) continue;
     std::string names;
     for (int i : grp.members) names += (names.empty() ? "" : ", ") + r.models[static_cast<size_t>(i)].entry.name;
-    groups += PlanLine("same architecture and dtype (" + grp.architecture + "): " + names + "; weights counted per instance (" +
-                       std::to_string(grp.members.size()) + " x " + B(grp.weight_bytes_each) +
-                       "); instances sharing one base (e.g. adapters) would hold them once",
-                   f);
+    groups +=
+        PlanLine("same architecture and dtype (" + grp.architecture + "): " + names +
+                     "; weights counted per instance (" + std::to_string(grp.members.size()) + " x " +
+                     B(grp.weight_bytes_each) + "); instances sharing one base (e.g. adapters) would hold them once",
+                 f);
   }
   if (!groups.empty()) out += PlanSep(f) + groups;
 
@@ -118,12 +120,12 @@ std::string RenderPlan(const PlanResult& r, Format f) {
   for (size_t g = 0; g < r.gpu_use.size(); ++g)
     if (r.gpu_use[g].utilisation > 1.0)
       warn += PlanLine("overloaded: " + GpuName(static_cast<int>(g)) + " is " + Percent(r.gpu_use[g].utilisation) +
-                       " busy at the planned requests/s (more than one GPU's time)",
-                   f);
+                           " busy at the planned requests/s (more than one GPU's time)",
+                       f);
   for (int i : r.unplaced)
     warn += PlanLine("does not fit: " + r.models[static_cast<size_t>(i)].entry.name + ": " +
-                     r.models[static_cast<size_t>(i)].unplaced_reason,
-                 f);
+                         r.models[static_cast<size_t>(i)].unplaced_reason,
+                     f);
   if (r.unplaced.empty()) warn += PlanLine("every model fits", f);
   out += PlanSep(f) + warn;
   if (!r.svg_path.empty() && f != Format::kCsv) out += PlanSep(f) + PlanLine("memory map: " + r.svg_path, f);
@@ -176,15 +178,15 @@ Json PlanToJson(const PlanResult& r) {
                     {"kv_bytes_per_token", m.memory.kv_bytes_per_token},
                     {"per_sequence", m.memory.per_sequence}};
     mj["max_batch_alone"] = m.max_batch_alone;
-    mj["latency"] = {{"prefill_s", m.prefill_s},
-                     {"prefill_bound", m.prefill.compute_s >= m.prefill.memory_s ? "compute" : "memory"},
-                     {"decode_step_s", e.output_tokens > 0 ? Json(m.decode.time_s) : Json(nullptr)},
-                     {"decode_bound", e.output_tokens > 0 ? Json(m.decode.compute_s >= m.decode.memory_s ? "compute"
-                                                                                                         : "memory")
-                                                          : Json(nullptr)},
-                     {"decode_s", m.decode_s},
-                     {"total_s", m.latency_s},
-                     {"bound", m.bound}};
+    mj["latency"] = {
+        {"prefill_s", m.prefill_s},
+        {"prefill_bound", m.prefill.compute_s >= m.prefill.memory_s ? "compute" : "memory"},
+        {"decode_step_s", e.output_tokens > 0 ? Json(m.decode.time_s) : Json(nullptr)},
+        {"decode_bound",
+         e.output_tokens > 0 ? Json(m.decode.compute_s >= m.decode.memory_s ? "compute" : "memory") : Json(nullptr)},
+        {"decode_s", m.decode_s},
+        {"total_s", m.latency_s},
+        {"bound", m.bound}};
     mj["cold_load_s"] = m.cold_load_s;
     mj["switch_s"] = m.switch_s;
     mj["utilisation"] = m.utilisation;
@@ -197,7 +199,8 @@ Json PlanToJson(const PlanResult& r) {
   for (const auto& g : r.groups) {
     Json names = Json::array();
     for (int i : g.members) names.push_back(r.models[static_cast<size_t>(i)].entry.name);
-    groups.push_back({{"architecture", g.architecture}, {"members", names}, {"weight_bytes_each", g.weight_bytes_each}});
+    groups.push_back(
+        {{"architecture", g.architecture}, {"members", names}, {"weight_bytes_each", g.weight_bytes_each}});
   }
   j["groups"] = groups;
   j["packing"] = r.packing_method;
@@ -248,8 +251,8 @@ std::string PlanMemoryMapSvg(const PlanResult& r) {
     row[series.size() - 1] = u.free;
     values.push_back(row);
   }
-  std::string title = "GPU memory map: " + std::to_string(r.gpus) + " x " + r.gpu.name + " (" +
-                      B(r.gpu.memory_bytes) + " each; share of capacity)";
+  std::string title = "GPU memory map: " + std::to_string(r.gpus) + " x " + r.gpu.name + " (" + B(r.gpu.memory_bytes) +
+                      " each; share of capacity)";
   return ShareChartSvg(title, labels, series, values);
 }
 

@@ -28,7 +28,7 @@ Result<int64_t> ParsePositive(const std::string& s, const std::string& what) {
   long long v = std::strtoll(s.c_str(), &end, 10);
   // ERANGE: strtoll clamps an out-of-range number to LLONG_MAX, which would pass as a valid (huge) value.
   if (s.empty() || end == nullptr || *end != '\0' || v <= 0 || errno == ERANGE)
-    return Status::Usage("--sweep " + what + ": '" + s + "' is not a positive integer");
+    return Status::InvalidArgument("--sweep " + what + ": '" + s + "' is not a positive integer");
   return static_cast<int64_t>(v);
 }
 
@@ -46,7 +46,9 @@ Status ApplySweepValue(const std::string& variable, const std::string& value, Op
   return Status::Ok();
 }
 
-double Share(uint64_t part, uint64_t whole) { return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0; }
+double Share(uint64_t part, uint64_t whole) {
+  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0;
+}
 
 std::string ConventionsLine(const FlopsOptions& o) {
   std::string s = "conventions: FLOP = 2 x MAC";
@@ -83,20 +85,24 @@ Json ModelJson(const ModelSpec& m) {
                 {"v_head_dim", m.mla_spec.v_head_dim}};
   }
   if (m.is_moe()) {
-    j["moe"] = {{"routed_experts", m.moe.routed_experts}, {"top_k", m.moe.top_k},
-                {"expert_d_ff", m.moe.expert_d_ff},       {"shared_d_ff", m.moe.shared_d_ff}};
+    j["moe"] = {{"routed_experts", m.moe.routed_experts},
+                {"top_k", m.moe.top_k},
+                {"expert_d_ff", m.moe.expert_d_ff},
+                {"shared_d_ff", m.moe.shared_d_ff}};
   }
   Json kinds = Json::array();
-  for (const auto& k : m.kinds) kinds.push_back({{"name", k.name}, {"count", k.count}, {"moe", k.moe}, {"window", k.window}});
+  for (const auto& k : m.kinds)
+    kinds.push_back({{"name", k.name}, {"count", k.count}, {"moe", k.moe}, {"window", k.window}});
   j["layer_kinds"] = kinds;
   j["notes"] = m.notes;
   return j;
 }
 
 Json ParamsJson(const ParameterCounts& p) {
-  return Json{{"total", p.total},         {"embedding", p.embedding}, {"lm_head", p.lm_head},
-              {"non_embedding", p.non_embedding}, {"active", p.active},       {"attention", p.attention},
-              {"ffn", p.ffn},             {"router", p.router},       {"norms", p.norms}};
+  return Json{
+      {"total", p.total},   {"embedding", p.embedding}, {"lm_head", p.lm_head}, {"non_embedding", p.non_embedding},
+      {"active", p.active}, {"attention", p.attention}, {"ffn", p.ffn},         {"router", p.router},
+      {"norms", p.norms}};
 }
 
 Table ParamsTable(const ParameterCounts& p, bool moe) {
@@ -116,13 +122,27 @@ Table ParamsTable(const ParameterCounts& p, bool moe) {
 Json RooflineJson(const Roofline& r) {
   Json rows = Json::array();
   for (const auto& x : r.rows) {
-    rows.push_back({{"layer_kind", x.op.layer_kind}, {"name", x.op.name}, {"m", x.op.m}, {"k", x.op.k}, {"n", x.op.n},
-                    {"count", x.op.count}, {"flops", x.op.flops}, {"bytes", x.bytes}, {"intensity", x.intensity},
-                    {"time_s", x.time_s}, {"bound", x.compute_bound ? "compute" : "memory"}});
+    rows.push_back({{"layer_kind", x.op.layer_kind},
+                    {"name", x.op.name},
+                    {"m", x.op.m},
+                    {"k", x.op.k},
+                    {"n", x.op.n},
+                    {"count", x.op.count},
+                    {"flops", x.op.flops},
+                    {"bytes", x.bytes},
+                    {"intensity", x.intensity},
+                    {"time_s", x.time_s},
+                    {"bound", x.compute_bound ? "compute" : "memory"}});
   }
-  return Json{{"peak_flops", r.peak}, {"bandwidth_bytes_per_s", r.bandwidth}, {"ridge_flops_per_byte", r.ridge},
-              {"flops", r.flops},      {"bytes", r.bytes},                     {"compute_s", r.compute_s},
-              {"memory_s", r.memory_s}, {"time_s", r.time_s},                  {"matmuls", rows}};
+  return Json{{"peak_flops", r.peak},
+              {"bandwidth_bytes_per_s", r.bandwidth},
+              {"ridge_flops_per_byte", r.ridge},
+              {"flops", r.flops},
+              {"bytes", r.bytes},
+              {"compute_s", r.compute_s},
+              {"memory_s", r.memory_s},
+              {"time_s", r.time_s},
+              {"matmuls", rows}};
 }
 
 Table RooflineTable(const Roofline& r, const std::string& title) {
@@ -135,8 +155,9 @@ Table RooflineTable(const Roofline& r, const std::string& title) {
            std::to_string(x.op.count), Human(static_cast<double>(x.op.flops), "FLOP"), Human(x.bytes, "B"),
            Fixed(x.intensity, 1), Seconds(x.time_s), x.compute_bound ? "compute" : "memory"});
   }
-  t.Add({"total", "", "", "", "", "", Human(r.flops, "FLOP"), Human(r.bytes, "B"), Fixed(r.bytes > 0 ? r.flops / r.bytes : 0, 1),
-         Seconds(r.time_s), r.compute_s >= r.memory_s ? "compute" : "memory"});
+  t.Add({"total", "", "", "", "", "", Human(r.flops, "FLOP"), Human(r.bytes, "B"),
+         Fixed(r.bytes > 0 ? r.flops / r.bytes : 0, 1), Seconds(r.time_s),
+         r.compute_s >= r.memory_s ? "compute" : "memory"});
   return t;
 }
 
@@ -147,31 +168,31 @@ Result<Format> ParseFormat(const std::string& s) {
   if (s == "json") return Format::kJson;
   if (s == "csv") return Format::kCsv;
   if (s == "md" || s == "markdown") return Format::kMd;
-  return Status::Usage("--format must be table, json, csv or md (got '" + s + "')");
+  return Status::InvalidArgument("--format must be table, json, csv or md (got '" + s + "')");
 }
 
 Result<Sweep> ParseSweep(const std::string& spec) {
   Sweep s;
   if (spec.empty()) return s;
   auto eq = spec.find('=');
-  if (eq == std::string::npos) return Status::Usage("--sweep takes VAR=v1,v2,... (VAR: seq-len, batch, model)");
+  if (eq == std::string::npos) return Status::InvalidArgument("--sweep takes VAR=v1,v2,... (VAR: seq-len, batch, model)");
   s.variable = spec.substr(0, eq);
   if (s.variable == "seq_len" || s.variable == "seq") s.variable = "seq-len";
   if (s.variable != "seq-len" && s.variable != "batch" && s.variable != "model")
-    return Status::Usage("--sweep variable must be seq-len, batch or model (got '" + s.variable + "')");
+    return Status::InvalidArgument("--sweep variable must be seq-len, batch or model (got '" + s.variable + "')");
   std::string rest = spec.substr(eq + 1);
-  if (rest.empty()) return Status::Usage("--sweep " + s.variable + " has no values");
+  if (rest.empty()) return Status::InvalidArgument("--sweep " + s.variable + " has no values");
   size_t pos = 0;
   while (pos <= rest.size()) {
     size_t comma = rest.find(',', pos);
     std::string v = rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     // An empty value ("1,,2", "1,") is a typo, not something to skip: the table would silently lack a point.
-    if (v.empty()) return Status::Usage("--sweep " + s.variable + ": empty value in '" + rest + "'");
+    if (v.empty()) return Status::InvalidArgument("--sweep " + s.variable + ": empty value in '" + rest + "'");
     s.values.push_back(v);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  if (s.values.empty()) return Status::Usage("--sweep " + s.variable + " has no values");
+  if (s.values.empty()) return Status::InvalidArgument("--sweep " + s.variable + " has no values");
   if (s.variable != "model")
     for (const auto& v : s.values) LMKIT_RETURN_IF_ERROR(ParsePositive(v, s.variable).status());
   return s;
@@ -179,10 +200,10 @@ Result<Sweep> ParseSweep(const std::string& spec) {
 
 Result<ModelSpec> ResolveModelSource(const ModelSource& src) {
   if (!src.model.empty() && src.has_dims)
-    return Status::Usage("give either MODEL or explicit dimensions (--layers ...), not both");
+    return Status::InvalidArgument("give either MODEL or explicit dimensions (--layers ...), not both");
   if (!src.model.empty()) return ResolveModel(src.model);
   if (src.has_dims) return FromDimensions(src.dims);
-  return Status::Usage("no model: give a config.json path, a preset name, or --layers/--d-model/--heads/--vocab");
+  return Status::InvalidArgument("no model: give a config.json path, a preset name, or --layers/--d-model/--heads/--vocab");
 }
 
 // ---------------------------------------------------------------------------------------------------------- flops --
@@ -194,7 +215,7 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
   r.steps = req.steps;
   if (req.sweep.variable == "model") {
     if (!req.source.model.empty() || req.source.has_dims)
-      return Status::Usage("--sweep model=... replaces MODEL; give one or the other");
+      return Status::InvalidArgument("--sweep model=... replaces MODEL; give one or the other");
   } else {
     LMKIT_ASSIGN_OR_RETURN(r.model, ResolveModelSource(req.source));
     LMKIT_ASSIGN_OR_RETURN(r.report, ComputeFlops(r.model, req.options));
@@ -203,10 +224,10 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
     LMKIT_ASSIGN_OR_RETURN(GpuSpec g, FindGpu(req.gpu));
     r.gpu = g;
   }
-  if (req.mfu != 0 && !r.gpu) return Status::Usage("--mfu needs --gpu");
+  if (req.mfu != 0 && !r.gpu) return Status::InvalidArgument("--mfu needs --gpu");
   // A negative count used to be ignored silently, printing no total at all.
-  if (req.steps < 0) return Status::Usage("--steps must be positive (got " + std::to_string(req.steps) + ")");
-  if (req.steps > 0 && req.mfu == 0) return Status::Usage("--steps needs --gpu and --mfu");
+  if (req.steps < 0) return Status::InvalidArgument("--steps must be positive (got " + std::to_string(req.steps) + ")");
+  if (req.steps > 0 && req.mfu == 0) return Status::InvalidArgument("--steps needs --gpu and --mfu");
 
   if (!req.sweep.variable.empty()) {
     r.sweep_variable = req.sweep.variable;
@@ -222,9 +243,9 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
       FlopsSweepPoint point{v, std::move(rep), std::nullopt};
       if (r.gpu && req.mfu != 0) {
         uint64_t f = req.training ? point.report.training : point.report.forward;
-        LMKIT_ASSIGN_OR_RETURN(StepTime st, EstimateStepTime(static_cast<double>(f),
-                                                             static_cast<double>(point.report.tokens), *r.gpu,
-                                                             req.dtype, req.mfu));
+        LMKIT_ASSIGN_OR_RETURN(
+            StepTime st, EstimateStepTime(static_cast<double>(f), static_cast<double>(point.report.tokens), *r.gpu,
+                                          req.dtype, req.mfu));
         point.step = st;
       }
       r.sweep.push_back(std::move(point));
@@ -253,7 +274,7 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
       r.svg_path = req.svg_path;
     }
   } else if (!req.svg_path.empty()) {
-    return Status::Usage("--svg needs --sweep");
+    return Status::InvalidArgument("--svg needs --sweep");
   }
 
   if (r.gpu && req.mfu != 0) {
@@ -263,7 +284,7 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
     r.step = st;
     // JSON has no infinity (it would print total_seconds as null): a total that overflows a double is refused.
     if (req.steps > 0 && !std::isfinite(st.seconds * static_cast<double>(req.steps)))
-      return Status::Usage("--steps " + std::to_string(req.steps) +
+      return Status::InvalidArgument("--steps " + std::to_string(req.steps) +
                            " x the step time overflows; use fewer steps or a larger --mfu");
   }
   if (r.gpu && req.sweep.variable.empty()) {
@@ -329,8 +350,8 @@ std::string RenderFlops(const FlopsResult& r, Format f) {
   mm.header = {"layer", "matmul", "M", "K", "N", "count", o.macs ? "MACs" : "FLOPs", "share"};
   mm.numeric = {false, false, true, true, true, true, true, true};
   for (const auto& x : rep.matmuls)
-    mm.Add({x.layer_kind, x.name, std::to_string(x.m), std::to_string(x.k), std::to_string(x.n), std::to_string(x.count),
-            Grouped(o.macs ? x.flops / 2 : x.flops), Percent(Share(x.flops, rep.forward))});
+    mm.Add({x.layer_kind, x.name, std::to_string(x.m), std::to_string(x.k), std::to_string(x.n),
+            std::to_string(x.count), Grouped(o.macs ? x.flops / 2 : x.flops), Percent(Share(x.flops, rep.forward))});
   out += Sep(f) + RenderTable(mm, st);
 
   Table comp;
@@ -352,7 +373,8 @@ std::string RenderFlops(const FlopsResult& r, Format f) {
   double training = static_cast<double>(rep.training);
   tot.Add({"forward", Grouped(rep.forward), Human(static_cast<double>(rep.forward), "FLOP")});
   tot.Add({"backward (2 x forward)", Grouped(rep.backward), Human(static_cast<double>(rep.backward), "FLOP")});
-  if (rep.recompute) tot.Add({"recomputation (full)", Grouped(rep.recompute), Human(static_cast<double>(rep.recompute), "FLOP")});
+  if (rep.recompute)
+    tot.Add({"recomputation (full)", Grouped(rep.recompute), Human(static_cast<double>(rep.recompute), "FLOP")});
   tot.Add({"training step (total)", Grouped(rep.training), Human(training, "FLOP")});
   tot.Add({"6*N*D (N = active params)", Grouped(static_cast<uint64_t>(rep.six_nd)),
            "x" + Fixed(rep.six_nd / training, 3) + " of total"});
@@ -373,12 +395,13 @@ std::string RenderFlops(const FlopsResult& r, Format f) {
     if (r.step) {
       const StepTime& s = *r.step;
       out += Line(std::string(r.training ? "training step" : "forward step") + " at MFU " + Fixed(s.mfu, 2) + ": " +
-                      Seconds(s.seconds) + " per step, " + Grouped(static_cast<uint64_t>(std::llround(s.tokens_per_s))) +
-                      " tokens/s",
+                      Seconds(s.seconds) + " per step, " +
+                      Grouped(static_cast<uint64_t>(std::llround(s.tokens_per_s))) + " tokens/s",
                   f);
       if (r.steps > 0)
-        out += Line(Grouped(static_cast<uint64_t>(r.steps)) + " steps: " + Seconds(s.seconds * static_cast<double>(r.steps)) +
-                        " (" + Fixed(s.seconds * static_cast<double>(r.steps) / 86400.0, 1) + " days)",
+        out += Line(Grouped(static_cast<uint64_t>(r.steps)) +
+                        " steps: " + Seconds(s.seconds * static_cast<double>(r.steps)) + " (" +
+                        Fixed(s.seconds * static_cast<double>(r.steps) / 86400.0, 1) + " days)",
                     f);
     }
     if (r.prefill)
@@ -386,9 +409,10 @@ std::string RenderFlops(const FlopsResult& r, Format f) {
                                                                 Fixed(r.prefill->ridge, 1) + " FLOP/B)"),
                                   st);
     if (r.decode)
-      out += Sep(f) + RenderTable(RooflineTable(*r.decode, "Roofline, one decode step: batch tokens over a KV cache of " +
-                                                               std::to_string(o.seq_len) + " tokens"),
-                                  st);
+      out +=
+          Sep(f) + RenderTable(RooflineTable(*r.decode, "Roofline, one decode step: batch tokens over a KV cache of " +
+                                                            std::to_string(o.seq_len) + " tokens"),
+                               st);
   }
   return out;
 }
@@ -413,8 +437,12 @@ Json FlopsToJson(const FlopsResult& r) {
     for (const auto& p : r.sweep) {
       Json comps;
       for (int c = 0; c < kComponentCount; ++c) comps[ComponentName(static_cast<Component>(c))] = p.report.component[c];
-      Json pt = {{"value", p.label},       {"tokens", p.report.tokens}, {"forward", p.report.forward},
-                 {"training", p.report.training}, {"components", comps},     {"params", ParamsJson(p.report.params)}};
+      Json pt = {{"value", p.label},
+                 {"tokens", p.report.tokens},
+                 {"forward", p.report.forward},
+                 {"training", p.report.training},
+                 {"components", comps},
+                 {"params", ParamsJson(p.report.params)}};
       if (p.step) pt["step_time"] = {{"seconds", p.step->seconds}, {"tokens_per_s", p.step->tokens_per_s}};
       pts.push_back(pt);
     }
@@ -424,28 +452,37 @@ Json FlopsToJson(const FlopsResult& r) {
   }
   Json rows = Json::array();
   for (const auto& x : rep.matmuls)
-    rows.push_back({{"layer_kind", x.layer_kind}, {"name", x.name}, {"component", ComponentName(x.component)},
-                    {"m", x.m}, {"k", x.k}, {"n", x.n}, {"count", x.count}, {"flops", x.flops},
+    rows.push_back({{"layer_kind", x.layer_kind},
+                    {"name", x.name},
+                    {"component", ComponentName(x.component)},
+                    {"m", x.m},
+                    {"k", x.k},
+                    {"n", x.n},
+                    {"count", x.count},
+                    {"flops", x.flops},
                     {"share", Share(x.flops, rep.forward)}});
   j["matmuls"] = rows;
   Json comps;
   for (int c = 0; c < kComponentCount; ++c) comps[ComponentName(static_cast<Component>(c))] = rep.component[c];
   j["components"] = comps;
-  j["totals"] = {{"forward", rep.forward},
-                 {"backward", rep.backward},
-                 {"recompute", rep.recompute},
-                 {"training", rep.training},
-                 {"six_nd", rep.six_nd},
-                 {"six_nd_non_embedding", rep.six_nd_non_embedding},
-                 {"palm", rep.palm}};
+  j["totals"] = {
+      {"forward", rep.forward},   {"backward", rep.backward}, {"recompute", rep.recompute},
+      {"training", rep.training}, {"six_nd", rep.six_nd},     {"six_nd_non_embedding", rep.six_nd_non_embedding},
+      {"palm", rep.palm}};
   j["params"] = ParamsJson(rep.params);
   if (r.gpu) {
-    j["gpu"] = {{"name", r.gpu->name}, {"dtype", DtypeName(r.dtype)}, {"peak_flops", r.gpu->PeakFlops(r.dtype)},
-                {"bandwidth_bytes_per_s", r.gpu->bandwidth_bytes_per_s}, {"memory_bytes", r.gpu->memory_bytes},
+    j["gpu"] = {{"name", r.gpu->name},
+                {"dtype", DtypeName(r.dtype)},
+                {"peak_flops", r.gpu->PeakFlops(r.dtype)},
+                {"bandwidth_bytes_per_s", r.gpu->bandwidth_bytes_per_s},
+                {"memory_bytes", r.gpu->memory_bytes},
                 {"source", r.gpu->source}};
     if (r.step) {
-      j["step_time"] = {{"step", r.training ? "training" : "forward"}, {"flops", r.step->flops},
-                        {"mfu", r.step->mfu}, {"seconds", r.step->seconds}, {"tokens_per_s", r.step->tokens_per_s}};
+      j["step_time"] = {{"step", r.training ? "training" : "forward"},
+                        {"flops", r.step->flops},
+                        {"mfu", r.step->mfu},
+                        {"seconds", r.step->seconds},
+                        {"tokens_per_s", r.step->tokens_per_s}};
       if (r.steps > 0) j["step_time"]["total_seconds"] = r.step->seconds * static_cast<double>(r.steps);
     }
     if (r.prefill) j["roofline"]["prefill"] = RooflineJson(*r.prefill);
@@ -466,13 +503,13 @@ Result<MemoryResult> RunMemory(const MemoryRequest& req) {
   }
   if (req.sweep.variable == "model") {
     if (!req.source.model.empty() || req.source.has_dims)
-      return Status::Usage("--sweep model=... replaces MODEL; give one or the other");
+      return Status::InvalidArgument("--sweep model=... replaces MODEL; give one or the other");
   } else {
     LMKIT_ASSIGN_OR_RETURN(r.model, ResolveModelSource(req.source));
     LMKIT_ASSIGN_OR_RETURN(r.report, EstimateMemory(r.model, base));
   }
   if (req.sweep.variable.empty()) {
-    if (!req.svg_path.empty()) return Status::Usage("--svg needs --sweep");
+    if (!req.svg_path.empty()) return Status::InvalidArgument("--svg needs --sweep");
     return r;
   }
   r.sweep_variable = req.sweep.variable;
@@ -488,7 +525,8 @@ Result<MemoryResult> RunMemory(const MemoryRequest& req) {
     r.sweep.push_back({v, std::move(rep)});
   }
   if (!req.svg_path.empty()) {
-    std::vector<std::string> series = {"weights", "gradients", "optimizer state", "activations", "KV cache", "overhead"};
+    std::vector<std::string> series = {"weights",     "gradients", "optimizer state",
+                                       "activations", "KV cache",  "overhead"};
     std::vector<std::string> labels;
     std::vector<std::vector<double>> values;
     for (const auto& p : r.sweep) {
@@ -520,10 +558,11 @@ std::string OptionsLine(const MemoryOptions& o) {
 }
 
 Json MemoryReportJson(const MemoryReport& x) {
-  Json j = {{"weights", x.weights},       {"gradients", x.gradients}, {"optimizer", x.optimizer},
-            {"activations", x.activations}, {"kv_cache", x.kv_cache},   {"overhead", x.overhead},
-            {"total", x.total},           {"per_sequence", x.per_sequence}, {"fixed", x.fixed},
-            {"kv_bytes_per_token", x.kv_bytes_per_token}};
+  Json j = {{"weights", x.weights},     {"gradients", x.gradients},
+            {"optimizer", x.optimizer}, {"activations", x.activations},
+            {"kv_cache", x.kv_cache},   {"overhead", x.overhead},
+            {"total", x.total},         {"per_sequence", x.per_sequence},
+            {"fixed", x.fixed},         {"kv_bytes_per_token", x.kv_bytes_per_token}};
   if (x.capacity_known) {
     j["capacity"] = x.options.capacity_bytes;
     j["fits"] = x.fits;
@@ -543,7 +582,8 @@ std::string RenderMemory(const MemoryResult& r, Format f) {
     out += Line(DescribeModel(r.model), f);
   }
   out += Line(OptionsLine(x.options), f);
-  if (r.gpu) out += Line("GPU: " + r.gpu->name + ", " + Human(r.gpu->memory_bytes, "B") + " (" + r.gpu->source + ")", f);
+  if (r.gpu)
+    out += Line("GPU: " + r.gpu->name + ", " + Human(r.gpu->memory_bytes, "B") + " (" + r.gpu->source + ")", f);
 
   if (!r.sweep_variable.empty()) {
     Table t;
@@ -556,12 +596,14 @@ std::string RenderMemory(const MemoryResult& r, Format f) {
     }
     for (const auto& p : r.sweep) {
       const MemoryReport& y = p.report;
-      std::vector<std::string> row = {p.label,         Human(static_cast<double>(y.weights), "B"),
+      std::vector<std::string> row = {p.label,
+                                      Human(static_cast<double>(y.weights), "B"),
                                       Human(static_cast<double>(y.gradients), "B"),
                                       Human(static_cast<double>(y.optimizer), "B"),
                                       Human(static_cast<double>(y.activations), "B"),
                                       Human(static_cast<double>(y.kv_cache), "B"),
-                                      Human(static_cast<double>(y.overhead), "B"), Human(static_cast<double>(y.total), "B")};
+                                      Human(static_cast<double>(y.overhead), "B"),
+                                      Human(static_cast<double>(y.total), "B")};
       if (y.capacity_known) {
         row.emplace_back(y.fits ? "yes" : "no");
         row.push_back(std::to_string(y.max_batch));
@@ -596,7 +638,8 @@ std::string RenderMemory(const MemoryResult& r, Format f) {
          "CUDA context, workspaces, fragmentation (--overhead-gib)"});
   t.Add({"total", Grouped(x.total), Human(static_cast<double>(x.total), "B"), ""});
   out += Sep(f) + RenderTable(t, st);
-  out += Sep(f) + Line("line: total(batch) = " + Grouped(x.per_sequence) + " * batch + " + Grouped(x.fixed) + " bytes", f);
+  out +=
+      Sep(f) + Line("line: total(batch) = " + Grouped(x.per_sequence) + " * batch + " + Grouped(x.fixed) + " bytes", f);
   if (x.capacity_known) {
     out += Line(std::string(x.fits ? "fits" : "does not fit") + " in " + Human(x.options.capacity_bytes, "B") +
                     "; largest batch per GPU that fits: " + std::to_string(x.max_batch),
@@ -610,11 +653,16 @@ Json MemoryToJson(const MemoryResult& r) {
   const MemoryOptions& o = r.report.options;
   Json j;
   j["model"] = ModelJson(r.model);
-  j["options"] = {{"mode", ModeName(o.mode)},         {"dtype", DtypeName(o.dtype)},
-                  {"optimizer", OptimizerName(o.optimizer)}, {"recompute", RecomputeName(o.recompute)},
-                  {"activations", ActivationModelName(o.activations)}, {"zero", o.zero},
-                  {"gpus", o.gpus},                   {"batch", o.batch},
-                  {"seq_len", o.seq_len},             {"overhead_bytes", o.overhead_bytes}};
+  j["options"] = {{"mode", ModeName(o.mode)},
+                  {"dtype", DtypeName(o.dtype)},
+                  {"optimizer", OptimizerName(o.optimizer)},
+                  {"recompute", RecomputeName(o.recompute)},
+                  {"activations", ActivationModelName(o.activations)},
+                  {"zero", o.zero},
+                  {"gpus", o.gpus},
+                  {"batch", o.batch},
+                  {"seq_len", o.seq_len},
+                  {"overhead_bytes", o.overhead_bytes}};
   if (r.gpu) j["gpu"] = {{"name", r.gpu->name}, {"memory_bytes", r.gpu->memory_bytes}, {"source", r.gpu->source}};
   j["params"] = ParamsJson(r.report.params);
   if (!r.sweep_variable.empty()) {

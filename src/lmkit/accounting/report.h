@@ -32,7 +32,7 @@ Result<Sweep> ParseSweep(const std::string& spec);
 
 // Where the model comes from: a config path / preset name, or explicit dimensions.
 struct ModelSource {
-  std::string model;     // path or preset; empty = `dims`
+  std::string model;  // path or preset; empty = `dims`
   Dimensions dims;
   bool has_dims = false;
 };
@@ -41,11 +41,11 @@ Result<ModelSpec> ResolveModelSource(const ModelSource& src);
 struct FlopsRequest {
   ModelSource source;
   FlopsOptions options;
-  bool training = false;     // the step is forward + backward (time per step, 6ND); else forward only
-  std::string gpu;           // "" = none
-  double mfu = 0;            // 0 = no step-time estimate
+  bool training = false;  // the step is forward + backward (time per step, 6ND); else forward only
+  std::string gpu;        // "" = none
+  double mfu = 0;         // 0 = no step-time estimate
   Dtype dtype = Dtype::kBf16;
-  int64_t steps = 0;         // > 0: total time of this many steps
+  int64_t steps = 0;  // > 0: total time of this many steps
   Sweep sweep;
   std::string svg_path;
 };
@@ -67,7 +67,7 @@ struct FlopsResult {
   std::optional<Roofline> prefill, decode;
   std::string sweep_variable;
   std::vector<FlopsSweepPoint> sweep;
-  std::string svg_path;      // written when non-empty
+  std::string svg_path;  // written when non-empty
 };
 
 Result<FlopsResult> RunFlops(const FlopsRequest& req);

@@ -6,12 +6,13 @@
 namespace lmkit::accounting {
 namespace {
 Status NoPeak(const GpuSpec& gpu, Dtype dtype) {
-  return Status::Usage("GPU " + gpu.name + " has no " + DtypeName(dtype) + " peak in the GPU table; pick another --dtype");
+  return Status::InvalidArgument("GPU " + gpu.name + " has no " + DtypeName(dtype) +
+                       " peak in the GPU table; pick another --dtype");
 }
 }  // namespace
 
 Result<StepTime> EstimateStepTime(double flops, double tokens, const GpuSpec& gpu, Dtype dtype, double mfu) {
-  if (!(mfu > 0 && mfu <= 1)) return Status::Usage("--mfu must be in (0, 1] (got " + std::to_string(mfu) + ")");
+  if (!(mfu > 0 && mfu <= 1)) return Status::InvalidArgument("--mfu must be in (0, 1] (got " + std::to_string(mfu) + ")");
   StepTime t;
   t.peak = gpu.PeakFlops(dtype);
   if (t.peak <= 0) return NoPeak(gpu, dtype);

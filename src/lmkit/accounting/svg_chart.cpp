@@ -15,11 +15,20 @@ std::string Esc(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -66,9 +75,8 @@ std::string ShareChartSvg(const std::string& title, const std::vector<std::strin
       double y = top + plot_h - plot_h * base[p] - h;
       base[p] += frac;
       s += "<rect x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" width=\"" + Num(bar_w) + "\" height=\"" + Num(h) +
-           "\" data-point=\"" + Esc(labels[p]) + "\"><title>" + Esc(series[k] + " at " + labels[p] + ": " +
-                                                                    Percent(frac)) +
-           "</title></rect>\n";
+           "\" data-point=\"" + Esc(labels[p]) + "\"><title>" +
+           Esc(series[k] + " at " + labels[p] + ": " + Percent(frac)) + "</title></rect>\n";
     }
     s += "</g>\n";
   }

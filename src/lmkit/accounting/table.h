@@ -22,7 +22,7 @@ struct Table {
 // Text: "title\n" then aligned columns; CSV: "# title\n" then RFC 4180 rows; Markdown: "### title\n" then a pipe table.
 std::string RenderTable(const Table& t, TableStyle style);
 
-std::string Grouped(uint64_t v);              // 1234567 -> "1,234,567"
+std::string Grouped(uint64_t v);                // 1234567 -> "1,234,567"
 std::string Human(double v, const char* unit);  // 4.51e12, "FLOP" -> "4.51 TFLOP"; bytes use GB (1e9) steps
 std::string Fixed(double v, int decimals);      // locale-independent fixed notation
 std::string Percent(double fraction);           // 0.1673 -> "16.73%"

@@ -23,7 +23,9 @@ const Tables& T() {
   static const Tables t = [] {
     Tables t;
     t.back.fill(-1);
-    auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); };
+    auto printable = [](int b) {
+      return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    };
     uint32_t next = 0x100;
     for (int b = 0; b < 256; ++b) t.cp[b] = printable(b) ? static_cast<uint32_t>(b) : next++;
     for (int b = 0; b < 256; ++b) {

@@ -187,8 +187,8 @@ Result<CountsHeader> ParseCounts(std::string_view b, const std::string& subject,
   const auto stored_crc = static_cast<uint32_t>(GetLE(b.data() + n - 8, 4));
   const uint32_t crc = Crc32(b.substr(0, n - 8));
   if (crc != stored_crc)
-    return Bad(subject, fmt::format("checksum mismatch (stored {:08x}, computed {:08x}): the file is damaged",
-                                    stored_crc, crc));
+    return Bad(subject,
+               fmt::format("checksum mismatch (stored {:08x}, computed {:08x}): the file is damaged", stored_crc, crc));
   const uint64_t head_len = GetLE(b.data() + 12, 4);
   const size_t body_end = n - kTrailerBytes;
   if (head_len > body_end - kPrefixBytes) return Bad(subject, "damaged: the header is longer than the file");
@@ -244,7 +244,7 @@ Result<CountsHeader> ReadCountsFile(const std::string& path, PretokenTable* tabl
 }
 
 Status CheckCountsSet(const std::vector<CountsHeader>& headers, const std::vector<std::string>& paths) {
-  if (headers.empty()) return Status::Usage("no counts files");
+  if (headers.empty()) return Status::InvalidArgument("no counts files");
   const CountsHeader& first = headers[0];
   std::map<uint64_t, size_t> by_k;
   for (size_t i = 0; i < headers.size(); ++i) {
@@ -256,9 +256,9 @@ Status CheckCountsSet(const std::vector<CountsHeader>& headers, const std::vecto
       return Bad(paths[i], fmt::format("counted with special tokens [{}], but {} with [{}]",
                                        fmt::join(h.specials, ", "), paths[0], fmt::join(first.specials, ", ")));
     if (h.shard_n != first.shard_n || h.corpus_bytes != first.corpus_bytes)
-      return Bad(paths[i], fmt::format("is shard {}/{} of a {}-byte corpus, but {} is shard {}/{} of a {}-byte corpus",
-                                       h.shard_k, h.shard_n, h.corpus_bytes, paths[0], first.shard_k, first.shard_n,
-                                       first.corpus_bytes));
+      return Bad(paths[i],
+                 fmt::format("is shard {}/{} of a {}-byte corpus, but {} is shard {}/{} of a {}-byte corpus", h.shard_k,
+                             h.shard_n, h.corpus_bytes, paths[0], first.shard_k, first.shard_n, first.corpus_bytes));
     auto [it, inserted] = by_k.emplace(h.shard_k, i);
     if (!inserted)
       return Bad(paths[i], fmt::format("shard {}/{} is also in {}", h.shard_k, h.shard_n, paths[it->second]));
@@ -267,8 +267,8 @@ Status CheckCountsSet(const std::vector<CountsHeader>& headers, const std::vecto
   for (uint64_t k = 0; k < first.shard_n; ++k) {
     auto it = by_k.find(k);
     if (it == by_k.end())
-      return Status::Usage(fmt::format("shard {}/{} is missing: give the counts of all {} shards", k, first.shard_n,
-                                       first.shard_n));
+      return Status::InvalidArgument(
+          fmt::format("shard {}/{} is missing: give the counts of all {} shards", k, first.shard_n, first.shard_n));
     const CountsHeader& h = headers[it->second];
     if (h.range_begin != expect)
       return Bad(paths[it->second], fmt::format("covers bytes [{}, {}), but the previous shard ends at {}: the "

@@ -30,8 +30,8 @@ struct CountsHeader {
   uint64_t corpus_bytes = 0;  // all inputs together
   uint64_t range_begin = 0;   // the counted bytes [range_begin, range_end)
   uint64_t range_end = 0;
-  uint64_t entries = 0;       // unique pre-tokens
-  uint64_t total = 0;         // sum of counts
+  uint64_t entries = 0;  // unique pre-tokens
+  uint64_t total = 0;    // sum of counts
   std::string pattern = "gpt2";
   std::vector<std::string> specials;
 };

@@ -39,7 +39,8 @@ Status ParseJsonIds(std::string_view t, const std::string& subject, Emit&& emit)
     while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) ++i;
   };
   auto fail = [&](const std::string& what) {
-    return Status::InvalidInput(subject, what + " at byte " + std::to_string(i) + " (expected a JSON array of token ids)");
+    return Status::InvalidInput(subject,
+                                what + " at byte " + std::to_string(i) + " (expected a JSON array of token ids)");
   };
   skip_ws();
   if (i >= t.size() || t[i] != '[') return fail("no '['");
@@ -95,7 +96,7 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
   IdFormat format = req.format.value_or(req.input == "-" ? IdFormat::kBin : IdFormatFromPath(req.input));
   if (format == IdFormat::kText) format = IdFormat::kBin;  // .txt input is not an id format: treat as raw ids
   if (req.format && *req.format == IdFormat::kText)
-    return Status::Usage("decode reads bin, npy or json ids (text output of encode is not meant to be read back)");
+    return Status::InvalidArgument("decode reads bin, npy or json ids (text output of encode is not meant to be read back)");
   rep.format = format;
   LMKIT_ASSIGN_OR_RETURN(IdDtype dtype, ResolveDtype(req.dtype, *tok));
   const std::string subject = req.input == "-" ? "<stdin>" : req.input;
@@ -119,7 +120,7 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
     LMKIT_RETURN_IF_ERROR(
         ParseJsonIds(text, subject, [&](const std::vector<uint32_t>& b) { return emit(b.data(), b.size()); }));
   } else if (req.input == "-") {
-    if (format == IdFormat::kNpy) return Status::Usage("decoding .npy needs a file, not stdin");
+    if (format == IdFormat::kNpy) return Status::InvalidArgument("decoding .npy needs a file, not stdin");
     const size_t width = dtype == IdDtype::kU16 ? 2 : 4;
     std::string raw(kBlock * width, '\0');
     std::vector<uint32_t> ids;
@@ -147,11 +148,11 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
     }
     if (have != 0)
       return Status::InvalidInput(subject, "input size is not a multiple of " + std::to_string(width) +
-                                               " bytes (the size of one " + (width == 2 ? "uint16" : "uint32") + " id)");
+                                               " bytes (the size of one " + (width == 2 ? "uint16" : "uint32") +
+                                               " id)");
   } else {
-    LMKIT_ASSIGN_OR_RETURN(
-        io::TokenFile file,
-        io::TokenFile::Open(req.input, dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
+    LMKIT_ASSIGN_OR_RETURN(io::TokenFile file,
+                           io::TokenFile::Open(req.input, dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
     std::vector<uint32_t> ids;
     for (uint64_t start = 0; start < file.size(); start += kBlock) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, file.size() - start));

@@ -22,8 +22,7 @@
 
 namespace lmkit::bpe {
 
-Status DecodeIds(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index,
-                 std::string* out);
+Status DecodeIds(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index, std::string* out);
 
 struct DecodeRequest {
   std::string tokenizer;

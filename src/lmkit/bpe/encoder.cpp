@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <functional>
@@ -276,8 +276,11 @@ class Chunker {
  public:
   // `carry` is a buffer the caller keeps (its contents are discarded here).
   Chunker(ByteSource& source, size_t chunk, const std::vector<SpecialToken>& specials, std::string& carry)
-      : source_(source), chunk_(chunk), read_block_(std::clamp<size_t>(chunk, 4096, size_t{1} << 20)),
-        specials_(specials), carry_(carry) {
+      : source_(source),
+        chunk_(chunk),
+        read_block_(std::clamp<size_t>(chunk, 4096, size_t{1} << 20)),
+        specials_(specials),
+        carry_(carry) {
     for (const auto& s : specials) look_ = std::max(look_, s.text.size());
     carry_.clear();
   }
@@ -499,15 +502,19 @@ Result<IdFormat> IdFormatFromName(std::string_view name) {
   if (name == "npy") return IdFormat::kNpy;
   if (name == "json") return IdFormat::kJson;
   if (name == "text") return IdFormat::kText;
-  return Status::Usage("unknown format '" + std::string(name) + "' (expected bin, npy, json or text)");
+  return Status::InvalidArgument("unknown format '" + std::string(name) + "' (expected bin, npy, json or text)");
 }
 
 std::string_view IdFormatName(IdFormat f) {
   switch (f) {
-    case IdFormat::kBin: return "bin";
-    case IdFormat::kNpy: return "npy";
-    case IdFormat::kJson: return "json";
-    case IdFormat::kText: return "text";
+    case IdFormat::kBin:
+      return "bin";
+    case IdFormat::kNpy:
+      return "npy";
+    case IdFormat::kJson:
+      return "json";
+    case IdFormat::kText:
+      return "text";
   }
   return "bin";
 }
@@ -526,14 +533,14 @@ Result<IdDtype> IdDtypeFromName(std::string_view name) {
   if (name == "auto") return IdDtype::kAuto;
   if (name == "uint16" || name == "u16") return IdDtype::kU16;
   if (name == "uint32" || name == "u32") return IdDtype::kU32;
-  return Status::Usage("unknown dtype '" + std::string(name) + "' (expected auto, uint16 or uint32)");
+  return Status::InvalidArgument("unknown dtype '" + std::string(name) + "' (expected auto, uint16 or uint32)");
 }
 
 Result<IdDtype> ResolveDtype(IdDtype requested, const Tokenizer& tokenizer) {
   const bool fits16 = tokenizer.id_limit() <= 65536;
   if (requested == IdDtype::kAuto) return fits16 ? IdDtype::kU16 : IdDtype::kU32;
   if (requested == IdDtype::kU16 && !fits16)
-    return Status::Usage("--dtype uint16 cannot hold this tokenizer's ids (up to " +
+    return Status::InvalidArgument("--dtype uint16 cannot hold this tokenizer's ids (up to " +
                          std::to_string(tokenizer.id_limit() - 1) + "); use uint32 or auto");
   return requested;
 }
@@ -707,7 +714,7 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
   LMKIT_ASSIGN_OR_RETURN(rep.dtype, ResolveDtype(req.dtype, *tok));
   rep.threads = std::max(1u, req.threads);
   if (rep.format == IdFormat::kNpy && req.output.empty())
-    return Status::Usage("--format npy needs an output file (-o): its header holds the token count");
+    return Status::InvalidArgument("--format npy needs an output file (-o): its header holds the token count");
 
   int fd = 0;
   uint64_t size_hint = 0;
@@ -747,10 +754,10 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
   const double c1 = cpu_now();
   StreamStats stats;
   if ((rep.format == IdFormat::kBin || rep.format == IdFormat::kNpy) && !req.output.empty()) {
-    LMKIT_ASSIGN_OR_RETURN(
-        io::TokenWriter w,
-        io::TokenWriter::Create(req.output, rep.format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
-                                rep.dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
+    LMKIT_ASSIGN_OR_RETURN(io::TokenWriter w,
+                           io::TokenWriter::Create(
+                               req.output, rep.format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
+                               rep.dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
     TokenWriterSink sink(std::move(w));
     LMKIT_ASSIGN_OR_RETURN(stats, EncodeStream(*tok, source, sink, opts, progress));
     LMKIT_RETURN_IF_ERROR(sink.Commit());
@@ -801,7 +808,7 @@ Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& req, const T
     return std::unique_ptr<IdOutput>(new OwnedIdOutput<TokenWriterSink>(TokenWriterSink(std::move(w))));
   }
   if (format == IdFormat::kNpy)
-    return Status::Usage("--format npy needs an output file (-o): its header holds the token count");
+    return Status::InvalidArgument("--format npy needs an output file (-o): its header holds the token count");
   ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
   if (!req.output.empty()) {
     LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));

@@ -17,7 +17,8 @@
 //   chunk_bytes × 2 × threads × ~2.5) plus any one stretch of input without a safe point (a single
 //   pre-token, e.g. megabytes of text with no space or newline, must be held whole). Errors: the source's or the
 //   sink's Status, unchanged.
-// - LastSafeCut(text, from) returns the largest c in [max(from, 2), text.size() - 2] at which the text may be cut — encoding
+// - LastSafeCut(text, from) returns the largest c in [max(from, 2), text.size() - 2] at which the text may be cut —
+// encoding
 //   text[0,c) and text[c,end) separately gives exactly the ids of the whole — or 0 when there is none. The rules
 //   (proved for the gpt2, cl100k and o200k patterns in docs/bpe-encoding.md) look only at ASCII bytes:
 //     "X\n|Y" with X printable non-space ASCII and Y an ASCII letter or digit, or "x| y" with x, y ASCII letters;
@@ -194,7 +195,7 @@ class EncoderPool {
 
 struct StreamOptions {
   unsigned threads = 1;
-  size_t chunk_bytes = 0;  // 0: 1 MiB, smaller with many threads so that chunks in flight stay under 16 MiB
+  size_t chunk_bytes = 0;           // 0: 1 MiB, smaller with many threads so that chunks in flight stay under 16 MiB
   EncoderPool* encoders = nullptr;  // optional: encoders to reuse (see EncoderPool)
 };
 
@@ -221,12 +222,12 @@ bool IsPatternSafeCut(std::string_view text, size_t c);
 enum class IdFormat { kBin, kNpy, kJson, kText };
 enum class IdDtype { kAuto, kU16, kU32 };
 
-Result<IdFormat> IdFormatFromName(std::string_view name);  // bin | npy | json | text; kUsage otherwise
+Result<IdFormat> IdFormatFromName(std::string_view name);  // bin | npy | json | text; kInvalidArgument otherwise
 std::string_view IdFormatName(IdFormat f);
 // .npy → npy, .json → json, .txt → text, anything else → bin.
 IdFormat IdFormatFromPath(const std::string& path);
 Result<IdDtype> IdDtypeFromName(std::string_view name);  // auto | uint16 | uint32
-// auto: uint16 when every id of the tokenizer fits, else uint32. Errors: kUsage for uint16 with larger ids.
+// auto: uint16 when every id of the tokenizer fits, else uint32. Errors: kInvalidArgument for uint16 with larger ids.
 Result<IdDtype> ResolveDtype(IdDtype requested, const Tokenizer& tokenizer);
 
 // The token's bytes as a double-quoted string: printable ASCII as is (\" and \\ escaped), \n \r \t, other
@@ -272,14 +273,14 @@ struct EncodeReport {
   uint64_t tokens = 0;
   uint64_t chunks = 0;
   uint64_t largest_chunk = 0;
-  double load_seconds = 0;    // reading the tokenizer
-  double encode_seconds = 0;  // reading, encoding and writing the input (wall clock)
+  double load_seconds = 0;        // reading the tokenizer
+  double encode_seconds = 0;      // reading, encoding and writing the input (wall clock)
   double encode_cpu_seconds = 0;  // CPU time of all threads over the same phase
   uint64_t peak_rss_bytes = 0;
 };
 
 // Loads the tokenizer, encodes `input` ("-" = stdin) with EncodeStream and writes the ids. Errors: the loader's, the
-// input's (named), kUsage for npy on a descriptor (its header needs the count, so it needs a file).
+// input's (named), kInvalidArgument for npy on a descriptor (its header needs the count, so it needs a file).
 Result<EncodeReport> EncodeFile(const EncodeRequest& request, ProgressSink* progress);
 
 // ---- for drivers that produce the ids elsewhere (the MPI encoder, src/lmkit/mpi/) ----

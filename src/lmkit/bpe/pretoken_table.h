@@ -149,7 +149,6 @@ class alignas(64) PretokenTable {
     }
   }
 
-
   // Calls fn(key bytes, count) for every entry, in entry-id order.
   template <typename Fn>
   void ForEach(Fn&& fn) const {
@@ -224,7 +223,6 @@ class alignas(64) PretokenTable {
   }
   // Prefetches the first slot a key with hash `h` probes (for callers that pipeline their Add calls).
   void Prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & (slots_.size() - 1)]); }
-
 
   size_t size() const { return counts_.size(); }
   size_t key_bytes() const { return arena_.size() + counts_.size() * 8; }

@@ -60,9 +60,7 @@ inline bool IsUpperish(CharClass c) {
   return c == kClassLu || c == kClassLt || c == kClassLm || c == kClassLo || c == kClassMark;
 }
 // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
-inline bool IsLowerish(CharClass c) {
-  return c == kClassLl || c == kClassLm || c == kClassLo || c == kClassMark;
-}
+inline bool IsLowerish(CharClass c) { return c == kClassLl || c == kClassLm || c == kClassLo || c == kClassMark; }
 
 template <typename Pred>
 inline size_t RunOf(std::string_view t, size_t pos, Pred pred) {
@@ -268,7 +266,7 @@ Result<PretokPattern> PatternFromName(std::string_view name) {
   if (name == "gpt2") return PretokPattern::kGpt2;
   if (name == "cl100k" || name == "cl100k_base") return PretokPattern::kCl100k;
   if (name == "o200k" || name == "o200k_base") return PretokPattern::kO200k;
-  return Status::Usage("unknown pre-tokenizer pattern '" + std::string(name) + "' (expected gpt2, cl100k or o200k)");
+  return Status::InvalidArgument("unknown pre-tokenizer pattern '" + std::string(name) + "' (expected gpt2, cl100k or o200k)");
 }
 
 std::string_view PatternName(PretokPattern p) {

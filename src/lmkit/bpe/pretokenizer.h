@@ -16,7 +16,7 @@ namespace lmkit::bpe {
 
 enum class PretokPattern { kGpt2, kCl100k, kO200k };
 
-// "gpt2", "cl100k" (or "cl100k_base"), "o200k" (or "o200k_base"); kUsage otherwise.
+// "gpt2", "cl100k" (or "cl100k_base"), "o200k" (or "o200k_base"); kInvalidArgument otherwise.
 Result<PretokPattern> PatternFromName(std::string_view name);
 std::string_view PatternName(PretokPattern p);
 std::string_view PatternRegex(PretokPattern p);

@@ -3,22 +3,20 @@
 #include "lmkit/bpe/shard.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
-
-#include "lmkit/bpe/encoder.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 
+#include "lmkit/bpe/encoder.h"
+
 namespace lmkit::bpe {
 
 namespace {
-
 
 // Whether an occurrence of a special starts in (c - len, c) and ends after c.
 bool Straddled(std::string_view text, size_t c, const std::vector<std::string>& specials) {
@@ -109,7 +107,7 @@ Result<uint64_t> FirstCutFrom(const std::vector<InputFile>& files, uint64_t tota
 
 Result<ShardSpec> ParseShardSpec(std::string_view text) {
   const auto bad = [&] {
-    return Status::Usage(fmt::format("--shard '{}': expected K/N with 0 <= K < N (e.g. 0/4)", text));
+    return Status::InvalidArgument(fmt::format("--shard '{}': expected K/N with 0 <= K < N (e.g. 0/4)", text));
   };
   const size_t slash = text.find('/');
   if (slash == std::string_view::npos) return bad();
@@ -148,17 +146,17 @@ std::vector<uint64_t> ShardCutsOfText(std::string_view text, uint64_t n, const s
 
 Result<ShardRange> ComputeShardRange(const std::vector<std::string>& paths, ShardSpec spec,
                                      const std::vector<std::string>& specials) {
-  if (spec.n == 0 || spec.k >= spec.n) return Status::Usage("shard index out of range");
+  if (spec.n == 0 || spec.k >= spec.n) return Status::InvalidArgument("shard index out of range");
   std::vector<InputFile> files;
   uint64_t total = 0;
   for (const auto& p : paths) {
-    if (p == "-") return Status::Usage("stdin cannot be split into shards; give files");
+    if (p == "-") return Status::InvalidArgument("stdin cannot be split into shards; give files");
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) {
       if (errno == ENOENT) return Status::NotFound(p, "no such file");
       return Status::FromErrno(p, "cannot stat", errno);
     }
-    if (!S_ISREG(st.st_mode)) return Status::Usage(fmt::format("{}: shards need regular files", p));
+    if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(fmt::format("{}: shards need regular files", p));
     files.push_back({p, total, static_cast<uint64_t>(st.st_size)});
     total += static_cast<uint64_t>(st.st_size);
   }

@@ -58,10 +58,10 @@ class SpecialTokenSplitter {
   std::vector<Piece> Split(std::string_view text) const;
 
  private:
-  std::vector<std::string> specials_;           // as given (empties kept so indexes stay stable)
-  std::vector<std::vector<int>> by_first_;      // first byte -> special indexes, longest first
+  std::vector<std::string> specials_;       // as given (empties kept so indexes stay stable)
+  std::vector<std::vector<int>> by_first_;  // first byte -> special indexes, longest first
   bool first_[256] = {};
-  int single_first_ = -1;                       // the one first byte all specials share, or -1
+  int single_first_ = -1;  // the one first byte all specials share, or -1
   size_t max_len_ = 0;
 };
 

@@ -1,10 +1,10 @@
 #include "lmkit/bpe/tokenizer.h"
 
-#include "lmkit/common/json.h"
-
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+
+#include "lmkit/common/json.h"
 
 namespace lmkit::bpe {
 
@@ -110,8 +110,8 @@ void Tokenizer::ReserveTokens(size_t count) { tokens_.Reserve(count); }
 
 Status Tokenizer::AddToken(std::string_view bytes, uint32_t id) {
   if (id > kMaxTokenId)
-    return Status::InvalidInput("", "token id " + std::to_string(id) + " is above lmkit's limit of " +
-                                        std::to_string(kMaxTokenId));
+    return Status::InvalidInput(
+        "", "token id " + std::to_string(id) + " is above lmkit's limit of " + std::to_string(kMaxTokenId));
   if (bytes.empty()) return Status::InvalidInput("", "empty token (id " + std::to_string(id) + ")");
   if (IsOrdinary(id)) return Status::InvalidInput("", "token id " + std::to_string(id) + " is defined twice");
   if (!tokens_.Insert(bytes, id))
@@ -189,8 +189,8 @@ Status Tokenizer::Finish() {
     if (byte_ids_[b] == kNoId) {
       char hex[8];
       std::snprintf(hex, sizeof(hex), "0x%02X", b);
-      return Status::InvalidInput("", std::string("the vocabulary has no token for byte ") + hex +
-                                          " (not a byte-level BPE vocabulary)");
+      return Status::InvalidInput(
+          "", std::string("the vocabulary has no token for byte ") + hex + " (not a byte-level BPE vocabulary)");
     }
   }
   uint32_t limit = static_cast<uint32_t>(ordinary_.size());
@@ -210,8 +210,8 @@ Status Tokenizer::Finish() {
     if (decode_[s.id].len != kNoId) {
       std::string_view b(decode_arena_.data() + decode_[s.id].offset, decode_[s.id].len);
       if (b != s.text)
-        return Status::InvalidInput("", "special token " + QuotedToken(s.text) + ": id " + std::to_string(s.id) +
-                                            " is used twice");
+        return Status::InvalidInput(
+            "", "special token " + QuotedToken(s.text) + ": id " + std::to_string(s.id) + " is used twice");
       return Status::Ok();
     }
     decode_[s.id] = {static_cast<uint32_t>(decode_arena_.size()), static_cast<uint32_t>(s.text.size())};

@@ -137,7 +137,6 @@ Result<bool> BoolField(const Json& obj, const char* key, bool fallback, const st
   return obj[key].get<bool>();
 }
 
-
 // Fills `tok` from a {printable token: id} object (vocab.json, tokenizer.json's model.vocab).
 Status AddPrintableVocab(const Json& vocab, const std::string& path, Tokenizer& tok) {
   if (!vocab.is_object()) return Status::InvalidInput(path, "vocabulary must be a JSON object {token: id}");
@@ -209,7 +208,7 @@ Result<std::unique_ptr<Tokenizer>> ReadTiktoken(const std::string& path, const T
   if (!meta.empty() && IsFile(meta)) LMKIT_RETURN_IF_ERROR(ReadTiktokenMetadata(meta, *tok, &pattern));
   if (options.pattern) pattern = options.pattern;
   if (!pattern)
-    return Status::Usage("cannot tell the pre-tokenization pattern of " + path +
+    return Status::InvalidArgument("cannot tell the pre-tokenization pattern of " + path +
                          "; pass --pattern gpt2|cl100k|o200k (or put a <name>.json with \"pattern\" beside it)");
   tok->set_pattern(*pattern);
   tok->set_description("tiktoken ranks " + path);

@@ -15,7 +15,7 @@
 // Errors: kNotFound (no such path or name, with the nearest built-in name), kInvalidInput naming the file and line or
 // key (malformed JSON, bad base64, a merge whose parts or result are not in the vocabulary, a missing byte token),
 // kUnsupported (a tokenizer.json that is not byte-level BPE, or has a normalizer or pre-tokenizer lmkit does not
-// implement), kUsage (a rank file whose pattern cannot be inferred and no --pattern). Thread-safe (no shared state).
+// implement), kInvalidArgument (a rank file whose pattern cannot be inferred and no --pattern). Thread-safe (no shared state).
 #pragma once
 
 #include <memory>

@@ -32,10 +32,9 @@
 #include "lmkit/bpe/trainer.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -426,9 +425,7 @@ class Merger {
       if (pairs_.count_[p] > 0) Push({pairs_.count_[p], Hi(pairs_.key_of_[p]), Lo(pairs_.key_of_[p])});
   }
 
-  int64_t CountOfWord(uint32_t w) const {
-    return static_cast<int64_t>(syms_[w + 2] | (uint64_t{syms_[w + 3]} << 32));
-  }
+  int64_t CountOfWord(uint32_t w) const { return static_cast<int64_t>(syms_[w + 2] | (uint64_t{syms_[w + 3]} << 32)); }
 
   std::vector<uint32_t> syms_;   // word records (see kHeader)
   std::vector<uint32_t> words_;  // record offsets, only until the initial pair count
@@ -440,9 +437,10 @@ class Merger {
 
 Status CheckVocabSize(const std::vector<std::string>& specials, const BpeTrainOptions& o) {
   if (o.vocab_size < specials.size() + 256)
-    return Status::Usage(fmt::format("--vocab-size {} is below the {} tokens every vocabulary starts with ({} special + "
-                                     "256 bytes)",
-                                     o.vocab_size, specials.size() + 256, specials.size()));
+    return Status::InvalidArgument(
+        fmt::format("--vocab-size {} is below the {} tokens every vocabulary starts with ({} special + "
+                    "256 bytes)",
+                    o.vocab_size, specials.size() + 256, specials.size()));
   return Status::Ok();
 }
 
@@ -453,19 +451,20 @@ Result<std::vector<std::string>> CheckedSpecials(const BpeTrainOptions& o) {
 }
 
 Result<BpeTrainResult> Finish(const std::vector<std::string>& specials, PretokenTable& table, const BpeTrainOptions& o,
-                      BpeTrainStats stats, ProgressSink* progress);
+                              BpeTrainStats stats, ProgressSink* progress);
 
 }  // namespace
 
 Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::string>& given) {
   std::vector<std::string> specials;
   for (const auto& s : given) {
-    if (s.empty()) return Status::Usage("a special token must not be empty");
+    if (s.empty()) return Status::InvalidArgument("a special token must not be empty");
     if (s.size() == 1)
-      return Status::Usage(fmt::format("special token '{}' is a single byte, which is already a token of its own", s));
+      return Status::InvalidArgument(fmt::format("special token '{}' is a single byte, which is already a token of its own", s));
     for (size_t i = 0; i < s.size();) {
       const DecodedChar d = DecodeUtf8At(s, i);
-      if (d.cp == kInvalidCodePoint) return Status::Usage("special tokens must be valid UTF-8 (tokenizer.json is JSON)");
+      if (d.cp == kInvalidCodePoint)
+        return Status::InvalidArgument("special tokens must be valid UTF-8 (tokenizer.json is JSON)");
       i += d.len;
     }
     if (std::find(specials.begin(), specials.end(), s) == specials.end()) specials.push_back(s);
@@ -476,7 +475,7 @@ Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::s
 namespace {
 
 Result<BpeTrainResult> Finish(const std::vector<std::string>& specials, PretokenTable& table, const BpeTrainOptions& o,
-                      BpeTrainStats stats, ProgressSink* progress) {
+                              BpeTrainStats stats, ProgressSink* progress) {
   stats.pretokens_unique = table.size();
   table.ForEach([&](std::string_view, uint64_t count) { stats.pretokens_total += count; });
   const double t0 = MonotonicSeconds();
@@ -529,7 +528,7 @@ struct RangeCounter::Impl {
 };
 
 Result<std::unique_ptr<RangeCounter>> RangeCounter::Create(const BpeCountOptions& options) {
-  if (options.inputs.empty()) return Status::Usage("no input files");
+  if (options.inputs.empty()) return Status::InvalidArgument("no input files");
   LMKIT_ASSIGN_OR_RETURN(auto specials, NormalizeSpecialTokens(options.special_tokens));
   std::unique_ptr<RangeCounter> rc(new RangeCounter());
   rc->impl_ = std::make_unique<Impl>(options, std::move(specials));
@@ -541,7 +540,7 @@ RangeCounter::~RangeCounter() = default;
 
 Status RangeCounter::Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, ProgressSink* progress) {
   Impl& m = *impl_;
-  if (begin > end) return Status::Usage("byte range ends before it begins");
+  if (begin > end) return Status::InvalidArgument("byte range ends before it begins");
   if (progress) {
     // The size to show: the range, or all inputs that have one (stdin has none).
     uint64_t known_total = 0;
@@ -619,7 +618,7 @@ Result<BpeTrainResult> TrainBpeOnCounts(PretokenTable&& table, const BpeTrainOpt
 }
 
 Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* progress) {
-  if (options.inputs.empty()) return Status::Usage("no input files");
+  if (options.inputs.empty()) return Status::InvalidArgument("no input files");
   LMKIT_ASSIGN_OR_RETURN(auto specials, CheckedSpecials(options));
   BpeCountOptions co;
   co.inputs = options.inputs;

@@ -8,7 +8,7 @@
 // Ids: specials first (in the order given, duplicates and empty strings dropped), then the 256 byte values, then one
 // id per merge in merge order. Inputs are streamed in blocks (memory grows with the number of unique pre-tokens, not
 // with input size) and counted on `threads` threads; the result is identical for every thread count.
-// Errors: kUsage (vocab_size below specials + 256; a special token that is empty, one byte long or not valid UTF-8;
+// Errors: kInvalidArgument (vocab_size below specials + 256; a special token that is empty, one byte long or not valid UTF-8;
 // no inputs), kNotFound/kIo for inputs (subject = path), kUnsupported past 4 G symbols of distinct pre-tokens.
 // `progress` may be null. Thread-safe per call (no shared state).
 #pragma once
@@ -35,17 +35,17 @@ struct BpeTrainOptions {
 };
 
 struct BpeModel {
-  std::vector<std::string> vocab;                      // id -> token bytes (specials, 256 bytes, merged tokens)
-  std::vector<std::pair<uint32_t, uint32_t>> merges;   // in rank order, as ids into vocab
-  size_t num_specials = 0;                             // vocab[0 .. num_specials) are the special tokens
+  std::vector<std::string> vocab;                     // id -> token bytes (specials, 256 bytes, merged tokens)
+  std::vector<std::pair<uint32_t, uint32_t>> merges;  // in rank order, as ids into vocab
+  size_t num_specials = 0;                            // vocab[0 .. num_specials) are the special tokens
 };
 
 struct BpeTrainStats {
   uint64_t input_bytes = 0;
   uint64_t pretokens_total = 0;
   uint64_t pretokens_unique = 0;
-  double read_seconds = 0;      // time blocked reading input
-  double count_seconds = 0;     // special split + pre-tokenize + count (wall, excluding reads)
+  double read_seconds = 0;   // time blocked reading input
+  double count_seconds = 0;  // special split + pre-tokenize + count (wall, excluding reads)
   double merge_seconds = 0;
   uint32_t longest_token_id = 0;  // the longest non-special token (smallest id among equals)
 };
@@ -95,7 +95,7 @@ class RangeCounter {
   std::unique_ptr<Impl> impl_;
 };
 
-// Checks special tokens as TrainBpe does (kUsage) and returns them with empty strings and duplicates dropped.
+// Checks special tokens as TrainBpe does (kInvalidArgument) and returns them with empty strings and duplicates dropped.
 Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::string>& given);
 
 // Merges on counted pre-tokens (options.inputs ignored; options.special_tokens must be those the counts were made

@@ -69,8 +69,8 @@ inline DecodedChar DecodeUtf8At(std::string_view text, size_t pos) {
     }
   } else if (c0 >= 0xF0 && c0 <= 0xF4) {
     if (cont(pos + 1) && cont(pos + 2) && cont(pos + 3)) {
-      const uint32_t cp = ((c0 & 0x07u) << 18) | ((s[pos + 1] & 0x3Fu) << 12) | ((s[pos + 2] & 0x3Fu) << 6) |
-                          (s[pos + 3] & 0x3Fu);
+      const uint32_t cp =
+          ((c0 & 0x07u) << 18) | ((s[pos + 1] & 0x3Fu) << 12) | ((s[pos + 2] & 0x3Fu) << 6) | (s[pos + 3] & 0x3Fu);
       if (cp >= 0x10000 && cp <= 0x10FFFF) return {cp, 4};
     }
   }

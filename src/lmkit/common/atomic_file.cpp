@@ -65,7 +65,7 @@ void InstallInterruptCleanup() {
 }
 
 Result<AtomicFile> AtomicFile::Create(const std::string& path) {
-  if (path.empty()) return Status::Usage("empty output path");
+  if (path.empty()) return Status::InvalidArgument("empty output path");
   std::string dir = DirName(path);
   std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
   if (base.empty()) return Status::InvalidInput(path, "output path names a directory");
@@ -207,10 +207,13 @@ Status AtomicFile::Commit() {
     return st;
   }
   if (st.ok() && ::fsync(fd_) != 0) st = Status::FromErrno(path_, "fsync failed", errno);
-  if (st.ok() && ::close(fd_) != 0) st = Status::FromErrno(path_, "close failed", errno);
-  else if (!st.ok()) ::close(fd_);
+  if (st.ok() && ::close(fd_) != 0)
+    st = Status::FromErrno(path_, "close failed", errno);
+  else if (!st.ok())
+    ::close(fd_);
   fd_ = -1;
-  if (st.ok() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) st = Status::FromErrno(path_, "rename failed", errno);
+  if (st.ok() && ::rename(temp_path_.c_str(), path_.c_str()) != 0)
+    st = Status::FromErrno(path_, "rename failed", errno);
   if (!st.ok()) {
     ::unlink(temp_path_.c_str());
     Unregister(slot_);

@@ -64,11 +64,21 @@ void MappedFile::Advise(Advice advice, size_t offset, size_t length) const {
   size_t end = offset + length;
   int a = MADV_NORMAL;
   switch (advice) {
-    case Advice::kNormal: a = MADV_NORMAL; break;
-    case Advice::kSequential: a = MADV_SEQUENTIAL; break;
-    case Advice::kRandom: a = MADV_RANDOM; break;
-    case Advice::kWillNeed: a = MADV_WILLNEED; break;
-    case Advice::kDontNeed: a = MADV_DONTNEED; break;
+    case Advice::kNormal:
+      a = MADV_NORMAL;
+      break;
+    case Advice::kSequential:
+      a = MADV_SEQUENTIAL;
+      break;
+    case Advice::kRandom:
+      a = MADV_RANDOM;
+      break;
+    case Advice::kWillNeed:
+      a = MADV_WILLNEED;
+      break;
+    case Advice::kDontNeed:
+      a = MADV_DONTNEED;
+      break;
   }
   (void)::madvise(data_ + begin, end - begin, a);
 }

@@ -15,10 +15,43 @@ Status Status::FromErrno(std::string subject, std::string what, int errno_value)
   return Status(ErrorCode::kIo, std::move(subject), what + ": " + std::strerror(errno_value));
 }
 
+// A field is marked by two ASCII control characters that no message or path of ours contains, so the marks survive
+// any concatenation and cannot be confused with text.
+constexpr char kFieldOpen = '\x1d', kFieldClose = '\x1e';
+
+std::string Field(std::string_view name) {
+  std::string s(1, kFieldOpen);
+  s.append(name);
+  s.push_back(kFieldClose);
+  return s;
+}
+
+std::string RenderFields(std::string_view text, const std::function<std::string(std::string_view)>& field_name) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t open = text.find(kFieldOpen, i);
+    const size_t close = open == std::string_view::npos ? open : text.find(kFieldClose, open + 1);
+    if (close == std::string_view::npos) {
+      out.append(text.substr(i));
+      break;
+    }
+    out.append(text.substr(i, open - i));
+    out += field_name(text.substr(open + 1, close - open - 1));
+    i = close + 1;
+  }
+  return out;
+}
+
 std::string Status::ToString() const {
+  return ToString([](std::string_view name) { return std::string(name); });
+}
+
+std::string Status::ToString(const std::function<std::string(std::string_view)>& field_name) const {
   if (ok()) return "ok";
-  if (subject_.empty()) return OneLine(message_);
-  return OneLine(subject_ + ": " + message_);
+  if (subject_.empty()) return OneLine(RenderFields(message_, field_name));
+  return OneLine(RenderFields(subject_ + ": " + message_, field_name));
 }
 
 Status Status::WithSubject(const std::string& subject) const {

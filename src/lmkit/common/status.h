@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cassert>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -19,7 +21,7 @@ enum class ErrorCode {
   kInvalidInput,     // a file or stream whose content is wrong (corrupt header, bad id, malformed JSON ...)
   kIo,               // the operating system refused (open, read, write, rename, mmap ...)
   kNotFound,         // a named file, tensor, preset or GPU does not exist
-  kUsage,            // the caller's options are inconsistent (maps to exit code 2)
+  kInvalidArgument,  // the caller's request is inconsistent; the message names the request's fields with Field()
   kUnsupported,      // valid but not handled by this build (e.g. big-endian .npy, CUDA requested without CUDA)
   kCancelled,        // interrupted by the user
   kInternal,         // a bug: an invariant did not hold
@@ -38,7 +40,11 @@ class [[nodiscard]] Status {
   static Status NotFound(std::string subject, std::string message) {
     return Status(ErrorCode::kNotFound, std::move(subject), std::move(message));
   }
-  static Status Usage(std::string message) { return Status(ErrorCode::kUsage, "", std::move(message)); }
+  // The request is inconsistent. `message` names the fields at fault with Field("seq_len"); each front end renders
+  // them in its own terms (the CLI as "--seq-len", Python as the keyword "seq_len"), see RenderFields.
+  static Status InvalidArgument(std::string message) {
+    return Status(ErrorCode::kInvalidArgument, "", std::move(message));
+  }
   static Status Unsupported(std::string subject, std::string message) {
     return Status(ErrorCode::kUnsupported, std::move(subject), std::move(message));
   }
@@ -52,8 +58,11 @@ class [[nodiscard]] Status {
   const std::string& subject() const { return subject_; }  // usually a path; may be empty
   const std::string& message() const { return message_; }
 
-  // "subject: message", or "message" when there is no subject. One line: newlines in the parts are replaced.
+  // "subject: message", or "message" when there is no subject, with each Field() as its bare name. One line: newlines
+  // in the parts are replaced.
   std::string ToString() const;
+  // As ToString, with each Field(name) replaced by field_name(name) (e.g. a CLI flag).
+  std::string ToString(const std::function<std::string(std::string_view)>& field_name) const;
 
   // Returns a copy whose subject is `subject` when this one has none (lets a caller add the file name that a
   // lower layer, e.g. a buffer parser, did not know).
@@ -69,11 +78,17 @@ class [[nodiscard]] Status {
 };
 
 // Either a value or a non-OK Status.
+// A request field named inside an error message ("Field(\"seq_len\") + \" must be at least 2\""). The core names its
+// own fields and never a front end's spelling of them (a CLI flag, a Python keyword): RenderFields maps them.
+std::string Field(std::string_view name);
+// Replaces every Field(name) in `text` by field_name(name).
+std::string RenderFields(std::string_view text, const std::function<std::string(std::string_view)>& field_name);
+
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}                 // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {           // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok() && "Result constructed from an OK Status");
   }
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -99,10 +114,10 @@ class [[nodiscard]] Result {
 #define LMKIT_CONCAT_(a, b) LMKIT_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function when `expr` (a Status) is not OK.
-#define LMKIT_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::lmkit::Status lmkit_st_ = (expr);      \
-    if (!lmkit_st_.ok()) return lmkit_st_;   \
+#define LMKIT_RETURN_IF_ERROR(expr)        \
+  do {                                     \
+    ::lmkit::Status lmkit_st_ = (expr);    \
+    if (!lmkit_st_.ok()) return lmkit_st_; \
   } while (0)
 
 // `LMKIT_ASSIGN_OR_RETURN(auto x, F());` declares x from a Result or returns its Status.

@@ -7,10 +7,10 @@
 
 namespace lmkit {
 
-uint64_t PeakRssBytes();     // high-water resident set size of this process (getrusage)
-uint64_t CurrentRssBytes();  // from /proc/self/statm
-std::string CpuModelName();  // /proc/cpuinfo "model name"
-uint64_t TotalMemoryBytes(); // /proc/meminfo MemTotal
-double MonotonicSeconds();   // steady clock, for timing phases
+uint64_t PeakRssBytes();      // high-water resident set size of this process (getrusage)
+uint64_t CurrentRssBytes();   // from /proc/self/statm
+std::string CpuModelName();   // /proc/cpuinfo "model name"
+uint64_t TotalMemoryBytes();  // /proc/meminfo MemTotal
+double MonotonicSeconds();    // steady clock, for timing phases
 
 }  // namespace lmkit

@@ -10,11 +10,10 @@
 
 #include "lmkit/common/status.h"
 
-#define LMKIT_CUDA_CHECK(expr)                                                                              \
-  do {                                                                                                      \
-    cudaError_t lmkit_cuda_err_ = (expr);                                                                   \
-    if (lmkit_cuda_err_ != cudaSuccess)                                                                     \
-      return ::lmkit::Status::Io("cuda", std::string(#expr) + " failed at " + __FILE__ + ":" +              \
-                                             std::to_string(__LINE__) + ": " +                              \
-                                             cudaGetErrorString(lmkit_cuda_err_));                          \
+#define LMKIT_CUDA_CHECK(expr)                                                                                       \
+  do {                                                                                                               \
+    cudaError_t lmkit_cuda_err_ = (expr);                                                                            \
+    if (lmkit_cuda_err_ != cudaSuccess)                                                                              \
+      return ::lmkit::Status::Io("cuda", std::string(#expr) + " failed at " + __FILE__ + ":" +                       \
+                                             std::to_string(__LINE__) + ": " + cudaGetErrorString(lmkit_cuda_err_)); \
   } while (0)

@@ -76,8 +76,8 @@ Result<std::unique_ptr<HostToDevice>> HostToDevice::Create(int device, size_t ma
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    return Status::Unsupported("cuda", std::string("no CUDA device: ") +
-                                           (e != cudaSuccess ? cudaGetErrorString(e) : "none found"));
+    return Status::Unsupported(
+        "cuda", std::string("no CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "none found"));
   }
   if (device < 0 || device >= count) {
     return Status::NotFound("cuda:" + std::to_string(device), "no such device (" + std::to_string(count) + " found)");

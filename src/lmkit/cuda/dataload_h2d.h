@@ -1,6 +1,6 @@
 // The host→device stage of `lmkit dataload`: stage a batch into pinned (page-locked) memory, then copy it to the GPU
-// with cudaMemcpyAsync on a stream of its own, timed with CUDA events — what `x.pin_memory().to(dev, non_blocking=True)`
-// does in a PyTorch training loop.
+// with cudaMemcpyAsync on a stream of its own, timed with CUDA events — what `x.pin_memory().to(dev,
+// non_blocking=True)` does in a PyTorch training loop.
 //
 // Contract: one HostToDevice per producing thread (it owns a stream, two events, a pinned staging buffer and a device
 // buffer of `max_bytes`). With `pinned` false the copy is issued from the caller's pageable memory (the driver stages

@@ -50,8 +50,10 @@ struct F16Tag {
 // quant::StoredScale (quantizer.cpp), step for step.
 __device__ __forceinline__ float StoredScaleDevice(float absmax, float divisor, ElemType scale_type) {
   float s = __fdiv_rn(absmax, divisor);
-  if (s < 1.17549435e-38f && static_cast<double>(s) * divisor < static_cast<double>(absmax)) s = nextafterf(s, INFINITY);
-  if (scale_type == ElemType::kBF16) return __uint_as_float(static_cast<uint32_t>(quant::Bf16RoundUp(__float_as_uint(s))) << 16);
+  if (s < 1.17549435e-38f && static_cast<double>(s) * divisor < static_cast<double>(absmax))
+    s = nextafterf(s, INFINITY);
+  if (scale_type == ElemType::kBF16)
+    return __uint_as_float(static_cast<uint32_t>(quant::Bf16RoundUp(__float_as_uint(s))) << 16);
   if (scale_type == ElemType::kF16) return __half2float(__float2half_ru(s));
   return s;
 }
@@ -147,7 +149,8 @@ __device__ __forceinline__ uint2 Code8(const uint4& v, float s, float inv, float
   uint32_t packed[2] = {0, 0};
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    const float v0 = Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu)), v1 = Tag::ToF32(static_cast<uint16_t>(w[k] >> 16));
+    const float v0 = Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu)),
+                v1 = Tag::ToF32(static_cast<uint16_t>(w[k] >> 16));
     const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(v0, s, inv, lo, hi));
     const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(v1, s, inv, lo, hi));
     packed[k / 2] |= (q0 | (q1 << 8)) << (16 * (k % 2));
@@ -221,20 +224,20 @@ void LaunchVec8(const uint16_t* in, int8_t* codes, float* scales, uint64_t rows,
   const dim3 grid(static_cast<unsigned>(rows));
   const bool regs = kernel == RowKernel::kAuto;
   if (regs && n8 <= 1 * kThreads)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 1>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 1>)
+    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
   else if (regs && n8 <= 2 * kThreads)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 2>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 2>)
+    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
   else if (regs && n8 <= 4 * kThreads)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 4>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 4>)
+    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
   else if (regs && n8 <= 8 * kThreads)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 8>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 8>)
+    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
   else
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 0>)(
-        in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 0>)
+    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
 }
 
 __device__ __forceinline__ void CountAbs(float v, float amax, uint32_t bins, unsigned int* sh) {
@@ -368,14 +371,14 @@ Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t c
   else if (vec)
     LaunchVec8<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad, kernel);
   else if (type == ElemType::kF32)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F32Tag>)(
-        static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F32Tag>)
+    (static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
   else if (type == ElemType::kBF16)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<Bf16Tag>)(
-        in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<Bf16Tag>)
+    (in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
   else
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F16Tag>)(
-        in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F16Tag>)
+    (in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -465,8 +468,8 @@ Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, ui
   unsigned long long first_bad = 0;
   LMKIT_CUDA_CHECK(cudaMemcpy(&first_bad, d_bad, sizeof first_bad, cudaMemcpyDeviceToHost));
   if (first_bad != ~0ull)  // quant::QuantizeMatrix's error, word for word
-    return Status::InvalidInput("", "non-finite value at [" + std::to_string(first_bad / cols) + ", " +
-                                        std::to_string(first_bad % cols) + "]");
+    return Status::InvalidInput(
+        "", "non-finite value at [" + std::to_string(first_bad / cols) + ", " + std::to_string(first_bad % cols) + "]");
   LMKIT_CUDA_CHECK(cudaMemcpy(codes, dcodes.p, rows * cols, cudaMemcpyDeviceToHost));
   LMKIT_CUDA_CHECK(cudaMemcpy(scales, dscales.p, rows * sizeof(float), cudaMemcpyDeviceToHost));
   return Status::Ok();

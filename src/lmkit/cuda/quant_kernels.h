@@ -6,10 +6,10 @@
 // for input with NaN or inf, the same kInvalidInput error naming the first such element), AbsHistogram ==
 // quant::AbsHistogram::Add (bins from quant::AbsBin). The *Host functions copy host buffers to the device and back
 // (for tests and small inputs), to device buffers at the host data's offset from a 16-byte boundary, so the kernel
-// variant that runs is the one device data of that alignment gets; the Bench* functions time the kernels on device-resident data with CUDA
-// events and report achieved bandwidth (bytes read + written per second). Every CUDA call goes through
-// LMKIT_CUDA_CHECK. Not thread-safe (uses the default stream of the current device). This header is C++17 so .cu files
-// can include it.
+// variant that runs is the one device data of that alignment gets; the Bench* functions time the kernels on
+// device-resident data with CUDA events and report achieved bandwidth (bytes read + written per second). Every CUDA
+// call goes through LMKIT_CUDA_CHECK. Not thread-safe (uses the default stream of the current device). This header is
+// C++17 so .cu files can include it.
 #pragma once
 
 #include <cstdint>

@@ -15,10 +15,7 @@
 #include "lmkit/dataload/sampler.h"
 
 namespace lmkit::dataload {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
   StorageProbe p;

@@ -55,9 +55,12 @@ void Check(const Src* win, size_t batch, size_t context, uint64_t vocab, VocabCh
 
 const char* OutDtypeName(OutDtype d) {
   switch (d) {
-    case OutDtype::kInt64: return "int64";
-    case OutDtype::kInt32: return "int32";
-    case OutDtype::kUint16: return "uint16";
+    case OutDtype::kInt64:
+      return "int64";
+    case OutDtype::kInt32:
+      return "int32";
+    case OutDtype::kUint16:
+      return "uint16";
   }
   return "?";
 }
@@ -66,7 +69,7 @@ unsigned OutDtypeBytes(OutDtype d) { return d == OutDtype::kInt64 ? 8 : d == Out
 
 Status CheckOutDtype(OutDtype out, unsigned token_bytes) {
   if (out == OutDtype::kUint16 && token_bytes == 4) {
-    return Status::Usage("--out-dtype uint16 cannot hold uint32 token ids; use int32 or int64");
+    return Status::InvalidArgument("--out-dtype uint16 cannot hold uint32 token ids; use int32 or int64");
   }
   return Status::Ok();
 }
@@ -75,17 +78,29 @@ void ConvertWindows(const uint8_t* windows, unsigned token_bytes, size_t batch, 
                     uint8_t* x, uint8_t* y, uint64_t vocab_size, VocabCheck* check) {
   if (token_bytes == 2) {
     switch (out) {
-      case OutDtype::kInt64: Widen<uint16_t, int64_t>(windows, batch, context, x, y); break;
-      case OutDtype::kInt32: Widen<uint16_t, int32_t>(windows, batch, context, x, y); break;
-      case OutDtype::kUint16: Widen<uint16_t, uint16_t>(windows, batch, context, x, y); break;
+      case OutDtype::kInt64:
+        Widen<uint16_t, int64_t>(windows, batch, context, x, y);
+        break;
+      case OutDtype::kInt32:
+        Widen<uint16_t, int32_t>(windows, batch, context, x, y);
+        break;
+      case OutDtype::kUint16:
+        Widen<uint16_t, uint16_t>(windows, batch, context, x, y);
+        break;
     }
     if (vocab_size > 0 && check != nullptr)
       Check(reinterpret_cast<const uint16_t*>(windows), batch, context, vocab_size, check);
   } else {
     switch (out) {
-      case OutDtype::kInt64: Widen<uint32_t, int64_t>(windows, batch, context, x, y); break;
-      case OutDtype::kInt32: Widen<uint32_t, int32_t>(windows, batch, context, x, y); break;
-      case OutDtype::kUint16: Widen<uint32_t, uint16_t>(windows, batch, context, x, y); break;
+      case OutDtype::kInt64:
+        Widen<uint32_t, int64_t>(windows, batch, context, x, y);
+        break;
+      case OutDtype::kInt32:
+        Widen<uint32_t, int32_t>(windows, batch, context, x, y);
+        break;
+      case OutDtype::kUint16:
+        Widen<uint32_t, uint16_t>(windows, batch, context, x, y);
+        break;
     }
     if (vocab_size > 0 && check != nullptr)
       Check(reinterpret_cast<const uint32_t*>(windows), batch, context, vocab_size, check);

@@ -5,8 +5,8 @@
 // B×T batch. Small models run far below nominal MFU (CS336's 17M-parameter baseline ≈ 2% on an H100), so a measured
 // tokens/s or step time is the better input when the user has one.
 //
-// Contract: ResolveDemand reads only the shipped model presets / config.json and GPU table; errors are kUsage (non-positive values, MFU outside (0, 1]) or kNotFound (unknown
-// model or GPU, naming it). Thread-safe.
+// Contract: ResolveDemand reads only the shipped model presets / config.json and GPU table; errors are kInvalidArgument
+// (non-positive values, MFU outside (0, 1]) or kNotFound (unknown model or GPU, naming it). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,7 @@ struct Demand {
   std::string source;       // "tokens-per-s", "step-time", "model"
   std::string description;  // e.g. "gpt2 on H200 (bf16 989 TFLOP/s) at 40% MFU"
   double tokens_per_s = 0;
-  double step_time_s = 0;   // one batch of batch_tokens
+  double step_time_s = 0;      // one batch of batch_tokens
   double flops_per_token = 0;  // model only
 };
 

@@ -34,20 +34,34 @@ int64_t ReadIntFile(const std::string& path) {
 
 const char* FsName(unsigned long magic) {
   switch (magic) {
-    case 0xEF53: return "ext4";  // ext2/3/4 share the magic
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x794C7630: return "overlay";
-    case 0x6969: return "nfs";
-    case 0x2FC12FC1: return "zfs";
-    case 0x65735546: return "fuse";
-    case 0x01021997: return "9p";
-    case 0xFF534D42: return "cifs";
-    case 0x5346544E: return "ntfs";
-    case 0xF2F52010: return "f2fs";
-    case 0x6A656A63: return "fakeowner";
-    default: return nullptr;
+    case 0xEF53:
+      return "ext4";  // ext2/3/4 share the magic
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x794C7630:
+      return "overlay";
+    case 0x6969:
+      return "nfs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0x65735546:
+      return "fuse";
+    case 0x01021997:
+      return "9p";
+    case 0xFF534D42:
+      return "cifs";
+    case 0x5346544E:
+      return "ntfs";
+    case 0xF2F52010:
+      return "f2fs";
+    case 0x6A656A63:
+      return "fakeowner";
+    default:
+      return nullptr;
   }
 }
 

@@ -1,6 +1,6 @@
 // What the operating system says about token files and this process's I/O: page-cache residency (mincore), eviction
-// of one file's pages (posix_fadvise DONTNEED — never a global cache drop), warming, storage bytes read and page faults,
-// file system type and read-ahead size.
+// of one file's pages (posix_fadvise DONTNEED — never a global cache drop), warming, storage bytes read and page
+// faults, file system type and read-ahead size.
 //
 // Contract: functions that take a path open it read-only and close it before returning. Counters never fail (zeros
 // when /proc is missing). EvictFileRange and WarmFile return kIo naming the file on failure. An eviction is a request:
@@ -16,8 +16,8 @@
 namespace lmkit::dataload {
 
 struct IoCounters {
-  uint64_t read_bytes = 0;  // /proc/self/io read_bytes: bytes this process caused to be fetched from storage
-  uint64_t rchar = 0;       // /proc/self/io rchar: bytes passed through read()/pread() (page cache hits included)
+  uint64_t read_bytes = 0;    // /proc/self/io read_bytes: bytes this process caused to be fetched from storage
+  uint64_t rchar = 0;         // /proc/self/io rchar: bytes passed through read()/pread() (page cache hits included)
   uint64_t minor_faults = 0;  // getrusage ru_minflt
   uint64_t major_faults = 0;  // getrusage ru_majflt (a fault that waited for storage)
 };
@@ -34,10 +34,10 @@ Status EvictFile(const std::string& path);
 Status WarmFile(const std::string& path);
 
 struct FileSystemFacts {
-  std::string fs_type;      // "ext4", "xfs", "tmpfs", "overlay", ... or "0x<magic>"
-  std::string device;       // "major:minor" of the backing device
+  std::string fs_type;         // "ext4", "xfs", "tmpfs", "overlay", ... or "0x<magic>"
+  std::string device;          // "major:minor" of the backing device
   int64_t read_ahead_kb = -1;  // from /sys/class/bdi/<device>/read_ahead_kb, -1 when unknown
-  uint64_t block_size = 0;  // statfs f_bsize
+  uint64_t block_size = 0;     // statfs f_bsize
   bool rotational_known = false;
   bool rotational = false;  // /sys/dev/block/<device>/queue/rotational (or the parent device's)
 };

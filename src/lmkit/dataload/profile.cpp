@@ -25,7 +25,6 @@
 namespace lmkit::dataload {
 namespace {
 
-
 struct Slot {
   std::vector<uint8_t> windows;  // B × (T+1) stored tokens
   std::vector<uint8_t> xy;       // x (B×T) then y (B×T), out dtype
@@ -117,8 +116,11 @@ void Diagnose(RunResult* r) {
     const char* name;
     double mean;
   };
-  Named stages[] = {{"sample", r->sample.mean_s}, {"gather", r->gather.mean_s}, {"convert", r->convert.mean_s},
-                    {"stage", r->stage.mean_s},   {"h2d", r->h2d.mean_s}};
+  Named stages[] = {{"sample", r->sample.mean_s},
+                    {"gather", r->gather.mean_s},
+                    {"convert", r->convert.mean_s},
+                    {"stage", r->stage.mean_s},
+                    {"h2d", r->h2d.mean_s}};
   const Named* top = &stages[0];
   for (const auto& s : stages)
     if (s.mean > top->mean) top = &s;
@@ -141,7 +143,7 @@ void Diagnose(RunResult* r) {
       r->knob = std::string("none on a warm cache; if the data outgrows RAM it projects to ") +
                 InputBoundPhrase(r->cold_level) + " (" + Ratio(r->cold.read_amplification) + " read amplification)" +
                 (c.access == Access::kMmap || c.advice == Advice::kNormal ? ": use --access pread --advice random"
-                                                                           : ": add --threads or faster storage");
+                                                                          : ": add --threads or faster storage");
     }
     return;
   }
@@ -162,8 +164,9 @@ void Diagnose(RunResult* r) {
                 " the useful bytes (mmap read-around); pread reads only the pages a window spans, a batch's windows "
                 "in parallel";
     } else if (c.access == Access::kMmap && r->read_amplification > 0.5) {
-      r->knob = "--access pread --advice random: page faults fetch one window at a time; pread with random advice "
-                "requests a batch's windows together";
+      r->knob =
+          "--access pread --advice random: page faults fetch one window at a time; pread with random advice "
+          "requests a batch's windows together";
     } else if (c.cache == CacheMode::kCold || c.cache == CacheMode::kColdEach || r->read_amplification > 0.5) {
       r->knob = next_threads + " (more reads in flight), or keep the dataset in RAM / on faster storage";
     } else {
@@ -194,9 +197,9 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
   const auto& shards = *ctx.shards;
   RunResult r;
   r.config = c;
-  if (c.batch_size == 0) return Status::Usage("--batch-size must be at least 1");
-  if (c.threads == 0) return Status::Usage("--threads must be at least 1");
-  if (c.prefetch == 0) return Status::Usage("--prefetch must be at least 1");
+  if (c.batch_size == 0) return Status::InvalidArgument("--batch-size must be at least 1");
+  if (c.threads == 0) return Status::InvalidArgument("--threads must be at least 1");
+  if (c.prefetch == 0) return Status::InvalidArgument("--prefetch must be at least 1");
   const unsigned tb = shards[0].token_bytes;
   LMKIT_RETURN_IF_ERROR(CheckOutDtype(c.out, tb));
   LMKIT_ASSIGN_OR_RETURN(r.demand, ResolveDemand(o.demand, c.batch_size * c.context, c.context));
@@ -249,8 +252,8 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
     // Some pages may stay (mapped elsewhere, being written); most must go for the mode to mean anything.
     if (total > 0 && left * 2 > total) {
       r.eviction_effective = false;
-      notes->push_back("posix_fadvise(DONTNEED) evicted almost nothing on this file system (" +
-                       (*ctx.fs)[0].fs_type + "); --cache " + CacheModeName(c.cache) + " measures a warm cache here");
+      notes->push_back("posix_fadvise(DONTNEED) evicted almost nothing on this file system (" + (*ctx.fs)[0].fs_type +
+                       "); --cache " + CacheModeName(c.cache) + " measures a warm cache here");
     }
   }
 
@@ -310,8 +313,8 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
       s.gather = t2 - t1;
       s.vocab = VocabCheck{};
       s.first_bad_where.clear();
-      ConvertWindows(s.windows.data(), tb, c.batch_size, c.context, c.out, s.xy.data(),
-                     s.xy.data() + xy_bytes / 2, o.vocab_size, &s.vocab);
+      ConvertWindows(s.windows.data(), tb, c.batch_size, c.context, c.out, s.xy.data(), s.xy.data() + xy_bytes / 2,
+                     o.vocab_size, &s.vocab);
       if (s.vocab.first_bad_row >= 0) {
         const Window& w = wins[static_cast<size_t>(s.vocab.first_bad_row)];
         s.first_bad_where = shards[w.shard].path + " token " + std::to_string(w.start + s.vocab.first_bad_col);
@@ -450,8 +453,8 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
     r.cold.batch_s = r.produce.mean_s;
     r.cold.model = "measured (--cache cold-each)";
   } else {
-    r.cold = ProjectColdCache(*ctx.probe, c.access, c.advice, c.batch_size, c.context, tb, ra_kb, c.threads,
-                              cpu_batch_s);
+    r.cold =
+        ProjectColdCache(*ctx.probe, c.access, c.advice, c.batch_size, c.context, tb, ra_kb, c.threads, cpu_batch_s);
   }
 
   if (r.demand.given && !v_produce.empty()) {
@@ -509,18 +512,18 @@ StageStats Summarize(std::vector<double> v) {
 Result<SweepAxis> ParseSweepAxis(const std::string& text) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    return Status::Usage("--sweep takes NAME=V1,V2,... (got '" + text + "')");
+    return Status::InvalidArgument("--sweep takes NAME=V1,V2,... (got '" + text + "')");
   }
   SweepAxis a;
   a.name = text.substr(0, eq);
   if (a.name == "b" || a.name == "batch") a.name = "batch-size";
   if (a.name == "t" || a.name == "context") a.name = "context-length";
-  static const char* kNames[] = {"threads", "prefetch", "access", "advice", "cache",
+  static const char* kNames[] = {"threads",    "prefetch",       "access",    "advice", "cache",
                                  "batch-size", "context-length", "out-dtype", "memory"};
   bool known = false;
   for (const char* n : kNames) known = known || a.name == n;
   if (!known) {
-    return Status::Usage("--sweep: unknown knob '" + a.name +
+    return Status::InvalidArgument("--sweep: unknown knob '" + a.name +
                          "' (knobs: threads, prefetch, access, advice, cache, batch-size, context-length, out-dtype, "
                          "memory)");
   }
@@ -530,7 +533,7 @@ Result<SweepAxis> ParseSweepAxis(const std::string& text) {
     size_t comma = rest.find(',', pos);
     if (comma == std::string::npos) comma = rest.size();
     std::string v = rest.substr(pos, comma - pos);
-    if (v.empty()) return Status::Usage("--sweep " + a.name + ": empty value in '" + rest + "'");
+    if (v.empty()) return Status::InvalidArgument("--sweep " + a.name + ": empty value in '" + rest + "'");
     LoaderConfig probe;
     LMKIT_RETURN_IF_ERROR(ApplyAxisValue(a.name, v, &probe));
     a.values.push_back(v);
@@ -540,7 +543,7 @@ Result<SweepAxis> ParseSweepAxis(const std::string& text) {
 }
 
 Status ApplyAxisValue(const std::string& name, const std::string& value, LoaderConfig* c) {
-  auto bad = [&] { return Status::Usage("--sweep " + name + ": invalid value '" + value + "'"); };
+  auto bad = [&] { return Status::InvalidArgument("--sweep " + name + ": invalid value '" + value + "'"); };
   auto number = [&](uint64_t* out) -> bool {
     if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos || value.size() > 12) return false;
     *out = std::stoull(value);
@@ -554,37 +557,56 @@ Status ApplyAxisValue(const std::string& name, const std::string& value, LoaderC
     if (!number(&n)) return bad();
     (name == "batch-size" ? c->batch_size : c->context) = n;
   } else if (name == "access") {
-    if (value == "mmap") c->access = Access::kMmap;
-    else if (value == "pread") c->access = Access::kPread;
-    else if (value == "direct") c->access = Access::kDirect;
-    else return bad();
+    if (value == "mmap")
+      c->access = Access::kMmap;
+    else if (value == "pread")
+      c->access = Access::kPread;
+    else if (value == "direct")
+      c->access = Access::kDirect;
+    else
+      return bad();
   } else if (name == "advice") {
-    if (value == "normal") c->advice = Advice::kNormal;
-    else if (value == "random") c->advice = Advice::kRandom;
-    else return bad();
+    if (value == "normal")
+      c->advice = Advice::kNormal;
+    else if (value == "random")
+      c->advice = Advice::kRandom;
+    else
+      return bad();
   } else if (name == "cache") {
-    if (value == "as-is") c->cache = CacheMode::kAsIs;
-    else if (value == "warm") c->cache = CacheMode::kWarm;
-    else if (value == "cold") c->cache = CacheMode::kCold;
-    else if (value == "cold-each") c->cache = CacheMode::kColdEach;
-    else return bad();
+    if (value == "as-is")
+      c->cache = CacheMode::kAsIs;
+    else if (value == "warm")
+      c->cache = CacheMode::kWarm;
+    else if (value == "cold")
+      c->cache = CacheMode::kCold;
+    else if (value == "cold-each")
+      c->cache = CacheMode::kColdEach;
+    else
+      return bad();
   } else if (name == "out-dtype") {
-    if (value == "int64") c->out = OutDtype::kInt64;
-    else if (value == "int32") c->out = OutDtype::kInt32;
-    else if (value == "uint16") c->out = OutDtype::kUint16;
-    else return bad();
+    if (value == "int64")
+      c->out = OutDtype::kInt64;
+    else if (value == "int32")
+      c->out = OutDtype::kInt32;
+    else if (value == "uint16")
+      c->out = OutDtype::kUint16;
+    else
+      return bad();
   } else if (name == "memory") {
-    if (value == "pinned") c->pinned = true;
-    else if (value == "pageable") c->pinned = false;
-    else return bad();
+    if (value == "pinned")
+      c->pinned = true;
+    else if (value == "pageable")
+      c->pinned = false;
+    else
+      return bad();
   } else {
-    return Status::Usage("--sweep: unknown knob '" + name + "'");
+    return Status::InvalidArgument("--sweep: unknown knob '" + name + "'");
   }
   return Status::Ok();
 }
 
 Result<DataloadReport> RunDataload(const DataloadOptions& o, ProgressSink* progress) {
-  if (o.steps == 0 && !(o.duration_s > 0)) return Status::Usage("--duration must be positive");
+  if (o.steps == 0 && !(o.duration_s > 0)) return Status::InvalidArgument("--duration must be positive");
   DataloadReport rep;
   LMKIT_ASSIGN_OR_RETURN(rep.shards, OpenTokenShards(o.paths, o.dtype, o.vocab_size));
   for (const auto& s : rep.shards) rep.fs.push_back(FileSystemFactsFor(s.path));
@@ -644,7 +666,9 @@ Result<DataloadReport> RunDataload(const DataloadOptions& o, ProgressSink* progr
         continue;
       }
       const auto& p = rep.runs[static_cast<size_t>(pick)];
-      auto key = [](const RunResult& x) { return std::make_tuple(x.config.threads, x.config.prefetch, -x.tokens_per_s); };
+      auto key = [](const RunResult& x) {
+        return std::make_tuple(x.config.threads, x.config.prefetch, -x.tokens_per_s);
+      };
       if (key(r) < key(p)) pick = static_cast<int>(i);
     }
     rep.recommended = pick;
@@ -677,10 +701,14 @@ InputBound GateLevel(const DataloadReport& report) {
 
 const char* CacheModeName(CacheMode c) {
   switch (c) {
-    case CacheMode::kAsIs: return "as-is";
-    case CacheMode::kWarm: return "warm";
-    case CacheMode::kCold: return "cold";
-    case CacheMode::kColdEach: return "cold-each";
+    case CacheMode::kAsIs:
+      return "as-is";
+    case CacheMode::kWarm:
+      return "warm";
+    case CacheMode::kCold:
+      return "cold";
+    case CacheMode::kColdEach:
+      return "cold-each";
   }
   return "?";
 }

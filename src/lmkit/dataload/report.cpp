@@ -61,9 +61,10 @@ Json StageJson(const StageStats& s) {
 
 std::string ConfigLine(const LoaderConfig& c, const std::string& device) {
   return "B=" + std::to_string(c.batch_size) + " T=" + std::to_string(c.context) + " access=" + AccessName(c.access) +
-         " advice=" + AdviceName(c.advice) + " cache=" + CacheModeName(c.cache) + " threads=" +
-         std::to_string(c.threads) + " prefetch=" + std::to_string(c.prefetch) + " out=" + OutDtypeName(c.out) +
-         " device=" + device + (device == "cpu" ? "" : (c.pinned ? " pinned" : " pageable"));
+         " advice=" + AdviceName(c.advice) + " cache=" + CacheModeName(c.cache) +
+         " threads=" + std::to_string(c.threads) + " prefetch=" + std::to_string(c.prefetch) +
+         " out=" + OutDtypeName(c.out) + " device=" + device +
+         (device == "cpu" ? "" : (c.pinned ? " pinned" : " pageable"));
 }
 
 void RunText(const DataloadReport& rep, const RunResult& r, std::string* out) {
@@ -89,8 +90,10 @@ void RunText(const DataloadReport& rep, const RunResult& r, std::string* out) {
   o += StageRow("gather", r.gather);
   o += StageRow("convert", r.convert);
   if (r.h2d_ran) {
-    if (c.pinned) o += StageRow("stage (pinned)", r.stage);
-    else o += "  stage (pinned)   skipped: --pageable copies straight from pageable memory\n";
+    if (c.pinned)
+      o += StageRow("stage (pinned)", r.stage);
+    else
+      o += "  stage (pinned)   skipped: --pageable copies straight from pageable memory\n";
     o += StageRow("host->device", r.h2d);
   } else {
     o += "  stage (pinned)   skipped (" + r.h2d_skipped + ")\n";
@@ -124,9 +127,9 @@ void RunText(const DataloadReport& rep, const RunResult& r, std::string* out) {
   if (r.cold.available) {
     o += std::string("cold cache  ") + (r.cold.model.rfind("measured", 0) == 0 ? "measured" : "projected") + ": " +
          Tokens(r.cold.tokens_per_s) + ", " + Fmt("%.1fx", r.cold.read_amplification) + " read amplification" +
-         (r.demand.given ? std::string(" -> ") + InputBoundPhrase(r.cold_level) + " (waits " +
-                               Pct(r.cold_wait_share) + ")"
-                         : "") +
+         (r.demand.given
+              ? std::string(" -> ") + InputBoundPhrase(r.cold_level) + " (waits " + Pct(r.cold_wait_share) + ")"
+              : "") +
          "\n            (" + r.cold.model + ")\n";
   } else {
     o += "cold cache  no projection: " + r.cold.why_not + "\n";

@@ -34,8 +34,8 @@ uint64_t UniformBelow(uint64_t& state, uint64_t bound) {
 
 Result<WindowSampler> WindowSampler::Create(const std::vector<uint64_t>& shard_tokens,
                                             const std::vector<std::string>& names, uint64_t context, uint64_t seed) {
-  if (context == 0) return Status::Usage("--context-length must be at least 1");
-  if (shard_tokens.empty()) return Status::Usage("no token files given");
+  if (context == 0) return Status::InvalidArgument("--context-length must be at least 1");
+  if (shard_tokens.empty()) return Status::InvalidArgument("no token files given");
   WindowSampler s;
   s.context_ = context;
   s.seed_ = seed;

@@ -1,10 +1,10 @@
 // Where each training window starts: the CS336 / nanoGPT sampler over one or several token shards.
 //
 // Contract: a shard with n tokens offers the n − T window starts [0, n − T) (CS336 §5.1: x = tokens[i : i+T],
-// y = tokens[i+1 : i+T+1], so the last start still has its y inside the shard). Windows never cross shards. Across shards
-// every valid window is equally likely (a global index is drawn uniformly in [0, Σ(n_i − T)) and mapped to its shard).
-// Batch k's starts depend only on (seed, k): the same seed gives the same batches whichever thread builds batch k and
-// however many threads there are. Create fails with kInvalidInput naming the shard when a shard has n ≤ T tokens.
+// y = tokens[i+1 : i+T+1], so the last start still has its y inside the shard). Windows never cross shards. Across
+// shards every valid window is equally likely (a global index is drawn uniformly in [0, Σ(n_i − T)) and mapped to its
+// shard). Batch k's starts depend only on (seed, k): the same seed gives the same batches whichever thread builds batch
+// k and however many threads there are. Create fails with kInvalidInput naming the shard when a shard has n ≤ T tokens.
 // Immutable after Create; SampleBatch is thread-safe.
 #pragma once
 

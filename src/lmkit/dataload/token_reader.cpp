@@ -35,9 +35,12 @@ Status PreadFull(int fd, uint8_t* dst, uint64_t length, uint64_t offset, const s
 
 const char* AccessName(Access a) {
   switch (a) {
-    case Access::kMmap: return "mmap";
-    case Access::kPread: return "pread";
-    case Access::kDirect: return "direct";
+    case Access::kMmap:
+      return "mmap";
+    case Access::kPread:
+      return "pread";
+    case Access::kDirect:
+      return "direct";
   }
   return "?";
 }
@@ -75,7 +78,8 @@ Result<std::unique_ptr<TokenReader>> TokenReader::Open(const std::vector<TokenSh
       int dfd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
       if (dfd < 0) {
         int e = errno;
-        if (e == EINVAL) return Status::Unsupported(s.path, "the file system does not support O_DIRECT (--access direct)");
+        if (e == EINVAL)
+          return Status::Unsupported(s.path, "the file system does not support O_DIRECT (--access direct)");
         return Status::FromErrno(s.path, "cannot open with O_DIRECT", e);
       }
       r->direct_fds_.push_back(dfd);

@@ -46,8 +46,7 @@ class ReaderScratch {
 
 class TokenReader {
  public:
-  static Result<std::unique_ptr<TokenReader>> Open(const std::vector<TokenShard>& shards, Access access,
-                                                   Advice advice);
+  static Result<std::unique_ptr<TokenReader>> Open(const std::vector<TokenShard>& shards, Access access, Advice advice);
   ~TokenReader();
   TokenReader(const TokenReader&) = delete;
   TokenReader& operator=(const TokenReader&) = delete;
@@ -70,9 +69,9 @@ class TokenReader {
   TokenReader() = default;
   std::vector<TokenShard> shards_;
   Access access_ = Access::kMmap;
-  std::vector<int> fds_;              // buffered descriptors (pread, eviction)
-  std::vector<int> direct_fds_;       // O_DIRECT descriptors (direct only)
-  std::vector<uint8_t*> maps_;        // whole-file mappings (mmap only)
+  std::vector<int> fds_;         // buffered descriptors (pread, eviction)
+  std::vector<int> direct_fds_;  // O_DIRECT descriptors (direct only)
+  std::vector<uint8_t*> maps_;   // whole-file mappings (mmap only)
 };
 
 }  // namespace lmkit::dataload

@@ -9,15 +9,13 @@
 #include "lmkit/io/token_file.h"
 
 namespace lmkit::dataload {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 const char* TokenDtypeName(unsigned token_bytes) { return token_bytes == 4 ? "uint32" : "uint16"; }
 
 Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& paths, TokenDtype dtype,
                                                 uint64_t vocab_size) {
-  if (paths.empty()) return Status::Usage("no token files given");
+  if (paths.empty()) return Status::InvalidArgument("no token files given");
   std::vector<TokenShard> shards;
   for (const auto& path : paths) {
     struct stat st {};
@@ -64,7 +62,7 @@ Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& 
                                               shards[0].path + " holds " + TokenDtypeName(shards[0].token_bytes));
     }
     if (s.token_bytes == 2 && vocab_size > 65536) {
-      return Status::Usage("--vocab-size " + std::to_string(vocab_size) + " does not fit uint16 tokens (" + s.path +
+      return Status::InvalidArgument("--vocab-size " + std::to_string(vocab_size) + " does not fit uint16 tokens (" + s.path +
                            "); use --dtype uint32");
     }
   }

@@ -4,7 +4,7 @@
 // lmkit/io). A `.npy` file gives its dtype in the header (uint16 or uint32, 1-D, little-endian); any other file is a
 // flat array whose dtype is `dtype` — kAuto means uint16 (nanoGPT's convention) unless `vocab_size` > 65,536, which
 // needs uint32. All shards must share one dtype. Errors name the file: kNotFound, kIo, kInvalidInput (size not a
-// multiple of the dtype, an .npy dtype other than uint16/uint32, a --dtype that contradicts the .npy header), kUsage
+// multiple of the dtype, an .npy dtype other than uint16/uint32, a --dtype that contradicts the .npy header), kInvalidArgument
 // (vocab_size > 65,536 with uint16 tokens).
 #pragma once
 

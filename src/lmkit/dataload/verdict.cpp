@@ -12,20 +12,28 @@ InputBound ClassifyWaitShare(double wait_share) {
 
 const char* InputBoundName(InputBound b) {
   switch (b) {
-    case InputBound::kUnknown: return "unknown";
-    case InputBound::kNot: return "not";
-    case InputBound::kModerately: return "moderately";
-    case InputBound::kHighly: return "highly";
+    case InputBound::kUnknown:
+      return "unknown";
+    case InputBound::kNot:
+      return "not";
+    case InputBound::kModerately:
+      return "moderately";
+    case InputBound::kHighly:
+      return "highly";
   }
   return "unknown";
 }
 
 const char* InputBoundPhrase(InputBound b) {
   switch (b) {
-    case InputBound::kUnknown: return "no verdict";
-    case InputBound::kNot: return "NOT input-bound";
-    case InputBound::kModerately: return "MODERATELY input-bound";
-    case InputBound::kHighly: return "HIGHLY input-bound";
+    case InputBound::kUnknown:
+      return "no verdict";
+    case InputBound::kNot:
+      return "NOT input-bound";
+    case InputBound::kModerately:
+      return "MODERATELY input-bound";
+    case InputBound::kHighly:
+      return "HIGHLY input-bound";
   }
   return "no verdict";
 }

@@ -3,9 +3,9 @@
 // from 5%), and the simulated consumer that produces that share.
 //
 // Contract: pure functions, thread-safe. SimulateConsumer is a deterministic discrete-event model of the prefetch
-// pipeline: `threads` producers take batch indices in order (the earliest-free producer takes the next one); batch j may
-// start only once the consumer has taken batch j − prefetch (at most `prefetch` batches in flight or ready); batch j
-// takes produce_s[j mod n] seconds; the consumer takes batch s as soon as it is ready and its previous step is done,
+// pipeline: `threads` producers take batch indices in order (the earliest-free producer takes the next one); batch j
+// may start only once the consumer has taken batch j − prefetch (at most `prefetch` batches in flight or ready); batch
+// j takes produce_s[j mod n] seconds; the consumer takes batch s as soon as it is ready and its previous step is done,
 // then computes for step_s. Step 0 (the first batch, an exposed start-up cost) is reported apart and excluded from the
 // steady-state shares.
 #pragma once
@@ -21,7 +21,7 @@ constexpr double kModeratelyInputBound = 0.05;
 constexpr double kHighlyInputBound = 0.20;
 
 InputBound ClassifyWaitShare(double wait_share);
-const char* InputBoundName(InputBound b);   // "unknown", "not", "moderately", "highly"
+const char* InputBoundName(InputBound b);    // "unknown", "not", "moderately", "highly"
 const char* InputBoundPhrase(InputBound b);  // "NOT input-bound", "MODERATELY input-bound", ...
 
 struct ConsumerSimulation {
@@ -32,7 +32,7 @@ struct ConsumerSimulation {
   double p50_wait_s = 0;
   double p99_wait_s = 0;
   double max_wait_s = 0;
-  double first_batch_s = 0;       // wait for step 0
+  double first_batch_s = 0;  // wait for step 0
 };
 
 ConsumerSimulation SimulateConsumer(const std::vector<double>& produce_s, unsigned threads, unsigned prefetch,

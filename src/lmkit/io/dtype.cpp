@@ -217,8 +217,8 @@ typedef float F16x __attribute__((vector_size(64)));
     const U16 em = w & 0x7fffu;
     const F16x f = reinterpret_cast<F16x>(em << 13) * 0x1p112f;
     const S16 special = em >= 0x7c00u;  // inf / NaN keep their payload
-    const U16 bits = reinterpret_cast<U16>(special ? reinterpret_cast<S16>((em << 13) | 0x7f800000u)
-                                                   : reinterpret_cast<S16>(f));
+    const U16 bits =
+        reinterpret_cast<U16>(special ? reinterpret_cast<S16>((em << 13) | 0x7f800000u) : reinterpret_cast<S16>(f));
     const U16 r = bits | sign;
     std::memcpy(out + i, &r, sizeof r);
   }
@@ -227,9 +227,7 @@ typedef float F16x __attribute__((vector_size(64)));
 #pragma GCC diagnostic pop
 void Bf16RowBase(const void* in, float* out, size_t n) { Bf16RowImpl(in, out, n); }
 __attribute__((target("avx2"))) void Bf16RowAvx2(const void* in, float* out, size_t n) { Bf16RowImpl(in, out, n); }
-__attribute__((target("avx512f"))) void Bf16RowAvx512(const void* in, float* out, size_t n) {
-  Bf16RowImpl(in, out, n);
-}
+__attribute__((target("avx512f"))) void Bf16RowAvx512(const void* in, float* out, size_t n) { Bf16RowImpl(in, out, n); }
 void F16RowBase(const void* in, float* out, size_t n) { F16RowImpl(in, out, n); }
 __attribute__((target("avx2"))) void F16RowAvx2(const void* in, float* out, size_t n) { F16RowImpl(in, out, n); }
 __attribute__((target("avx512f"))) void F16RowAvx512(const void* in, float* out, size_t n) { F16RowImpl(in, out, n); }

@@ -2,8 +2,8 @@
 //
 // Contract: DType lists every dtype of the safetensors spec that lmkit reads and writes (BOOL U8 I8 F8_E5M2 F8_E4M3 I16
 // U16 F16 BF16 I32 U32 F32 F64 I64 U64). Names are the spec's spelling, case-sensitive. All multi-byte values are
-// little-endian in files (lmkit runs on little-endian hosts only). Every conversion takes untyped pointers and reads and
-// writes through memcpy, so tensor data straight out of a memory map may be unaligned. The functions are pure and
+// little-endian in files (lmkit runs on little-endian hosts only). Every conversion takes untyped pointers and reads
+// and writes through memcpy, so tensor data straight out of a memory map may be unaligned. The functions are pure and
 // thread-safe; `in` and `out` must not overlap.
 //
 // Rounding (docs/formats.md): F32 -> BF16 and F32 -> F16 round to nearest, ties to even; values too large for F16

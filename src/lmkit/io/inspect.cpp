@@ -171,8 +171,9 @@ Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink
       LMKIT_RETURN_IF_ERROR(LoadShardIndex(dir, index_path, &st_paths, &weight_map));
       report.format = "safetensors (sharded)";
     } else {
-      return Status::NotFound(options.path, "directory holds neither model.safetensors nor "
-                                            "model.safetensors.index.json");
+      return Status::NotFound(options.path,
+                              "directory holds neither model.safetensors nor "
+                              "model.safetensors.index.json");
     }
     std::string config_path = dir + "/config.json";
     if (Exists(config_path)) {
@@ -222,12 +223,13 @@ Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink
         std::string base = st_paths[fi].substr(st_paths[fi].rfind('/') + 1);
         auto it = weight_map.find(info.name);
         if (it == weight_map.end() || it->second != base) {
-          return Status::InvalidInput(index_path, fmt::format("tensor '{}' of {} is not mapped to that file",
-                                                              info.name, base));
+          return Status::InvalidInput(index_path,
+                                      fmt::format("tensor '{}' of {} is not mapped to that file", info.name, base));
         }
       }
       if (!seen.insert(info.name).second) {
-        return Status::InvalidInput(st_paths[fi], fmt::format("tensor '{}' also appears in an earlier shard", info.name));
+        return Status::InvalidInput(st_paths[fi],
+                                    fmt::format("tensor '{}' also appears in an earlier shard", info.name));
       }
       InspectedTensor t;
       t.name = info.name;

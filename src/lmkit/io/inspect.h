@@ -50,13 +50,13 @@ struct InspectedTensor {
 
 struct InspectReport {
   std::string path;
-  std::string format;               // "safetensors", "safetensors (sharded)" or "npy"
-  std::vector<std::string> files;   // tensor files read, in order
+  std::string format;                    // "safetensors", "safetensors (sharded)" or "npy"
+  std::vector<std::string> files;        // tensor files read, in order
   std::vector<InspectedTensor> tensors;  // file order, then data order within a file
-  uint64_t parameter_count = 0;     // sum of elements
-  uint64_t tensor_bytes = 0;        // sum of bytes
-  Metadata metadata;                // safetensors __metadata__ (of the first shard)
-  std::optional<Json> config;       // config.json of a model directory, when present
+  uint64_t parameter_count = 0;          // sum of elements
+  uint64_t tensor_bytes = 0;             // sum of bytes
+  Metadata metadata;                     // safetensors __metadata__ (of the first shard)
+  std::optional<Json> config;            // config.json of a model directory, when present
 };
 
 Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink* progress);

@@ -92,10 +92,19 @@ class PyLiteralParser {
         if (pos_ >= s_.size()) break;
         char e = s_[pos_++];
         switch (e) {
-          case '\\': case '\'': case '"': out->push_back(e); break;
-          case 'n': out->push_back('\n'); break;
-          case 't': out->push_back('\t'); break;
-          default: return FailAt("unsupported escape in a string");
+          case '\\':
+          case '\'':
+          case '"':
+            out->push_back(e);
+            break;
+          case 'n':
+            out->push_back('\n');
+            break;
+          case 't':
+            out->push_back('\t');
+            break;
+          default:
+            return FailAt("unsupported escape in a string");
         }
         continue;
       }
@@ -238,8 +247,10 @@ Status ParseDescr(const std::string& descr, const std::string& subject, DType* o
   }
   for (const auto& r : kDescr) {
     if (r.kind != kind || r.size != size) continue;
-    if (order == '>' && size > 1) return unsupported("big-endian arrays are not supported; convert with "
-                                                      "arr.astype(arr.dtype.newbyteorder('<'))");
+    if (order == '>' && size > 1)
+      return unsupported(
+          "big-endian arrays are not supported; convert with "
+          "arr.astype(arr.dtype.newbyteorder('<'))");
     if (order == '|' && size > 1) {
       return Status::InvalidInput(subject, fmt::format("dtype '{}': '|' byte order on a multi-byte type", d));
     }
@@ -300,19 +311,32 @@ std::string HeaderBlock(const std::string& dict, size_t min_total = 0) {
 
 std::optional<std::string_view> NpyDescr(DType t) {
   switch (t) {
-    case DType::kBool: return "|b1";
-    case DType::kU8: return "|u1";
-    case DType::kI8: return "|i1";
-    case DType::kI16: return "<i2";
-    case DType::kU16: return "<u2";
-    case DType::kF16: return "<f2";
-    case DType::kI32: return "<i4";
-    case DType::kU32: return "<u4";
-    case DType::kF32: return "<f4";
-    case DType::kI64: return "<i8";
-    case DType::kU64: return "<u8";
-    case DType::kF64: return "<f8";
-    default: return std::nullopt;
+    case DType::kBool:
+      return "|b1";
+    case DType::kU8:
+      return "|u1";
+    case DType::kI8:
+      return "|i1";
+    case DType::kI16:
+      return "<i2";
+    case DType::kU16:
+      return "<u2";
+    case DType::kF16:
+      return "<f2";
+    case DType::kI32:
+      return "<i4";
+    case DType::kU32:
+      return "<u4";
+    case DType::kF32:
+      return "<f4";
+    case DType::kI64:
+      return "<i8";
+    case DType::kU64:
+      return "<u8";
+    case DType::kF64:
+      return "<f8";
+    default:
+      return std::nullopt;
   }
 }
 
@@ -331,8 +355,8 @@ Result<NpyHeader> ParseNpyHeader(std::span<const uint8_t> file, const std::strin
   NpyHeader h;
   h.major_version = file[6];
   if (h.major_version < 1 || h.major_version > 3 || file[7] != 0) {
-    return Status::Unsupported(subject, fmt::format(".npy format version {}.{} (only 1.0, 2.0 and 3.0 are known)",
-                                                    file[6], file[7]));
+    return Status::Unsupported(
+        subject, fmt::format(".npy format version {}.{} (only 1.0, 2.0 and 3.0 are known)", file[6], file[7]));
   }
   int len_bytes = h.major_version == 1 ? 2 : 4;
   size_t prefix = kMagicLen + 2 + static_cast<size_t>(len_bytes);
@@ -368,7 +392,8 @@ Result<NpyHeader> ParseNpyHeader(std::span<const uint8_t> file, const std::strin
   if (!descr || !fortran || !shape) {
     return bad(fmt::format("header dict lacks '{}'", !descr ? "descr" : !fortran ? "fortran_order" : "shape"));
   }
-  if (descr->kind == PyValue::kList) return Status::Unsupported(subject, "structured (record) arrays are not supported");
+  if (descr->kind == PyValue::kList)
+    return Status::Unsupported(subject, "structured (record) arrays are not supported");
   if (descr->kind != PyValue::kStr) return bad("'descr' is not a string");
   if (fortran->kind != PyValue::kBool) return bad("'fortran_order' is not True or False");
   if (shape->kind != PyValue::kTuple) return bad("'shape' is not a tuple");
@@ -429,8 +454,8 @@ Status WriteNpy(const std::string& path, DType dtype, const std::vector<uint64_t
     n *= d;
   }
   if (n > UINT64_MAX / DTypeSize(dtype) || n * DTypeSize(dtype) != data.size()) {
-    return Status::InvalidInput(path, fmt::format("{} data bytes given for a {} array of {} elements", data.size(),
-                                                  DTypeName(dtype), n));
+    return Status::InvalidInput(
+        path, fmt::format("{} data bytes given for a {} array of {} elements", data.size(), DTypeName(dtype), n));
   }
   LMKIT_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::Create(path));
   LMKIT_RETURN_IF_ERROR(out.Write(*header));
@@ -454,8 +479,8 @@ Result<NpyStreamWriter> NpyStreamWriter::Create(const std::string& path, DType d
 Status NpyStreamWriter::Write(const void* data, size_t size) {
   size_t elem = DTypeSize(dtype_);
   if (size % elem != 0) {
-    return Status::InvalidInput(out_.path(), fmt::format("{} bytes is not a whole number of {} elements", size,
-                                                         DTypeName(dtype_)));
+    return Status::InvalidInput(out_.path(),
+                                fmt::format("{} bytes is not a whole number of {} elements", size, DTypeName(dtype_)));
   }
   if (size == 0) return Status::Ok();
   LMKIT_RETURN_IF_ERROR(out_.Write(data, size));

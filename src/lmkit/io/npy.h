@@ -9,8 +9,8 @@
 // whose product times the element size fits 64 bits), and that the file holds exactly the data the header announces.
 // descr: '<' or '=' byte order for multi-byte types, '<', '=' or '|' for one-byte ones, one of b1 u1 i1 i2 u2 f2 i4 u4
 // f4 i8 u8 f8. Errors: big-endian ('>') or fortran_order True or another element type (complex, strings, records ...)
-// -> kUnsupported naming it; anything malformed -> kInvalidInput naming the defect; subject = the path. Views point into
-// the caller's buffer (Parse) or the reader's memory map (Open). Immutable, thread-safe for reads.
+// -> kUnsupported naming it; anything malformed -> kInvalidInput naming the defect; subject = the path. Views point
+// into the caller's buffer (Parse) or the reader's memory map (Open). Immutable, thread-safe for reads.
 //
 // Writer contract: WriteNpy writes a v1 header (v2 only when the dict needs more than 65535 bytes) padded with spaces
 // so the data starts at a multiple of 64 bytes, through AtomicFile. NpyStreamWriter writes a 1-D array whose length is
@@ -39,9 +39,9 @@ std::optional<std::string_view> NpyDescr(DType t);
 struct NpyHeader {
   int major_version = 1;
   DType dtype = DType::kF32;
-  std::string descr;             // as written in the file, e.g. "<f4"
-  std::vector<uint64_t> shape;   // empty = 0-d (one element)
-  uint64_t data_offset = 0;      // bytes from the start of the file to the data
+  std::string descr;            // as written in the file, e.g. "<f4"
+  std::vector<uint64_t> shape;  // empty = 0-d (one element)
+  uint64_t data_offset = 0;     // bytes from the start of the file to the data
   uint64_t num_elements() const;
   uint64_t num_bytes() const { return num_elements() * DTypeSize(dtype); }
 };

@@ -32,9 +32,7 @@ std::string Quote(std::string_view s) {
   return out + "'";
 }
 
-std::string ShapeString(const std::vector<uint64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
+std::string ShapeString(const std::vector<uint64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 // Product of the shape times `elem`, or false on 64-bit overflow.
 bool CheckedBytes(const std::vector<uint64_t>& shape, uint64_t elem, uint64_t* elements, uint64_t* bytes) {
@@ -55,7 +53,8 @@ bool CheckedBytes(const std::vector<uint64_t>& shape, uint64_t elem, uint64_t* e
 Result<Json> ParseHeaderJson(std::string_view text, const std::string& subject) {
   std::vector<std::set<std::string>> keys;  // one set per open object
   auto cb = [&](int depth, Json::parse_event_t ev, Json& parsed) -> bool {
-    if (depth > kMaxJsonDepth) throw HeaderDefect{fmt::format("header JSON nests deeper than {} levels", kMaxJsonDepth)};
+    if (depth > kMaxJsonDepth)
+      throw HeaderDefect{fmt::format("header JSON nests deeper than {} levels", kMaxJsonDepth)};
     switch (ev) {
       case Json::parse_event_t::object_start:
         keys.emplace_back();
@@ -81,14 +80,17 @@ Result<Json> ParseHeaderJson(std::string_view text, const std::string& subject) 
   } catch (const HeaderDefect& d) {
     return Status::InvalidInput(subject, d.message);
   } catch (const nlohmann::json::parse_error& e) {
-    return Status::InvalidInput(subject, fmt::format("header is not valid JSON (error at byte {} of the header)", e.byte));
+    return Status::InvalidInput(subject,
+                                fmt::format("header is not valid JSON (error at byte {} of the header)", e.byte));
   } catch (const std::exception& e) {
     return Status::InvalidInput(subject, "header is not valid JSON");
   }
 }
 
 Status ParseTensorEntry(const std::string& name, const Json& v, const std::string& subject, TensorInfo* t) {
-  auto bad = [&](const std::string& what) { return Status::InvalidInput(subject, "tensor " + Quote(name) + ": " + what); };
+  auto bad = [&](const std::string& what) {
+    return Status::InvalidInput(subject, "tensor " + Quote(name) + ": " + what);
+  };
   if (!v.is_object()) return bad("entry is not a JSON object");
   const Json* dtype = nullptr;
   const Json* shape = nullptr;
@@ -152,8 +154,8 @@ Result<SafetensorsFile> SafetensorsFile::Parse(std::span<const uint8_t> file, co
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | file[static_cast<size_t>(i)];
   if (n > kSafetensorsMaxHeaderBytes) {
-    return Status::InvalidInput(subject, fmt::format("header length {} exceeds the limit of {} bytes", n,
-                                                     kSafetensorsMaxHeaderBytes));
+    return Status::InvalidInput(
+        subject, fmt::format("header length {} exceeds the limit of {} bytes", n, kSafetensorsMaxHeaderBytes));
   }
   if (n > file.size() - 8) {
     return Status::InvalidInput(
@@ -192,9 +194,9 @@ Result<SafetensorsFile> SafetensorsFile::Parse(std::span<const uint8_t> file, co
   const TensorInfo* prev = nullptr;
   for (const TensorInfo& t : f.tensors_) {
     if (t.begin < pos) {
-      return Status::InvalidInput(subject, fmt::format("tensor {}: data_offsets [{}, {}) overlap tensor {} [{}, {})",
-                                                       Quote(t.name), t.begin, t.end, Quote(prev->name), prev->begin,
-                                                       prev->end));
+      return Status::InvalidInput(
+          subject, fmt::format("tensor {}: data_offsets [{}, {}) overlap tensor {} [{}, {})", Quote(t.name), t.begin,
+                               t.end, Quote(prev->name), prev->begin, prev->end));
     }
     if (t.begin > pos) {
       if (prev == nullptr) {
@@ -202,8 +204,9 @@ Result<SafetensorsFile> SafetensorsFile::Parse(std::span<const uint8_t> file, co
                                                          "start of the data buffer",
                                                          Quote(t.name), t.begin, t.end, t.begin));
       }
-      return Status::InvalidInput(subject, fmt::format("gap [{}, {}) in the data buffer between tensor {} and tensor {}",
-                                                       pos, t.begin, Quote(prev->name), Quote(t.name)));
+      return Status::InvalidInput(
+          subject, fmt::format("gap [{}, {}) in the data buffer between tensor {} and tensor {}", pos, t.begin,
+                               Quote(prev->name), Quote(t.name)));
     }
     if (t.end > buffer) {
       return Status::InvalidInput(subject, fmt::format("tensor {}: data_offsets [{}, {}) run past the end of the data "
@@ -214,8 +217,9 @@ Result<SafetensorsFile> SafetensorsFile::Parse(std::span<const uint8_t> file, co
     prev = &t;
   }
   if (pos != buffer) {
-    return Status::InvalidInput(subject, fmt::format("{} bytes at the end of the data buffer [{}, {}) belong to no tensor",
-                                                     buffer - pos, pos, buffer));
+    return Status::InvalidInput(
+        subject,
+        fmt::format("{} bytes at the end of the data buffer [{}, {}) belong to no tensor", buffer - pos, pos, buffer));
   }
   return f;
 }
@@ -239,7 +243,8 @@ uint64_t SafetensorsFile::parameter_count() const {
   return n;
 }
 
-// ---- writer -----------------------------------------------------------------------------------------------------------
+// ---- writer
+// -----------------------------------------------------------------------------------------------------------
 
 Result<std::string> EncodeSafetensorsHeader(const std::vector<TensorSpec>& tensors, const Metadata& metadata,
                                             std::vector<TensorInfo>* infos) {
@@ -275,8 +280,8 @@ Result<std::string> EncodeSafetensorsHeader(const std::vector<TensorSpec>& tenso
   }
   text.append((8 - text.size() % 8) % 8, ' ');
   if (text.size() > kSafetensorsMaxHeaderBytes) {
-    return Status::InvalidInput("", fmt::format("header would be {} bytes, over the {}-byte limit", text.size(),
-                                                kSafetensorsMaxHeaderBytes));
+    return Status::InvalidInput(
+        "", fmt::format("header would be {} bytes, over the {}-byte limit", text.size(), kSafetensorsMaxHeaderBytes));
   }
   std::string block(8, '\0');
   uint64_t n = text.size();
@@ -299,8 +304,8 @@ Result<SafetensorsWriter> SafetensorsWriter::Create(const std::string& path, con
 
 Status SafetensorsWriter::Write(const void* data, size_t size) {
   if (size > total_ - written_) {
-    return Status::InvalidInput(out_.path(), fmt::format("{} more bytes written than the {} declared",
-                                                         size - (total_ - written_), total_));
+    return Status::InvalidInput(
+        out_.path(), fmt::format("{} more bytes written than the {} declared", size - (total_ - written_), total_));
   }
   if (size == 0) return Status::Ok();  // empty tensors may come with a null pointer
   LMKIT_RETURN_IF_ERROR(out_.Write(data, size));
@@ -310,8 +315,8 @@ Status SafetensorsWriter::Write(const void* data, size_t size) {
 
 Result<SafetensorsWriter::Region> SafetensorsWriter::Reserve(uint64_t size) {
   if (size > total_ - written_) {
-    return Status::InvalidInput(out_.path(), fmt::format("{} more bytes reserved than the {} declared",
-                                                         size - (total_ - written_), total_));
+    return Status::InvalidInput(
+        out_.path(), fmt::format("{} more bytes reserved than the {} declared", size - (total_ - written_), total_));
   }
   LMKIT_ASSIGN_OR_RETURN(uint64_t offset, out_.ReserveRegion(size));
   written_ += size;
@@ -320,8 +325,8 @@ Result<SafetensorsWriter::Region> SafetensorsWriter::Reserve(uint64_t size) {
 
 Status SafetensorsWriter::WriteRegion(const Region& region, uint64_t pos, const void* data, size_t size) {
   if (pos > region.size || size > region.size - pos)
-    return Status::Internal(fmt::format("WriteRegion: [{}, {}) outside a region of {} bytes", pos, pos + size,
-                                        region.size));
+    return Status::Internal(
+        fmt::format("WriteRegion: [{}, {}) outside a region of {} bytes", pos, pos + size, region.size));
   return region.file->WriteRegion(region.offset + pos, data, size);
 }
 
@@ -332,9 +337,9 @@ Status SafetensorsWriter::WriteTensor(size_t index, std::span<const uint8_t> byt
     return Status::InvalidInput(out_.path(), "tensor " + Quote(t.name) + " written out of declaration order");
   }
   if (bytes.size() != t.num_bytes()) {
-    return Status::InvalidInput(out_.path(), fmt::format("tensor {}: {} bytes given, {} {} needs {}", Quote(t.name),
-                                                         bytes.size(), DTypeName(t.dtype), ShapeString(t.shape),
-                                                         t.num_bytes()));
+    return Status::InvalidInput(out_.path(),
+                                fmt::format("tensor {}: {} bytes given, {} {} needs {}", Quote(t.name), bytes.size(),
+                                            DTypeName(t.dtype), ShapeString(t.shape), t.num_bytes()));
   }
   return Write(bytes.data(), bytes.size());
 }

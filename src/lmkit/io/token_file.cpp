@@ -1,9 +1,8 @@
 #include "lmkit/io/token_file.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "lmkit/common/atomic_file.h"
@@ -20,13 +19,14 @@ Result<TokenFile> TokenFile::Open(const std::string& path, DType bin_dtype) {
   f.format_ = TokenFormatFromPath(path);
   if (f.format_ == TokenFormat::kBin) {
     if (bin_dtype != DType::kU16 && bin_dtype != DType::kU32) {
-      return Status::Usage(fmt::format("token files hold uint16 or uint32 ids, not {}", DTypeName(bin_dtype)));
+      return Status::InvalidArgument(fmt::format("token files hold uint16 or uint32 ids, not {}", DTypeName(bin_dtype)));
     }
     LMKIT_ASSIGN_OR_RETURN(f.map_, MappedFile::Open(path));
     size_t elem = DTypeSize(bin_dtype);
     if (f.map_.size() % elem != 0) {
-      return Status::InvalidInput(path, fmt::format("size {} bytes is not a multiple of {} ({} token ids)",
-                                                    f.map_.size(), elem, bin_dtype == DType::kU16 ? "uint16" : "uint32"));
+      return Status::InvalidInput(
+          path, fmt::format("size {} bytes is not a multiple of {} ({} token ids)", f.map_.size(), elem,
+                            bin_dtype == DType::kU16 ? "uint16" : "uint32"));
     }
     f.dtype_ = bin_dtype;
     f.data_ = f.map_.data();
@@ -39,8 +39,8 @@ Result<TokenFile> TokenFile::Open(const std::string& path, DType bin_dtype) {
     return Status::InvalidInput(path, fmt::format("token .npy must be uint16 or uint32, got '{}'", h.descr));
   }
   if (h.shape.size() != 1 && h.shape.size() != 2) {
-    return Status::InvalidInput(path, fmt::format("token .npy must be 1-D (or 2-D, read flat), got {} dimensions",
-                                                  h.shape.size()));
+    return Status::InvalidInput(
+        path, fmt::format("token .npy must be 1-D (or 2-D, read flat), got {} dimensions", h.shape.size()));
   }
   f.dtype_ = h.dtype;
   f.count_ = h.num_elements();
@@ -76,7 +76,7 @@ TokenWriter::~TokenWriter() = default;
 
 Result<TokenWriter> TokenWriter::Create(const std::string& path, TokenFormat format, DType dtype) {
   if (dtype != DType::kU16 && dtype != DType::kU32) {
-    return Status::Usage(fmt::format("token files hold uint16 or uint32 ids, not {}", DTypeName(dtype)));
+    return Status::InvalidArgument(fmt::format("token files hold uint16 or uint32 ids, not {}", DTypeName(dtype)));
   }
   TokenWriter w;
   w.impl_ = std::make_unique<Impl>();

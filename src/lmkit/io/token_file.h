@@ -5,7 +5,7 @@
 // not a multiple of the id size, which numpy never writes, is the one exception: it is copied once into an aligned
 // buffer). Errors: kInvalidInput for a .bin whose size is not a multiple of the id size, a .npy that is not 1-D
 // (a 2-D array is accepted and flattened), or one whose dtype is not uint16/uint32 ("token .npy must be uint16 or
-// uint32, got '<i8'"); kUsage when a .bin's dtype is not kU16/kU32. Immutable, thread-safe for reads.
+// uint32, got '<i8'"); kInvalidArgument when a .bin's dtype is not kU16/kU32. Immutable, thread-safe for reads.
 //
 // Writer contract: TokenWriter appends ids (given as uint32) and stores them as uint16 or uint32, in .bin or .npy,
 // through AtomicFile (nothing at the destination until Commit). An id that does not fit uint16 is kInvalidInput
@@ -68,7 +68,7 @@ class TokenFile {
 
 class TokenWriter {
  public:
-  // dtype: kU16 or kU32 (else kUsage).
+  // dtype: kU16 or kU32 (else kInvalidArgument).
   static Result<TokenWriter> Create(const std::string& path, TokenFormat format, DType dtype);
 
   TokenWriter();

@@ -1,7 +1,8 @@
 #include "lmkit/model/calibrate_model.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <vector>
 
 #include "lmkit/common/sysinfo.h"
@@ -37,8 +38,10 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
   LMKIT_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::Load(o.model));
   const uint32_t max_pos = model.config().max_positions;
   const uint32_t T = o.seq_len ? o.seq_len : std::min<uint32_t>(max_pos, 1024);
-  if (T < 1) return Status::Usage("--seq-len must be at least 1");
-  if (T > max_pos) return Status::Usage(fmt::format("--seq-len {} exceeds max_position_embeddings {}", T, max_pos));
+  if (T < 1) return Status::InvalidArgument(Field("seq_len") + " must be at least 1");
+  if (T > max_pos)
+    return Status::InvalidArgument(
+        fmt::format("{} {} exceeds max_position_embeddings {}", Field("seq_len"), T, max_pos));
   LMKIT_ASSIGN_OR_RETURN(io::TokenFile tf, io::TokenFile::Open(o.tokens, o.bin_dtype));
   const uint64_t total = o.max_tokens ? std::min(o.max_tokens, tf.size()) : tf.size();
   if (total == 0) return Status::InvalidInput(o.tokens, "no tokens to calibrate on");
@@ -66,8 +69,8 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
       const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(T, total - begin));
       for (uint32_t i = 0; i < len; ++i) ids[i] = tf[begin + i];
       cache.Clear();
-      LMKIT_RETURN_IF_ERROR(model.Forward(std::span<const uint32_t>(ids.data(), len), cache, &pool, logits.data(),
-                                          false, &feed));
+      LMKIT_RETURN_IF_ERROR(
+          model.Forward(std::span<const uint32_t>(ids.data(), len), cache, &pool, logits.data(), false, &feed));
       if (progress) progress->Update(pass * windows + w + 1);
     }
   }

@@ -5,8 +5,8 @@
 // Contract: the token file is cut into windows of `seq_len` as in `lmkit eval`; each window is one forward pass and
 // one calibration batch per Linear (rows = window tokens, so samples = tokens x in_features). The table's tensors are
 // named by module (e.g. "model.layers.0.self_attn.q_proj", what quantize looks up), in forward order; q/k/v and
-// gate/up see the same input, which is calibrated once and its range given to each. The nvidia flavour runs the windows twice (see
-// StreamingCalibrator). Errors: as Evaluate (token ids, seq_len) and Calibrate (options). Deterministic.
+// gate/up see the same input, which is calibrated once and its range given to each. The nvidia flavour runs the windows
+// twice (see StreamingCalibrator). Errors: as Evaluate (token ids, seq_len) and Calibrate (options). Deterministic.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,8 @@ struct CalibrateModelOptions {
   std::string model;
   std::string tokens;
   io::DType bin_dtype = io::DType::kU16;
-  uint32_t seq_len = 0;     // 0 = min(max_position_embeddings, 1024)
-  uint64_t max_tokens = 0;  // 0 = the whole file
+  uint32_t seq_len = 0;           // 0 = min(max_position_embeddings, 1024)
+  uint64_t max_tokens = 0;        // 0 = the whole file
   quant::CalibrateOptions calib;  // method, flavor, percentile, bins, threads (inputs unused)
 };
 

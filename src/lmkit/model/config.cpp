@@ -39,16 +39,16 @@ Result<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& subject) 
   LlamaConfig c;
   c.model_type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
   if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2")
-    return Status::Unsupported(subject, "model_type '" + c.model_type +
-                                            "' is not a Llama-family model (llama, mistral, qwen2)");
+    return Status::Unsupported(subject,
+                               "model_type '" + c.model_type + "' is not a Llama-family model (llama, mistral, qwen2)");
   if (j.contains("hidden_act") && j["hidden_act"] != "silu")
     return Status::Unsupported(subject, "hidden_act must be \"silu\" (SwiGLU)");
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
     const Json& rs = j["rope_scaling"];
-    std::string type = rs.is_object() && rs.contains("rope_type") && rs["rope_type"].is_string()
-                           ? rs["rope_type"].get<std::string>()
-                           : (rs.is_object() && rs.contains("type") && rs["type"].is_string() ? rs["type"].get<std::string>()
-                                                                                               : "");
+    std::string type =
+        rs.is_object() && rs.contains("rope_type") && rs["rope_type"].is_string()
+            ? rs["rope_type"].get<std::string>()
+            : (rs.is_object() && rs.contains("type") && rs["type"].is_string() ? rs["type"].get<std::string>() : "");
     if (type != "default") return Status::Unsupported(subject, "rope_scaling '" + type + "' is not implemented");
   }
   LMKIT_ASSIGN_OR_RETURN(c.hidden, Dim(j, "hidden_size", 0, subject));
@@ -59,13 +59,15 @@ Result<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& subject) 
   LMKIT_ASSIGN_OR_RETURN(c.vocab, Dim(j, "vocab_size", 0, subject));
   LMKIT_ASSIGN_OR_RETURN(c.max_positions, Dim(j, "max_position_embeddings", 2048, subject));
   if (c.heads % c.kv_heads != 0)
-    return Status::InvalidInput(subject, fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}",
-                                                     c.heads, c.kv_heads));
+    return Status::InvalidInput(
+        subject,
+        fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}", c.heads, c.kv_heads));
   if (!j.contains("head_dim") && c.hidden % c.heads != 0)
-    return Status::InvalidInput(subject,
-                                fmt::format("hidden_size {} is not a multiple of num_attention_heads {}", c.hidden, c.heads));
+    return Status::InvalidInput(
+        subject, fmt::format("hidden_size {} is not a multiple of num_attention_heads {}", c.hidden, c.heads));
   LMKIT_ASSIGN_OR_RETURN(c.head_dim, Dim(j, "head_dim", c.hidden / c.heads, subject));
-  if (c.head_dim % 2 != 0) return Status::InvalidInput(subject, fmt::format("head_dim {} is odd (RoPE needs pairs)", c.head_dim));
+  if (c.head_dim % 2 != 0)
+    return Status::InvalidInput(subject, fmt::format("head_dim {} is odd (RoPE needs pairs)", c.head_dim));
   LMKIT_ASSIGN_OR_RETURN(c.rms_eps, Real(j, "rms_norm_eps", 1e-6, subject));
   LMKIT_ASSIGN_OR_RETURN(c.rope_theta, Real(j, "rope_theta", 10000.0, subject));
   if (j.contains("tie_word_embeddings")) {

@@ -1,8 +1,9 @@
 #include "lmkit/model/eval.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <vector>
 
 #include "lmkit/common/sysinfo.h"
@@ -41,8 +42,10 @@ Result<EvalResult> Evaluate(const EvalOptions& o, ProgressSink* progress) {
   }
   const uint32_t max_pos = model.config().max_positions;
   const uint32_t T = o.seq_len ? o.seq_len : std::min<uint32_t>(max_pos, 1024);
-  if (T < 2) return Status::Usage("--seq-len must be at least 2");
-  if (T > max_pos) return Status::Usage(fmt::format("--seq-len {} exceeds max_position_embeddings {}", T, max_pos));
+  if (T < 2) return Status::InvalidArgument(Field("seq_len") + " must be at least 2");
+  if (T > max_pos)
+    return Status::InvalidArgument(
+        fmt::format("{} {} exceeds max_position_embeddings {}", Field("seq_len"), T, max_pos));
   LMKIT_ASSIGN_OR_RETURN(io::TokenFile tf, io::TokenFile::Open(o.tokens, o.bin_dtype));
   const uint64_t total = o.max_tokens ? std::min(o.max_tokens, tf.size()) : tf.size();
   if (total < 2) return Status::InvalidInput(o.tokens, "fewer than 2 tokens to evaluate");
@@ -147,8 +150,9 @@ Json EvalResultToJson(const EvalResult& r) {
 }
 
 std::string EvalResultToText(const EvalResult& r) {
-  std::string s = fmt::format("{} ({}): mean NLL {:.6f} nats, perplexity {:.6f} over {} tokens ({} sequences of <= {})\n",
-                              r.model, r.mode, r.mean_nll, r.perplexity, r.tokens_scored, r.sequences, r.seq_len);
+  std::string s =
+      fmt::format("{} ({}): mean NLL {:.6f} nats, perplexity {:.6f} over {} tokens ({} sequences of <= {})\n", r.model,
+                  r.mode, r.mean_nll, r.perplexity, r.tokens_scored, r.sequences, r.seq_len);
   if (r.compared) {
     s += fmt::format("{} ({}): mean NLL {:.6f} nats, perplexity {:.6f} (delta {:+.6f})\n", r.compare, r.compare_mode,
                      r.compare_mean_nll, r.compare_perplexity, r.ppl_delta);

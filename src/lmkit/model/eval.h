@@ -7,7 +7,7 @@
 // averaged over scored tokens; perplexity = exp(mean NLL). With `compare`, both models see the same windows and, per
 // scored position, KL(P_model || P_compare) = sum_v p_v (log p_v - log q_v) over the full vocabulary (log-softmax in
 // double); mean and p99 (nearest rank) of those KLs, the share of positions whose arg-max (lowest index on ties)
-// agree, and ppl_delta = ppl(compare) - ppl(model). Errors: kUsage for seq_len < 2 or above max_position_embeddings;
+// agree, and ppl_delta = ppl(compare) - ppl(model). Errors: kInvalidArgument for seq_len < 2 or above max_position_embeddings;
 // kInvalidInput for a token id >= vocab_size (naming the token file and the position), models whose vocab sizes
 // differ, fewer than 2 tokens; load errors as LlamaModel::Load. Deterministic for any thread count.
 #pragma once

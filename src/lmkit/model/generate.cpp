@@ -1,8 +1,9 @@
 #include "lmkit/model/generate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <random>
 
 #include "lmkit/common/sysinfo.h"
@@ -31,19 +32,19 @@ uint32_t Pick(const std::vector<float>& z, double temperature, std::mt19937_64& 
 
 Result<GenerateResult> Generate(const GenerateOptions& o, ProgressSink* progress) {
   const double t0 = MonotonicSeconds();
-  if (o.prompt.empty()) return Status::Usage("--prompt-ids must give at least one token id");
-  if (o.max_tokens == 0) return Status::Usage("--max-tokens must be at least 1");
-  if (!(o.temperature >= 0)) return Status::Usage("--temperature must be >= 0");
+  if (o.prompt.empty()) return Status::InvalidArgument(Field("prompt") + " must give at least one token id");
+  if (o.max_tokens == 0) return Status::InvalidArgument(Field("max_tokens") + " must be at least 1");
+  if (!(o.temperature >= 0)) return Status::InvalidArgument(Field("temperature") + " must be >= 0");
   LMKIT_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::Load(o.model));
   const LlamaConfig& c = model.config();
   const uint64_t len = o.prompt.size() + uint64_t{o.max_tokens};
   if (len > c.max_positions)
-    return Status::Usage(fmt::format("prompt + --max-tokens = {} exceeds max_position_embeddings {}", len,
-                                     c.max_positions));
+    return Status::InvalidArgument(
+        fmt::format("prompt + {} = {} exceeds max_position_embeddings {}", Field("max_tokens"), len, c.max_positions));
   for (size_t i = 0; i < o.prompt.size(); ++i)
     if (o.prompt[i] >= c.vocab)
-      return Status::InvalidInput(o.model, fmt::format("prompt token id {} at position {} is >= vocab_size {}",
-                                                       o.prompt[i], i, c.vocab));
+      return Status::InvalidInput(
+          o.model, fmt::format("prompt token id {} at position {} is >= vocab_size {}", o.prompt[i], i, c.vocab));
   ThreadPool pool(std::max(1u, o.threads));
   std::mt19937_64 rng(o.seed);
   GenerateResult r;

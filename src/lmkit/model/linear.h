@@ -24,11 +24,11 @@ struct Linear {
   std::string name;  // module name, e.g. "model.layers.0.self_attn.q_proj"
   Kind kind = Kind::kFloat;
   uint32_t out = 0, in = 0;
-  std::vector<float> weight;         // kFloat: [out, in]
-  std::vector<int8_t> codes;         // int8 kinds: [out, in]
-  std::vector<float> weight_scale;   // int8 kinds: one per output row
-  float input_scale = 0;             // kInt8Static
-  std::vector<float> bias;           // empty or [out]
+  std::vector<float> weight;        // kFloat: [out, in]
+  std::vector<int8_t> codes;        // int8 kinds: [out, in]
+  std::vector<float> weight_scale;  // int8 kinds: one per output row
+  float input_scale = 0;            // kInt8Static
+  std::vector<float> bias;          // empty or [out]
 
   void Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) const;
 };

@@ -4,10 +4,11 @@
 // for that reason (fp32 angles drift by ~1e-4 rad at position 500).
 #include "lmkit/model/llama.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fmt/format.h>
 #include <map>
 #include <set>
 
@@ -22,16 +23,19 @@ namespace fs = std::filesystem;
 
 const char* WeightModeName(WeightMode m) {
   switch (m) {
-    case WeightMode::kFloat: return "float";
-    case WeightMode::kW8A16: return "w8a16";
-    case WeightMode::kW8A8Static: return "w8a8-static";
-    case WeightMode::kW8A8Dynamic: return "w8a8-dynamic";
+    case WeightMode::kFloat:
+      return "float";
+    case WeightMode::kW8A16:
+      return "w8a16";
+    case WeightMode::kW8A8Static:
+      return "w8a8-static";
+    case WeightMode::kW8A8Dynamic:
+      return "w8a8-dynamic";
   }
   return "";
 }
 
-KvCache::KvCache(const LlamaConfig& c, uint32_t capacity)
-    : capacity_(capacity), kv_dim_(c.kv_heads * c.head_dim) {
+KvCache::KvCache(const LlamaConfig& c, uint32_t capacity) : capacity_(capacity), kv_dim_(c.kv_heads * c.head_dim) {
   const size_t n = static_cast<size_t>(c.layers) * capacity * kv_dim_;
   k_.assign(n, 0.0f);
   v_.assign(n, 0.0f);
@@ -82,8 +86,8 @@ struct ModelLoader {
       return Status::InvalidInput(f->path(), fmt::format("tensor '{}' has shape {}; config.json implies {}", name,
                                                          ShapeText(t->shape), ShapeText(shape)));
     if (!io::IsFloatDType(t->dtype))
-      return Status::InvalidInput(f->path(), fmt::format("tensor '{}' has dtype {}; expected a float dtype", name,
-                                                         io::DTypeName(t->dtype)));
+      return Status::InvalidInput(
+          f->path(), fmt::format("tensor '{}' has dtype {}; expected a float dtype", name, io::DTypeName(t->dtype)));
     std::vector<float> out(t->num_elements());
     io::ConvertToF32(t->dtype, f->Data(*t).data(), out.data(), out.size());
     return out;
@@ -102,8 +106,8 @@ struct ModelLoader {
       LMKIT_ASSIGN_OR_RETURN(l.weight, Float(m + ".weight", {out, in}));
     } else {
       if (w->shape != std::vector<uint64_t>{out, in})
-        return Status::InvalidInput(f->path(), fmt::format("tensor '{}.weight' has shape {}; config.json implies {}",
-                                                           m, ShapeText(w->shape), ShapeText({out, in})));
+        return Status::InvalidInput(f->path(), fmt::format("tensor '{}.weight' has shape {}; config.json implies {}", m,
+                                                           ShapeText(w->shape), ShapeText({out, in})));
       const io::SafetensorsFile* sf = nullptr;
       const io::TensorInfo* s = Find(m + ".weight_scale", &sf);
       if (!s) return Status::InvalidInput(subject, "missing tensor '" + m + ".weight_scale' for int8 weight");
@@ -178,7 +182,8 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
   ld.subject = path;
   if (cj.contains("quantization_config") && !cj["quantization_config"].is_null()) {
     const Json& q = cj["quantization_config"];
-    const std::string method = q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>() : "";
+    const std::string method =
+        q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>() : "";
     const std::string format = q.contains("format") && q["format"].is_string() ? q["format"].get<std::string>() : "";
     if (method != "compressed-tensors" || format != "int-quantized")
       return Status::Unsupported(config_path, "quantization_config '" + method + "' / '" + format +
@@ -305,11 +310,11 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
   if (n == 0) return Status::Ok();
   for (uint32_t t = 0; t < n; ++t)
     if (tokens[t] >= c.vocab)
-      return Status::InvalidInput("", fmt::format("token id {} at position {} is >= vocab_size {}", tokens[t],
-                                                  cache.length_ + t, c.vocab));
+      return Status::InvalidInput(
+          "", fmt::format("token id {} at position {} is >= vocab_size {}", tokens[t], cache.length_ + t, c.vocab));
   if (static_cast<uint64_t>(cache.length_) + n > cache.capacity_)
-    return Status::InvalidInput("", fmt::format("sequence of {} tokens exceeds the KV cache capacity {}",
-                                                cache.length_ + n, cache.capacity_));
+    return Status::InvalidInput(
+        "", fmt::format("sequence of {} tokens exceeds the KV cache capacity {}", cache.length_ + n, cache.capacity_));
   const uint32_t H = c.hidden, hd = c.head_dim, qd = c.heads * hd, kvd = c.kv_heads * hd, I = c.intermediate;
   const uint32_t p0 = cache.length_, group = c.heads / c.kv_heads;
   std::vector<float> x(static_cast<size_t>(n) * H), xn(x.size()), tmp(x.size());

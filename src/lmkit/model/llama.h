@@ -82,9 +82,9 @@ class LlamaModel {
   LlamaConfig config_;
   WeightMode mode_ = WeightMode::kFloat;
   std::string path_;
-  std::vector<float> embed_;    // [vocab, hidden]
+  std::vector<float> embed_;  // [vocab, hidden]
   std::vector<float> final_norm_;
-  Linear head_;                 // lm_head (a copy of embed_ when tied)
+  Linear head_;  // lm_head (a copy of embed_ when tied)
   std::vector<Layer> layers_;
   std::vector<double> inv_freq_;  // RoPE, [head_dim / 2]
 

@@ -31,20 +31,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <atomic>
-#include <charconv>
-#include <optional>
-#include <string_view>
-#include <thread>
-#include <utility>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
 #include <type_traits>
+#include <utility>
 
 #include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/shard.h"
@@ -146,8 +146,7 @@ std::optional<std::pair<int, int>> LauncherRankSize() {
     int rank = -1, size = -1;
     const std::string_view r(rv), z(sv);
     if (std::from_chars(r.data(), r.data() + r.size(), rank).ec != std::errc() ||
-        std::from_chars(z.data(), z.data() + z.size(), size).ec != std::errc() || size < 1 || rank < 0 ||
-        rank >= size)
+        std::from_chars(z.data(), z.data() + z.size(), size).ec != std::errc() || size < 1 || rank < 0 || rank >= size)
       continue;
     return std::make_pair(rank, size);
   }
@@ -221,8 +220,7 @@ constexpr int64_t kClaimRetry = -2;  // answer to kClaimAhead near the end: clai
 // Root: answers one claim (`ask`) from `source` with the next index of `next` (shared with the root's own worker), or
 // -1 once all `pieces` are taken; a kClaimAhead gets kClaimRetry once fewer than `keep` pieces would be left. Returns
 // whether the answer was -1 (that rank is done claiming).
-bool AnswerClaim(std::atomic<uint64_t>& next, uint64_t pieces, int source, int64_t ask = kClaimNow,
-                 uint64_t keep = 0) {
+bool AnswerClaim(std::atomic<uint64_t>& next, uint64_t pieces, int source, int64_t ask = kClaimNow, uint64_t keep = 0) {
   int64_t answer;
   if (ask == kClaimAhead) {
     uint64_t k = next.load();
@@ -416,10 +414,10 @@ Result<MpiTrainResult> TrainBpeMpi(const bpe::BpeTrainOptions& options, const st
     stats = bpe::BpeTrainStats();
     counter.reset();
     counted = Status::Ok();
-    if (options.inputs.empty()) return Status::Usage("no input files");
+    if (options.inputs.empty()) return Status::InvalidArgument("no input files");
     LMKIT_ASSIGN_OR_RETURN(specials, bpe::NormalizeSpecialTokens(options.special_tokens));
     if (options.vocab_size < specials.size() + 256)
-      return Status::Usage("--vocab-size is below the special tokens + 256 bytes every vocabulary starts with");
+      return Status::InvalidArgument("--vocab-size is below the special tokens + 256 bytes every vocabulary starts with");
     pieces = static_cast<uint64_t>(size) * kPiecesPerRank;
     bpe::BpeCountOptions co;
     co.inputs = options.inputs;
@@ -552,9 +550,7 @@ struct Piece final : public bpe::TokenSink {
   void Resize(uint64_t n) { narrow ? b16.Resize(n) : b32.Resize(n); }
   // Block i as an MPI buffer.
   void* Block(size_t i) { return narrow ? static_cast<void*>(b16.blocks[i].data()) : b32.blocks[i].data(); }
-  int BlockSize(size_t i) const {
-    return static_cast<int>(narrow ? b16.blocks[i].size() : b32.blocks[i].size());
-  }
+  int BlockSize(size_t i) const { return static_cast<int>(narrow ? b16.blocks[i].size() : b32.blocks[i].size()); }
   MPI_Datatype Type() const { return narrow ? MPI_UINT16_T : MPI_UINT32_T; }
 };
 
@@ -580,7 +576,8 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
     if (piece->failed) return;
     const std::vector<std::string> inputs = {req.input};
     Status st = [&]() -> Status {
-      LMKIT_ASSIGN_OR_RETURN(bpe::ShardRange range, bpe::ComputeShardRange(inputs, bpe::ShardSpec{k, pieces}, specials));
+      LMKIT_ASSIGN_OR_RETURN(bpe::ShardRange range,
+                             bpe::ComputeShardRange(inputs, bpe::ShardSpec{k, pieces}, specials));
       const int fd = ::open(req.input.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return Status::FromErrno(req.input, "cannot open", errno);
       ::posix_fadvise(fd, static_cast<off_t>(range.begin), static_cast<off_t>(range.end - range.begin),
@@ -607,8 +604,8 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
   auto first = [&](int rank, int size) -> Status {
     out.reset();
     encoded = Status::Ok();
-    if (req.input == "-") return Status::Usage("--mpi needs an input file (stdin cannot be split between ranks)");
-    if (req.output.empty()) return Status::Usage("--mpi needs -o FILE (rank 0 writes the one output)");
+    if (req.input == "-") return Status::InvalidArgument("--mpi needs an input file (stdin cannot be split between ranks)");
+    if (req.output.empty()) return Status::InvalidArgument("--mpi needs -o FILE (rank 0 writes the one output)");
     if (!tok) {
       LMKIT_ASSIGN_OR_RETURN(tok, bpe::LoadTokenizer(req.tokenizer, req.tokenizer_options));
       encoders = std::make_unique<bpe::EncoderPool>(*tok);
@@ -656,8 +653,12 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
       const double piece_cpu = cpu - cpu_mark;
       cpu_mark = cpu;
       uint64_t* head = heads[cur];
-      const uint64_t words[kHeadWords] = {static_cast<uint64_t>(k), p.failed ? UINT64_MAX : p.size(), p.stats.bytes,
-                                          p.stats.chunks, p.stats.largest_chunk, 0};
+      const uint64_t words[kHeadWords] = {static_cast<uint64_t>(k),
+                                          p.failed ? UINT64_MAX : p.size(),
+                                          p.stats.bytes,
+                                          p.stats.chunks,
+                                          p.stats.largest_chunk,
+                                          0};
       std::memcpy(head, words, sizeof words);
       std::memcpy(&head[5], &piece_cpu, 8);
       std::vector<MPI_Request>& reqs = sending[cur];
@@ -698,9 +699,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
     spare.pop_back();
     return p;
   };
-  {
-    ready[0] = std::make_unique<Piece>(std::move(own));
-  }
+  { ready[0] = std::make_unique<Piece>(std::move(own)); }
   std::thread worker([&] {
     for (uint64_t k; (k = next.fetch_add(1)) < pieces;) {
       auto p = take_spare();

@@ -17,7 +17,7 @@
 //   that arrive ahead of their turn (about one per rank).
 // Only rank 0's result is meaningful (root = true); other ranks return after handing over their part. An error on any
 // rank is reported by every rank (each with its own message, or "another rank failed"): after an error a rank keeps
-// claiming pieces without working on them, so no rank waits forever. Errors: as TrainBpe/EncodeFile, kUsage for
+// claiming pieces without working on them, so no rank waits forever. Errors: as TrainBpe/EncodeFile, kInvalidArgument for
 // stdin input or a missing -o, kUnsupported when this lmkit was built without MPI (MpiBuilt() false).
 #pragma once
 

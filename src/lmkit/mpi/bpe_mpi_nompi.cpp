@@ -5,8 +5,9 @@ namespace lmkit::mpi {
 
 namespace {
 Status NotBuilt() {
-  return Status::Unsupported("", "this lmkit was built without MPI (install libopenmpi-dev and configure with "
-                                 "-DLMKIT_MPI=ON)");
+  return Status::Unsupported("",
+                             "this lmkit was built without MPI (install libopenmpi-dev and configure with "
+                             "-DLMKIT_MPI=ON)");
 }
 }  // namespace
 

@@ -1,12 +1,13 @@
 #include "lmkit/quant/calibrate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <memory>
 #include <optional>
 #include <variant>
@@ -143,10 +144,17 @@ TensorRange FinishNvidia(TensorRange r, const SampleRange& all, const AbsHistogr
     r.final_bins = o.bins;
     if (all.abs_max > 0) {
       switch (o.method) {
-        case CalibMethod::kPercentile: amax = NvidiaPercentileAmax(*h, percentile); break;
-        case CalibMethod::kEntropy: amax = NvidiaEntropyAmax(*h, o.quantized_bins, o.quantized_bins, pool); break;
-        case CalibMethod::kMse: amax = NvidiaMseAmax(*h, o.quantized_bins); break;
-        case CalibMethod::kMinMax: break;
+        case CalibMethod::kPercentile:
+          amax = NvidiaPercentileAmax(*h, percentile);
+          break;
+        case CalibMethod::kEntropy:
+          amax = NvidiaEntropyAmax(*h, o.quantized_bins, o.quantized_bins, pool);
+          break;
+        case CalibMethod::kMse:
+          amax = NvidiaMseAmax(*h, o.quantized_bins);
+          break;
+        case CalibMethod::kMinMax:
+          break;
       }
     }
   }
@@ -171,8 +179,10 @@ Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<S
   for (const Segment& s : segs) {
     LMKIT_RETURN_IF_ERROR(
         ReadPieces(s, 0, s.elements(), pool, raws, buffer, [&](const float* x, uint64_t n, unsigned w, uint64_t at) {
-          if (minmax) ScanRange(x, n, &parts[w]);
-          else h.AddFirst(base + at, x, n, w, &parts[w]);
+          if (minmax)
+            ScanRange(x, n, &parts[w]);
+          else
+            h.AddFirst(base + at, x, n, w, &parts[w]);
         }));
     h.Compact();
     base += s.elements();
@@ -193,9 +203,9 @@ Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<S
   base = 0;
   for (const Segment& s : segs) {
     for (const auto& [begin, end] : h.Recount(base, s.elements()))
-      LMKIT_RETURN_IF_ERROR(ReadPieces(
-          s, begin - base, end - begin, pool, raws, buffer,
-          [&](const float* x, uint64_t n, unsigned w, uint64_t at) { h.AddSecond(base + at, x, n, w); }));
+      LMKIT_RETURN_IF_ERROR(
+          ReadPieces(s, begin - base, end - begin, pool, raws, buffer,
+                     [&](const float* x, uint64_t n, unsigned w, uint64_t at) { h.AddSecond(base + at, x, n, w); }));
     base += s.elements();
   }
   const AbsHistogram hist = h.Finish();
@@ -222,8 +232,8 @@ void NoteOrtBatch(OrtState& st, const SampleRange& range, uint64_t be) {
 }
 
 // One batch whose range (and finiteness) `range` holds: the histogram's own AddBatch, binning in parallel.
-Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const SampleRange& range,
-                     const CalibrateOptions& o, const std::string& file, const std::string& name, ThreadPool* pool) {
+Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const SampleRange& range, const CalibrateOptions& o,
+                     const std::string& file, const std::string& name, ThreadPool* pool) {
   if (be == 0) return Status::Ok();
   if (!range.finite) return Status::InvalidInput(file, "tensor '" + name + "' contains NaN or Inf");
   const bool added = o.method == CalibMethod::kEntropy      ? st.signed_h.AddBatch(batch, be, range, pool)
@@ -310,15 +320,15 @@ Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segm
 // The option checks shared by file and streaming calibration; returns the percentile to use.
 Result<double> CheckOptions(const CalibrateOptions& o) {
   if (o.method == CalibMethod::kMse && o.flavor == CalibFlavor::kOrt)
-    return Status::Usage("--method mse exists only in the nvidia flavour (ONNX Runtime has no MSE calibrator)");
+    return Status::InvalidArgument("--method mse exists only in the nvidia flavour (ONNX Runtime has no MSE calibrator)");
   // A percentile given to another method was accepted and changed nothing.
   if (o.percentile && o.method != CalibMethod::kPercentile)
-    return Status::Usage("--percentile applies to --method percentile only");
+    return Status::InvalidArgument("--percentile applies to --method percentile only");
   const double percentile = o.percentile.value_or(o.flavor == CalibFlavor::kNvidia ? 99.99 : 99.999);
-  if (!(percentile > 0 && percentile <= 100)) return Status::Usage("--percentile must be in (0, 100]");
-  if (o.method != CalibMethod::kMinMax && o.bins < 2) return Status::Usage("--bins must be at least 2");
+  if (!(percentile > 0 && percentile <= 100)) return Status::InvalidArgument("--percentile must be in (0, 100]");
+  if (o.method != CalibMethod::kMinMax && o.bins < 2) return Status::InvalidArgument("--bins must be at least 2");
   if (o.method == CalibMethod::kEntropy && o.bins < o.quantized_bins)
-    return Status::Usage(fmt::format("--bins must be at least {} for the entropy method", o.quantized_bins));
+    return Status::InvalidArgument(fmt::format("--bins must be at least {} for the entropy method", o.quantized_bins));
   return percentile;
 }
 
@@ -329,21 +339,25 @@ Result<CalibMethod> ParseCalibMethod(const std::string& s) {
   if (s == "percentile") return CalibMethod::kPercentile;
   if (s == "entropy") return CalibMethod::kEntropy;
   if (s == "mse") return CalibMethod::kMse;
-  return Status::Usage("--method must be minmax, percentile, entropy or mse, not '" + s + "'");
+  return Status::InvalidArgument("--method must be minmax, percentile, entropy or mse, not '" + s + "'");
 }
 
 Result<CalibFlavor> ParseCalibFlavor(const std::string& s) {
   if (s == "nvidia") return CalibFlavor::kNvidia;
   if (s == "ort") return CalibFlavor::kOrt;
-  return Status::Usage("--flavor must be nvidia or ort, not '" + s + "'");
+  return Status::InvalidArgument("--flavor must be nvidia or ort, not '" + s + "'");
 }
 
 const char* CalibMethodName(CalibMethod m) {
   switch (m) {
-    case CalibMethod::kMinMax: return "minmax";
-    case CalibMethod::kPercentile: return "percentile";
-    case CalibMethod::kEntropy: return "entropy";
-    case CalibMethod::kMse: return "mse";
+    case CalibMethod::kMinMax:
+      return "minmax";
+    case CalibMethod::kPercentile:
+      return "percentile";
+    case CalibMethod::kEntropy:
+      return "entropy";
+    case CalibMethod::kMse:
+      return "mse";
   }
   return "";
 }
@@ -351,7 +365,7 @@ const char* CalibMethodName(CalibMethod m) {
 const char* CalibFlavorName(CalibFlavor f) { return f == CalibFlavor::kNvidia ? "nvidia" : "ort"; }
 
 Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress) {
-  if (o.inputs.empty()) return Status::Usage("no activation files given");
+  if (o.inputs.empty()) return Status::InvalidArgument("no activation files given");
   LMKIT_ASSIGN_OR_RETURN(const double percentile, CheckOptions(o));
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(Inputs in, OpenInputs(o.inputs));
@@ -431,7 +445,8 @@ std::string TrtScaleHex(double amax) {
 }
 
 std::string TrtCacheText(const CalibrationTable& t) {
-  std::string out = t.method == CalibMethod::kEntropy ? "TRT-8601-EntropyCalibration2\n" : "TRT-8601-MinMaxCalibration\n";
+  std::string out =
+      t.method == CalibMethod::kEntropy ? "TRT-8601-EntropyCalibration2\n" : "TRT-8601-MinMaxCalibration\n";
   for (const TensorRange& r : t.tensors) out += r.name + ": " + TrtScaleHex(r.amax) + "\n";
   return out;
 }
@@ -486,7 +501,7 @@ int StreamingCalibrator::passes() const { return s_->Ort() || s_->o.method == Ca
 
 Status StreamingCalibrator::BeginPass(int pass) {
   State& s = *s_;
-  if (pass != s.pass + 1 || pass >= passes()) return Status::Usage("calibration passes must run in order");
+  if (pass != s.pass + 1 || pass >= passes()) return Status::InvalidArgument("calibration passes must run in order");
   s.pass = pass;
   if (pass == 1) {
     for (size_t i = 0; i < s.names.size(); ++i) {
@@ -500,7 +515,7 @@ Status StreamingCalibrator::BeginPass(int pass) {
 
 Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
   State& s = *s_;
-  if (tensor >= s.names.size() || s.pass < 0) return Status::Usage("calibration input out of range or before a pass");
+  if (tensor >= s.names.size() || s.pass < 0) return Status::InvalidArgument("calibration input out of range or before a pass");
   if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor], s.pool.get());
   // The batch goes in chunks (chunk c is stream samples offset + c * kChunk on: the unit pass 1 may have to recount),
   // split among the workers when there are several chunks and workers; each worker counts into its own histogram.
@@ -511,7 +526,8 @@ Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
     auto one = [&](size_t c, unsigned w) {
       fn(x + c * kChunk, std::min(kChunk, n - c * kChunk), offset + c * kChunk, w);
     };
-    if (s.pool->size() > 1 && chunks > 1) s.pool->ParallelFor(chunks, one);
+    if (s.pool->size() > 1 && chunks > 1)
+      s.pool->ParallelFor(chunks, one);
     else
       for (uint64_t c = 0; c < chunks; ++c) one(c, 0);
   };
@@ -537,7 +553,7 @@ Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
 
 Result<CalibrationTable> StreamingCalibrator::Finish() {
   State& s = *s_;
-  if (s.pass != passes() - 1) return Status::Usage("calibration finished before its last pass");
+  if (s.pass != passes() - 1) return Status::InvalidArgument("calibration finished before its last pass");
   CalibrationTable table;
   table.method = s.o.method;
   table.flavor = s.o.flavor;

@@ -3,13 +3,13 @@
 // Contract: Calibrate reads every input (memory-mapped), groups tensors by name across files (an .npy file is one
 // tensor named after the file's stem; first appearance fixes the output order) and streams each tensor's data in file
 // order. A "batch" is one slice along the first dimension (a 1-D tensor is one batch). Memory is bounded by the
-// histogram size plus one batch converted to fp32 (ort flavour) or 32k-element chunks per thread (nvidia flavour), never
-// by the number of samples. Flavours (docs/quant.md):
+// histogram size plus one batch converted to fp32 (ort flavour) or 32k-element chunks per thread (nvidia flavour),
+// never by the number of samples. Flavours (docs/quant.md):
 //   nvidia: one |x| histogram of `bins` over [0, max|x| of all samples], independent of batch order/size; the first
 //           read counts under the running max|x| and the second reads only what that got wrong (the same counts as
 //           two full passes); parallel over chunks, deterministic.
 //   ort:    ONNX Runtime's histograms grown batch by batch in input order (signed for entropy, |x| for percentile).
-// minmax ignores the flavour (amax = max|x|). Errors: kUsage for inconsistent options (mse with ort, percentile outside
+// minmax ignores the flavour (amax = max|x|). Errors: kInvalidArgument for inconsistent options (mse with ort, percentile outside
 // (0, 100] or given to another method, bins < 128 for entropy), kInvalidInput for a non-float tensor or no inputs,
 // kNotFound/kIo from opening.
 // Thread-safe; the result is the same for any thread count.
@@ -31,7 +31,7 @@ namespace lmkit::quant {
 enum class CalibMethod : uint8_t { kMinMax, kPercentile, kEntropy, kMse };
 enum class CalibFlavor : uint8_t { kNvidia, kOrt };
 
-Result<CalibMethod> ParseCalibMethod(const std::string& s);  // minmax|percentile|entropy|mse; kUsage otherwise
+Result<CalibMethod> ParseCalibMethod(const std::string& s);  // minmax|percentile|entropy|mse; kInvalidArgument otherwise
 Result<CalibFlavor> ParseCalibFlavor(const std::string& s);  // nvidia|ort
 const char* CalibMethodName(CalibMethod m);
 const char* CalibFlavorName(CalibFlavor f);
@@ -42,14 +42,14 @@ struct CalibrateOptions {
   CalibFlavor flavor = CalibFlavor::kNvidia;
   std::optional<double> percentile;  // default: 99.99 (nvidia), 99.999 (ort)
   uint32_t bins = 2048;
-  uint32_t quantized_bins = 128;     // entropy: 2^(bits-1) target levels
+  uint32_t quantized_bins = 128;  // entropy: 2^(bits-1) target levels
   unsigned threads = 1;
 };
 
 struct TensorRange {
   std::string name;
-  double amax = 0;        // symmetric threshold: max(|lo|, |hi|)
-  double lo = 0, hi = 0;  // the method's (possibly asymmetric) range; (-amax, amax) for symmetric methods
+  double amax = 0;          // symmetric threshold: max(|lo|, |hi|)
+  double lo = 0, hi = 0;    // the method's (possibly asymmetric) range; (-amax, amax) for symmetric methods
   double min = 0, max = 0;  // of the data
   uint64_t samples = 0;
   uint64_t batches = 0;
@@ -75,7 +75,7 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink
 // the data twice: pass 0 finds min/max/max|x| and counts under the running max|x|, pass 1 recounts the batches (or
 // parts) that were counted under a smaller one and returns at once for the rest; minmax and ort need one pass. The
 // caller feeds every pass with the same batches: BeginPass(p) for p in [0, passes()), then Add(tensor, x, n) per batch
-// (n floats; one Add = one batch). Memory is the histograms only. Errors: kUsage from the options (as Calibrate), an
+// (n floats; one Add = one batch). Memory is the histograms only. Errors: kInvalidArgument from the options (as Calibrate), an
 // index out of range, calls out of order; kInvalidInput for NaN/Inf (subject = `source`). Not thread-safe.
 class StreamingCalibrator {
  public:

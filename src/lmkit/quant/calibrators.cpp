@@ -7,14 +7,14 @@
 // their own (OrtCandidate); the others stay serial.
 #include "lmkit/quant/calibrators.h"
 
-#include "lmkit/common/thread_pool.h"
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
+
+#include "lmkit/common/thread_pool.h"
 
 namespace lmkit::quant {
 namespace {
@@ -372,8 +372,7 @@ double OrtCandidate(const OrtSearch& o, uint32_t i, uint32_t zero, uint32_t quan
   s.q_group.assign(quant_bins + 1, 0.0);
   size_t zeros_q = size - covered;
   for (uint32_t g = 0; g < quant_bins; ++g) {
-    if (s.norm[g] != 0)
-      s.q_group[g] = std::trunc(static_cast<double>(s.quantized[g]) / static_cast<double>(s.norm[g]));
+    if (s.norm[g] != 0) s.q_group[g] = std::trunc(static_cast<double>(s.quantized[g]) / static_cast<double>(s.norm[g]));
     if (s.q_group[g] == 0) zeros_q += merged;
   }
   float eps1_p, eps1_q;

@@ -44,10 +44,14 @@ inline int32_t RoundHalfAway(float v) {
 
 std::string_view GgmlTypeName(GgmlType t) {
   switch (t) {
-    case GgmlType::kF32: return "F32";
-    case GgmlType::kF16: return "F16";
-    case GgmlType::kQ8_0: return "Q8_0";
-    case GgmlType::kBF16: return "BF16";
+    case GgmlType::kF32:
+      return "F32";
+    case GgmlType::kF16:
+      return "F16";
+    case GgmlType::kQ8_0:
+      return "Q8_0";
+    case GgmlType::kBF16:
+      return "BF16";
   }
   return "?";
 }
@@ -56,10 +60,13 @@ uint64_t TensorBytes(GgmlType type, const std::vector<uint64_t>& ne) {
   uint64_t n = 1;
   for (uint64_t d : ne) n *= d;
   switch (type) {
-    case GgmlType::kF32: return n * 4;
+    case GgmlType::kF32:
+      return n * 4;
     case GgmlType::kF16:
-    case GgmlType::kBF16: return n * 2;
-    case GgmlType::kQ8_0: return n / kQ8_0Block * kQ8_0BlockBytes;
+    case GgmlType::kBF16:
+      return n * 2;
+    case GgmlType::kQ8_0:
+      return n / kQ8_0Block * kQ8_0BlockBytes;
   }
   return 0;
 }
@@ -122,9 +129,9 @@ uint64_t GgufHeader::PaddingAfter(size_t i) const {
 
 // Cloned for AVX2 (chosen at run time): the lane loops then run 8 floats wide instead of SSE2's 4. The lanes fix the
 // order of every operation, and AVX2 brings no FMA, so both clones give the same bytes and sums.
-__attribute__((target_clones("avx2", "default")))
-Q8_0Status QuantizeQ8_0(const float* x, uint64_t n, uint8_t* out, ErrorStats* stats, float* scale_min,
-                        float* scale_max) {
+__attribute__((target_clones("avx2", "default"))) Q8_0Status QuantizeQ8_0(const float* x, uint64_t n, uint8_t* out,
+                                                                          ErrorStats* stats, float* scale_min,
+                                                                          float* scale_max) {
   double sx2 = 0, se2 = 0, sh2 = 0;
   float emax = 0, lo = *scale_min, hi = *scale_max;
   for (uint64_t b = 0; b < n; b += kQ8_0Block, out += kQ8_0BlockBytes) {

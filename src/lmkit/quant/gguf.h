@@ -45,8 +45,8 @@ class GgufHeader {
   // The header bytes, padding included; fills the offsets below.
   std::string Serialize();
   uint64_t TensorOffset(size_t i) const { return offsets_[i]; }  // from the data section's start
-  uint64_t DataBytes() const { return data_bytes_; }                // the data section, padding included
-  uint64_t PaddingAfter(size_t i) const;                            // zero bytes after tensor i
+  uint64_t DataBytes() const { return data_bytes_; }             // the data section, padding included
+  uint64_t PaddingAfter(size_t i) const;                         // zero bytes after tensor i
 
  private:
   struct Tensor {

@@ -25,10 +25,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <bit>
 #include <atomic>
-#include <cstring>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -178,8 +178,8 @@ __attribute__((target("avx512f"), always_inline)) inline void RangeLanesAdd(Rang
 }
 // Folds the lanes (when `steps` vectors went through them) and ScanRange of the tail x[0, tail) into *out.
 __attribute__((target("avx512f"), always_inline)) inline void RangeLanesFinish(const RangeLanes& l, uint64_t steps,
-                                                                             const float* x, uint64_t tail,
-                                                                             SampleRange* out) {
+                                                                               const float* x, uint64_t tail,
+                                                                               SampleRange* out) {
   if (steps > 0) {
     SampleRange r;
     r.min = _mm512_reduce_min_ps(l.lo);
@@ -240,8 +240,7 @@ __attribute__((target("avx512f"))) void AddAvx512(const float* x, uint64_t n, fl
       k = _mm512_cvttps_epi32(_mm512_mul_ps(g, below));
       exact = _mm512_cmpneq_epi32_mask(k, _mm512_cvttps_epi32(_mm512_mul_ps(g, above))) != 0;
     }
-    if (__builtin_expect(exact, 0))
-      k = _mm512_cvttps_epi32(_mm512_maskz_mul_ps(keep, _mm512_div_ps(a, vamax), vbins));
+    if (__builtin_expect(exact, 0)) k = _mm512_cvttps_epi32(_mm512_maskz_mul_ps(keep, _mm512_div_ps(a, vamax), vbins));
     k = _mm512_mask_blend_epi32(keep, drop, _mm512_min_epi32(k, last));
     const __m512i second = _mm512_srli_epi64(k, 32);  // even lanes: the pair's second bin
     const __mmask16 pairs = _mm512_mask_cmplt_epu32_mask(0x5555, _mm512_or_si512(k, second), small);
@@ -441,7 +440,7 @@ void UniformBase(const float* x, uint64_t n, const UniformBinner& b, bool absolu
 }
 
 __attribute__((target("avx2"))) void UniformAvx2(const float* x, uint64_t n, const UniformBinner& b, bool absolute,
-                                                  uint32_t* t) {
+                                                 uint32_t* t) {
   static_assert(kTables == 4 && kSlots % kRound == 0);
   const int32_t stride = static_cast<int32_t>(TableStride(static_cast<uint32_t>(b.u.nb)));
   const __m256 first = _mm256_set1_ps(b.u.first), last = _mm256_set1_ps(b.u.last), c = _mm256_set1_ps(b.c);
@@ -479,8 +478,8 @@ __attribute__((target("avx2"))) void UniformAvx2(const float* x, uint64_t n, con
 // histogram's busy bins sit around its middle, and the ORT path is not the one the pairs were measured for. With
 // kScan the step also folds x's SampleRange into *range (the same pass over memory).
 template <bool kScan>
-__attribute__((target("avx512f"))) void UniformAvx512(const float* x, uint64_t n, const UniformBinner& b,
-                                                      bool absolute, uint32_t* t, SampleRange* range) {
+__attribute__((target("avx512f"))) void UniformAvx512(const float* x, uint64_t n, const UniformBinner& b, bool absolute,
+                                                      uint32_t* t, SampleRange* range) {
   static_assert(kTables == 4);
   const int32_t stride = static_cast<int32_t>(TableStride(static_cast<uint32_t>(b.u.nb)));
   const __m512 first = _mm512_set1_ps(b.u.first), last = _mm512_set1_ps(b.u.last), c = _mm512_set1_ps(b.c);
@@ -557,9 +556,8 @@ SampleRange ScanSamples(const float* x, uint64_t n, ThreadPool* pool) {
     return r;
   }
   std::vector<SampleRange> parts(pool->size());
-  pool->ParallelFor(items, [&](size_t c, unsigned w) {
-    ScanRange(x + c * kItem, std::min(kItem, n - c * kItem), &parts[w]);
-  });
+  pool->ParallelFor(items,
+                    [&](size_t c, unsigned w) { ScanRange(x + c * kItem, std::min(kItem, n - c * kItem), &parts[w]); });
   SampleRange r;
   for (const SampleRange& p : parts) r.Merge(p);
   return r;
@@ -683,9 +681,7 @@ void AbsHistogram::Merge(const AbsHistogram& other) {
   for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += c[i];
 }
 
-double AbsHistogram::Edge(uint32_t i) const {
-  return static_cast<float>(static_cast<double>(amax_) * i / bins());
-}
+double AbsHistogram::Edge(uint32_t i) const { return static_cast<float>(static_cast<double>(amax_) * i / bins()); }
 
 uint64_t AbsHistogram::total() const {
   const std::vector<uint64_t>& c = counts();
@@ -700,8 +696,10 @@ struct Run {
 };
 // Appends [begin, end) under r, extending the last run when it is contiguous with the same r.
 void AppendRun(std::vector<Run>& runs, uint64_t begin, uint64_t end, float r) {
-  if (!runs.empty() && runs.back().end == begin && runs.back().r == r) runs.back().end = end;
-  else runs.push_back({begin, end, r});
+  if (!runs.empty() && runs.back().end == begin && runs.back().r == r)
+    runs.back().end = end;
+  else
+    runs.push_back({begin, end, r});
 }
 }  // namespace
 
@@ -766,8 +764,10 @@ void SpeculativeAbsHistogram::AddFirst(uint64_t offset, const float* x, uint64_t
   // r < 0: not counted, or not finite (the caller fails the tensor); pass 1 counts it. With recount_all it counts
   // everything and keeps no record.
   if (!s.recount_all) AppendRun(w.runs, offset, offset + n, count && local.finite ? r : -1.0f);
-  if (!local.finite) s.stop = true;
-  else if (speculating) s.RaiseRunning(local.abs_max);
+  if (!local.finite)
+    s.stop = true;
+  else if (speculating)
+    s.RaiseRunning(local.abs_max);
   range->Merge(local);
 }
 
@@ -894,8 +894,8 @@ bool OrtSignedHistogram::AddBatch(const float* x, uint64_t n, const SampleRange&
   if (t <= threshold_) {
     min_ = std::min(min_, mn);
     max_ = std::max(max_, mx);
-    HistogramUniformFast(x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())),
-                         counts_, false, pool);
+    HistogramUniformFast(x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())), counts_,
+                         false, pool);
     return true;  // ORT keeps the old edges
   }
   const uint32_t old_bins = static_cast<uint32_t>(counts_.size());

@@ -1,7 +1,8 @@
 // Streaming activation histograms for calibration. Memory is fixed by the bin count, never by the number of samples.
 //
 // Two families, because the two reference calibrators disagree on how a histogram is built (docs/quant.md):
-// - AbsHistogram ("nvidia" flavour, NVIDIA pytorch-quantization / TensorRT): ONE histogram of |x| with a fixed bin count
+// - AbsHistogram ("nvidia" flavour, NVIDIA pytorch-quantization / TensorRT): ONE histogram of |x| with a fixed bin
+// count
 //   over [0, amax], where amax is max|x| over ALL samples (found in a first pass). Counts are sums over samples, so the
 //   result does not depend on batch order or batch size. Bin of v: (int)((v / amax) * bins) in fp32, the last bin
 //   closed (torch.histc's rule); values > amax are not counted.

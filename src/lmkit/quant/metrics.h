@@ -12,11 +12,11 @@ namespace lmkit::quant {
 
 struct ErrorStats {
   uint64_t count = 0;
-  uint64_t clipped = 0;       // codes the range clamp changed (e.g. +absmax -> 127.5 -> 128 -> 127)
-  double sum_x2 = 0;          // sum x^2
-  double sum_err2 = 0;        // sum (x - xhat)^2
-  double sum_x_xhat = 0;      // sum x * xhat
-  double sum_xhat2 = 0;       // sum xhat^2
+  uint64_t clipped = 0;   // codes the range clamp changed (e.g. +absmax -> 127.5 -> 128 -> 127)
+  double sum_x2 = 0;      // sum x^2
+  double sum_err2 = 0;    // sum (x - xhat)^2
+  double sum_x_xhat = 0;  // sum x * xhat
+  double sum_xhat2 = 0;   // sum xhat^2
   double max_abs_err = 0;
 
   void Merge(const ErrorStats& o);

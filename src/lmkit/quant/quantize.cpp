@@ -13,10 +13,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fmt/format.h>
 #include <limits>
 #include <map>
 #include <memory>
@@ -86,13 +87,13 @@ Json NumberOrNull(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr);
 Result<QuantScheme> ParseQuantScheme(const std::string& s) {
   if (s == "w8a16") return QuantScheme::kW8A16;
   if (s == "w8a8") return QuantScheme::kW8A8;
-  return Status::Usage("--scheme must be w8a16 or w8a8, not '" + s + "'");
+  return Status::InvalidArgument("--scheme must be w8a16 or w8a8, not '" + s + "'");
 }
 
 Result<QuantFormat> ParseQuantFormat(const std::string& s) {
   if (s == "compressed-tensors") return QuantFormat::kCompressedTensors;
   if (s == "gguf-q8_0") return QuantFormat::kGgufQ8_0;
-  return Status::Usage("--format must be compressed-tensors or gguf-q8_0, not '" + s + "'");
+  return Status::InvalidArgument("--format must be compressed-tensors or gguf-q8_0, not '" + s + "'");
 }
 
 Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>& ignore) {
@@ -130,10 +131,10 @@ Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>
 }
 
 Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress) {
-  if (o.input.empty() || o.output.empty()) return Status::Usage("INPUT and -o OUTPUT are required");
+  if (o.input.empty() || o.output.empty()) return Status::InvalidArgument("INPUT and -o OUTPUT are required");
   if (o.format == QuantFormat::kGgufQ8_0) return detail::QuantizeToGguf(o, progress);
   if (!o.calibration.empty() && o.scheme != QuantScheme::kW8A8)
-    return Status::Usage("--calibration gives activation scales; it needs --scheme w8a8");
+    return Status::InvalidArgument("--calibration gives activation scales; it needs --scheme w8a8");
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(detail::Matchers matchers, detail::CompileMatchers(o));
   std::map<std::string, double> calib;

@@ -10,7 +10,7 @@
 // amax / 127.5 from the calibration table (key `m` or `m.input`). Everything else is copied byte for byte.
 // Streaming: one tensor at a time; input pages are dropped from the process (madvise DONTNEED) after use, so peak RSS
 // is about the largest tensor's codes + one fp32 row per thread, not the checkpoint. Every output file goes through
-// AtomicFile (nothing is left at the destination on error). Errors: kUsage (options), kNotFound/kIo (files),
+// AtomicFile (nothing is left at the destination on error). Errors: kInvalidArgument (options), kNotFound/kIo (files),
 // kInvalidInput naming the file and tensor (e.g. NaN/Inf in a weight, malformed index or calibration).
 // Deterministic: same bytes for any thread count.
 #pragma once
@@ -38,7 +38,7 @@ struct QuantizeOptions {
   std::string output;
   QuantScheme scheme = QuantScheme::kW8A16;
   Granularity granularity;
-  std::string calibration;  // CALIB.json for static w8a8; empty = dynamic per-token activations
+  std::string calibration;           // CALIB.json for static w8a8; empty = dynamic per-token activations
   std::vector<std::string> include;  // ECMAScript regexes, searched anywhere in the tensor name
   std::vector<std::string> exclude;
   QuantFormat format = QuantFormat::kCompressedTensors;

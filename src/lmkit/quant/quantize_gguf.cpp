@@ -11,11 +11,12 @@
 // Q8_0 and is kept too; the report lists it. No tokenizer is embedded (tokenizer.ggml.model = "none" with
 // llama.vocab_size): llama.cpp then loads the model and evaluates token ids, and the Hugging Face tokenizer files
 // stay the way to turn text into ids.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,8 +75,10 @@ Result<LlamaHparams> ReadLlamaConfig(const Json& cfg, const std::string& path) {
   const bool typed = cfg.contains("model_type") && cfg["model_type"].is_string();
   const std::string type = typed ? cfg["model_type"].get<std::string>() : "";
   if (type != "llama" && type != "mistral")
-    return Status::Unsupported(path, "--format gguf-q8_0 writes Llama-architecture models (model_type llama or "
-                                     "mistral), not model_type '" + type + "'");
+    return Status::Unsupported(path,
+                               "--format gguf-q8_0 writes Llama-architecture models (model_type llama or "
+                               "mistral), not model_type '" +
+                                   type + "'");
   LlamaHparams h;
   LMKIT_ASSIGN_OR_RETURN(h.vocab, PositiveU32(cfg, "vocab_size", path, std::nullopt));
   LMKIT_ASSIGN_OR_RETURN(h.context, PositiveU32(cfg, "max_position_embeddings", path, std::nullopt));
@@ -114,8 +117,8 @@ struct Entry {
   size_t shard = 0, index = 0;  // the input tensor
   std::string name;             // GGUF name
   GgmlType type = GgmlType::kF32;
-  std::vector<uint64_t> ne;     // ggml order (reversed shape)
-  uint32_t permute_heads = 0;   // > 0: q/k rows to put back in rotary-pair order, with this many heads
+  std::vector<uint64_t> ne;    // ggml order (reversed shape)
+  uint32_t permute_heads = 0;  // > 0: q/k rows to put back in rotary-pair order, with this many heads
   bool quantized = false;
 };
 
@@ -129,10 +132,9 @@ Result<std::string> LlamaName(const std::string& hf, const LlamaHparams& h, uint
   if (n == "norm.weight") return std::string("output_norm.weight");
   if (hf == "lm_head.weight") return std::string("output.weight");
   static const std::map<std::string, std::string> kLayer = {
-      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},       {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},        {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"},       {"input_layernorm", "attn_norm"},
-      {"post_attention_layernorm", "ffn_norm"}};
+      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},   {"self_attn.v_proj", "attn_v"},
+      {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},    {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},       {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"}};
   if (n.rfind("layers.", 0) == 0) {
     const size_t dot = n.find('.', 7);
     const std::string num = n.substr(7, dot == std::string::npos ? std::string::npos : dot - 7);
@@ -148,11 +150,11 @@ Result<std::string> LlamaName(const std::string& hf, const LlamaHparams& h, uint
       const std::string module = rest.substr(0, rest.size() - suffix.size());
       auto it = kLayer.find(module);
       // Biases only where llama.cpp's llama graph has them (the attention projections).
-      const bool ok = it != kLayer.end() && !suffix.empty() &&
-                      (suffix == ".weight" || module.rfind("self_attn.", 0) == 0);
+      const bool ok =
+          it != kLayer.end() && !suffix.empty() && (suffix == ".weight" || module.rfind("self_attn.", 0) == 0);
       if (ok && layer >= h.layers)
-        return Status::InvalidInput(path, fmt::format("tensor '{}': layer {} but num_hidden_layers is {}", hf, layer,
-                                                      h.layers));
+        return Status::InvalidInput(
+            path, fmt::format("tensor '{}': layer {} but num_hidden_layers is {}", hf, layer, h.layers));
       if (ok) {
         if (module == "self_attn.q_proj") *permute_heads = h.heads;
         if (module == "self_attn.k_proj") *permute_heads = h.heads_kv;
@@ -201,16 +203,19 @@ struct ItemResult {
 
 Result<QuantizeReport> QuantizeToGguf(const QuantizeOptions& o, ProgressSink* progress) {
   if (o.scheme != QuantScheme::kW8A16 || !o.calibration.empty())
-    return Status::Usage("--format gguf-q8_0 stores weights only: --scheme w8a16, no --calibration");
+    return Status::InvalidArgument("--format gguf-q8_0 stores weights only: --scheme w8a16, no --calibration");
   if (o.granularity.kind != Granularity::Kind::kGroup || o.granularity.group_size != gguf::kQ8_0Block)
-    return Status::Usage("--format gguf-q8_0 quantizes in Q8_0 blocks of 32 weights along each row: --granularity "
-                         "group:32 (the default with this format), not " + GranularityName(o.granularity));
+    return Status::InvalidArgument(
+        "--format gguf-q8_0 quantizes in Q8_0 blocks of 32 weights along each row: --granularity "
+        "group:32 (the default with this format), not " +
+        GranularityName(o.granularity));
   const double t0 = MonotonicSeconds();
   std::error_code ec;
   if (!fs::is_directory(o.input, ec)) {
     if (!fs::exists(o.input, ec)) return Status::NotFound(o.input, "no such file or directory");
-    return Status::Usage("--format gguf-q8_0 needs a model directory (its config.json gives the architecture and the "
-                         "hyperparameters of the GGUF header), not a .safetensors file");
+    return Status::InvalidArgument(
+        "--format gguf-q8_0 needs a model directory (its config.json gives the architecture and the "
+        "hyperparameters of the GGUF header), not a .safetensors file");
   }
   const std::string cpath = (fs::path(o.input) / "config.json").string();
   if (!fs::exists(cpath, ec)) return Status::NotFound(cpath, "no config.json in the model directory");
@@ -243,18 +248,19 @@ Result<QuantizeReport> QuantizeToGguf(const QuantizeOptions& o, ProgressSink* pr
       LMKIT_ASSIGN_OR_RETURN(e.name, LlamaName(t.name, hp, &e.permute_heads, s.in_path));
       if (e.name.empty()) continue;
       if (!names.insert(e.name).second)
-        return Status::InvalidInput(s.in_path, "tensor '" + t.name + "' maps to GGUF name '" + e.name +
-                                                   "', which another tensor already has");
+        return Status::InvalidInput(
+            s.in_path, "tensor '" + t.name + "' maps to GGUF name '" + e.name + "', which another tensor already has");
       if (t.dtype != io::DType::kF32 && t.dtype != io::DType::kF16 && t.dtype != io::DType::kBF16)
         return Status::Unsupported(s.in_path, fmt::format("tensor '{}' is {}; GGUF output takes F32, F16 and BF16",
                                                           t.name, io::DTypeName(t.dtype)));
       if (t.shape.empty() || t.shape.size() > 2)
-        return Status::InvalidInput(s.in_path, fmt::format("tensor '{}' has {} dimensions; a Llama tensor has 1 or 2",
-                                                           t.name, t.shape.size()));
+        return Status::InvalidInput(
+            s.in_path, fmt::format("tensor '{}' has {} dimensions; a Llama tensor has 1 or 2", t.name, t.shape.size()));
       e.ne.assign(t.shape.rbegin(), t.shape.rend());
       if (e.permute_heads > 0 && t.shape[0] % (2 * uint64_t{e.permute_heads}) != 0)
         return Status::InvalidInput(s.in_path, fmt::format("tensor '{}': {} rows do not split into {} heads of "
-                                                           "rotary pairs", t.name, t.shape[0], e.permute_heads));
+                                                           "rotary pairs",
+                                                           t.name, t.shape[0], e.permute_heads));
       if (Selected(t, matchers)) {
         if (t.shape[1] % gguf::kQ8_0Block == 0) {
           e.type = GgmlType::kQ8_0;
@@ -265,8 +271,8 @@ Result<QuantizeReport> QuantizeToGguf(const QuantizeOptions& o, ProgressSink* pr
       }
       if (!e.quantized)
         e.type = t.shape.size() == 1 || t.dtype == io::DType::kF32 ? GgmlType::kF32
-                 : t.dtype == io::DType::kF16                     ? GgmlType::kF16
-                                                                  : GgmlType::kBF16;
+                 : t.dtype == io::DType::kF16                      ? GgmlType::kF16
+                                                                   : GgmlType::kBF16;
       total_bytes += t.num_bytes();
       entries.push_back(std::move(e));
     }
@@ -385,8 +391,9 @@ Result<QuantizeReport> QuantizeToGguf(const QuantizeOptions& o, ProgressSink* pr
             if (res.non_finite)
               return Status::InvalidInput(s.in_path, "tensor '" + t.name + "': NaN or Inf in the weight");
             if (res.scale_overflow)
-              return Status::InvalidInput(s.in_path, "tensor '" + t.name + "': a weight above 8.3e6 in magnitude "
-                                                     "gives a Q8_0 block scale beyond the range of fp16");
+              return Status::InvalidInput(s.in_path, "tensor '" + t.name +
+                                                         "': a weight above 8.3e6 in magnitude "
+                                                         "gives a Q8_0 block scale beyond the range of fp16");
             tr.stats.Merge(res.stats);
             tr.scale_min = std::min(tr.scale_min, res.scale_min);
             tr.scale_max = std::max(tr.scale_max, res.scale_max);

@@ -16,14 +16,13 @@ namespace lmkit::quant::detail {
 namespace fs = std::filesystem;
 namespace {
 
-bool IsQuantizableDType(io::DType t) {
-  return t == io::DType::kF32 || t == io::DType::kF16 || t == io::DType::kBF16;
-}
+bool IsQuantizableDType(io::DType t) { return t == io::DType::kF32 || t == io::DType::kF16 || t == io::DType::kBF16; }
 
 // Embeddings, norms and the output head stay in full precision unless an --include names them.
 bool DefaultExcluded(const std::string& name) {
   static const std::regex kDefault(
-      "(^|\\.)(embed_tokens|embeddings|word_embeddings|embed_in|embed_out|wte|wpe|lm_head)(\\.|$)|^output\\.weight$|norm|"
+      "(^|\\.)(embed_tokens|embeddings|word_embeddings|embed_in|embed_out|wte|wpe|lm_head)(\\.|$)|^output\\.weight$|"
+      "norm|"
       "(^|\\.)ln_",
       std::regex::ECMAScript);
   return std::regex_search(name, kDefault);
@@ -37,7 +36,7 @@ Result<Matchers> CompileMatchers(const QuantizeOptions& o) {
     try {
       out.emplace_back(pattern, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      return Status::Usage("invalid pattern '" + pattern + "': " + e.what());
+      return Status::InvalidArgument("invalid pattern '" + pattern + "': " + e.what());
     }
     return Status::Ok();
   };
@@ -85,7 +84,8 @@ Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file) {
         return Status::InvalidInput(ipath, "no \"weight_map\" object");
       std::set<std::string> seen;
       for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
-        if (!it.value().is_string()) return Status::InvalidInput(ipath, "weight_map value for '" + it.key() + "' is not a string");
+        if (!it.value().is_string())
+          return Status::InvalidInput(ipath, "weight_map value for '" + it.key() + "' is not a string");
         std::string f = it.value().get<std::string>();
         if (f.find('/') != std::string::npos || f.empty() || f[0] == '.')
           return Status::InvalidInput(ipath, "shard name '" + f + "' is not a plain file name");
@@ -106,16 +106,16 @@ Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file) {
   } else {
     if (!fs::exists(o.input, ec)) return Status::NotFound(o.input, "no such file or directory");
     if (!single_output_file && fs::is_directory(o.output, ec))
-      return Status::Usage("OUTPUT must be a file path when INPUT is a .safetensors file");
+      return Status::InvalidArgument("OUTPUT must be a file path when INPUT is a .safetensors file");
     plan.shards.push_back(Shard{o.input, o.output, fs::path(o.output).filename().string(), {}});
   }
   if (single_output_file) {
-    if (fs::is_directory(o.output, ec)) return Status::Usage("OUTPUT must be a file path with --format gguf-q8_0");
+    if (fs::is_directory(o.output, ec)) return Status::InvalidArgument("OUTPUT must be a file path with --format gguf-q8_0");
     for (Shard& s : plan.shards) s.out_path = o.output;
   }
   for (Shard& s : plan.shards) {
     if (fs::weakly_canonical(s.in_path, ec) == fs::weakly_canonical(s.out_path, ec))
-      return Status::Usage("OUTPUT would overwrite INPUT (" + s.in_path + ")");
+      return Status::InvalidArgument("OUTPUT would overwrite INPUT (" + s.in_path + ")");
     LMKIT_ASSIGN_OR_RETURN(s.file, io::SafetensorsFile::Open(s.in_path));
   }
   return plan;

@@ -172,8 +172,10 @@ template <bool kDivide, bool kWide>
       for (uint64_t h = 0; h < kLanes; h += 8) {
         const F8 xv = Load8(x + i + h);
         F8 v;
-        if constexpr (kDivide) v = xv / vs;
-        else v = xv * vinv;
+        if constexpr (kDivide)
+          v = xv / vs;
+        else
+          v = xv * vinv;
         v = v < vneg ? vneg : v;
         v = v > vpos ? vpos : v;
         const F8 r = (v + vmagic) - vmagic;
@@ -219,12 +221,14 @@ inline bool VectorCodingSafe(float absmax, float inv, Int8Range range) { return 
 inline bool WideSegment(float absmax) { return absmax > 0x1p61f || (absmax > 0.0f && absmax < 0x1p-40f); }
 
 float AbsMaxBase(const float* x, uint64_t n, bool* finite) { return AbsMaxFromBits(AbsMaxBitsImpl(x, n), finite); }
-void CodeSegmentBase(const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes,
-                     RowAcc& a) {
+void CodeSegmentBase(const float* x, uint64_t n, float scale, float absmax, Int8Range range, int8_t* codes, RowAcc& a) {
   const bool divide = DivideByScale(InverseScale(scale)), wide = WideSegment(absmax);
-  if (divide) CodeSegmentImpl<true, true>(x, n, scale, range, codes, a);  // a scale that small is always wide
-  else if (wide) CodeSegmentImpl<false, true>(x, n, scale, range, codes, a);
-  else CodeSegmentImpl<false, false>(x, n, scale, range, codes, a);
+  if (divide)
+    CodeSegmentImpl<true, true>(x, n, scale, range, codes, a);  // a scale that small is always wide
+  else if (wide)
+    CodeSegmentImpl<false, true>(x, n, scale, range, codes, a);
+  else
+    CodeSegmentImpl<false, false>(x, n, scale, range, codes, a);
 }
 
 // The exact sum of 16 fp64 lanes holding integers (the c^2 sums; any order gives the same value).
@@ -334,16 +338,15 @@ struct Code16Consts {
 // int16, one to int8 (exact for values in range), then one permute, since each pack interleaves its sources per 128-bit
 // lane (dword 4L + k of the result holds chunk k's lanes 4L .. 4L + 3). Four vpmovdb (two operations each) cost more.
 [[gnu::always_inline]] __attribute__((target("avx512f,avx512bw"))) inline void Store64(int8_t* out, __m512i c0,
-                                                                                      __m512i c1, __m512i c2,
-                                                                                      __m512i c3) {
+                                                                                       __m512i c1, __m512i c2,
+                                                                                       __m512i c3) {
   const __m512i p = _mm512_packs_epi16(_mm512_packs_epi32(c0, c1), _mm512_packs_epi32(c2, c3));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, p));
 }
 
 // fp64 lane sums of one metric: lanes 0-7 in lo, 8-15 in hi.
-[[gnu::always_inline]] __attribute__((target("avx512f"))) inline void AddPartials(__m512 p, __m512d& lo,
-                                                                                 __m512d& hi) {
+[[gnu::always_inline]] __attribute__((target("avx512f"))) inline void AddPartials(__m512 p, __m512d& lo, __m512d& hi) {
   lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
   hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
 }
@@ -405,8 +408,7 @@ __attribute__((target("avx512f"))) float AbsMaxAvx512(const float* x, uint64_t n
   __m512i m = _mm512_setzero_si512();
   const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
   uint64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    m = _mm512_max_epi32(m, _mm512_and_si512(_mm512_loadu_si512(x + i), absmask));
+  for (; i + 16 <= n; i += 16) m = _mm512_max_epi32(m, _mm512_and_si512(_mm512_loadu_si512(x + i), absmask));
   uint32_t mm = static_cast<uint32_t>(_mm512_reduce_max_epi32(m));
   for (; i < n; ++i) mm = std::max(mm, AbsBits(x[i]));
   return AbsMaxFromBits(mm, finite);
@@ -416,8 +418,8 @@ std::atomic<bool> g_force_baseline{false};
 std::atomic<bool> g_force_avx2{false};
 
 bool HaveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                           __builtin_cpu_supports("avx512bw");
+  static const bool have =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
   return have && !g_force_baseline.load(std::memory_order_relaxed) && !g_force_avx2.load(std::memory_order_relaxed);
 }
 bool HaveAvx2() {
@@ -534,9 +536,12 @@ uint64_t FirstNonFinite(const float* x, uint64_t n) {
 
 std::vector<uint64_t> Granularity::ScaleShape(uint64_t rows, uint64_t cols) const {
   switch (kind) {
-    case Kind::kChannel: return {rows, 1};
-    case Kind::kTensor: return {1};
-    case Kind::kGroup: return {rows, group_size ? cols / group_size : 0};
+    case Kind::kChannel:
+      return {rows, 1};
+    case Kind::kTensor:
+      return {1};
+    case Kind::kGroup:
+      return {rows, group_size ? cols / group_size : 0};
   }
   return {};
 }
@@ -564,23 +569,29 @@ Result<Granularity> ParseGranularity(std::string_view text) {
       return g;
     }
   }
-  return Status::Usage("--granularity must be channel, tensor or group:N (N >= 1), not '" + std::string(text) + "'");
+  return Status::InvalidArgument("--granularity must be channel, tensor or group:N (N >= 1), not '" + std::string(text) + "'");
 }
 
 std::string GranularityName(const Granularity& g) {
   switch (g.kind) {
-    case Granularity::Kind::kChannel: return "channel";
-    case Granularity::Kind::kTensor: return "tensor";
-    case Granularity::Kind::kGroup: return "group:" + std::to_string(g.group_size);
+    case Granularity::Kind::kChannel:
+      return "channel";
+    case Granularity::Kind::kTensor:
+      return "tensor";
+    case Granularity::Kind::kGroup:
+      return "group:" + std::to_string(g.group_size);
   }
   return "";
 }
 
 const char* StrategyName(const Granularity& g) {
   switch (g.kind) {
-    case Granularity::Kind::kChannel: return "channel";
-    case Granularity::Kind::kTensor: return "tensor";
-    case Granularity::Kind::kGroup: return "group";
+    case Granularity::Kind::kChannel:
+      return "channel";
+    case Granularity::Kind::kTensor:
+      return "tensor";
+    case Granularity::Kind::kGroup:
+      return "group";
   }
   return "";
 }
@@ -618,8 +629,8 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
     return Status::InvalidInput("", std::string("cannot quantize dtype ") + std::string(io::DTypeName(dtype)));
   const Granularity& g = options.granularity;
   if (g.kind == Granularity::Kind::kGroup && (g.group_size == 0 || cols % g.group_size != 0))
-    return Status::InvalidInput("", "group size " + std::to_string(g.group_size) + " does not divide the " +
-                                        std::to_string(cols) + " columns");
+    return Status::InvalidInput(
+        "", "group size " + std::to_string(g.group_size) + " does not divide the " + std::to_string(cols) + " columns");
   const Int8Range range = RangeOf(options.convention);
   const size_t esize = io::DTypeSize(dtype);
   const uint64_t row_bytes = cols * esize;
@@ -763,8 +774,8 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
     if (!src) LMKIT_RETURN_IF_ERROR(streams->read(r, 1, reinterpret_cast<uint8_t*>(one.data())));
     std::vector<float> buf(cols);
     const float* row = LoadRow(bytes, dtype, cols, buf.data());
-    return Status::InvalidInput("", "non-finite value at [" + std::to_string(r) + ", " +
-                                        std::to_string(FirstNonFinite(row, cols)) + "]");
+    return Status::InvalidInput(
+        "", "non-finite value at [" + std::to_string(r) + ", " + std::to_string(FirstNonFinite(row, cols)) + "]");
   }
   if (stats) {
     ErrorStats total;
@@ -797,9 +808,15 @@ void DequantizeMatrix(const int8_t* codes, const float* scales, uint64_t rows, u
     for (uint64_t c = 0; c < cols; ++c) {
       float s = 0;
       switch (granularity.kind) {
-        case Granularity::Kind::kChannel: s = scales[r]; break;
-        case Granularity::Kind::kTensor: s = scales[0]; break;
-        case Granularity::Kind::kGroup: s = scales[r * (cols / granularity.group_size) + c / granularity.group_size]; break;
+        case Granularity::Kind::kChannel:
+          s = scales[r];
+          break;
+        case Granularity::Kind::kTensor:
+          s = scales[0];
+          break;
+        case Granularity::Kind::kGroup:
+          s = scales[r * (cols / granularity.group_size) + c / granularity.group_size];
+          break;
       }
       out[r * cols + c] = static_cast<float>(codes[r * cols + c]) * s;
     }

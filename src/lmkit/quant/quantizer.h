@@ -35,7 +35,7 @@ struct Granularity {
   uint64_t ScaleCount(uint64_t rows, uint64_t cols) const;
 };
 
-// "channel", "tensor", "group:N" (N >= 1). kUsage on anything else.
+// "channel", "tensor", "group:N" (N >= 1). kInvalidArgument on anything else.
 Result<Granularity> ParseGranularity(std::string_view text);
 std::string GranularityName(const Granularity& g);  // inverse of ParseGranularity
 // compressed-tensors' "strategy" for the granularity: "channel", "tensor", "group".

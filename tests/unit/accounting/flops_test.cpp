@@ -91,9 +91,9 @@ TEST_CASE("flops: Chinchilla Table A4 ratios within 0.01", "[accounting][flops]"
     double ratio;
   };
   const Row rows[] = {
-      {10, 640, 2560, 10, 64, 73825280, 1.025},      {20, 1024, 4096, 16, 64, 305707008, 1.101},
-      {24, 1280, 5120, 10, 128, 552604160, 1.083},   {26, 1792, 7168, 14, 128, 1143453696, 1.044},
-      {28, 2048, 8192, 16, 128, 1593126912, 1.033},  {40, 3584, 14336, 28, 128, 6796274688, 0.994},
+      {10, 640, 2560, 10, 64, 73825280, 1.025},     {20, 1024, 4096, 16, 64, 305707008, 1.101},
+      {24, 1280, 5120, 10, 128, 552604160, 1.083},  {26, 1792, 7168, 14, 128, 1143453696, 1.044},
+      {28, 2048, 8192, 16, 128, 1593126912, 1.033}, {40, 3584, 14336, 28, 128, 6796274688, 0.994},
   };
   for (const auto& row : rows) {
     Dimensions d;
@@ -207,10 +207,10 @@ TEST_CASE("flops: bad options and overflow are errors", "[accounting][flops]") {
   auto m = FlopsPreset("gpt2");
   FlopsOptions o;
   o.batch = 0;
-  CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kInvalidArgument);
   o.batch = 1LL << 20;
   o.seq_len = 1LL << 20;  // 2^40 tokens: allowed, but the LM head alone needs ~8.5e19 FLOPs
   CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kInvalidInput);
   o.batch = 1LL << 21;
-  CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(ComputeFlops(m, o).status().code() == lmkit::ErrorCode::kInvalidArgument);
 }

@@ -120,7 +120,7 @@ TEST_CASE("params: deepseek_v2 MLA without q compression (V2-Lite shape)", "[acc
   CHECK(m.mla);
   CHECK(m.head_dim == 192);
   auto c = CountParameters(m);
-  CHECK(c.total == 15706484224);  // [computed]; published "15.7B"
+  CHECK(c.total == 15706484224);      // [computed]; published "15.7B"
   CHECK(c.router == 26 * 64 * 2048);  // no correction bias outside noaux_tc
 }
 
@@ -215,8 +215,7 @@ TEST_CASE("params: a boolean or string field of the wrong type is an error, not 
   CHECK(ConfigError(R"({"model_type": "qwen2", "use_sliding_window": 1, )" + llama + "}") ==
         "field 'use_sliding_window' is not true or false");
   CHECK(ConfigError(R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 100,
-                        "bias": "no"})") ==
-        "field 'bias' is not true or false");
+                        "bias": "no"})") == "field 'bias' is not true or false");
   CHECK(ConfigError(R"({"model_type": 5, )" + llama + "}") == "field 'model_type' is not a string");
   // null still means "absent" (HF writes it for unset optional fields).
   auto j = lmkit::ParseJson(R"({"model_type": "llama", "tie_word_embeddings": null, )" + llama + "}", "inline");

@@ -47,9 +47,9 @@ TEST_CASE("plan: Llama-2-7B bf16 golden memory, max batch, load and switch", "[a
   REQUIRE(r.models.size() == 1);
   const ModelEstimate& m = r.models[0];
   CHECK(r.usable_bytes == kUsableH100);
-  CHECK(m.memory.weights == 13476831232ULL);         // reference/accounting.md: 6,738,415,616 params x 2 B
-  CHECK(m.memory.kv_bytes_per_token == 524288ULL);   // reference/accounting.md
-  CHECK(m.memory.kv_cache == 4096ULL * 524288ULL);   // = 2 GiB at 4096 tokens
+  CHECK(m.memory.weights == 13476831232ULL);        // reference/accounting.md: 6,738,415,616 params x 2 B
+  CHECK(m.memory.kv_bytes_per_token == 524288ULL);  // reference/accounting.md
+  CHECK(m.memory.kv_cache == 4096ULL * 524288ULL);  // = 2 GiB at 4096 tokens
   // Prefill working set of `lmkit memory`: 2 B x 4096 x (2·4096 + 2·11008) + 4 B x 32000 logits.
   CHECK(m.memory.activations == 247591936ULL);
   CHECK(m.footprint == 15871906816ULL);
@@ -117,9 +117,11 @@ TEST_CASE("plan: hand-checked packing of 7B models on two GPUs", "[accounting][p
   CHECK(r.gpu_use[1].models.size() == 4);
   REQUIRE(r.unplaced == std::vector<int>{8});
   CHECK(r.models[8].gpu == -1);
-  CHECK(r.models[8].unplaced_reason.find("fits an empty GPU (15.87 GB) but not beside the others") != std::string::npos);
-  CHECK(r.packing_method == "first-fit decreasing left 1 unplaced; an exact search proved no placement of every model "
-                            "exists");
+  CHECK(r.models[8].unplaced_reason.find("fits an empty GPU (15.87 GB) but not beside the others") !=
+        std::string::npos);
+  CHECK(r.packing_method ==
+        "first-fit decreasing left 1 unplaced; an exact search proved no placement of every model "
+        "exists");
   // The flag overrides the plan: three GPUs hold all nine.
   auto r3 = Eval(R"({"gpu": "h100", "gpus": 2, "models": [{"name": "m", "model": "llama-2-7b", "seq_len": 4096,
                     "count": 9}]})",
@@ -170,6 +172,6 @@ TEST_CASE("plan: invalid plans are one-line errors naming the file and the entry
   s = ErrorOf(R"({"models": [{"model": "llama-2-7b", "dtype": "bf16"}]})", "v100");
   CHECK(s.message().find("V100-SXM2-32GB has no bf16 peak") != std::string::npos);
   s = ErrorOf(R"({"models": [{"model": "llama-2-7b"}]})", "");
-  CHECK(s.code() == ErrorCode::kUsage);
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
   for (const Status& e : {s}) CHECK(e.ToString().find('\n') == std::string::npos);
 }

@@ -6,7 +6,7 @@
 using namespace lmkit::bpe;
 
 TEST_CASE("byte_unicode: GPT-2's table", "[bpe][byte_unicode]") {
-  CHECK(ByteToCodePoint(' ') == 0x120);  // 'Ġ'
+  CHECK(ByteToCodePoint(' ') == 0x120);   // 'Ġ'
   CHECK(ByteToCodePoint('\n') == 0x10A);  // 'Ċ'
   CHECK(ByteToCodePoint(0) == 0x100);
   CHECK(ByteToCodePoint('!') == '!');

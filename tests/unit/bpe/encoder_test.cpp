@@ -125,8 +125,9 @@ TEST_CASE("bpe encode: flat and heap merge loops agree", "[bpe][encode]") {
 
 TEST_CASE("bpe encode: every safe cut splits the encoding exactly", "[bpe][encode]") {
   std::mt19937 rng(11);
-  const std::vector<std::string> atoms = {"a", "Z", "q", "x", "1", "22", " ", "  ", "\n", "\r\n", "\t", ".", "/",
-                                          "'s", "'LL", "中", "😀", "<|endoftext|>", "!", "\n\n", "ab", "é"};
+  const std::vector<std::string> atoms = {"a",    "Z",    "q",  "x", "1",  "22",  " ",  "  ", "\n",
+                                          "\r\n", "\t",   ".",  "/", "'s", "'LL", "中", "😀",  "<|endoftext|>",
+                                          "!",    "\n\n", "ab", "é"};
   for (std::string name : {"gpt2", "cl100k_base", "o200k_base"}) {
     const Tokenizer& tok = Builtin(name);
     for (int trial = 0; trial < 60; ++trial) {

@@ -2,9 +2,9 @@
 // golden splits worked out by hand from the patterns.
 #include "lmkit/bpe/pretokenizer.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <random>
 
 #include "lmkit/bpe/pretokenizer_regex.h"
@@ -82,7 +82,7 @@ TEST_CASE("pretokenizer: golden cl100k and o200k splits", "[bpe][pretokenizer]")
 TEST_CASE("pretokenizer: invalid UTF-8 bytes are characters of class other", "[bpe][pretokenizer]") {
   using V = std::vector<std::string>;
   CHECK(ScanSplit(PretokPattern::kGpt2, "ab\xff\xfe cd \x80") == V{"ab", "\xff\xfe", " cd", " \x80"});
-  CHECK(ScanSplit(PretokPattern::kGpt2, "\xc3") == V{"\xc3"});           // truncated sequence at the end
+  CHECK(ScanSplit(PretokPattern::kGpt2, "\xc3") == V{"\xc3"});  // truncated sequence at the end
   CHECK(ScanSplit(PretokPattern::kGpt2, "x\xed\xa0\x80y") == V{"x", "\xed\xa0\x80", "y"});  // encoded surrogate
   for (auto p : kAll) {
     auto re = RegexPretokenizer::Create(p);
@@ -109,15 +109,88 @@ TEST_CASE("pretokenizer: scanner equals PCRE2 on generated Unicode text (propert
   // Pieces chosen to hit every branch: letters of several scripts and every letter category (Lu Ll Lt Lm Lo), marks
   // (Mn, Mc), numbers (Nd, Nl, No), contractions in mixed case (and U+017F, which case-folds to 's'), \r \n \t,
   // Unicode spaces (NBSP, U+3000, U+2028, NEL U+0085), punctuation, '/', emoji, format characters, invalid bytes.
-  std::vector<std::string> pool = {"a", "Z", "e", "S", "t", "ll", "R", "ve", "D", "m", "'", "'", "'", "'s", "'T",
-                                   "'Re", "'vE", "'LL", "'d", "'M", U8(0x17F), " ", " ", " ", "  ", "\t", "\n",
-                                   "\r\n", "\r", "\v", "\f", U8(0x85), U8(0xA0), U8(0x3000), U8(0x2028), U8(0x2009),
-                                   "0", "7", "42", "1234", U8(0x663), U8(0x216B), U8(0xBD), U8(0xB2), "!", ".", ",",
-                                   "/", "-", "?!", "(", ")", "\"", "#", U8(0xE9), U8(0xC9), U8(0x3B1), U8(0x391),
-                                   U8(0x436), U8(0x416), U8(0x1C5), U8(0x2B0), U8(0x5D0), U8(0x4E2D), U8(0x6587),
-                                   U8(0x3042), U8(0xAC00), U8(0x301), U8(0x903), U8(0x20DD), U8(0x1F600), U8(0x200D),
-                                   U8(0xFEFF), U8(0xFFFD), std::string("\0", 1), "\xff", "\x80", "\xc3", "\xe2\x82",
-                                   "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf"};
+  std::vector<std::string> pool = {"a",
+                                   "Z",
+                                   "e",
+                                   "S",
+                                   "t",
+                                   "ll",
+                                   "R",
+                                   "ve",
+                                   "D",
+                                   "m",
+                                   "'",
+                                   "'",
+                                   "'",
+                                   "'s",
+                                   "'T",
+                                   "'Re",
+                                   "'vE",
+                                   "'LL",
+                                   "'d",
+                                   "'M",
+                                   U8(0x17F),
+                                   " ",
+                                   " ",
+                                   " ",
+                                   "  ",
+                                   "\t",
+                                   "\n",
+                                   "\r\n",
+                                   "\r",
+                                   "\v",
+                                   "\f",
+                                   U8(0x85),
+                                   U8(0xA0),
+                                   U8(0x3000),
+                                   U8(0x2028),
+                                   U8(0x2009),
+                                   "0",
+                                   "7",
+                                   "42",
+                                   "1234",
+                                   U8(0x663),
+                                   U8(0x216B),
+                                   U8(0xBD),
+                                   U8(0xB2),
+                                   "!",
+                                   ".",
+                                   ",",
+                                   "/",
+                                   "-",
+                                   "?!",
+                                   "(",
+                                   ")",
+                                   "\"",
+                                   "#",
+                                   U8(0xE9),
+                                   U8(0xC9),
+                                   U8(0x3B1),
+                                   U8(0x391),
+                                   U8(0x436),
+                                   U8(0x416),
+                                   U8(0x1C5),
+                                   U8(0x2B0),
+                                   U8(0x5D0),
+                                   U8(0x4E2D),
+                                   U8(0x6587),
+                                   U8(0x3042),
+                                   U8(0xAC00),
+                                   U8(0x301),
+                                   U8(0x903),
+                                   U8(0x20DD),
+                                   U8(0x1F600),
+                                   U8(0x200D),
+                                   U8(0xFEFF),
+                                   U8(0xFFFD),
+                                   std::string("\0", 1),
+                                   "\xff",
+                                   "\x80",
+                                   "\xc3",
+                                   "\xe2\x82",
+                                   "\xed\xa0\x80",
+                                   "\xf4\x90\x80\x80",
+                                   "\xc0\xaf"};
   std::mt19937_64 rng(20251130);
   RegexPretokenizer res[3] = {*RegexPretokenizer::Create(kAll[0]), *RegexPretokenizer::Create(kAll[1]),
                               *RegexPretokenizer::Create(kAll[2])};

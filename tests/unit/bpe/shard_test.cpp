@@ -42,18 +42,18 @@ TEST_CASE("shard: K/N parsing", "[bpe][shard]") {
   CHECK(s->n == 16);
   CHECK(ParseShardSpec("0/1").ok());
   for (const char* bad : {"", "3", "/4", "4/4", "5/4", "1/0", "-1/4", "a/b", "1/4x", "1//4"})
-    CHECK(ParseShardSpec(bad).status().code() == lmkit::ErrorCode::kUsage);
+    CHECK(ParseShardSpec(bad).status().code() == lmkit::ErrorCode::kInvalidArgument);
 }
 
 TEST_CASE("shard: cut rules", "[bpe][shard]") {
   const std::vector<std::string> sp = {"<|endoftext|>"};
   const std::string t = "one two\nThree<|endoftext|>four";
-  CHECK(IsShardCut(t, 3, sp));                 // "e| t"
-  CHECK_FALSE(IsShardCut(t, 4, sp));           // " |t": inside a pre-token
-  CHECK(IsShardCut(t, 8, sp));                 // "o\n|T"
-  CHECK_FALSE(IsShardCut(t, 7, sp));           // "o|\nT"
-  CHECK(IsShardCut(t, 26, sp));                // the end of <|endoftext|> (a document boundary)
-  CHECK_FALSE(IsShardCut(t, 20, sp));          // inside the special token
+  CHECK(IsShardCut(t, 3, sp));         // "e| t"
+  CHECK_FALSE(IsShardCut(t, 4, sp));   // " |t": inside a pre-token
+  CHECK(IsShardCut(t, 8, sp));         // "o\n|T"
+  CHECK_FALSE(IsShardCut(t, 7, sp));   // "o|\nT"
+  CHECK(IsShardCut(t, 26, sp));        // the end of <|endoftext|> (a document boundary)
+  CHECK_FALSE(IsShardCut(t, 20, sp));  // inside the special token
   CHECK_FALSE(IsShardCut(t, 0, sp));
   CHECK_FALSE(IsShardCut(t, t.size(), sp));
   // A special that contains "a b" must not be cut in its middle even though the bytes look safe.
@@ -93,7 +93,7 @@ TEST_CASE("shard: file ranges equal the in-memory cuts, over several files", "[b
   const std::vector<std::string> files = {dir.file("a"), dir.file("b"), dir.file("c")};
   const std::vector<std::string> sp = {"<|endoftext|>"};
   CheckFileRangesEqualCuts(files, text, {1, 2, 5}, sp);
-  CHECK(ComputeShardRange({"-"}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(ComputeShardRange({"-"}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kInvalidArgument);
   CHECK(ComputeShardRange({dir.file("missing")}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kNotFound);
 }
 
@@ -219,5 +219,5 @@ TEST_CASE("shard: a RangeCounter over the pieces of a corpus counts what one pas
     CHECK(a == b);
   }
   co.inputs.clear();
-  CHECK(lmkit::bpe::RangeCounter::Create(co).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(lmkit::bpe::RangeCounter::Create(co).status().code() == lmkit::ErrorCode::kInvalidArgument);
 }

@@ -1,7 +1,8 @@
 #include "lmkit/bpe/special_tokens.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+
+#include <catch2/catch.hpp>
 
 using lmkit::bpe::SpecialTokenSplitter;
 

@@ -58,7 +58,8 @@ TEST_CASE("bpe train: CS336 golden run (corpus.en, vocab 500, <|endoftext|>)", "
   REQUIRE(ref.size() == 243);
   CHECK(MergeBytes(m) == ref);  // same merges in the same order
   // The vocabulary: the same set of byte strings as the reference vocab.json (whose keys are printable forms).
-  auto refvocab = lmkit::ParseJson(lmkit::test::ReadAll(lmkit::test::TestData("bpe/train-bpe-reference-vocab.json")), "ref");
+  auto refvocab =
+      lmkit::ParseJson(lmkit::test::ReadAll(lmkit::test::TestData("bpe/train-bpe-reference-vocab.json")), "ref");
   REQUIRE(refvocab.ok());
   std::set<std::string> want, got(m.vocab.begin(), m.vocab.end());
   for (auto it = refvocab->begin(); it != refvocab->end(); ++it) want.insert(*PrintableToBytes(it.key()));
@@ -110,7 +111,8 @@ TEST_CASE("bpe train: the handout's worked example", "[bpe][trainer]") {
   for (auto [w, n] : std::vector<std::pair<std::string, int>>{{"low", 5}, {"lower", 2}, {"widest", 3}, {"newest", 6}})
     for (int i = 0; i < n; ++i) text += w + "\n";
   const BpeModel m = Train(text, 256 + 7);
-  CHECK(MergeBytes(m) == Merges{{"s", "t"}, {"e", "st"}, {"o", "w"}, {"l", "ow"}, {"w", "est"}, {"n", "e"}, {"ne", "west"}});
+  CHECK(MergeBytes(m) ==
+        Merges{{"s", "t"}, {"e", "st"}, {"o", "w"}, {"l", "ow"}, {"w", "est"}, {"n", "e"}, {"ne", "west"}});
   CHECK(m.vocab.back() == "newest");
 }
 
@@ -154,12 +156,12 @@ TEST_CASE("bpe train: usage errors", "[bpe][trainer]") {
   BpeTrainOptions o;
   o.vocab_size = 256;
   o.special_tokens = {"<|endoftext|>"};
-  CHECK(TrainBpeOnText("abc", o).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(TrainBpeOnText("abc", o).status().code() == lmkit::ErrorCode::kInvalidArgument);
   o.vocab_size = 300;
   o.special_tokens = {"x"};
-  CHECK(TrainBpeOnText("abc", o).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(TrainBpeOnText("abc", o).status().code() == lmkit::ErrorCode::kInvalidArgument);
   o.special_tokens = {};
-  CHECK(TrainBpe(o, nullptr).status().code() == lmkit::ErrorCode::kUsage);  // no inputs
+  CHECK(TrainBpe(o, nullptr).status().code() == lmkit::ErrorCode::kInvalidArgument);  // no inputs
   o.inputs = {"/nonexistent/x.txt"};
   CHECK_FALSE(TrainBpe(o, nullptr).ok());
 }

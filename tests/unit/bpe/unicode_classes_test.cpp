@@ -32,10 +32,10 @@ TEST_CASE("unicode classes: UTF-8 decoding rule", "[bpe][unicode_classes]") {
   CHECK(d("\xc3\xa9").cp == 0xE9);
   CHECK(d("\xc3\xa9").len == 2);
   CHECK(d("\xf0\x9f\x98\x80").cp == 0x1F600);
-  CHECK(d("\xc0\xaf").cp == kInvalidCodePoint);      // overlong
-  CHECK(d("\xed\xa0\x80").cp == kInvalidCodePoint);  // surrogate
+  CHECK(d("\xc0\xaf").cp == kInvalidCodePoint);          // overlong
+  CHECK(d("\xed\xa0\x80").cp == kInvalidCodePoint);      // surrogate
   CHECK(d("\xf4\x90\x80\x80").cp == kInvalidCodePoint);  // above U+10FFFF
-  CHECK(d("\xe2\x82").cp == kInvalidCodePoint);      // truncated
+  CHECK(d("\xe2\x82").cp == kInvalidCodePoint);          // truncated
   CHECK(d("\xe2\x82").len == 1);
   CHECK(d("\x80").len == 1);
 }

@@ -24,7 +24,7 @@ Result<int> Quarter(int x) {
 TEST_CASE("status: one line, subject first", "[common][status]") {
   Status s = Status::InvalidInput("model.safetensors", "header length 99 is past\nthe end");
   CHECK(s.ToString() == "model.safetensors: header length 99 is past the end");
-  CHECK(Status::Usage("bad flag").ToString() == "bad flag");
+  CHECK(Status::InvalidArgument("bad flag").ToString() == "bad flag");
   CHECK(Status::InvalidInput("", "m").WithSubject("f").ToString() == "f: m");
   CHECK(Status::InvalidInput("f", "m").Annotate("tensor a").ToString() == "f: tensor a: m");
   CHECK(Status::Ok().ok());
@@ -64,9 +64,10 @@ TEST_CASE("thread pool: every index exactly once, any thread count", "[common][t
 
 TEST_CASE("thread pool: an exception reaches the caller", "[common][threads]") {
   ThreadPool pool(2);
-  CHECK_THROWS_AS(pool.ParallelFor(10, [](size_t i, unsigned) {
-                    if (i == 7) throw std::runtime_error("boom");
-                  }),
+  CHECK_THROWS_AS(pool.ParallelFor(10,
+                                   [](size_t i, unsigned) {
+                                     if (i == 7) throw std::runtime_error("boom");
+                                   }),
                   std::runtime_error);
   // The pool is still usable afterwards.
   std::atomic<int> n{0};
@@ -90,4 +91,18 @@ TEST_CASE("mapped file: content, empty file, missing file, directory", "[common]
   auto d = MappedFile::Open(dir.path());
   REQUIRE_FALSE(d.ok());
   CHECK(d.status().message().find("directory") != std::string::npos);
+}
+
+TEST_CASE("status: fields render as their bare names, or as each front end spells them", "[common][status]") {
+  const Status s = Status::InvalidArgument(Field("seq_len") + " must be at least 2, not with " + Field("kv_dtype"));
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
+  CHECK(s.ToString() == "seq_len must be at least 2, not with kv_dtype");
+  CHECK(s.ToString([](std::string_view f) { return std::string(f).append("()"); }) ==
+        "seq_len() must be at least 2, not with kv_dtype()");
+  // An unclosed mark is left as it is rather than swallowing the rest of the message.
+  std::string half = Field("a");
+  half.pop_back();
+  half += " rest";
+  CHECK(RenderFields(half, [](std::string_view) { return std::string("X"); }) == half);
+  CHECK(RenderFields("no fields", [](std::string_view) { return std::string("X"); }) == "no fields");
 }

@@ -25,7 +25,7 @@ TEST_CASE("demand: tokens/s and step time convert through B x T", "[dataload]") 
   DemandSpec bad;
   bad.kind = DemandSpec::Kind::kTokensPerSecond;
   bad.tokens_per_s = -1;
-  CHECK(ResolveDemand(bad, 100, 10).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(ResolveDemand(bad, 100, 10).status().code() == lmkit::ErrorCode::kInvalidArgument);
 }
 
 TEST_CASE("demand: GPT-2 124M on one H200 at 40% MFU eats ~462k tokens/s (reference figure)", "[dataload]") {
@@ -47,7 +47,7 @@ TEST_CASE("demand: GPT-2 124M on one H200 at 40% MFU eats ~462k tokens/s (refere
   REQUIRE(longer.ok());
   CHECK(longer->tokens_per_s < d->tokens_per_s);
   s.mfu = 40;  // a percentage by mistake
-  CHECK(ResolveDemand(s, 100, 10).status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(ResolveDemand(s, 100, 10).status().code() == lmkit::ErrorCode::kInvalidArgument);
   s.mfu = 0.4;
   s.gpu = "H900";
   CHECK(ResolveDemand(s, 100, 10).status().code() == lmkit::ErrorCode::kNotFound);

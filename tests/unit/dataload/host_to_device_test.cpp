@@ -1,8 +1,7 @@
-#include "lmkit/cuda/dataload_h2d.h"
-
 #include <catch2/catch.hpp>
 #include <vector>
 
+#include "lmkit/cuda/dataload_h2d.h"
 #include "lmkit/cuda/device.h"
 
 using lmkit::cuda::HostToDevice;

@@ -143,5 +143,5 @@ TEST_CASE("profile: --out-dtype uint16 with uint32 tokens is a usage error", "[d
   o.config.out = OutDtype::kUint16;
   auto r = RunDataload(o, nullptr);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(r.status().code() == lmkit::ErrorCode::kInvalidArgument);
 }

@@ -71,8 +71,7 @@ TEST_CASE("token reader: .npy windows start after the header", "[dataload]") {
   }
 }
 
-TEST_CASE("cold cache: per-batch eviction makes storage read more than the windows (amplification > 1)",
-          "[dataload]") {
+TEST_CASE("cold cache: per-batch eviction makes storage read more than the windows (amplification > 1)", "[dataload]") {
   TempDir dir;
   const std::string path = WriteCounting(dir, "cold.bin", 4u << 20);  // 8 MB
   REQUIRE(EvictFile(path).ok());
@@ -80,7 +79,7 @@ TEST_CASE("cold cache: per-batch eviction makes storage read more than the windo
   REQUIRE(resident.ok());
   if (*resident > (4u << 20)) {
     WARN("posix_fadvise(DONTNEED) has no effect on this file system (" << FileSystemFactsFor(path).fs_type
-                                                                         << "); cold-cache test skipped");
+                                                                       << "); cold-cache test skipped");
     return;
   }
   const IoCounters probe0 = ReadIoCounters();

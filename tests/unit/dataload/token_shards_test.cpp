@@ -30,13 +30,13 @@ TEST_CASE("token shards: wrong dtypes and mixed shards are errors naming the fil
   auto clash = OpenTokenShards({TestData("dataload/tokens_u16.npy")}, TokenDtype::kUint32, 0);
   REQUIRE_FALSE(clash.ok());
   CHECK(clash.status().message().find("--dtype") != std::string::npos);
-  auto mixed = OpenTokenShards({TestData("dataload/tokens_u16.npy"), TestData("dataload/tokens_u32.npy")},
-                               TokenDtype::kAuto, 0);
+  auto mixed =
+      OpenTokenShards({TestData("dataload/tokens_u16.npy"), TestData("dataload/tokens_u32.npy")}, TokenDtype::kAuto, 0);
   REQUIRE_FALSE(mixed.ok());
   CHECK(mixed.status().subject() == TestData("dataload/tokens_u32.npy"));
   auto vocab = OpenTokenShards({TestData("dataload/tokens_u16.npy")}, TokenDtype::kAuto, 100277);
   REQUIRE_FALSE(vocab.ok());
-  CHECK(vocab.status().code() == lmkit::ErrorCode::kUsage);
+  CHECK(vocab.status().code() == lmkit::ErrorCode::kInvalidArgument);
 }
 
 TEST_CASE("token shards: .bin dtype comes from --dtype or the vocab size", "[dataload]") {

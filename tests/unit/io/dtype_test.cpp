@@ -2,9 +2,8 @@
 // nearest-value check of F32 -> F16/BF16 rounding.
 #include "lmkit/io/dtype.h"
 
-#include <catch2/catch.hpp>
-
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -141,7 +140,7 @@ TEST_CASE("dtype: F32 -> F16 rounds to nearest even, with subnormals and overflo
   CHECK(F32ToF16(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
   CHECK(F32ToF16(std::ldexp(1.0f, -25)) == 0x0000);  // tie between 0 and 2^-24 -> 0
   CHECK(F32ToF16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)) == 0x0001);
-  CHECK(F32ToF16(3 * std::ldexp(1.0f, -25)) == 0x0002);     // tie 1.5 units -> 2
+  CHECK(F32ToF16(3 * std::ldexp(1.0f, -25)) == 0x0002);        // tie 1.5 units -> 2
   CHECK(F32ToF16(1023.5f * std::ldexp(1.0f, -24)) == 0x0400);  // largest subnormal + half -> min normal
   CHECK(F32ToF16(std::ldexp(1.0f, -14)) == 0x0400);
   CHECK(F32ToF16(-std::ldexp(1.0f, -30)) == 0x8000);  // underflow keeps the sign

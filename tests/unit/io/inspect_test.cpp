@@ -2,11 +2,11 @@
 // determinism across thread counts on a multi-chunk tensor, npy and sharded directories, and their errors.
 #include "lmkit/io/inspect.h"
 
-#include <catch2/catch.hpp>
+#include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
-#include <sys/stat.h>
 
 #include "lmkit/io/npy.h"
 #include "support/run_lmkit.h"
@@ -122,8 +122,9 @@ TEST_CASE("inspect: npy files and sharded directories", "[io][inspect]") {
   std::vector<uint8_t> b(8, 1);
   REQUIRE(WriteSafetensors(m + "/model-00001-of-00002.safetensors", {{"x", DType::kF32, {2}, b}}).ok());
   REQUIRE(WriteSafetensors(m + "/model-00002-of-00002.safetensors", {{"y", DType::kU8, {8}, b}}).ok());
-  WriteAll(m + "/model.safetensors.index.json",
-           R"({"metadata":{},"weight_map":{"y":"model-00002-of-00002.safetensors","x":"model-00001-of-00002.safetensors"}})");
+  WriteAll(
+      m + "/model.safetensors.index.json",
+      R"({"metadata":{},"weight_map":{"y":"model-00002-of-00002.safetensors","x":"model-00001-of-00002.safetensors"}})");
   auto sh = InspectTensors({m, false, 1}, nullptr);
   REQUIRE(sh.ok());
   CHECK(sh->format == "safetensors (sharded)");
@@ -132,8 +133,9 @@ TEST_CASE("inspect: npy files and sharded directories", "[io][inspect]") {
   CHECK(sh->tensors[0].name == "x");
   CHECK(sh->parameter_count == 10);
 
-  WriteAll(m + "/model.safetensors.index.json",
-           R"({"weight_map":{"y":"model-00002-of-00002.safetensors","x":"model-00001-of-00002.safetensors","z":"model-00001-of-00002.safetensors"}})");
+  WriteAll(
+      m + "/model.safetensors.index.json",
+      R"({"weight_map":{"y":"model-00002-of-00002.safetensors","x":"model-00001-of-00002.safetensors","z":"model-00001-of-00002.safetensors"}})");
   auto missing = InspectTensors({m, false, 1}, nullptr);
   CHECK(missing.status().message() == "tensor 'z' is mapped to model-00001-of-00002.safetensors but not there");
   WriteAll(m + "/model.safetensors.index.json", R"({"weight_map":{"x":"../evil.safetensors"}})");

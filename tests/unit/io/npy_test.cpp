@@ -3,7 +3,6 @@
 #include "lmkit/io/npy.h"
 
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "support/run_lmkit.h"
@@ -94,7 +93,8 @@ TEST_CASE("npy: v2 and v3 headers, Python 2 longs, double quotes and loose white
   auto py2 = ParseNpyBytes(NpyImage(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 1L), }      \n", 16));
   REQUIRE(py2.ok());
   CHECK(py2->shape == std::vector<uint64_t>{2, 1});
-  auto dq = ParseNpyBytes(NpyImage(1, "{ \"shape\" : ( 1 , ) ,\n \"descr\" : \"|u1\" , \"fortran_order\" : False }", 1));
+  auto dq =
+      ParseNpyBytes(NpyImage(1, "{ \"shape\" : ( 1 , ) ,\n \"descr\" : \"|u1\" , \"fortran_order\" : False }", 1));
   REQUIRE(dq.ok());
   CHECK(dq->dtype == DType::kU8);
   auto native = ParseNpyBytes(NpyImage(1, "{'descr': '=f4', 'fortran_order': False, 'shape': (1,)}", 4));
@@ -183,8 +183,7 @@ TEST_CASE("npy: malformed headers are kInvalidInput naming the defect", "[io][np
        "shape overflows a 64-bit byte count"},
       {NpyImage(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'é': 1}", 8),
        "header of a v1/v2 .npy file is not ASCII"},
-      {NpyImage(1, DeeplyNestedHeader(), 8),
-       "malformed header dict: nesting too deep at byte 58"},
+      {NpyImage(1, DeeplyNestedHeader(), 8), "malformed header dict: nesting too deep at byte 58"},
   };
   for (const auto& c : cases) {
     INFO("expected: " << c.message);

@@ -3,7 +3,6 @@
 #include "lmkit/io/safetensors.h"
 
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -271,7 +270,8 @@ TEST_CASE("safetensors: every defect is a one-line error naming it", "[io][safet
        "tensor 'a': data_offsets [4, 8) leave a gap [0, 4) at the start of the data buffer"},
       {Image("{" + T("a", "F32", "[2]", 0, 8) + "}", 6),
        "tensor 'a': data_offsets [0, 8) run past the end of the data buffer (6 bytes)"},
-      {Image("{" + T("a", "F32", "[1]", 0, 4) + "}", 9), "5 bytes at the end of the data buffer [4, 9) belong to no tensor"},
+      {Image("{" + T("a", "F32", "[1]", 0, 4) + "}", 9),
+       "5 bytes at the end of the data buffer [4, 9) belong to no tensor"},
       {Image("{" + T("a", "F32", "[1]", 0, 4) + "," + T("a", "F32", "[1]", 4, 8) + "}", 8),
        "duplicate tensor name 'a'"},
       {Image(R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4),
@@ -320,6 +320,6 @@ TEST_CASE("safetensors: Open reports missing files and short files with the path
   CHECK(missing.status().code() == ErrorCode::kNotFound);
   WriteAll(dir.file("empty.safetensors"), "");
   auto empty = SafetensorsFile::Open(dir.file("empty.safetensors"));
-  CHECK(empty.status().ToString() == dir.file("empty.safetensors") +
-                                         ": file is 0 bytes, too short for the 8-byte header length");
+  CHECK(empty.status().ToString() ==
+        dir.file("empty.safetensors") + ": file is 0 bytes, too short for the 8-byte header length");
 }

@@ -80,7 +80,7 @@ TEST_CASE("eval: input errors", "[model][eval]") {
   CHECK(r.status().ToString() == o.tokens + ": token id 700 at index 2 is >= vocab_size 512");
   o.tokens = WriteTokens(d, "ok.bin", {1, 5, 7, 3});
   o.seq_len = 513;
-  CHECK(Evaluate(o, nullptr).status().message() == "--seq-len 513 exceeds max_position_embeddings 512");
+  CHECK(Evaluate(o, nullptr).status().ToString() == "seq_len 513 exceeds max_position_embeddings 512");
   o.seq_len = 0;
   o.tokens = WriteTokens(d, "one.bin", {1});
   CHECK(Evaluate(o, nullptr).status().message() == "fewer than 2 tokens to evaluate");
@@ -134,7 +134,7 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
     auto r = Evaluate(o, nullptr);
     REQUIRE(r.ok());
     CHECK(r->compare_mode == WeightModeName(c.mode));
-    CHECK(r->mean_kl > 0);  // quantization changes something...
+    CHECK(r->mean_kl > 0);              // quantization changes something...
     CHECK(r->mean_kl < c.max_mean_kl);  // ...but little
     CHECK(r->top1_agreement > 0.75);
     CHECK(std::fabs(r->ppl_delta) < 0.25 * r->perplexity);

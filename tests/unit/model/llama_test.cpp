@@ -102,7 +102,7 @@ TEST_CASE("llama: one prefill equals token-by-token decoding with the KV cache, 
 }
 
 TEST_CASE("llama: config.json parsing - defaults, GQA checks, unsupported variants", "[model]") {
-  Json j = {{"model_type", "llama"}, {"hidden_size", 64},  {"intermediate_size", 172},
+  Json j = {{"model_type", "llama"},  {"hidden_size", 64},        {"intermediate_size", 172},
             {"num_hidden_layers", 2}, {"num_attention_heads", 8}, {"vocab_size", 100}};
   auto c = ParseLlamaConfig(j, "c.json");
   REQUIRE(c.ok());
@@ -138,7 +138,8 @@ TEST_CASE("llama: checkpoint errors are one line naming the file and the tensor"
   {
     const std::string p = d.file("fewer_layers");
     fs::create_directories(p);
-    WriteVariant(p, [](Json& j) { j["num_hidden_layers"] = 4; }, [](const std::string&) { return true; });
+    WriteVariant(
+        p, [](Json& j) { j["num_hidden_layers"] = 4; }, [](const std::string&) { return true; });
     auto m = LlamaModel::Load(p);
     REQUIRE_FALSE(m.ok());
     CHECK(m.status().code() == ErrorCode::kInvalidInput);
@@ -147,7 +148,8 @@ TEST_CASE("llama: checkpoint errors are one line naming the file and the tensor"
   {
     const std::string p = d.file("wider");
     fs::create_directories(p);
-    WriteVariant(p, [](Json& j) { j["intermediate_size"] = 200; }, [](const std::string&) { return true; });
+    WriteVariant(
+        p, [](Json& j) { j["intermediate_size"] = 200; }, [](const std::string&) { return true; });
     auto m = LlamaModel::Load(p);
     CHECK(m.status().ToString() == p + "/model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has shape "
                                        "[172, 64]; config.json implies [200, 64]");
@@ -155,7 +157,8 @@ TEST_CASE("llama: checkpoint errors are one line naming the file and the tensor"
   {
     const std::string p = d.file("untied");
     fs::create_directories(p);
-    WriteVariant(p, [](Json& j) { j["tie_word_embeddings"] = false; }, [](const std::string&) { return true; });
+    WriteVariant(
+        p, [](Json& j) { j["tie_word_embeddings"] = false; }, [](const std::string&) { return true; });
     CHECK(LlamaModel::Load(p).status().ToString() == p + ": missing tensor 'lm_head.weight'");
   }
   {
@@ -165,11 +168,11 @@ TEST_CASE("llama: checkpoint errors are one line naming the file and the tensor"
     WriteVariant(
         p,
         [](Json& j) {
-          j["quantization_config"] = Json{
-              {"quant_method", "compressed-tensors"},
-              {"format", "int-quantized"},
-              {"config_groups",
-               {{"group_0", {{"input_activations", {{"num_bits", "8"}, {"type", 5}, {"symmetric", "yes"}}}}}}}};
+          j["quantization_config"] =
+              Json{{"quant_method", "compressed-tensors"},
+                   {"format", "int-quantized"},
+                   {"config_groups",
+                    {{"group_0", {{"input_activations", {{"num_bits", "8"}, {"type", 5}, {"symmetric", "yes"}}}}}}}};
         },
         [](const std::string&) { return true; });
     auto m = LlamaModel::Load(p);

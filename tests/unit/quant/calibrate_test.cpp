@@ -14,7 +14,6 @@
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/calibrators.h"
 #include "lmkit/quant/histogram.h"
-
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
@@ -60,11 +59,11 @@ TEST_CASE("calibrate: option and input errors", "[quant][calib]") {
   o.inputs = {lmkit::test::TestData("quant/laplace_acts.npy")};
   o.method = CalibMethod::kMse;
   o.flavor = CalibFlavor::kOrt;
-  CHECK(Calibrate(o, nullptr).status().code() == ErrorCode::kUsage);
+  CHECK(Calibrate(o, nullptr).status().code() == ErrorCode::kInvalidArgument);
   o.flavor = CalibFlavor::kNvidia;
   o.method = CalibMethod::kPercentile;
   o.percentile = 0.0;
-  CHECK(Calibrate(o, nullptr).status().code() == ErrorCode::kUsage);
+  CHECK(Calibrate(o, nullptr).status().code() == ErrorCode::kInvalidArgument);
   o.percentile.reset();
   o.inputs = {lmkit::test::TestData("quant/PROVENANCE.md")};
   auto r = Calibrate(o, nullptr);
@@ -122,10 +121,10 @@ TEST_CASE("calibrate: streaming calibration of in-memory batches equals file cal
   o.method = CalibMethod::kEntropy;
   auto sc = StreamingCalibrator::Create(o, {"x"}, "mem");
   REQUIRE(sc.ok());
-  CHECK(sc->Add(0, data.data(), 1).code() == ErrorCode::kUsage);  // before BeginPass
+  CHECK(sc->Add(0, data.data(), 1).code() == ErrorCode::kInvalidArgument);  // before BeginPass
   REQUIRE(sc->BeginPass(0).ok());
-  CHECK(sc->Add(1, data.data(), 1).code() == ErrorCode::kUsage);
-  CHECK(sc->Finish().status().code() == ErrorCode::kUsage);  // the second pass never ran
+  CHECK(sc->Add(1, data.data(), 1).code() == ErrorCode::kInvalidArgument);
+  CHECK(sc->Finish().status().code() == ErrorCode::kInvalidArgument);  // the second pass never ran
   const float bad[2] = {1.0f, std::numeric_limits<float>::quiet_NaN()};
   REQUIRE(sc->Add(0, bad, 2).ok());
   auto e = sc->BeginPass(1);
@@ -159,7 +158,8 @@ TEST_CASE("calibrate: BF16 safetensors and F32 .npy of the same values give the 
   }
   lmkit::test::TempDir dir;
   const std::string npy = dir.file("acts.npy"), st = dir.file("acts.safetensors");
-  REQUIRE(io::WriteNpy(npy, io::DType::kF32, {rows, cols}, {reinterpret_cast<const uint8_t*>(x.data()), x.size() * 4}).ok());
+  REQUIRE(io::WriteNpy(npy, io::DType::kF32, {rows, cols}, {reinterpret_cast<const uint8_t*>(x.data()), x.size() * 4})
+              .ok());
   {
     auto w = io::SafetensorsWriter::Create(st, {{"acts", io::DType::kBF16, {rows, cols}}});
     REQUIRE(w.ok());

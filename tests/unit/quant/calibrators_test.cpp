@@ -209,8 +209,7 @@ std::vector<double> LiteralNvidiaEntropyDivergences(const AbsHistogram& h, uint3
 
 }  // namespace
 
-TEST_CASE("calibrators: NVIDIA entropy search equals a literal transcription, for any thread count",
-          "[quant][calib]") {
+TEST_CASE("calibrators: NVIDIA entropy search equals a literal transcription, for any thread count", "[quant][calib]") {
   std::mt19937 rng(7);
   std::exponential_distribution<float> expo(1.0f);
   std::uniform_real_distribution<float> uni(0.0f, 1.0f);
@@ -267,8 +266,9 @@ TEST_CASE("calibrators: every AbsHistogram kernel bins like the scalar torch.his
   std::vector<float> x(10007);  // not a multiple of 16 or 8: the tails run too
   for (float& v : x) v = normal(rng);
   // Edge values: exactly amax (last bin), just above (dropped), negative zero, a subnormal, bin boundaries, NaN.
-  const std::vector<float> edges = {amax, -amax, std::nextafter(amax, 100.0f), -0.0f, 1e-40f, 0.5f, 4.0f,
-                                    std::nextafter(4.0f, 0.0f), NAN, INFINITY, -INFINITY, 7.99999f};
+  const std::vector<float> edges = {amax,      -amax,   std::nextafter(amax, 100.0f), -0.0f, 1e-40f,
+                                    0.5f,      4.0f,    std::nextafter(4.0f, 0.0f),   NAN,   INFINITY,
+                                    -INFINITY, 7.99999f};
   for (size_t i = 0; i < edges.size(); ++i) x[i * 97] = edges[i];
   const std::vector<uint64_t> want = ScalarAbsCounts(x, amax, 2048);
   for (int level : {0, 1, 2}) {
@@ -295,9 +295,8 @@ TEST_CASE("calibrators: every AbsHistogram kernel bins like the scalar torch.his
     SetAbsHistogramKernelForTesting(-1);
     INFO("kernel level " << level);
     CHECK(h.counts() == want);
-    CHECK(h.total() == static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) {
-            return std::fabs(v) <= amax;
-          })));
+    CHECK(h.total() ==
+          static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) { return std::fabs(v) <= amax; })));
   }
 }
 
@@ -315,8 +314,10 @@ TEST_CASE("calibrators: the division-free AbsHistogram kernels agree with the di
         uint32_t lo = 0, hi = std::bit_cast<uint32_t>(amax);
         while (lo < hi) {
           const uint32_t mid = lo + (hi - lo) / 2;
-          if (AbsBin(std::bit_cast<float>(mid), amax, bins) >= k) hi = mid;
-          else lo = mid + 1;
+          if (AbsBin(std::bit_cast<float>(mid), amax, bins) >= k)
+            hi = mid;
+          else
+            lo = mid + 1;
         }
         const float a = std::bit_cast<float>(lo);
         for (float v : {a, std::nextafter(a, 0.0f), std::nextafter(a, amax), -a}) x.push_back(v);
@@ -354,14 +355,13 @@ TEST_CASE("calibrators: AbsHistogram kernels agree on peaked data with dropped v
       float v = std::min(expo(rng), std::nextafter(low, 0.0f));
       x[i] = (i % 3 == 0) ? -v : v;
     }
-    for (size_t i = 0; i < x.size(); i += 997) x[i] = amax * 0.9f;  // a high bin
+    for (size_t i = 0; i < x.size(); i += 997) x[i] = amax * 0.9f;                  // a high bin
     for (size_t i = 5; i < x.size(); i += 1499) x[i] = std::nextafter(amax, 1e9f);  // dropped
-    for (size_t i = 11; i < x.size(); i += 2003) x[i] = NAN;  // dropped
-    for (size_t i = 17; i < x.size(); i += 3001) x[i] = amax;  // the last bin
+    for (size_t i = 11; i < x.size(); i += 2003) x[i] = NAN;                        // dropped
+    for (size_t i = 17; i < x.size(); i += 3001) x[i] = amax;                       // the last bin
     const std::vector<uint64_t> want = ScalarAbsCounts(x, amax, bins);
-    const auto kept = static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) {
-      return std::fabs(v) <= amax;
-    }));
+    const auto kept =
+        static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) { return std::fabs(v) <= amax; }));
     for (int level : {0, 1, 2}) {
       SetAbsHistogramKernelForTesting(level);
       AbsHistogram h(bins, amax);
@@ -718,7 +718,8 @@ TEST_CASE("calibrators: the speculative histogram equals two passes wherever the
       {"max first", [&](std::vector<float>& x) { x[3] = -top; }},
       {"max in the middle", [&](std::vector<float>& x) { x[x.size() / 2] = top; }},
       {"max last", [&](std::vector<float>& x) { x.back() = top; }},
-      {"rising staircase", [&](std::vector<float>& x) {
+      {"rising staircase",
+       [&](std::vector<float>& x) {
          for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 1e-3f * (i % 3 ? 1.0f : -1.0f);
        }},
       {"all zero", [&](std::vector<float>& x) { std::fill(x.begin(), x.end(), 0.0f); }},
@@ -753,8 +754,7 @@ TEST_CASE("calibrators: the speculative histogram equals two passes wherever the
   }
 }
 
-TEST_CASE("calibrators: the speculative histogram counts in one pass when the maximum comes first",
-          "[quant][calib]") {
+TEST_CASE("calibrators: the speculative histogram counts in one pass when the maximum comes first", "[quant][calib]") {
   // Pass 0 scans the first piece before counting it, so a maximum in the first piece leaves pass 1 nothing to count:
   // Covered is true for every stretch and nothing is recounted. With the maximum in the last piece everything is.
   std::vector<float> x(20000);

@@ -1,11 +1,12 @@
 // GGUF header bytes and ggml's Q8_0 rule (src/lmkit/quant/gguf.h): exact bytes against the GGUF v3 layout written out
 // by hand, rounding ties away from zero, fp16 scales, zero blocks.
+#include "lmkit/quant/gguf.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 
 #include "lmkit/io/dtype.h"
-#include "lmkit/quant/gguf.h"
 
 using namespace lmkit::quant;
 using namespace lmkit::quant::gguf;
@@ -26,7 +27,7 @@ TEST_CASE("gguf: header bytes follow the v3 layout, tensors 32-byte aligned", "[
   h.AddU32("llama.block_count", 5);
   h.AddF32("llama.rope.freq_base", 10000.0f);
   REQUIRE(h.AddTensor("a", {64, 3}, GgmlType::kQ8_0));  // 6 blocks: 204 bytes
-  REQUIRE(h.AddTensor("b", {5}, GgmlType::kF32));        // 20 bytes
+  REQUIRE(h.AddTensor("b", {5}, GgmlType::kF32));       // 20 bytes
   CHECK_FALSE(h.AddTensor(std::string(64, 'x'), {1}, GgmlType::kF32));
   const std::string s = h.Serialize();
   std::string want = "GGUF" + Le(3, 4) + Le(2, 8) + Le(3, 8);

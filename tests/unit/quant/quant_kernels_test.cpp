@@ -32,7 +32,9 @@ bool DeviceOrWarn() {
 }
 
 cuda::ElemType ToElem(io::DType t) {
-  return t == io::DType::kF32 ? cuda::ElemType::kF32 : t == io::DType::kF16 ? cuda::ElemType::kF16 : cuda::ElemType::kBF16;
+  return t == io::DType::kF32   ? cuda::ElemType::kF32
+         : t == io::DType::kF16 ? cuda::ElemType::kF16
+                                : cuda::ElemType::kBF16;
 }
 
 // The kernel and the CPU reference on the same raw rows (`raw` may be misaligned on purpose): the same status, and
@@ -45,8 +47,8 @@ void CheckQuantizeAgrees(const uint8_t* raw, io::DType dt, uint64_t rows, uint64
   std::vector<float> ref_scales(rows), gpu_scales(rows);
   const Status ref = quant::QuantizeMatrix(raw, dt, rows, cols, {quant::Granularity{}, conv, scale_dt}, nullptr,
                                            ref_codes.data(), ref_scales.data(), nullptr);
-  const Status gpu = cuda::QuantizePerChannelHost(raw, ToElem(dt), rows, cols, conv, ToElem(scale_dt),
-                                                  gpu_codes.data(), gpu_scales.data());
+  const Status gpu = cuda::QuantizePerChannelHost(raw, ToElem(dt), rows, cols, conv, ToElem(scale_dt), gpu_codes.data(),
+                                                  gpu_scales.data());
   REQUIRE(gpu.code() == ref.code());
   CHECK(gpu.ToString() == ref.ToString());
   if (!ref.ok()) return;
@@ -87,13 +89,23 @@ TEST_CASE("cuda: per-channel quantize kernel equals the CPU reference bit for bi
   // pieces per thread, both full (rows of 2048 / 4096 / 8192 / 16384 elements) and partly filled (1000, 2056, 4104,
   // 8200: threads without a piece, zero padding), the two-read kernel beyond (24576, and 16392 with a partial last
   // step); the scalar kernel for cols % 8 != 0 (7, 1001) and for F32.
-  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{67, 4096}, {33, 1000}, {5, 7}, {4, 2056}, {3, 8192},
-                            {3, 16384}, {3, 24576}, {4, 2048}, {4, 4104}, {4, 8200}, {4, 16392}, {5, 1001}}) {
+  for (auto [rows, cols] : {std::pair<uint64_t, uint64_t>{67, 4096},
+                            {33, 1000},
+                            {5, 7},
+                            {4, 2056},
+                            {3, 8192},
+                            {3, 16384},
+                            {3, 24576},
+                            {4, 2048},
+                            {4, 4104},
+                            {4, 8200},
+                            {4, 16392},
+                            {5, 1001}}) {
     std::vector<float> x(rows * cols);
     for (float& v : x) v = td(rng) * 0.02f;
     for (uint64_t c = 0; c < cols; ++c) {
-      x[2 * cols + c] = 0.0f;              // zero row
-      x[1 * cols + c] *= 1e-37f;           // subnormal fp32 / bf16 magnitudes: a subnormal scale, coded by division
+      x[2 * cols + c] = 0.0f;                  // zero row
+      x[1 * cols + c] *= 1e-37f;               // subnormal fp32 / bf16 magnitudes: a subnormal scale, coded by division
       if (rows > 3) x[3 * cols + c] *= 3e-6f;  // F16 subnormals (|x| ~ 6e-8): the F16 scale rounds up to a subnormal
     }
     x[0] = 127.5f * 0.001953125f;  // exact tie material (power-of-two scale)
@@ -133,9 +145,9 @@ TEST_CASE("cuda: quantize kernels on misaligned input, non-finite values and out
       CheckQuantizeAgrees(raw.data(), dt, rows, cols, quant::Int8Convention::kSymmetric127, io::DType::kF32);
       std::vector<int8_t> codes(rows * cols);
       std::vector<float> scales(rows);
-      const Status st = cuda::QuantizePerChannelHost(raw.data(), ToElem(dt), rows, cols,
-                                                     quant::Int8Convention::kHalfStep, ToElem(dt), codes.data(),
-                                                     scales.data());
+      const Status st =
+          cuda::QuantizePerChannelHost(raw.data(), ToElem(dt), rows, cols, quant::Int8Convention::kHalfStep, ToElem(dt),
+                                       codes.data(), scales.data());
       CHECK(st.code() == ErrorCode::kInvalidInput);
       CHECK_THAT(st.ToString(), Catch::Contains("non-finite value at [2, 5]"));
     }
@@ -154,9 +166,9 @@ TEST_CASE("cuda: quantize kernels on misaligned input, non-finite values and out
     }
   }
   // More rows than a grid has blocks: refused before anything is allocated for them (no input is read: 0 columns).
-  const Status st = cuda::QuantizePerChannelHost(nullptr, cuda::ElemType::kF32, uint64_t{1} << 31, 0,
-                                                 quant::Int8Convention::kHalfStep, cuda::ElemType::kF32, nullptr,
-                                                 nullptr);
+  const Status st =
+      cuda::QuantizePerChannelHost(nullptr, cuda::ElemType::kF32, uint64_t{1} << 31, 0,
+                                   quant::Int8Convention::kHalfStep, cuda::ElemType::kF32, nullptr, nullptr);
   CHECK(st.code() == ErrorCode::kUnsupported);
 }
 
@@ -216,8 +228,8 @@ TEST_CASE("cuda: histogram kernel at every alignment, bin count and range corner
   };
   // 0-3 floats past a 16-byte boundary: the scalar head, then the float4 loop; lengths that leave every tail.
   for (size_t offset = 0; offset < 4; ++offset)
-    for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{5}, uint64_t{1000},
-                       uint64_t{1} << 16})
+    for (uint64_t n :
+         {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{5}, uint64_t{1000}, uint64_t{1} << 16})
       agree(buf.data() + offset, n, amax, 2048, offset * 1000);
   // Bin counts from 1 to the 48 KiB limit of shared counters.
   for (uint32_t bins : {1u, 7u, 12288u}) agree(buf.data() + 1, 4099, amax, bins, 0);

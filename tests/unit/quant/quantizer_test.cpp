@@ -29,8 +29,8 @@ Out Run(const std::vector<float>& x, uint64_t rows, uint64_t cols, Granularity g
   o.codes.assign(rows * cols, 99);
   o.scales.assign(g.ScaleCount(rows, cols), -1.0f);
   QuantizeMatrixOptions opt{g, c, scale_dtype};
-  Status st = QuantizeMatrix(x.data(), io::DType::kF32, rows, cols, opt, pool, o.codes.data(), o.scales.data(),
-                             &o.stats);
+  Status st =
+      QuantizeMatrix(x.data(), io::DType::kF32, rows, cols, opt, pool, o.codes.data(), o.scales.data(), &o.stats);
   REQUIRE(st.ok());
   return o;
 }
@@ -73,8 +73,7 @@ TEST_CASE("quantizer: zero channels give scale 0 and zero codes, never NaN", "[q
   for (int i : {0, 1, 2, 3, 8, 9, 10, 11}) CHECK(o.codes[i] == 0);
   CHECK(o.codes[4] == 127);
   CHECK(std::isfinite(o.stats.Cosine()));
-  Out z = Run(std::vector<float>(8, 0.0f), 2, 4, Granularity{Granularity::Kind::kTensor, 0},
-              Int8Convention::kHalfStep);
+  Out z = Run(std::vector<float>(8, 0.0f), 2, 4, Granularity{Granularity::Kind::kTensor, 0}, Int8Convention::kHalfStep);
   CHECK(z.scales[0] == 0.0f);
   CHECK(z.stats.Cosine() == 1.0);
   for (int8_t c : z.codes) CHECK(c == 0);
@@ -91,8 +90,8 @@ TEST_CASE("quantizer: a subnormal scale whose inverse overflows codes by divisio
   std::vector<float> x(rows * cols);
   for (uint64_t c = 0; c < cols; ++c) {
     const double t = -1 + 2 * static_cast<double>(c) / (cols - 1);
-    x[c] = static_cast<float>(1e-41 * t);                                             // spread over [-1e-41, 1e-41]
-    x[cols + c] = c % 3 == 0 ? 0.0f : (c % 3 == 1 ? 3e-42f : -7e-43f);               // zeros and two values
+    x[c] = static_cast<float>(1e-41 * t);                               // spread over [-1e-41, 1e-41]
+    x[cols + c] = c % 3 == 0 ? 0.0f : (c % 3 == 1 ? 3e-42f : -7e-43f);  // zeros and two values
     x[2 * cols + c] = static_cast<float>(std::ldexp(7050.0 * t, -149));
     x[3 * cols + c] = static_cast<float>(std::ldexp(7020.0 * t, -149));
   }
@@ -215,7 +214,8 @@ TEST_CASE("quantizer: granularities, shapes and thread-count independence", "[qu
   CHECK((Granularity{Granularity::Kind::kTensor, 0}.ScaleShape(rows, cols)) == std::vector<uint64_t>{1});
   ThreadPool pool(3);
   double sqnr_tensor = 0, sqnr_channel = 0, sqnr_group = 0;
-  for (auto g : {Granularity{Granularity::Kind::kTensor, 0}, Granularity{}, Granularity{Granularity::Kind::kGroup, 16}}) {
+  for (auto g :
+       {Granularity{Granularity::Kind::kTensor, 0}, Granularity{}, Granularity{Granularity::Kind::kGroup, 16}}) {
     Out a = Run(x, rows, cols, g, Int8Convention::kHalfStep);
     Out b = Run(x, rows, cols, g, Int8Convention::kHalfStep, io::DType::kF32, &pool);
     CHECK(a.codes == b.codes);
@@ -231,7 +231,7 @@ TEST_CASE("quantizer: granularities, shapes and thread-count independence", "[qu
     CHECK(a.stats.Cosine() == Approx(ref.Cosine()).epsilon(1e-10));
     CHECK(a.stats.max_abs_err == ref.max_abs_err);
     for (uint64_t i = 0; i < x.size(); ++i) {
-      float s = g.kind == Granularity::Kind::kTensor ? a.scales[0]
+      float s = g.kind == Granularity::Kind::kTensor    ? a.scales[0]
                 : g.kind == Granularity::Kind::kChannel ? a.scales[i / cols]
                                                         : a.scales[(i / cols) * 4 + (i % cols) / 16];
       REQUIRE(std::fabs(x[i] - xh[i]) <= s * (0.5f + 2e-5f));  // scale/2 + fp32 slack (int8_format.h)
@@ -263,7 +263,8 @@ TEST_CASE("quantizer: codes and metrics do not depend on the weights' magnitude"
   const uint64_t rows = 9, cols = 1000;  // vector bodies and tails
   std::vector<float> x(rows * cols);
   for (float& v : x) v = td(rng);
-  for (auto g : {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}, Granularity{Granularity::Kind::kGroup, 40}}) {
+  for (auto g :
+       {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}, Granularity{Granularity::Kind::kGroup, 40}}) {
     const Out base = Run(x, rows, cols, g, Int8Convention::kHalfStep);
     for (int e : {-100, -45, 70, 120}) {
       INFO("granularity " << GranularityName(g) << ", 2^" << e);
@@ -316,8 +317,8 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
     }
     x[4 * cols] = 1e6f;  // one outlier: the rest of the row codes to 0
     for (uint64_t c = 0; c < cols; ++c) {
-      x[5 * cols + c] = std::ldexp(x[c], 100);   // fp64 partials (squares beyond fp32), every level the baseline
-      x[6 * cols + c] = std::ldexp(x[c], -60);   // the same for squares below fp32's normal range
+      x[5 * cols + c] = std::ldexp(x[c], 100);  // fp64 partials (squares beyond fp32), every level the baseline
+      x[6 * cols + c] = std::ldexp(x[c], -60);  // the same for squares below fp32's normal range
     }
     std::vector<uint16_t> bf(x.size());
     for (size_t i = 0; i < x.size(); ++i) {
@@ -343,9 +344,9 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
             o.codes.assign(rows * cols, 99);
             o.scales.assign(g.ScaleCount(rows, cols), -1.0f);
             const void* src = dt == io::DType::kF32 ? static_cast<const void*>(x.data()) : bf.data();
-            REQUIRE(QuantizeMatrix(src, dt, rows, cols, {g, conv, sdt}, nullptr, o.codes.data(),
-                                   o.scales.data(), &o.stats)
-                        .ok());
+            REQUIRE(
+                QuantizeMatrix(src, dt, rows, cols, {g, conv, sdt}, nullptr, o.codes.data(), o.scales.data(), &o.stats)
+                    .ok());
             ForceBaselineKernelsForTesting(false);
             ForceAvx2KernelsForTesting(false);
             return o;
@@ -354,8 +355,7 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
           for (int level : {1, 2}) {
             const Out a = run(level);
             INFO("cols " << cols << " granularity " << GranularityName(g) << " dtype " << io::DTypeName(dt) << " scale "
-                         << io::DTypeName(sdt) << " convention " << static_cast<int>(conv)
-                         << " kernels " << level);
+                         << io::DTypeName(sdt) << " convention " << static_cast<int>(conv) << " kernels " << level);
             CHECK(a.codes == base.codes);
             CHECK(std::memcmp(a.scales.data(), base.scales.data(), a.scales.size() * 4) == 0);
             CHECK(std::memcmp(&a.stats, &base.stats, sizeof a.stats) == 0);
@@ -373,7 +373,8 @@ TEST_CASE("quantizer: streamed rows and codes give the same result as the in-mem
   for (float& v : x) v = nd(rng);
   const auto* bytes = reinterpret_cast<const uint8_t*>(x.data());
   ThreadPool pool(3);
-  for (auto g : {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}, Granularity{Granularity::Kind::kGroup, 100}})
+  for (auto g :
+       {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}, Granularity{Granularity::Kind::kGroup, 100}})
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
       Out mem = Run(x, rows, cols, g, Int8Convention::kHalfStep, io::DType::kF32, p);
       std::vector<int8_t> codes(rows * cols, 99);
@@ -424,8 +425,8 @@ TEST_CASE("quantizer: stream errors and non-finite rows stop the streamed matrix
   std::vector<float> scales(rows);
   const QuantizeMatrixOptions opt{Granularity{}, Int8Convention::kHalfStep, io::DType::kF32};
   std::atomic<uint64_t> written{0};
-  Status st = QuantizeMatrix(streams(150, rows, &written), io::DType::kF32, rows, cols, opt, &pool, scales.data(),
-                             nullptr);
+  Status st =
+      QuantizeMatrix(streams(150, rows, &written), io::DType::kF32, rows, cols, opt, &pool, scales.data(), nullptr);
   CHECK(st.subject() == "in.bin");
   CHECK(st.message() == "read failed");
   st = QuantizeMatrix(streams(rows, 10, &written), io::DType::kF32, rows, cols, opt, &pool, scales.data(), nullptr);
