@@ -4,10 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/venv.sh build/venv tests/requirements.txt
+test_python=$PWD/build/venv/bin/python
 jobs=$(nproc)
 
 echo "== release build (CUDA: AUTO) =="
-cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMKIT_WERROR=ON >/dev/null
+cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMKIT_WERROR=ON -DLMKIT_TEST_PYTHON="$test_python" >/dev/null
 cmake --build build/ci -j "$jobs"
 (cd build/ci && ctest --output-on-failure -j "$jobs")
 
@@ -18,7 +20,7 @@ echo "== ASan + UBSan build =="
 # so a missing #include still fails CI; the unity build fails on two files defining the same internal name.
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DLMKIT_SANITIZE=ON \
   -DCMAKE_UNITY_BUILD=ON \
-  -DLMKIT_CUDA=OFF -DLMKIT_WERROR=ON >/dev/null
+  -DLMKIT_CUDA=OFF -DLMKIT_WERROR=ON -DLMKIT_TEST_PYTHON="$test_python" >/dev/null
 cmake --build build/asan -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build/asan && ctest --output-on-failure -j "$jobs")
