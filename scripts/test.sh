@@ -9,9 +9,13 @@ test_python=$PWD/build/venv/bin/python
 jobs=$(nproc)
 
 echo "== release build (CUDA: AUTO) =="
-cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMKIT_WERROR=ON -DLMKIT_TEST_PYTHON="$test_python" >/dev/null
+cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMKIT_WERROR=ON -DLMKIT_TEST_PYTHON="$test_python" \
+  -DLMKIT_PYTHON=ON -DPython_EXECUTABLE="$test_python" >/dev/null
 cmake --build build/ci -j "$jobs"
 (cd build/ci && ctest --output-on-failure -j "$jobs")
+
+echo "== Python package (import lmkit from the release build) =="
+PYTHONPATH="$PWD/build/ci/python" "$test_python" -m pytest -q -p no:cacheprovider python/tests
 
 echo "== ASan + UBSan build =="
 # The sanitizer build is the longest step of CI. Two things cut its compile CPU time by ~2.7x (measured): -g1 (line
@@ -20,7 +24,7 @@ echo "== ASan + UBSan build =="
 # so a missing #include still fails CI; the unity build fails on two files defining the same internal name.
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DLMKIT_SANITIZE=ON \
   -DCMAKE_UNITY_BUILD=ON \
-  -DLMKIT_CUDA=OFF -DLMKIT_WERROR=ON -DLMKIT_TEST_PYTHON="$test_python" >/dev/null
+  -DLMKIT_CUDA=OFF -DLMKIT_PYTHON=OFF -DLMKIT_WERROR=ON -DLMKIT_TEST_PYTHON="$test_python" >/dev/null
 cmake --build build/asan -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build/asan && ctest --output-on-failure -j "$jobs")

@@ -27,12 +27,20 @@ std::string ExeDir() {
   return slash == std::string::npos ? "" : p.substr(0, slash);
 }
 
+std::string& HostDataDir() {
+  static std::string dir;
+  return dir;
+}
+
 }  // namespace
+
+void SetHostDataDir(std::string dir) { HostDataDir() = std::move(dir); }
 
 std::vector<std::string> DataDirCandidates() {
   std::vector<std::string> out;
   const char* env = std::getenv("LMKIT_DATA_DIR");
   if (env != nullptr && env[0] != '\0') out.emplace_back(env);
+  if (!HostDataDir().empty()) out.push_back(HostDataDir());
   std::string exe = ExeDir();
   if (!exe.empty()) {
     out.push_back(exe + "/../share/lmkit");

@@ -1,5 +1,6 @@
 #include "lmkit/common/status.h"
 
+#include <cerrno>
 #include <cstring>
 
 namespace lmkit {
@@ -12,7 +13,9 @@ std::string OneLine(std::string s) {
 }  // namespace
 
 Status Status::FromErrno(std::string subject, std::string what, int errno_value) {
-  return Status(ErrorCode::kIo, std::move(subject), what + ": " + std::strerror(errno_value));
+  // A missing file is kNotFound whichever call met it, so front ends can say so (Python: FileNotFoundError).
+  const ErrorCode code = errno_value == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
+  return Status(code, std::move(subject), what + ": " + std::strerror(errno_value));
 }
 
 // A field is marked by two ASCII control characters that no message or path of ours contains, so the marks survive

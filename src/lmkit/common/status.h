@@ -50,7 +50,7 @@ class [[nodiscard]] Status {
   }
   static Status Cancelled(std::string message) { return Status(ErrorCode::kCancelled, "", std::move(message)); }
   static Status Internal(std::string message) { return Status(ErrorCode::kInternal, "", std::move(message)); }
-  // An OS failure: message gets ": " + strerror(errno_value) appended.
+  // An OS failure: message gets ": " + strerror(errno_value) appended; kNotFound for ENOENT, else kIo.
   static Status FromErrno(std::string subject, std::string what, int errno_value);
 
   bool ok() const { return code_ == ErrorCode::kOk; }

@@ -69,10 +69,10 @@ TEST_CASE("atomic file: WriteAt patches a header after the body", "[common][atom
   CHECK(ReadAll(path) == "HEADbody!");
 }
 
-TEST_CASE("atomic file: a missing directory is an I/O error naming the path", "[common][atomic]") {
+TEST_CASE("atomic file: a missing directory is a not-found error naming the path", "[common][atomic]") {
   auto f = AtomicFile::Create("/nonexistent-lmkit-dir/x.bin");
   REQUIRE_FALSE(f.ok());
-  CHECK(f.status().code() == lmkit::ErrorCode::kIo);
+  CHECK(f.status().code() == lmkit::ErrorCode::kNotFound);
   CHECK(f.status().ToString().find("/nonexistent-lmkit-dir/x.bin") != std::string::npos);
 }
 

@@ -34,3 +34,25 @@ TEST_CASE("data dir: LMKIT_DATA_DIR comes first, and must exist when set", "[com
   CHECK(!bad.ok());
   ::unsetenv("LMKIT_DATA_DIR");
 }
+
+TEST_CASE("data dir: a host's data directory comes after LMKIT_DATA_DIR and before the binary's",
+          "[common][data_dir]") {
+  test::TempDir dir;
+  test::WriteAll(dir.file("host-marker.txt"), "x");
+  ::unsetenv("LMKIT_DATA_DIR");
+  SetHostDataDir(dir.path());
+  auto c = DataDirCandidates();
+  REQUIRE(!c.empty());
+  CHECK(c.front() == dir.path());
+  CHECK(FindDataFile("host-marker.txt").ok());
+  CHECK(FindDataFile("tokenizers/gpt2.json").ok());  // still found further down
+  test::TempDir env;
+  ::setenv("LMKIT_DATA_DIR", env.path().c_str(), 1);
+  c = DataDirCandidates();
+  REQUIRE(c.size() >= 2);
+  CHECK(c[0] == env.path());
+  CHECK(c[1] == dir.path());
+  ::unsetenv("LMKIT_DATA_DIR");
+  SetHostDataDir("");
+  CHECK(!FindDataFile("host-marker.txt").ok());
+}

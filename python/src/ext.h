@@ -1,0 +1,43 @@
+// What the _lmkit extension's files share: turning core Status values into Python exceptions, and the registration
+// functions of each area. The extension only converts between Python objects and the core's request/result structs;
+// every rule lives in the core.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lmkit/common/status.h"
+
+namespace lmkit::py {
+
+namespace nb = nanobind;
+
+// Raises the Python exception for a non-OK status (the GIL must be held): ValueError for bad input and inconsistent
+// requests, FileNotFoundError / OSError for files, KeyboardInterrupt when cancelled, RuntimeError for internal errors.
+// The message is the core's one line, fields spelled as Python keywords.
+[[noreturn]] void Raise(const Status& status);
+
+inline void Check(const Status& status) {
+  if (!status.ok()) Raise(status);
+}
+template <typename T>
+T Take(Result<T>&& result) {
+  if (!result.ok()) Raise(result.status());
+  return std::move(result).value();
+}
+
+// A Python list of ints from ids (one allocation, no per-item checks).
+nb::list IdList(const uint32_t* ids, size_t count);
+inline nb::list IdList(const std::vector<uint32_t>& ids) { return IdList(ids.data(), ids.size()); }
+
+// The UTF-8 bytes of a str without a copy (cached in the str object); a ValueError for lone surrogates is raised by
+// Python itself.
+std::string_view Utf8(nb::handle str);
+
+void RegisterBpe(nb::module_& m);
+
+}  // namespace lmkit::py

@@ -1,0 +1,411 @@
+// Tokenizers in Python: the core of lmkit.Encoding (tiktoken's surface) and lmkit.Tokenizer / train_bpe (CS336's).
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "ext.h"
+#include "lmkit/bpe/decoder.h"
+#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/special_tokens.h"
+#include "lmkit/bpe/tokenizer.h"
+#include "lmkit/bpe/tokenizer_files.h"
+#include "lmkit/bpe/tokenizer_from_model.h"
+#include "lmkit/bpe/tokenizer_writer.h"
+#include "lmkit/bpe/trainer.h"
+#include "lmkit/common/thread_pool.h"
+
+namespace lmkit::py {
+namespace {
+
+using bpe::Encoder;
+using bpe::SpecialTokenSplitter;
+using bpe::Tokenizer;
+
+// A loaded tokenizer shared by the Python objects that wrap it, with a pool of encoders: an Encoder carries
+// ~640 KB of caches, so making one per call would cost more than encoding a short string.
+class CoreBpe {
+ public:
+  explicit CoreBpe(std::unique_ptr<Tokenizer> tok) : tok_(std::move(tok)) {}
+
+  const Tokenizer& tokenizer() const { return *tok_; }
+
+  // An encoder for the duration of one call (returned to the pool by the handle's destructor).
+  class Lease {
+   public:
+    Lease(CoreBpe* owner, std::unique_ptr<Encoder> e) : owner_(owner), e_(std::move(e)) {}
+    Lease(Lease&&) = default;
+    ~Lease() {
+      if (e_) owner_->Return(std::move(e_));
+    }
+    Encoder& operator*() { return *e_; }
+    Encoder* operator->() { return e_.get(); }
+
+   private:
+    CoreBpe* owner_;
+    std::unique_ptr<Encoder> e_;
+  };
+  Lease Acquire() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        auto e = std::move(free_.back());
+        free_.pop_back();
+        return Lease(this, std::move(e));
+      }
+    }
+    return Lease(this, std::make_unique<Encoder>(*tok_));
+  }
+
+  // The splitter matching exactly `specials` (sorted, unique), built once per distinct set.
+  const SpecialTokenSplitter& SplitterFor(const std::vector<std::string>& specials) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = splitters_.find(specials);
+    if (it == splitters_.end()) {
+      it = splitters_.emplace(specials, std::make_unique<SpecialTokenSplitter>(specials)).first;
+    }
+    return *it->second;
+  }
+
+  uint32_t SpecialId(std::string_view text) const {
+    for (const auto& s : tok_->known_specials())
+      if (s.text == text) return s.id;
+    return tok_->TokenId(text);
+  }
+
+ private:
+  void Return(std::unique_ptr<Encoder> e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < 64) free_.push_back(std::move(e));
+  }
+
+  std::unique_ptr<Tokenizer> tok_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Encoder>> free_;
+  std::map<std::vector<std::string>, std::unique_ptr<SpecialTokenSplitter>> splitters_;
+};
+
+// Encodes `text` matching only the specials of `splitter` (ordinary text between them through EncodeOrdinary).
+void EncodeWith(CoreBpe& core, Encoder& enc, const SpecialTokenSplitter& splitter, std::string_view text,
+                std::vector<uint32_t>* out) {
+  if (splitter.empty()) {
+    enc.EncodeOrdinary(text, out);
+    return;
+  }
+  splitter.Split(text, [&](const SpecialTokenSplitter::Piece& p) {
+    if (p.special_index < 0) {
+      enc.EncodeOrdinary(p.text, out);
+    } else {
+      out->push_back(core.SpecialId(p.text));
+    }
+  });
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// Texts copied out of Python objects, so the GIL can be released while they are encoded.
+std::vector<std::string> CopyTexts(const nb::sequence& texts) {
+  std::vector<std::string> out;
+  out.reserve(nb::len(texts));
+  for (nb::handle t : texts) out.emplace_back(Utf8(t));
+  return out;
+}
+
+std::vector<uint32_t> IdsFrom(const nb::handle& seq) {
+  std::vector<uint32_t> ids;
+  const size_t n = nb::len(seq);
+  ids.reserve(n);
+  for (nb::handle v : seq) {
+    const long long x = nb::cast<long long>(v);
+    if (x < 0 || x > static_cast<long long>(UINT32_MAX)) {
+      PyErr_SetObject(PyExc_KeyError, v.ptr());
+      throw nb::python_error();
+    }
+    ids.push_back(static_cast<uint32_t>(x));
+  }
+  return ids;
+}
+
+// The bytes of a `bytes` object (CS336's vocabularies and merges are bytes); a TypeError otherwise.
+std::string BytesOf(nb::handle h, const char* what) {
+  if (!PyBytes_Check(h.ptr())) {
+    PyErr_Format(PyExc_TypeError, "%s must be bytes, not %s", what, Py_TYPE(h.ptr())->tp_name);
+    throw nb::python_error();
+  }
+  return std::string(PyBytes_AS_STRING(h.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(h.ptr())));
+}
+
+std::shared_ptr<CoreBpe> Load(Result<std::unique_ptr<Tokenizer>> r) {
+  return std::make_shared<CoreBpe>(Take(std::move(r)));
+}
+
+nb::tuple ModelToPython(const bpe::BpeModel& model) {
+  nb::dict vocab;
+  for (size_t i = 0; i < model.vocab.size(); ++i)
+    vocab[nb::int_(i)] = nb::bytes(model.vocab[i].data(), model.vocab[i].size());
+  nb::list merges;
+  for (const auto& [a, b] : model.merges) {
+    const std::string& l = model.vocab[a];
+    const std::string& r = model.vocab[b];
+    merges.append(nb::make_tuple(nb::bytes(l.data(), l.size()), nb::bytes(r.data(), r.size())));
+  }
+  return nb::make_tuple(vocab, merges);
+}
+
+}  // namespace
+
+void RegisterBpe(nb::module_& m) {
+  nb::class_<CoreBpe>(m, "CoreBpe", "A loaded byte-level BPE tokenizer (the core behind lmkit.Encoding).")
+      .def_static(
+          "load",
+          [](const std::string& spec, std::vector<std::string> specials) {
+            bpe::TokenizerOptions o;
+            o.specials = std::move(specials);
+            return Load(bpe::LoadTokenizer(spec, o));
+          },
+          nb::arg("spec"), nb::arg("special_tokens") = std::vector<std::string>{},
+          "A built-in name (gpt2, cl100k_base, o200k_base), a tokenizer folder, tokenizer.json, vocab.json+merges.txt "
+          "folder or .tiktoken file.")
+      .def_static(
+          "from_files",
+          [](const std::string& vocab, const std::string& merges, std::vector<std::string> specials) {
+            bpe::TokenizerOptions o;
+            o.specials = std::move(specials);
+            return Load(bpe::ReadVocabMerges(vocab, merges, o));
+          },
+          nb::arg("vocab"), nb::arg("merges"), nb::arg("special_tokens") = std::vector<std::string>{})
+      .def_static(
+          "from_model",
+          [](nb::dict vocab, nb::sequence merges, std::vector<std::string> specials) {
+            bpe::TokenizerModel model;
+            model.vocab.reserve(vocab.size());
+            for (auto [k, v] : vocab) model.vocab.emplace_back(nb::cast<uint32_t>(k), BytesOf(v, "a vocab value"));
+            for (nb::handle pair : merges) {
+              nb::sequence p = nb::cast<nb::sequence>(pair);
+              if (nb::len(p) != 2) throw nb::value_error("each merge must be a pair (bytes, bytes)");
+              model.merges.emplace_back(BytesOf(p[0], "a merge part"), BytesOf(p[1], "a merge part"));
+            }
+            model.special_tokens = std::move(specials);
+            return Load(bpe::TokenizerFromModel(model));
+          },
+          nb::arg("vocab"), nb::arg("merges"), nb::arg("special_tokens") = std::vector<std::string>{})
+      .def_prop_ro("n_vocab", [](const CoreBpe& c) { return c.tokenizer().id_limit(); })
+      .def_prop_ro("description", [](const CoreBpe& c) { return c.tokenizer().description(); })
+      .def_prop_ro("special_tokens",
+                   [](const CoreBpe& c) {
+                     nb::dict d;
+                     for (const auto& s : c.tokenizer().known_specials()) d[nb::str(s.text.c_str())] = s.id;
+                     for (const auto& s : c.tokenizer().enabled_specials()) d[nb::str(s.text.c_str())] = s.id;
+                     return d;
+                   })
+      .def(
+          "encode_ordinary",
+          [](CoreBpe& c, nb::handle text) {
+            const std::string_view t = Utf8(text);
+            std::vector<uint32_t> ids;
+            {
+              nb::gil_scoped_release release;
+              auto enc = c.Acquire();
+              enc->EncodeOrdinary(t, &ids);
+            }
+            return IdList(ids);
+          },
+          nb::arg("text"))
+      .def(
+          "encode",
+          [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed) {
+            const std::string_view t = Utf8(text);
+            const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(allowed)));
+            std::vector<uint32_t> ids;
+            {
+              nb::gil_scoped_release release;
+              auto enc = c.Acquire();
+              EncodeWith(c, *enc, splitter, t, &ids);
+            }
+            return IdList(ids);
+          },
+          nb::arg("text"), nb::arg("allowed_special"))
+      .def(
+          "encode_safe_prefix",
+          [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed) {
+            const std::string_view t = Utf8(text);
+            std::vector<std::string> names = Sorted(std::move(allowed));
+            const SpecialTokenSplitter& splitter = c.SplitterFor(names);
+            std::vector<bpe::SpecialToken> specials;
+            for (const auto& n : names) specials.push_back({n, c.SpecialId(n)});
+            const size_t cut = bpe::LastSafeCut(t, 0, specials);
+            std::vector<uint32_t> ids;
+            size_t chars = 0;
+            if (cut > 0) {
+              nb::gil_scoped_release release;
+              auto enc = c.Acquire();
+              EncodeWith(c, *enc, splitter, t.substr(0, cut), &ids);
+              for (size_t i = 0; i < cut; ++i) chars += (static_cast<unsigned char>(t[i]) & 0xC0) != 0x80;
+            }
+            return nb::make_tuple(IdList(ids), chars);
+          },
+          nb::arg("text"), nb::arg("allowed_special"),
+          "Ids of the text up to its last safe cut (where encoding the two parts apart gives the ids of the whole) "
+          "and the number of characters they cover; ([], 0) when there is no safe cut.")
+      .def(
+          "find_special",
+          [](CoreBpe& c, nb::handle text, std::vector<std::string> specials) -> std::optional<nb::tuple> {
+            const std::string_view t = Utf8(text);
+            const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(specials)));
+            SpecialTokenSplitter::Match match;
+            if (splitter.empty() || !splitter.FindNext(t, 0, &match)) return std::nullopt;
+            return nb::make_tuple(nb::str(t.data() + match.begin, match.length), match.begin);
+          },
+          nb::arg("text"), nb::arg("specials"),
+          "The first of `specials` found in text (leftmost, then longest) and its byte offset, or None.")
+      .def(
+          "encode_batch",
+          [](CoreBpe& c, nb::sequence texts, std::vector<std::string> allowed, unsigned threads) {
+            std::vector<std::string> copies = CopyTexts(texts);
+            const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(allowed)));
+            std::vector<std::vector<uint32_t>> out(copies.size());
+            {
+              nb::gil_scoped_release release;
+              ThreadPool pool(std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(copies.size()))));
+              std::vector<std::optional<CoreBpe::Lease>> leases(pool.size());
+              pool.ParallelFor(copies.size(), [&](size_t i, unsigned w) {
+                if (!leases[w]) leases[w].emplace(c.Acquire());
+                EncodeWith(c, **leases[w], splitter, copies[i], &out[i]);
+              });
+            }
+            nb::list result;
+            for (const auto& ids : out) result.append(IdList(ids));
+            return result;
+          },
+          nb::arg("texts"), nb::arg("allowed_special"), nb::arg("num_threads"))
+      .def(
+          "encode_to_array",
+          [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed, bool narrow) -> nb::object {
+            const std::string_view t = Utf8(text);
+            const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(allowed)));
+            auto* ids = new std::vector<uint32_t>();
+            nb::capsule owner32(ids, [](void* p) noexcept { delete static_cast<std::vector<uint32_t>*>(p); });
+            {
+              nb::gil_scoped_release release;
+              auto enc = c.Acquire();
+              EncodeWith(c, *enc, splitter, t, ids);
+            }
+            if (!narrow) {
+              return nb::cast(nb::ndarray<nb::numpy, uint32_t, nb::ndim<1>>(ids->data(), {ids->size()}, owner32));
+            }
+            auto* small = new std::vector<uint16_t>(ids->begin(), ids->end());
+            nb::capsule owner16(small, [](void* p) noexcept { delete static_cast<std::vector<uint16_t>*>(p); });
+            return nb::cast(nb::ndarray<nb::numpy, uint16_t, nb::ndim<1>>(small->data(), {small->size()}, owner16));
+          },
+          nb::arg("text"), nb::arg("allowed_special"), nb::arg("narrow"))
+      .def(
+          "decode_bytes",
+          [](CoreBpe& c, nb::handle ids_seq) {
+            std::vector<uint32_t> ids = IdsFrom(ids_seq);
+            std::string out;
+            Status st;
+            {
+              nb::gil_scoped_release release;
+              st = bpe::DecodeIds(c.tokenizer(), ids.data(), ids.size(), 0, &out);
+            }
+            if (!st.ok()) {
+              // tiktoken raises KeyError naming the unknown token.
+              for (uint32_t id : ids) {
+                std::string_view b;
+                if (!c.tokenizer().TokenBytes(id, &b)) {
+                  PyErr_SetObject(PyExc_KeyError, nb::int_(id).ptr());
+                  throw nb::python_error();
+                }
+              }
+              Raise(st);
+            }
+            return nb::bytes(out.data(), out.size());
+          },
+          nb::arg("tokens"))
+      .def(
+          "token_bytes",
+          [](CoreBpe& c, uint32_t id) {
+            std::string_view b;
+            if (!c.tokenizer().TokenBytes(id, &b)) {
+              PyErr_SetObject(PyExc_KeyError, nb::int_(id).ptr());
+              throw nb::python_error();
+            }
+            return nb::bytes(b.data(), b.size());
+          },
+          nb::arg("token"))
+      .def(
+          "token_id",
+          [](CoreBpe& c, nb::bytes b) -> std::optional<uint32_t> {
+            const uint32_t id = c.tokenizer().TokenId(std::string_view(b.c_str(), b.size()));
+            if (id == bpe::kNoId) return std::nullopt;
+            return id;
+          },
+          nb::arg("token_bytes"));
+
+  m.def(
+      "encode_file",
+      [](const std::string& tokenizer, const std::string& input, const std::string& output,
+         std::optional<std::string> format, const std::string& dtype, unsigned threads) {
+        bpe::EncodeRequest req;
+        req.tokenizer = tokenizer;
+        req.input = input;
+        req.output = output;
+        if (format) req.format = Take(bpe::IdFormatFromName(*format));
+        req.dtype = Take(bpe::IdDtypeFromName(dtype));
+        req.threads = threads;
+        Result<bpe::EncodeReport> rep = Status::Internal("not encoded");
+        {
+          nb::gil_scoped_release release;
+          rep = bpe::EncodeFile(req, nullptr);
+        }
+        bpe::EncodeReport r = Take(std::move(rep));
+        nb::dict d;
+        d["input"] = r.input;
+        d["output"] = r.output;
+        d["format"] = std::string(bpe::IdFormatName(r.format));
+        d["dtype"] = r.dtype == bpe::IdDtype::kU16 ? "uint16" : "uint32";
+        d["bytes"] = r.bytes;
+        d["tokens"] = r.tokens;
+        d["threads"] = r.threads;
+        d["seconds"] = r.encode_seconds;
+        return d;
+      },
+      nb::arg("tokenizer"), nb::arg("input"), nb::arg("output"), nb::arg("format").none(), nb::arg("dtype"),
+      nb::arg("threads"));
+
+  m.def(
+      "train_bpe",
+      [](std::vector<std::string> inputs, size_t vocab_size, std::vector<std::string> specials, unsigned threads,
+         std::optional<std::string> output_dir) {
+        bpe::BpeTrainOptions o;
+        o.inputs = std::move(inputs);
+        o.vocab_size = vocab_size;
+        o.special_tokens = std::move(specials);
+        o.threads = threads;
+        Result<bpe::BpeTrainResult> r = Status::Internal("not trained");
+        Status written;
+        {
+          nb::gil_scoped_release release;
+          r = bpe::TrainBpe(o, nullptr);
+          if (r.ok() && output_dir) written = bpe::WriteTokenizerFiles(r->model, *output_dir);
+        }
+        bpe::BpeTrainResult res = Take(std::move(r));
+        Check(written);
+        return ModelToPython(res.model);
+      },
+      nb::arg("inputs"), nb::arg("vocab_size"), nb::arg("special_tokens"), nb::arg("threads"),
+      nb::arg("output_dir").none());
+}
+
+}  // namespace lmkit::py
