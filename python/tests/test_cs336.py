@@ -117,7 +117,7 @@ def test_encode_iterable_is_lazy_and_equal(tmp_path):
 def test_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
         lmkit.train_bpe(tmp_path / "missing.txt", 300, [])
-    with pytest.raises(ValueError, match="vocab_size"):
+    with pytest.raises(ValueError, match="vocab_size 100 is below the 257 tokens"):
         lmkit.train_bpe(os.path.join(BPE, "corpus.en"), 100, ["<|endoftext|>"])
     with pytest.raises(ValueError):
         lmkit.Tokenizer({0: b"a"}, [(b"a", b"b")])

@@ -438,9 +438,9 @@ class Merger {
 Status CheckVocabSize(const std::vector<std::string>& specials, const BpeTrainOptions& o) {
   if (o.vocab_size < specials.size() + 256)
     return Status::InvalidArgument(
-        fmt::format("--vocab-size {} is below the {} tokens every vocabulary starts with ({} special + "
+        fmt::format("{} {} is below the {} tokens every vocabulary starts with ({} special + "
                     "256 bytes)",
-                    o.vocab_size, specials.size() + 256, specials.size()));
+                    Field("vocab_size"), o.vocab_size, specials.size() + 256, specials.size()));
   return Status::Ok();
 }
 
@@ -460,7 +460,8 @@ Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::s
   for (const auto& s : given) {
     if (s.empty()) return Status::InvalidArgument("a special token must not be empty");
     if (s.size() == 1)
-      return Status::InvalidArgument(fmt::format("special token '{}' is a single byte, which is already a token of its own", s));
+      return Status::InvalidArgument(
+          fmt::format("special token '{}' is a single byte, which is already a token of its own", s));
     for (size_t i = 0; i < s.size();) {
       const DecodedChar d = DecodeUtf8At(s, i);
       if (d.cp == kInvalidCodePoint)
