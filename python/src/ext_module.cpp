@@ -1,6 +1,8 @@
 // The _lmkit extension module: error mapping, shared conversions and the module definition.
 #include <Python.h>
 
+#include <nanobind/stl/string.h>
+
 #include "ext.h"
 #include "lmkit/common/data_dir.h"
 #include "lmkit/version.h"

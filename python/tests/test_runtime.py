@@ -105,3 +105,17 @@ def test_encode_file_round_trip(tmp_path):
     ids = np.load(tmp_path / "out.npy")
     assert ids.dtype == np.uint16 and summary["tokens"] == len(ids)
     assert ids.tolist() == enc.encode(text, allowed_special="all")
+
+
+def test_data_dir_override_reaches_the_core(tmp_path):
+    # What an installed wheel does at import: the package's copy of data/ is searched before the build's. A broken
+    # gpt2 rank file there must be the one read.
+    (tmp_path / "tokenizers").mkdir()
+    (tmp_path / "tokenizers" / "gpt2.tiktoken").write_text("not base64 at all\n")
+    lmkit._lmkit._set_data_dir(str(tmp_path))
+    try:
+        with pytest.raises(ValueError, match="gpt2.tiktoken"):
+            lmkit.Encoding.from_path("gpt2")
+    finally:
+        lmkit._lmkit._set_data_dir("")
+    assert lmkit.Encoding.from_path("gpt2").encode("hello world") == [31373, 995]
