@@ -237,7 +237,11 @@ std::string TickLabel(double v, double step, Scale scale) {
     return fmt::format("1e{}", e);
   }
   if (std::fabs(v) < step * 1e-6) return "0";
-  if (std::fabs(v) >= 1e6 || step < 1e-5) return fmt::format("{:.3g}", v);
+  if (std::fabs(v) >= 1e9 || step < 1e-5) {
+    // As many significant digits as the step needs, so neighbouring ticks never print the same.
+    const int digits = static_cast<int>(std::floor(std::log10(std::fabs(v))) - std::floor(std::log10(step))) + 1;
+    return fmt::format("{:.{}g}", v, std::clamp(digits, 1, 15));
+  }
   const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
   return fmt::format("{:.{}f}", v, decimals);
 }
@@ -699,7 +703,11 @@ std::string FigureSvg(const Figure& f) {
     l.x = LayoutAxis(panel.x, xlo, xhi, pw, true);
     l.y = LayoutAxis(panel.y, ylo, yhi, ph, false);
     for (const std::string& s : l.y.labels) margin_left = std::max(margin_left, TextWidth(s, kSmallSize) + 8);
-    if (!l.x.labels.empty()) margin_right = std::max(margin_right, TextWidth(l.x.labels.back(), kSmallSize) / 2 + 4);
+    // The end ticks' labels are centred on the plot's edges.
+    if (!l.x.labels.empty()) {
+      margin_left = std::max(margin_left, TextWidth(l.x.labels.front(), kSmallSize) / 2 + 4);
+      margin_right = std::max(margin_right, TextWidth(l.x.labels.back(), kSmallSize) / 2 + 4);
+    }
     l.title = WrapText(panel.title, pw, 13, FontWeight::kBold, 2);
     l.note = WrapText(panel.note, pw, kSmallSize, FontWeight::kRegular, 3);
     l.y_label = ShortenText(panel.y.label, pw, kSmallSize);

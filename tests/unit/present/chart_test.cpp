@@ -234,6 +234,14 @@ TEST_CASE("chart: figures fit their text for histograms, markers, log axes and b
   neg.series.push_back({"negative", Mark::kLine, {-1, 0, 1e-12, 1e12}, {-5e6, 3e6, 0, 1}});
   g.panels.push_back(neg);
   CheckSvgText(FigureSvg(g), dir, "lines.svg");
+  // X tick labels far wider than the y ones: the first, centred on the plot's left edge, needs the margin.
+  Figure wide;
+  wide.title = "Wide x labels";
+  wide.panels.push_back(Panel{});
+  wide.panels[0].series.push_back({"wide", Mark::kLine, {123456789012.0, 123456789013.0}, {0, 1}});
+  const std::string w = FigureSvg(wide);
+  CheckSvgText(w, dir, "wide.svg");
+  CHECK(w.find(">123456789012.5</text>") != std::string::npos);  // enough digits to tell the ticks apart
   Figure nothing;
   nothing.title = "nothing";
   CheckSvgText(FigureSvg(nothing), dir, "nothing.svg");
