@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/model/calibrate_model.h"
+#include "lmkit/present/quant_svg.h"
 
 namespace lmkit::cli {
 
@@ -15,7 +16,7 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
     quant::CalibrateOptions o;
     model::CalibrateModelOptions m;
-    std::string method, flavor = "nvidia", output, trt_cache;
+    std::string method, flavor = "nvidia", output, trt_cache, svg;
     double percentile = 0;
   };
   auto a = std::make_shared<Args>();
@@ -37,6 +38,9 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
   auto* bins = sub.add_option("--bins", a->o.bins, "histogram bins for percentile, entropy and mse (default 2048)");
   sub.add_option("-o,--output", a->output, "CALIB.json to write")->required();
   sub.add_option("--trt-cache", a->trt_cache, "also write a TensorRT calibration cache");
+  sub.add_option("--svg", a->svg,
+                 "also write a chart: each tensor's |x| histogram (log counts) with the threshold of every method "
+                 "(minmax, percentile, entropy, mse; nvidia flavour)");
   return [a, p, bins, model, tokens, &g] {
     const bool from_model = model->count() > 0;
     if (from_model == !a->o.inputs.empty())
@@ -50,16 +54,21 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
       return ReportError("calibrate", st);
     if (!a->trt_cache.empty() && a->trt_cache == a->output)
       return UsageError("calibrate", "-o and --trt-cache name the same file");
+    if (Status st = CheckOutputIsNotAnInput(ins, a->svg, "--svg"); !st.ok()) return ReportError("calibrate", st);
+    if (!a->svg.empty() && (a->svg == a->output || a->svg == a->trt_cache))
+      return UsageError("calibrate",
+                        "--svg names the same file as " + std::string(a->svg == a->output ? "-o" : "--trt-cache"));
     auto method = quant::ParseCalibMethod(a->method);
     if (!method.ok()) return ReportError("calibrate", method.status());
     auto flavor = quant::ParseCalibFlavor(a->flavor);
     if (!flavor.ok()) return ReportError("calibrate", flavor.status());
     a->o.method = *method;
     a->o.flavor = *flavor;
-    if (bins->count() > 0 && *method == quant::CalibMethod::kMinMax)
+    if (bins->count() > 0 && *method == quant::CalibMethod::kMinMax && a->svg.empty())
       return UsageError("calibrate", "--bins applies to the histogram methods (percentile, entropy, mse), not minmax");
     if (p->count() > 0) a->o.percentile = a->percentile;
     a->o.threads = g.ResolvedThreads();
+    a->o.survey = !a->svg.empty();
     // Both outputs are opened before the work and committed after it, so an unwritable --trt-cache does not leave
     // a CALIB.json behind with exit 1 (and fails before the calibration time is spent).
     auto out_file = AtomicFile::Create(a->output);
@@ -70,15 +79,23 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
       if (!f.ok()) return ReportError("calibrate", f.status());
       trt_file = std::move(*f);
     }
+    std::optional<AtomicFile> svg_file;
+    if (!a->svg.empty()) {
+      auto f = AtomicFile::Create(a->svg);
+      if (!f.ok()) return ReportError("calibrate", f.status());
+      svg_file = std::move(*f);
+    }
     auto progress = MakeProgress(g);
     a->m.calib = a->o;
     auto table = from_model ? model::CalibrateModel(a->m, progress.get()) : quant::Calibrate(a->o, progress.get());
-    if (!table.ok()) return ReportError("calibrate", table.status());
+    if (!table.ok()) return ReportError("calibrate", table.status(), FlagNames{{"survey", "--svg"}});
     Json doc = quant::CalibrationToJson(*table);
     Status st = out_file->Write(DumpJson(doc) + "\n");
     if (st.ok() && trt_file) st = trt_file->Write(quant::TrtCacheText(*table));
+    if (st.ok() && svg_file) st = svg_file->Write(present::CalibrationSvg(*table));
     if (st.ok()) st = out_file->Commit();
     if (st.ok() && trt_file) st = trt_file->Commit();
+    if (st.ok() && svg_file) st = svg_file->Commit();
     if (!st.ok()) return ReportError("calibrate", st);
     if (g.json) {
       Json j = doc;
@@ -96,6 +113,7 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
                        quant::CalibMethodName(table->method),
                        table->method == quant::CalibMethod::kMinMax ? "" : quant::CalibFlavorName(table->flavor),
                        FormatBytes(static_cast<double>(table->bytes_read)), table->seconds, a->output);
+    if (svg_file) out += "chart: " + a->svg + "\n";
     PrintText(out);
     return static_cast<int>(kExitOk);
   };

@@ -1,5 +1,7 @@
 // `lmkit flops`: the matmul inventory, FLOPs, parameters, 6ND, step time and roofline of a transformer step.
 #include "commands.h"
+#include "lmkit/common/atomic_file.h"
+#include "lmkit/present/accounting_svg.h"
 #include "model_args.h"
 
 namespace lmkit::cli {
@@ -66,6 +68,9 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
       return ReportError("flops", st_svg);
     auto res = accounting::RunFlops(req);
     if (!res.ok()) return ReportError("flops", res.status());
+    if (!res->svg_path.empty())
+      if (Status s = WriteFileAtomically(res->svg_path, present::FlopsSweepSvg(*res)); !s.ok())
+        return ReportError("flops", s);
     if (*fmt == accounting::Format::kJson) {
       PrintJson(accounting::FlopsToJson(*res));
     } else {

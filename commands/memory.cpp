@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "commands.h"
+#include "lmkit/common/atomic_file.h"
+#include "lmkit/present/accounting_svg.h"
 #include "model_args.h"
 
 namespace lmkit::cli {
@@ -96,6 +98,9 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
       return ReportError("memory", st_svg);
     auto res = accounting::RunMemory(req);
     if (!res.ok()) return ReportError("memory", res.status());
+    if (!res->svg_path.empty())
+      if (Status s = WriteFileAtomically(res->svg_path, present::MemorySweepSvg(*res)); !s.ok())
+        return ReportError("memory", s);
     if (*fmt == accounting::Format::kJson) {
       PrintJson(accounting::MemoryToJson(*res));
     } else {

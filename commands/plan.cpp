@@ -2,6 +2,8 @@
 #include "lmkit/accounting/plan.h"
 
 #include "commands.h"
+#include "lmkit/common/atomic_file.h"
+#include "lmkit/present/accounting_svg.h"
 
 namespace lmkit::cli {
 
@@ -41,6 +43,9 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
     if (!fmt.ok()) return ReportError("plan", fmt.status());
     auto res = accounting::RunPlan(st->req);
     if (!res.ok()) return ReportError("plan", res.status());
+    if (!res->svg_path.empty())
+      if (Status s = WriteFileAtomically(res->svg_path, present::PlanMemoryMapSvg(*res)); !s.ok())
+        return ReportError("plan", s);
     if (*fmt == accounting::Format::kJson) {
       PrintJson(accounting::PlanToJson(*res));
     } else {

@@ -9,13 +9,14 @@
 
 #include "commands.h"
 #include "lmkit/common/atomic_file.h"
+#include "lmkit/present/quant_svg.h"
 
 namespace lmkit::cli {
 
 RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
     quant::QuantizeOptions o;
-    std::string scheme = "w8a16", granularity, format = "compressed-tensors", report;
+    std::string scheme = "w8a16", granularity, format = "compressed-tensors", report, svg;
   };
   auto a = std::make_shared<Args>();
   sub.description(
@@ -35,6 +36,8 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
                  "compressed-tensors (default; a directory for a directory INPUT) or gguf-q8_0 (one llama.cpp GGUF "
                  "file from a Llama-family model directory)");
   sub.add_option("--report", a->report, "also write the JSON report to this file");
+  sub.add_option("--svg", a->svg,
+                 "also write a chart of SQNR and max error per layer (or per tensor) to this SVG file");
   return [a, &g] {
     auto scheme = quant::ParseQuantScheme(a->scheme);
     if (!scheme.ok()) return ReportError("quantize", scheme.status());
@@ -52,10 +55,16 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     const std::vector<std::string> ins = {a->o.input, a->o.calibration};
     if (Status st = CheckOutputIsNotAnInput(ins, a->o.output); !st.ok()) return ReportError("quantize", st);
     if (Status st = CheckOutputIsNotAnInput(ins, a->report, "--report"); !st.ok()) return ReportError("quantize", st);
+    if (Status st = CheckOutputIsNotAnInput(ins, a->svg, "--svg"); !st.ok()) return ReportError("quantize", st);
     std::error_code ec;
     if (!a->report.empty() && std::filesystem::weakly_canonical(std::filesystem::absolute(a->report, ec), ec) ==
                                   std::filesystem::weakly_canonical(std::filesystem::absolute(a->o.output, ec), ec))
       return UsageError("quantize", "-o and --report name the same file");
+    for (const std::string* other : {&a->o.output, &a->report})
+      if (!a->svg.empty() && std::filesystem::weakly_canonical(std::filesystem::absolute(a->svg, ec), ec) ==
+                                 std::filesystem::weakly_canonical(std::filesystem::absolute(*other, ec), ec))
+        return UsageError(
+            "quantize", std::string("--svg and ") + (other == &a->report ? "--report" : "-o") + " name the same file");
     // The report file is opened before quantizing, so an unwritable --report fails before any output is written
     // instead of after (exit 1 with the quantized model already in place).
     std::optional<AtomicFile> report_file;
@@ -64,6 +73,12 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
       if (!f.ok()) return ReportError("quantize", f.status());
       report_file = std::move(*f);
     }
+    std::optional<AtomicFile> svg_file;
+    if (!a->svg.empty()) {
+      auto f = AtomicFile::Create(a->svg);
+      if (!f.ok()) return ReportError("quantize", f.status());
+      svg_file = std::move(*f);
+    }
     auto progress = MakeProgress(g);
     auto rep = quant::Quantize(a->o, progress.get());
     if (!rep.ok()) return ReportError("quantize", rep.status());
@@ -71,6 +86,11 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     if (report_file) {
       Status st = report_file->Write(DumpJson(j) + "\n");
       if (st.ok()) st = report_file->Commit();
+      if (!st.ok()) return ReportError("quantize", st);
+    }
+    if (svg_file) {
+      Status st = svg_file->Write(present::QuantizeSvg(*rep));
+      if (st.ok()) st = svg_file->Commit();
       if (!st.ok()) return ReportError("quantize", st);
     }
     if (g.json)

@@ -5,6 +5,7 @@
 
 #include "lmkit/common/json.h"
 #include "support/run_lmkit.h"
+#include "support/svg_check.h"
 
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
@@ -13,36 +14,6 @@ using lmkit::test::TempDir;
 using lmkit::test::WriteAll;
 
 namespace {
-
-// Minimal XML well-formedness check: every element closed in order, attributes quoted, one root <svg>.
-bool WellFormedSvg(const std::string& s, std::string* why) {
-  std::vector<std::string> stack;
-  size_t i = 0;
-  int roots = 0;
-  while ((i = s.find('<', i)) != std::string::npos) {
-    size_t end = s.find('>', i);
-    if (end == std::string::npos) return *why = "unterminated tag", false;
-    std::string tag = s.substr(i + 1, end - i - 1);
-    i = end + 1;
-    if (tag.empty()) return *why = "empty tag", false;
-    if (tag[0] == '?' || tag[0] == '!') continue;
-    size_t quotes = 0;
-    for (char c : tag) quotes += c == '"';
-    if (quotes % 2) return *why = "unbalanced quotes in <" + tag + ">", false;
-    if (tag[0] == '/') {
-      std::string name = tag.substr(1);
-      if (stack.empty() || stack.back() != name) return *why = "unexpected </" + name + ">", false;
-      stack.pop_back();
-      continue;
-    }
-    std::string name = tag.substr(0, tag.find_first_of(" \t\n/"));
-    if (stack.empty()) ++roots;
-    if (tag.back() != '/') stack.push_back(name);
-  }
-  if (!stack.empty()) return *why = "unclosed <" + stack.back() + ">", false;
-  if (roots != 1) return *why = "not exactly one root element", false;
-  return true;
-}
 
 size_t Count(const std::string& s, const std::string& needle) {
   size_t n = 0;
@@ -146,16 +117,14 @@ TEST_CASE("flops cli: sweep prints one table and writes a valid SVG", "[accounti
   CHECK(Count(r.out, "Matmuls of one forward step") == 0);  // one table only
   std::string s = ReadAll(svg);
   REQUIRE(!s.empty());
-  std::string why;
-  CHECK(WellFormedSvg(s, &why));
-  INFO(why);
+  lmkit::test::CheckSvgFile(svg);
   CHECK(s.rfind("<?xml", 0) == 0);
   CHECK(s.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
   for (const char* series : {"attention projections", "attention scores", "attention x V", "FFN/experts", "LM head"})
     CHECK(Count(s, std::string("data-series=\"") + series + "\"") == 1);
   CHECK(Count(s, "data-series=\"router\"") == 0);  // dense model: no router series
   CHECK(Count(s, "data-point=\"seq-len 16384\"") == 5);
-  CHECK(Count(s, "<rect ") == 3 * 5 + 5);  // bars + legend swatches
+  CHECK(Count(s, "<rect ") == 1 + 3 * 5 + 5);  // background, bars, legend swatches
   auto models = RunLmkit({"flops", "--sweep", "model=gpt2,mixtral-8x7b-v0.1", "--json"});
   auto j = StdoutJson(models);
   CHECK(j["sweep"]["points"].size() == 2);
@@ -240,11 +209,11 @@ TEST_CASE("memory cli: inference KV cache, ZeRO, sweeps", "[accounting][cli]") {
   auto sw = RunLmkit({"memory", "llama-3-8b", "--gpu", "h100", "--sweep", "batch=1,2,4,8", "--svg", svg});
   REQUIRE(sw.exit_code == 0);
   CHECK(sw.out.find("Sweep over batch") != std::string::npos);
-  std::string s = ReadAll(svg), why;
-  CHECK(WellFormedSvg(s, &why));
-  INFO(why);
-  for (const char* series : {"weights", "gradients", "optimizer state", "activations", "KV cache", "overhead"})
+  std::string s = ReadAll(svg);
+  lmkit::test::CheckSvgFile(svg);
+  for (const char* series : {"weights", "gradients", "optimizer state", "activations", "overhead"})
     CHECK(Count(s, std::string("data-series=\"") + series + "\"") == 1);
+  CHECK(Count(s, "data-series=\"KV cache\"") == 0);  // training holds no KV cache: not drawn as an empty series
   auto help = RunLmkit({"memory", "--help"});
   CHECK(help.out.find("Korthikanti") != std::string::npos);
 }

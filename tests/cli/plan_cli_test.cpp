@@ -7,6 +7,7 @@
 
 #include "lmkit/common/json.h"
 #include "support/run_lmkit.h"
+#include "support/svg_check.h"
 
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
@@ -89,6 +90,7 @@ TEST_CASE("plan cli: SVG memory map, written atomically", "[cli][plan]") {
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("memory map: " + svg) != std::string::npos);
   std::string s = ReadAll(svg);
+  lmkit::test::CheckSvgFile(svg);
   CHECK(s.rfind("<?xml", 0) == 0);
   CHECK(s.find("GPU memory map: 2 x H100-SXM5-80GB") != std::string::npos);
   CHECK(PlanCount(s, "data-series=\"replica#") == 3);

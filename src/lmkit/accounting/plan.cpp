@@ -11,7 +11,6 @@
 #include "lmkit/accounting/flops.h"
 #include "lmkit/accounting/params.h"
 #include "lmkit/accounting/table.h"
-#include "lmkit/common/atomic_file.h"
 #include "lmkit/common/mapped_file.h"
 
 namespace lmkit::accounting {
@@ -375,8 +374,7 @@ Result<PlanResult> RunPlan(const PlanRequest& req) {
         if (!m.config_file.empty() && std::filesystem::equivalent(m.config_file, req.svg_path, ec))
           return Status::InvalidArgument(m.config_file + ": is also the output (--svg " + req.svg_path +
                                "); writing it would destroy the input");
-    LMKIT_RETURN_IF_ERROR(WriteFileAtomically(req.svg_path, PlanMemoryMapSvg(r)));
-    r.svg_path = req.svg_path;
+    r.svg_path = req.svg_path;  // the caller draws the map (present/accounting_svg.h)
   }
   return r;
 }

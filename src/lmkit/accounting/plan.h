@@ -9,9 +9,9 @@
 // estimates every model with the accounting code (EstimateMemory, BuildMatmuls/BuildDecodeMatmuls + ComputeRoofline —
 // no second copy of that arithmetic), and packs the models (plan_packing.h). A model that cannot fit an empty GPU at
 // its batch is an error (kInvalidInput naming it, its need, the usable capacity and the largest batch that would fit);
-// models that fit alone but not together are reported in `unplaced` with the reason. When the request has an svg_path,
-// the memory map is written through WriteFileAtomically (kIo naming the path). Render/ToJson never fail and are
-// deterministic. Thread-safe.
+// models that fit alone but not together are reported in `unplaced` with the reason. An svg_path is checked not to
+// name a model config the plan reads and echoed in the result; the caller draws the memory map
+// (present/accounting_svg.h). Render/ToJson never fail and are deterministic. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -131,7 +131,5 @@ Result<PlanResult> RunPlan(const PlanRequest& req);
 Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int64_t gpus_override);
 std::string RenderPlan(const PlanResult& r, Format f);
 Json PlanToJson(const PlanResult& r);
-// The memory map: one 100% bar per GPU, stacked reserved / models / margin / free (ShareChartSvg).
-std::string PlanMemoryMapSvg(const PlanResult& r);
 
 }  // namespace lmkit::accounting

@@ -227,33 +227,4 @@ Json PlanToJson(const PlanResult& r) {
   return j;
 }
 
-std::string PlanMemoryMapSvg(const PlanResult& r) {
-  // One series per placed model plus reserved, margin and free: every bar then sums to the GPU's capacity, so the
-  // shares chart (normalised per bar) is the memory map.
-  std::vector<std::string> labels, series = {"reserved (context, workspaces)"};
-  std::vector<int> placed;
-  for (const auto& g : r.gpu_use)
-    for (int i : g.models) placed.push_back(i);
-  for (int i : placed) series.push_back(r.models[static_cast<size_t>(i)].entry.name);
-  series.emplace_back("fragmentation margin");
-  series.emplace_back("free");
-  std::vector<std::vector<double>> values;
-  for (size_t g = 0; g < r.gpu_use.size(); ++g) {
-    const GpuUse& u = r.gpu_use[g];
-    labels.push_back(GpuName(static_cast<int>(g)));
-    std::vector<double> row(series.size(), 0.0);
-    row[0] = u.reserved;
-    for (size_t k = 0; k < placed.size(); ++k) {
-      const ModelEstimate& m = r.models[static_cast<size_t>(placed[k])];
-      if (m.gpu == static_cast<int>(g)) row[k + 1] = static_cast<double>(m.footprint);
-    }
-    row[series.size() - 2] = u.margin;
-    row[series.size() - 1] = u.free;
-    values.push_back(row);
-  }
-  std::string title = "GPU memory map: " + std::to_string(r.gpus) + " x " + r.gpu.name + " (" + B(r.gpu.memory_bytes) +
-                      " each; share of capacity)";
-  return ShareChartSvg(title, labels, series, values);
-}
-
 }  // namespace lmkit::accounting

@@ -5,7 +5,6 @@
 #include <cstdlib>
 
 #include "lmkit/accounting/table.h"
-#include "lmkit/common/atomic_file.h"
 
 namespace lmkit::accounting {
 namespace {
@@ -250,29 +249,7 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
       }
       r.sweep.push_back(std::move(point));
     }
-    if (!req.svg_path.empty()) {
-      std::vector<std::string> labels, series;
-      std::vector<int> comps;
-      for (int c = 0; c < kComponentCount; ++c) {
-        bool any = false;
-        for (const auto& p : r.sweep) any = any || p.report.component[c] > 0;
-        if (any) {
-          comps.push_back(c);
-          series.emplace_back(ComponentName(static_cast<Component>(c)));
-        }
-      }
-      std::vector<std::vector<double>> values;
-      for (const auto& p : r.sweep) {
-        labels.push_back(r.sweep_variable + " " + p.label);
-        std::vector<double> row;
-        for (int c : comps) row.push_back(static_cast<double>(p.report.component[c]));
-        values.push_back(row);
-      }
-      std::string title = "Forward FLOP shares by component: " + r.model.name + " (" + r.sweep_variable + " sweep)";
-      if (req.sweep.variable == "model") title = "Forward FLOP shares by component (model sweep)";
-      LMKIT_RETURN_IF_ERROR(WriteFileAtomically(req.svg_path, ShareChartSvg(title, labels, series, values)));
-      r.svg_path = req.svg_path;
-    }
+    r.svg_path = req.svg_path;  // the caller draws the chart (present/accounting_svg.h)
   } else if (!req.svg_path.empty()) {
     return Status::InvalidArgument("--svg needs --sweep");
   }
@@ -524,22 +501,7 @@ Result<MemoryResult> RunMemory(const MemoryRequest& req) {
     }
     r.sweep.push_back({v, std::move(rep)});
   }
-  if (!req.svg_path.empty()) {
-    std::vector<std::string> series = {"weights",     "gradients", "optimizer state",
-                                       "activations", "KV cache",  "overhead"};
-    std::vector<std::string> labels;
-    std::vector<std::vector<double>> values;
-    for (const auto& p : r.sweep) {
-      labels.push_back(r.sweep_variable + " " + p.label);
-      const MemoryReport& x = p.report;
-      values.push_back({static_cast<double>(x.weights), static_cast<double>(x.gradients),
-                        static_cast<double>(x.optimizer), static_cast<double>(x.activations),
-                        static_cast<double>(x.kv_cache), static_cast<double>(x.overhead)});
-    }
-    std::string title = "Memory per GPU by component (" + r.sweep_variable + " sweep)";
-    LMKIT_RETURN_IF_ERROR(WriteFileAtomically(req.svg_path, ShareChartSvg(title, labels, series, values)));
-    r.svg_path = req.svg_path;
-  }
+  r.svg_path = req.svg_path;  // the caller draws the chart (present/accounting_svg.h)
   return r;
 }
 

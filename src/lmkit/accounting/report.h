@@ -1,9 +1,9 @@
-// The `lmkit flops` / `lmkit memory` entry points: resolve the model, compute, sweep, chart, and render the result as
+// The `lmkit flops` / `lmkit memory` entry points: resolve the model, compute, sweep, and render the result as
 // an aligned text table, CSV, Markdown or JSON.
 //
 // Contract: RunFlops / RunMemory take a request (what the CLI parsed) and return a result struct, or a Status naming
-// the file or flag at fault. When the request has an svg_path and a sweep, the chart is written through AtomicFile
-// (kIo naming the path on failure). Render* return the full stdout text; *ToJson the document --json prints. Output
+// the file or flag at fault. An svg_path needs a sweep and is echoed in the result; the caller draws the chart
+// (present/accounting_svg.h). Render* return the full stdout text; *ToJson the document --json prints. Output
 // is deterministic (same request, same bytes). Thread-safe.
 #pragma once
 
@@ -99,10 +99,5 @@ struct MemoryResult {
 Result<MemoryResult> RunMemory(const MemoryRequest& req);
 std::string RenderMemory(const MemoryResult& r, Format f);
 Json MemoryToJson(const MemoryResult& r);
-
-// A stacked-bar SVG of shares: one bar per point (label), one series per name; values[point][series] >= 0 are
-// normalised per bar. Deterministic text; exposed for tests.
-std::string ShareChartSvg(const std::string& title, const std::vector<std::string>& labels,
-                          const std::vector<std::string>& series, const std::vector<std::vector<double>>& values);
 
 }  // namespace lmkit::accounting

@@ -68,6 +68,8 @@ Result<EvalResult> Evaluate(const EvalOptions& o, ProgressSink* progress) {
   std::vector<float> logits(static_cast<size_t>(T) * V), logits2(other ? logits.size() : 0);
   std::vector<uint32_t> ids(T);
   std::vector<double> lp, lq, kls;
+  std::vector<double> kl_sum(other ? T - 1 : 0, 0.0), kl_max(other ? T - 1 : 0, 0.0);
+  std::vector<uint64_t> kl_count(other ? T - 1 : 0, 0);
   double nll = 0, nll2 = 0;
   uint64_t agree = 0;
   const uint64_t windows = (total + T - 1) / T;
@@ -94,7 +96,11 @@ Result<EvalResult> Evaluate(const EvalOptions& o, ProgressSink* progress) {
         nll2 -= lq[ids[t + 1]];
         double kl = 0;
         for (uint32_t i = 0; i < V; ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
-        kls.push_back(std::max(0.0, kl));  // rounding can leave -1e-17 for identical rows
+        kl = std::max(0.0, kl);  // rounding can leave -1e-17 for identical rows
+        kls.push_back(kl);
+        kl_sum[t] += kl;
+        kl_max[t] = std::max(kl_max[t], kl);
+        ++kl_count[t];
         agree += ArgMax(z, V) == ArgMax(z2, V);
       }
     }
@@ -118,6 +124,10 @@ Result<EvalResult> Evaluate(const EvalOptions& o, ProgressSink* progress) {
     r.p99_kl = sorted[std::max<size_t>(rank, 1) - 1];
     r.max_kl = sorted.back();
     r.top1_agreement = static_cast<double>(agree) / kls.size();
+    for (size_t t = 0; t < kl_count.size() && kl_count[t] > 0; ++t) {
+      r.kl_mean_by_position.push_back(kl_sum[t] / static_cast<double>(kl_count[t]));
+      r.kl_max_by_position.push_back(kl_max[t]);
+    }
   }
   r.seconds = MonotonicSeconds() - t0;
   return r;

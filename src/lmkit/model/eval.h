@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lmkit/common/json.h"
 #include "lmkit/common/progress.h"
@@ -42,6 +43,9 @@ struct EvalResult {
   std::string compare, compare_mode;
   double compare_mean_nll = 0, compare_perplexity = 0, ppl_delta = 0;
   double mean_kl = 0, p99_kl = 0, max_kl = 0, top1_agreement = 0;
+  // Per position in a window: element t is the KL at the prediction of token t + 1, mean and max over the windows
+  // long enough to have it (seq_len - 1 elements, fewer when every window is shorter).
+  std::vector<double> kl_mean_by_position, kl_max_by_position;
   double seconds = 0;
 };
 

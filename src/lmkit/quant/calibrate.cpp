@@ -136,12 +136,33 @@ Status ReadPieces(const Segment& s, uint64_t first, uint64_t count, ThreadPool& 
   return Status::Ok();
 }
 
+// minmax needs only the scan of the samples, unless the histogram is kept for the survey.
+bool ScanOnly(const CalibrateOptions& o) { return o.method == CalibMethod::kMinMax && !o.survey; }
+
+// Every method's threshold on `h` (the one `method_amax` came from is not computed twice). A threshold the histogram
+// cannot give (entropy with fewer bins than quantized levels) is NaN.
+ThresholdSurvey Survey(const AbsHistogram& h, const SampleRange& all, const CalibrateOptions& o, double percentile,
+                       double method_amax, ThreadPool* pool) {
+  ThresholdSurvey s;
+  s.counts = h.counts();
+  s.abs_max = all.abs_max;
+  s.percentile = percentile;
+  s.minmax = all.abs_max;
+  if (!(all.abs_max > 0)) return s;
+  s.percentile_amax = o.method == CalibMethod::kPercentile ? method_amax : NvidiaPercentileAmax(h, percentile);
+  s.mse = o.method == CalibMethod::kMse ? method_amax : NvidiaMseAmax(h, o.quantized_bins);
+  s.entropy = o.method == CalibMethod::kEntropy ? method_amax
+              : h.bins() >= o.quantized_bins    ? NvidiaEntropyAmax(h, o.quantized_bins, o.quantized_bins, pool)
+                                                : std::nan("");
+  return s;
+}
+
 // The threshold from the scan (`all`) and, except for minmax, the |x| histogram over [0, all.abs_max].
 TensorRange FinishNvidia(TensorRange r, const SampleRange& all, const AbsHistogram* h, const CalibrateOptions& o,
                          double percentile, ThreadPool* pool) {
   double amax = all.abs_max;
   if (h) {
-    r.final_bins = o.bins;
+    if (o.method != CalibMethod::kMinMax) r.final_bins = o.bins;
     if (all.abs_max > 0) {
       switch (o.method) {
         case CalibMethod::kPercentile:
@@ -157,6 +178,7 @@ TensorRange FinishNvidia(TensorRange r, const SampleRange& all, const AbsHistogr
           break;
       }
     }
+    if (o.survey) r.survey = Survey(*h, all, o, percentile, amax, pool);
   }
   r.amax = amax;
   r.lo = -amax;
@@ -172,7 +194,7 @@ Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<S
   std::vector<std::vector<float>> bufs(pool.size(), std::vector<float>(kChunk));
   std::vector<std::vector<uint8_t>> raws(pool.size());
   auto buffer = [&](size_t, unsigned w) { return bufs[w].data(); };
-  const bool minmax = o.method == CalibMethod::kMinMax;
+  const bool minmax = ScanOnly(o);
   SpeculativeAbsHistogram h(o.bins, pool.size());
   std::vector<SampleRange> parts(pool.size());
   uint64_t base = 0;
@@ -329,6 +351,10 @@ Result<double> CheckOptions(const CalibrateOptions& o) {
   if (o.method != CalibMethod::kMinMax && o.bins < 2) return Status::InvalidArgument("--bins must be at least 2");
   if (o.method == CalibMethod::kEntropy && o.bins < o.quantized_bins)
     return Status::InvalidArgument(fmt::format("--bins must be at least {} for the entropy method", o.quantized_bins));
+  if (o.survey && o.flavor == CalibFlavor::kOrt && o.method != CalibMethod::kMinMax)
+    return Status::InvalidArgument(
+        Field("survey") + " draws the nvidia flavour's |x| histogram; the ort flavour builds other histograms");
+  if (o.survey && o.bins < 2) return Status::InvalidArgument(Field("bins") + " must be at least 2");
   return percentile;
 }
 
@@ -490,14 +516,14 @@ Result<StreamingCalibrator> StreamingCalibrator::Create(const CalibrateOptions& 
   s.pool = std::make_unique<ThreadPool>(std::max(1u, o.threads));
   if (s.Ort())
     for (size_t i = 0; i < s.names.size(); ++i) s.ort.emplace_back(o.bins);
-  else if (o.method != CalibMethod::kMinMax)
+  else if (!ScanOnly(o))
     for (size_t i = 0; i < s.names.size(); ++i) s.hists.emplace_back(o.bins, s.pool->size());
   s.offsets.assign(s.names.size(), 0);
   s.t0 = MonotonicSeconds();
   return c;
 }
 
-int StreamingCalibrator::passes() const { return s_->Ort() || s_->o.method == CalibMethod::kMinMax ? 1 : 2; }
+int StreamingCalibrator::passes() const { return s_->Ort() || ScanOnly(s_->o) ? 1 : 2; }
 
 Status StreamingCalibrator::BeginPass(int pass) {
   State& s = *s_;
@@ -534,7 +560,7 @@ Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
   if (s.pass == 0) {
     s.samples[tensor] += n;
     ++s.batches[tensor];
-    if (s.o.method == CalibMethod::kMinMax) {
+    if (ScanOnly(s.o)) {
       s.scans[tensor].Merge(ScanSamples(x, n, s.pool.get()));
       return Status::Ok();
     }
@@ -576,7 +602,7 @@ Result<CalibrationTable> StreamingCalibrator::Finish() {
     r.max = r.samples ? all.max : 0;
     table.bytes_read += r.samples * sizeof(float);
     std::optional<AbsHistogram> h;
-    if (s.o.method != CalibMethod::kMinMax) h = s.hists[i].Finish();
+    if (!ScanOnly(s.o)) h = s.hists[i].Finish();
     table.tensors.push_back(FinishNvidia(std::move(r), all, h ? &*h : nullptr, s.o, s.percentile, s.pool.get()));
   }
   table.seconds = MonotonicSeconds() - s.t0;

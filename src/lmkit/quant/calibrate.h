@@ -44,6 +44,19 @@ struct CalibrateOptions {
   uint32_t bins = 2048;
   uint32_t quantized_bins = 128;  // entropy: 2^(bits-1) target levels
   unsigned threads = 1;
+  // Also keep each tensor's |x| histogram and every method's threshold on it (TensorRange::survey), for the chart of
+  // `calibrate --svg`. The nvidia flavour's histogram (built for minmax too); with the ort flavour (except minmax) it
+  // is kInvalidArgument naming the field.
+  bool survey = false;
+};
+
+// Every method's threshold on one tensor's |x| histogram (the nvidia flavour's): what the chart of a calibration
+// marks. Thresholds as the methods compute them (minmax = max|x|), with the options' percentile and bins.
+struct ThresholdSurvey {
+  std::vector<uint64_t> counts;  // |x| histogram: counts.size() bins of equal width over [0, abs_max]; empty = none
+  double abs_max = 0;
+  double percentile = 0;  // the percentile the percentile threshold is for
+  double minmax = 0, percentile_amax = 0, entropy = 0, mse = 0;
 };
 
 struct TensorRange {
@@ -54,6 +67,7 @@ struct TensorRange {
   uint64_t samples = 0;
   uint64_t batches = 0;
   uint64_t final_bins = 0;  // histogram size at the end (grows in the ort flavour); 0 for minmax
+  ThresholdSurvey survey;   // with CalibrateOptions::survey
 };
 
 struct CalibrationTable {

@@ -1,0 +1,22 @@
+// Charts of `lmkit flops`, `lmkit memory` and `lmkit plan` (present/chart.h): the component shares of a sweep and the
+// GPU memory map of a plan. Each returns the SVG document; the caller writes it (the CLI through AtomicFile).
+// Deterministic; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "lmkit/accounting/plan.h"
+#include "lmkit/accounting/report.h"
+
+namespace lmkit::present {
+
+// 100%-stacked columns of forward FLOPs by component, one column per sweep point (components that are zero at every
+// point are left out). A result without a sweep gives a chart with no columns.
+std::string FlopsSweepSvg(const accounting::FlopsResult& r);
+// The same for per-GPU memory by component (weights, gradients, optimizer state, activations, KV cache, overhead).
+std::string MemorySweepSvg(const accounting::MemoryResult& r);
+// One 100% column per GPU: reserved (bottom), the placed models, the fragmentation margin and free memory (top), in
+// the semantic colours of chart.h for reserved, margin and free.
+std::string PlanMemoryMapSvg(const accounting::PlanResult& r);
+
+}  // namespace lmkit::present
