@@ -12,6 +12,7 @@
 #include "lmkit/io/npy.h"
 #include "lmkit/io/safetensors.h"
 #include "support/run_lmkit.h"
+#include "support/skip.h"
 
 using namespace lmkit;
 using lmkit::test::ReadAll;
@@ -41,15 +42,15 @@ std::pair<int, std::string> CheckWithPython(const std::string& args, const std::
   return {r.exit_code, r.out};
 }
 
-#define REQUIRE_SCRIPT_OK(script, args)                                                   \
-  do {                                                                                    \
-    auto [rc_, out_] = CheckWithPython(args, script);                                     \
-    if (rc_ == -1) {                                                                      \
-      WARN("python3 with numpy not found (scripts/setup.sh installs it); check skipped"); \
-    } else {                                                                              \
-      INFO(out_);                                                                         \
-      CHECK(rc_ == 0);                                                                    \
-    }                                                                                     \
+#define REQUIRE_SCRIPT_OK(script, args)                                                     \
+  do {                                                                                      \
+    auto [rc_, out_] = CheckWithPython(args, script);                                       \
+    if (rc_ == -1) {                                                                        \
+      LMKIT_SKIP_PART("python3 with numpy not found (scripts/venv.sh): independent check"); \
+    } else {                                                                                \
+      INFO(out_);                                                                           \
+      CHECK(rc_ == 0);                                                                      \
+    }                                                                                       \
   } while (0)
 #define REQUIRE_PYTHON_OK(args) REQUIRE_SCRIPT_OK("check_quantized.py", args)
 
