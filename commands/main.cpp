@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "lmkit/common/atomic_file.h"
+#include "lmkit/common/interrupt_cleanup.h"
 #include "lmkit/common/thread_start.h"
 #include "lmkit/version.h"
 
