@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/io/npy.h"

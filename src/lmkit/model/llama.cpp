@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/json.h"
 #include "lmkit/common/mapped_file.h"
 #include "lmkit/io/dtype.h"

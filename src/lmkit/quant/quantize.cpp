@@ -57,7 +57,8 @@ Status CollectRegularFiles(const QuantizeOptions& o, const detail::Plan& plan,
     if (!entry.is_regular_file()) continue;
     const std::string name = entry.path().filename().string();
     if (name == "config.json" || name == plan.index_name || detail::EndsWith(name, ".safetensors")) continue;
-    LMKIT_ASSIGN_OR_RETURN(std::string content, ReadFileToString(entry.path().string()));
+    // Copied as they are, whatever their size (not parsed): no whole-file cap.
+    LMKIT_ASSIGN_OR_RETURN(std::string content, ReadFileToString(entry.path().string(), UINT64_MAX));
     files->emplace_back((fs::path(o.output) / name).string(), std::move(content));
   }
   if (ec) return Status::Io(o.input, "cannot list the directory: " + ec.message());

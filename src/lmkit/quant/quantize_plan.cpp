@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/json.h"
 #include "lmkit/common/mapped_file.h"
 
