@@ -103,7 +103,7 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
   LMKIT_ASSIGN_OR_RETURN(IdDtype dtype, ResolveDtype(req.dtype, *tok));
   const std::string subject = req.input == "-" ? "<stdin>" : req.input;
 
-  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
+  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
   if (!req.output.empty()) {
     LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
   }

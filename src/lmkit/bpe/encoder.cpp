@@ -546,7 +546,7 @@ Status ByteOutput::Commit() {
     ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(name_, "cannot write", errno);
+      return Status::FromErrno(name_, "write failed", errno);  // docs/cli.md: "<command>: stdout: write failed: ..."
     }
     done += static_cast<size_t>(w);
   }
@@ -681,7 +681,7 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
     LMKIT_ASSIGN_OR_RETURN(stats, EncodeStream(*tok, source, sink, opts, progress));
     LMKIT_RETURN_IF_ERROR(sink.Commit());
   } else {
-    ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
+    ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
     if (!req.output.empty()) {
       LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
     }
@@ -728,7 +728,7 @@ Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& req, const T
   }
   if (format == IdFormat::kNpy)
     return Status::InvalidArgument("--format npy needs an output file (-o): its header holds the token count");
-  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
+  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
   if (!req.output.empty()) {
     LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
   }
