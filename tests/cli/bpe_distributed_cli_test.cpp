@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "support/faults.h"
 #include "support/run_lmkit.h"
 #include "support/skip.h"
 
@@ -50,18 +51,6 @@ ShellResult Shell(const TempDir& dir, const std::string& cmd) {
   return r;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // The mpirun command up to the rank count ("... -n "), or "" (the test marked skipped) when this machine or build
 // cannot run the MPI tests.
 std::string MpiRunPrefix(const TempDir& dir) {
@@ -74,10 +63,10 @@ std::string MpiRunPrefix(const TempDir& dir) {
     return "";
   }
   CHECK(probe.err.find("does not take --counts") != std::string::npos);
-  if (kSanitized) {
+  if (lmkit::test::kSanitizerBuild) {
     // The lmkit side is the same code as the sharded tests above, which do run sanitized; Open MPI's own runtime
     // (pmix, hwloc) has not been checked under ASan here, and its start-up would dominate the sanitized suite.
-    LMKIT_SKIP_PART("ASan build: MPI test");
+    LMKIT_SKIP_PART("sanitizer build: MPI test");
     return "";
   }
   if (Shell(dir, "command -v mpirun").exit_code != 0) {
