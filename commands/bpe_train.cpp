@@ -139,8 +139,11 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
     out += fmt::format("time    read {:.2f} s, pre-tokenize+count {:.2f} s, merge {:.2f} s, write {:.2f} s\n",
                        s.read_seconds, s.count_seconds, s.merge_seconds, write_s);
     out += fmt::format("memory  peak RSS {}\n", FormatBytes(static_cast<double>(PeakRssBytes())));
-    out += fmt::format("longest token id {} ({} bytes): {}\n", s.longest_token_id, longest.size(),
-                       bpe::BytesToPrintable(longest));
+    // A summary line, not the vocabulary: a token of a megabyte (one long word of the corpus) is cut.
+    constexpr size_t kShown = 64;
+    const std::string shown = bpe::BytesToPrintable(std::string_view(longest).substr(0, kShown));
+    out += fmt::format("longest token id {} ({} bytes): {}{}\n", s.longest_token_id, longest.size(), shown,
+                       longest.size() > kShown ? fmt::format(" ... ({} more bytes)", longest.size() - kShown) : "");
     out += fmt::format("wrote   {0}/vocab.json {0}/merges.txt {0}/tokenizer.json\n", o->out_dir);
     PrintText(out);
     return static_cast<int>(kExitOk);

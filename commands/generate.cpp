@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+
 #include "commands.h"
 #include "lmkit/io/token_file.h"
 
@@ -11,6 +14,7 @@ namespace lmkit::cli {
 RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
     model::GenerateOptions o;
+    std::vector<std::string> prompt;  // as given: "1,450,32" and/or separate values
     std::string output;
     bool logits = false;
   };
@@ -20,7 +24,8 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
       "prints the ids (one sequence per line), or writes them to a token file with -o");
   sub.add_option("MODEL", a->o.model, "model directory (config.json + *.safetensors) or a .safetensors file")
       ->required();
-  sub.add_option("--prompt-ids", a->o.prompt, "prompt token ids, e.g. 1 (BOS) or 1,450,32")->required()->delimiter(',');
+  // Split here rather than by CLI11's delimiter, which drops empty items: "1,2,,3" must be an error, not [1, 2, 3].
+  sub.add_option("--prompt-ids", a->prompt, "prompt token ids, e.g. 1 (BOS) or 1,450,32")->required();
   sub.add_option("--max-tokens", a->o.max_tokens, "ids to generate per sequence")->required();
   sub.add_option("--temperature", a->o.temperature, "0 = greedy (default); > 0 samples from softmax(logits / T)");
   sub.add_option("--seed", a->o.seed, "random seed for sampling (default 0)");
@@ -30,6 +35,22 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
   return [a, &g] {
     // The logits only go into the JSON document; without --json the flag was accepted and changed nothing.
     if (a->logits && !g.json) return UsageError("generate", "--logits needs --json (the logits go into the JSON)");
+    a->o.prompt.clear();
+    for (const std::string& item : a->prompt) {
+      for (size_t begin = 0;;) {
+        const size_t comma = std::min(item.find(',', begin), item.size());
+        const std::string_view id(item.data() + begin, comma - begin);
+        uint32_t v = 0;
+        const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
+        if (id.empty() || ec != std::errc() || end != id.data() + id.size())
+          return UsageError("generate",
+                            "--prompt-ids: " + (id.empty() ? std::string("an empty id") : "'" + std::string(id) + "'") +
+                                " in '" + item + "' (expected token ids such as 1,450,32)");
+        a->o.prompt.push_back(v);
+        if (comma == item.size()) break;
+        begin = comma + 1;
+      }
+    }
     // The token file replaces its destination; naming the checkpoint (or a file of its directory) would destroy it.
     // A checkpoint given as a .safetensors file reads the config.json beside it: that is an input too.
     std::vector<std::string> ins = {a->o.model};

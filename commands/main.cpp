@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "lmkit/common/atomic_file.h"
+#include "lmkit/common/interrupt_cleanup.h"
+#include "lmkit/common/thread_start.h"
 #include "lmkit/version.h"
 
 namespace lmkit::cli {
@@ -85,7 +86,16 @@ int Main(int argc, char** argv) {
   app.fallthrough();
   GlobalOptions globals;
   app.add_flag("--json", globals.json, "print one JSON document on stdout instead of text");
-  app.add_option("--threads,-j", globals.threads, "worker threads (default: all CPUs)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads,-j", globals.threads, "worker threads (default: all CPUs)")
+      ->transform(DecimalCount())
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            // Past the CPUs a thread only costs memory (a stack, buffers, an encoder cache each).
+            if (v.size() > 6 || std::stoul(v) > kMaxThreads)
+              return "at most " + std::to_string(kMaxThreads) + " threads, got " + v;
+            return "";
+          },
+          "", "max threads"));
   app.add_flag("--quiet,-q", globals.quiet, "no progress or notes on stderr");
 
   std::vector<std::pair<CLI::App*, RunFn>> runs;

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "support/faults.h"
 #include "support/run_lmkit.h"
+#include "support/skip.h"
 
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
@@ -49,38 +51,26 @@ ShellResult Shell(const TempDir& dir, const std::string& cmd) {
   return r;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-// The mpirun command up to the rank count ("... -n "), or "" (after a WARN) when this machine or build cannot run
-// the MPI tests.
+// The mpirun command up to the rank count ("... -n "), or "" (the test marked skipped) when this machine or build
+// cannot run the MPI tests.
 std::string MpiRunPrefix(const TempDir& dir) {
   // Answered before MPI starts: "built without MPI", or (with MPI) that --mpi does not take --counts.
   auto probe =
       RunLmkit({"bpe", "train", "--mpi", "--counts", dir.file("none"), "--vocab-size", "300", "-o", dir.file("probe")});
   CHECK(probe.exit_code == 2);
   if (probe.err.find("built without MPI") != std::string::npos) {
-    WARN("this lmkit was built without MPI: MPI tests skipped");
+    LMKIT_SKIP_PART("this lmkit was built without MPI: MPI test");
     return "";
   }
   CHECK(probe.err.find("does not take --counts") != std::string::npos);
-  if (kSanitized) {
+  if (lmkit::test::kSanitizerBuild) {
     // The lmkit side is the same code as the sharded tests above, which do run sanitized; Open MPI's own runtime
     // (pmix, hwloc) has not been checked under ASan here, and its start-up would dominate the sanitized suite.
-    WARN("ASan build: mpirun tests skipped");
+    LMKIT_SKIP_PART("sanitizer build: MPI test");
     return "";
   }
   if (Shell(dir, "command -v mpirun").exit_code != 0) {
-    WARN("mpirun not found: MPI tests skipped (apt-get install openmpi-bin)");
+    LMKIT_SKIP_PART("mpirun not found: MPI test (apt-get install openmpi-bin)");
     return "";
   }
   // CI runs as root, in a container; ranks share this machine's cores. Containers often forbid the cross-process

@@ -100,9 +100,18 @@ TEST_CASE("gpu-check.sh: no device, a skipped test, a failed test each fail the 
     CHECK(run.exit_code == 1);
     CHECK(run.out.find("no CUDA device visible") != std::string::npos);
   }
-  SECTION("a kernel test skipped") {
+  SECTION("a kernel test skipped (exit 77, as tests/unit/main.cpp reports a skip)") {
     r.Lmkit(true);
-    r.Tests("no CUDA device (x): kernel test skipped", 0);
+    r.Tests("test skipped: no CUDA device (x): kernel test", 77);
+    RunResult run = r.Check();
+    CHECK(run.exit_code == 1);
+    CHECK(run.out.find("a CUDA test was skipped") != std::string::npos);
+    CHECK(run.out.find("no CUDA device (x)") != std::string::npos);
+    CHECK(run.out.find("== kernel bandwidth") == std::string::npos);
+  }
+  SECTION("a kernel test skipped, in the output only") {
+    r.Lmkit(true);
+    r.Tests("test skipped: no CUDA device (x): kernel test", 0);
     RunResult run = r.Check();
     CHECK(run.exit_code == 1);
     CHECK(run.out.find("a CUDA test was skipped") != std::string::npos);

@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <limits>
 #include <random>
+#include <span>
 
 #include "lmkit/common/json.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/npy.h"
 #include "lmkit/io/safetensors.h"
 #include "support/run_lmkit.h"
+#include "support/skip.h"
 
 using namespace lmkit;
 using lmkit::test::ReadAll;
@@ -41,15 +43,15 @@ std::pair<int, std::string> CheckWithPython(const std::string& args, const std::
   return {r.exit_code, r.out};
 }
 
-#define REQUIRE_SCRIPT_OK(script, args)                                                   \
-  do {                                                                                    \
-    auto [rc_, out_] = CheckWithPython(args, script);                                     \
-    if (rc_ == -1) {                                                                      \
-      WARN("python3 with numpy not found (scripts/setup.sh installs it); check skipped"); \
-    } else {                                                                              \
-      INFO(out_);                                                                         \
-      CHECK(rc_ == 0);                                                                    \
-    }                                                                                     \
+#define REQUIRE_SCRIPT_OK(script, args)                                                     \
+  do {                                                                                      \
+    auto [rc_, out_] = CheckWithPython(args, script);                                       \
+    if (rc_ == -1) {                                                                        \
+      LMKIT_SKIP_PART("python3 with numpy not found (scripts/venv.sh): independent check"); \
+    } else {                                                                                \
+      INFO(out_);                                                                           \
+      CHECK(rc_ == 0);                                                                      \
+    }                                                                                       \
   } while (0)
 #define REQUIRE_PYTHON_OK(args) REQUIRE_SCRIPT_OK("check_quantized.py", args)
 
@@ -310,15 +312,27 @@ TEST_CASE("quantize: a failing directory input leaves no output directory and an
   const std::string sharded = dir.file("sharded");
   fs::create_directories(sharded);
   WriteToyCheckpoint(sharded + "/model-00001-of-00002.safetensors", io::DType::kF32);
-  WriteToyCheckpoint(sharded + "/model-00002-of-00002.safetensors", io::DType::kF32, /*with_nan=*/true);
-  // The two toy shards hold the same names; the index only has to list both files.
-  lmkit::test::WriteAll(sharded + "/model.safetensors.index.json",
-                        R"({"weight_map": {"x": "model-00001-of-00002.safetensors",
-                                           "y": "model-00002-of-00002.safetensors"}})");
+  {
+    std::vector<float> w(48 * 64, 0.01f);
+    w[3 * 64 + 9] = std::numeric_limits<float>::quiet_NaN();
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(w.data()), w.size() * 4);
+    REQUIRE(io::WriteSafetensors(sharded + "/model-00002-of-00002.safetensors",
+                                 {{"model.layers.1.mlp.up_proj.weight", io::DType::kF32, {48, 64}, bytes}})
+                .ok());
+  }
+  // The index maps every tensor to its shard (io/checkpoint.h holds it to that).
+  Json wm = Json::object();
+  auto first = io::SafetensorsFile::Open(sharded + "/model-00001-of-00002.safetensors");
+  REQUIRE(first.ok());
+  for (const io::TensorInfo& t : first->tensors()) wm[t.name] = "model-00001-of-00002.safetensors";
+  wm["model.layers.1.mlp.up_proj.weight"] = "model-00002-of-00002.safetensors";
+  Json index;
+  index["weight_map"] = wm;
+  lmkit::test::WriteAll(sharded + "/model.safetensors.index.json", DumpJson(index));
   r = RunLmkit({"quantize", sharded, "-o", out});
   CHECK(r.exit_code == 1);
   CHECK(r.err == "lmkit quantize: " + sharded +
-                     "/model-00002-of-00002.safetensors: tensor 'model.layers.0.mlp.up_proj.weight': non-finite "
+                     "/model-00002-of-00002.safetensors: tensor 'model.layers.1.mlp.up_proj.weight': non-finite "
                      "value at [3, 9]\n");
   CHECK_FALSE(fs::exists(out));
   fs::create_directories(out);

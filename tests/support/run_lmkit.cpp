@@ -1,9 +1,11 @@
 #include "support/run_lmkit.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,27 +21,44 @@ extern char** environ;
 
 namespace lmkit::test {
 
-RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdin_data) {
-  // lmkit may exit (a usage error) before it reads the stdin we feed it: a write to that closed pipe must fail with
-  // EPIPE here, not kill the test binary with SIGPIPE (a race that CI hit). The child gets the default disposition
-  // back below, so lmkit runs as it would from a shell.
-  static const bool ignored = [] { return signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
-  (void)ignored;
-  int in_pipe[2], out_pipe[2], err_pipe[2];
-  if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-  for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
-    posix_spawn_file_actions_addclose(&fa, fd);
+namespace {
+
+// Starts LMKIT_BINARY with `args` on the given pipe ends; with `limits`, through fork so that the child can set its
+// resource limits before exec (posix_spawn cannot).
+pid_t Spawn(const std::vector<std::string>& args, const ChildLimits& limits, int in_fd, int out_fd, int err_fd,
+            const std::vector<int>& close_fds) {
   std::vector<std::string> argv_s;
   argv_s.push_back(LMKIT_BINARY);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
+  if (!limits.rlimits.empty() || limits.as_nobody || limits.alarm_s > 0) {
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {  // only async-signal-safe calls from here on
+      dup2(in_fd, 0);
+      dup2(out_fd, 1);
+      dup2(err_fd, 2);
+      for (int fd : close_fds) close(fd);
+      signal(SIGPIPE, SIG_DFL);
+      for (const auto& [resource, value] : limits.rlimits) {
+        const rlimit lim{static_cast<rlim_t>(value), static_cast<rlim_t>(value)};
+        if (setrlimit(resource, &lim) != 0) _exit(125);
+      }
+      if (limits.as_nobody && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) _exit(125);
+      if (limits.alarm_s > 0) alarm(limits.alarm_s);  // kept across execve
+      execve(LMKIT_BINARY, argv.data(), environ);
+      _exit(126);
+    }
+    return pid;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+  for (int fd : close_fds) posix_spawn_file_actions_addclose(&fa, fd);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t defaults;
@@ -52,6 +71,26 @@ RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdi
     throw std::runtime_error("cannot spawn " LMKIT_BINARY);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
+  return pid;
+}
+
+}  // namespace
+
+RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdin_data) {
+  return RunLmkitLimited(args, ChildLimits{}, stdin_data);
+}
+
+RunResult RunLmkitLimited(const std::vector<std::string>& args, const ChildLimits& limits,
+                          const std::string& stdin_data) {
+  // lmkit may exit (a usage error) before it reads the stdin we feed it: a write to that closed pipe must fail with
+  // EPIPE here, not kill the test binary with SIGPIPE (a race that CI hit). The child gets the default disposition
+  // back, so lmkit runs as it would from a shell.
+  static const bool ignored = [] { return signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
+  (void)ignored;
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = Spawn(args, limits, in_pipe[0], out_pipe[1], err_pipe[1],
+                          {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]});
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lmkit/common/json.h"
@@ -18,6 +19,18 @@ struct RunResult {
 
 // Runs LMKIT_BINARY with `args` (no shell), feeding `stdin_data` on standard input.
 RunResult RunLmkit(const std::vector<std::string>& args, const std::string& stdin_data = "");
+
+// Resource limits for a child process (fault injection): {RLIMIT_AS, bytes}, {RLIMIT_FSIZE, bytes}, ... With
+// `as_nobody` (only when the test runs as root) the child then becomes uid/gid 65534 before exec: RLIMIT_NPROC, which
+// root ignores, then counts that user's threads only.
+struct ChildLimits {
+  std::vector<std::pair<int, uint64_t>> rlimits;
+  bool as_nobody = false;
+  unsigned alarm_s = 0;  // > 0: SIGALRM ends the child after this many seconds (exit 128+14): a hang fails fast
+};
+// RunLmkit with `limits` set in the child before it starts lmkit (exit 125: a limit or the uid could not be set).
+RunResult RunLmkitLimited(const std::vector<std::string>& args, const ChildLimits& limits,
+                          const std::string& stdin_data = "");
 
 // Runs `command` with /bin/sh; `out` holds its stdout and stderr together (in the order written), `err` stays empty.
 RunResult RunShell(const std::string& command);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "lmkit/common/data_dir.h"
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/json.h"
 #include "lmkit/common/mapped_file.h"
 #include "lmkit/common/nearest_name.h"

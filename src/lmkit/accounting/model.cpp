@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lmkit/common/data_dir.h"
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
 #include "lmkit/common/nearest_name.h"
 

@@ -11,6 +11,7 @@
 #include "lmkit/accounting/flops.h"
 #include "lmkit/accounting/params.h"
 #include "lmkit/accounting/table.h"
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
 
 namespace lmkit::accounting {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/io/token_file.h"
@@ -96,12 +97,13 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
   IdFormat format = req.format.value_or(req.input == "-" ? IdFormat::kBin : IdFormatFromPath(req.input));
   if (format == IdFormat::kText) format = IdFormat::kBin;  // .txt input is not an id format: treat as raw ids
   if (req.format && *req.format == IdFormat::kText)
-    return Status::InvalidArgument("decode reads bin, npy or json ids (text output of encode is not meant to be read back)");
+    return Status::InvalidArgument(
+        "decode reads bin, npy or json ids (text output of encode is not meant to be read back)");
   rep.format = format;
   LMKIT_ASSIGN_OR_RETURN(IdDtype dtype, ResolveDtype(req.dtype, *tok));
   const std::string subject = req.input == "-" ? "<stdin>" : req.input;
 
-  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
+  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
   if (!req.output.empty()) {
     LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
   }

@@ -15,15 +15,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <ctime>
-#include <exception>
 #include <functional>
-#include <mutex>
-#include <thread>
 
+#include "lmkit/common/ordered_pipeline.h"
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/common/thread_start.h"
 #include "lmkit/io/token_file.h"
 
 namespace lmkit::bpe {
@@ -343,7 +341,8 @@ class Chunker {
 // headers (written on every push) shared cache lines, so two threads spent a third more CPU than one. With slots and
 // encoders cache-line aligned they spend the same CPU as one thread (1.79-2.19x wall in three idle runs, where two
 // independent processes reach 1.87-2.00x). The calling thread only reads and writes; `threads` workers take chunks as
-// soon as they are read, and results are written in input order as soon as the oldest one is done.
+// soon as they are read, and results are written in input order as soon as the oldest one is done
+// (RunOrderedPipeline).
 Encoder& EncoderPool::Get(size_t i, size_t cache_slots) {
   while (encoders_.size() <= i) encoders_.emplace_back(*tokenizer_, cache_slots);
   return encoders_[i].encoder;
@@ -351,135 +350,55 @@ Encoder& EncoderPool::Get(size_t i, size_t cache_slots) {
 
 Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source, TokenSink& sink,
                                  const StreamOptions& options, ProgressSink* progress) {
-  const unsigned threads = std::max(1u, options.threads);
+  const unsigned threads = std::clamp(options.threads, 1u, kMaxThreads);
   size_t chunk = options.chunk_bytes;
   // Input in flight stays under 16 MiB (its ids add ~1.5 bytes per input byte): 1 MiB chunks up to 8 threads.
   if (chunk == 0) chunk = std::clamp<size_t>((size_t{16} << 20) / (2 * threads), size_t{64} << 10, size_t{1} << 20);
   StreamStats stats;
   if (progress != nullptr) progress->Begin("encoding", source.SizeHint(), "B");
-  auto account = [&](const std::string& text, const std::vector<uint32_t>& ids) -> Status {
-    LMKIT_RETURN_IF_ERROR(sink.Write(ids.data(), ids.size()));
-    stats.bytes += text.size();
-    stats.tokens += ids.size();
-    stats.largest_chunk = std::max<uint64_t>(stats.largest_chunk, text.size());
-    ++stats.chunks;
-    if (progress != nullptr) progress->Update(stats.bytes);
-    return Status::Ok();
-  };
 
   // Encoders come from options.encoders when given (their caches stay warm from call to call), else are made here.
   EncoderPool local_pool(tokenizer);
   EncoderPool& pool = options.encoders ? *options.encoders : local_pool;
   if (&pool.tokenizer() != &tokenizer) return Status::Internal("EncodeStream: encoder pool of another tokenizer");
   Chunker chunker(source, chunk, tokenizer.enabled_specials(), pool.Carry());
-  if (threads == 1) {
-    Encoder& encoder = pool.Get(0, Encoder::kCacheSlots);
-    EncoderPool::Slot& slot = pool.Slots(1)[0];
-    std::string& text = slot.text;
-    std::vector<uint32_t>& ids = slot.ids;
-    while (true) {
-      LMKIT_ASSIGN_OR_RETURN(bool more, chunker.Next(&text));
-      if (!more) break;
-      ids.clear();
-      encoder.Encode(text, &ids);
-      LMKIT_RETURN_IF_ERROR(account(text, ids));
-    }
-    if (progress != nullptr) progress->Finish();
-    return stats;
-  }
 
-  // A ring of slots; chunk number n lives in slot n % ring. Sequence counters, guarded by mu:
-  //   written <= claimed <= filled, and filled - written <= ring.
-  const size_t ring = 2 * size_t{threads};
-  std::vector<EncoderPool::Slot>& slots = pool.Slots(ring);
-  for (size_t i = 0; i < ring; ++i) slots[i].done = false;
-  std::mutex mu;
-  std::condition_variable cv_work;  // workers: a chunk was filled, or stop
-  std::condition_variable cv_done;  // reader/writer: a chunk was encoded
-  size_t filled = 0, claimed = 0, written = 0;
-  bool stop = false;
-  std::exception_ptr worker_error;
+  // One thread: the calling thread reads, encodes and writes. More: `threads` workers encode.
+  PipelineOptions po;
+  po.workers = threads == 1 ? 0 : threads;
   // Per-thread caches shrink with many threads so that memory stays bounded at any thread count.
   const size_t cache_slots = threads <= 16 ? Encoder::kCacheSlots : Encoder::kCacheSlots / 4;
-
-  // Encoders are made here, not in the workers, for the same reason as the id buffers below.
-  for (unsigned i = 0; i < threads; ++i) pool.Get(i, cache_slots);
-
-  auto work = [&](Encoder& encoder) {
-    try {
-      std::unique_lock<std::mutex> lock(mu);
-      while (true) {
-        cv_work.wait(lock, [&] { return stop || claimed < filled; });
-        if (stop) return;
-        EncoderPool::Slot& slot = slots[claimed++ % ring];
-        lock.unlock();
-        slot.ids.clear();
-        encoder.Encode(slot.text, &slot.ids);
-        lock.lock();
-        slot.done = true;
-        cv_done.notify_one();
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!worker_error) worker_error = std::current_exception();
-      stop = true;
-      cv_done.notify_one();
-      cv_work.notify_all();
-    }
+  std::vector<EncoderPool::Slot>& slots = pool.Slots(PipelineRing(po));
+  // Encoders are made on this thread, before their worker starts, for the same reason as the id buffers below.
+  std::vector<Encoder*> encoders(std::max(1u, po.workers), nullptr);
+  if (po.workers == 0) encoders[0] = &pool.Get(0, cache_slots);
+  PipelineStages stages;
+  stages.prepare_worker = [&](unsigned w) { encoders[w] = &pool.Get(w, cache_slots); };
+  stages.produce = [&](size_t i) -> Result<bool> {
+    EncoderPool::Slot& slot = slots[i];
+    LMKIT_ASSIGN_OR_RETURN(bool more, chunker.Next(&slot.text));
+    // Reserved on this thread, so id vectors do not grow in per-thread malloc arenas (which would inflate the
+    // resident set with every thread added).
+    if (more && po.workers > 0) slot.ids.reserve(slot.text.size() / 2 + 16);
+    return more;
   };
-  std::vector<std::thread> workers;
-  workers.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) workers.emplace_back(work, std::ref(pool.Get(i, cache_slots)));
-  auto shutdown = [&] {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-    }
-    cv_work.notify_all();
-    for (auto& t : workers) t.join();
+  stages.work = [&](size_t i, unsigned w) {
+    EncoderPool::Slot& slot = slots[i];
+    slot.ids.clear();
+    encoders[w]->Encode(slot.text, &slot.ids);
+    return Status::Ok();
   };
-
-  Status status = Status::Ok();
-  bool eof = false;
-  while (status.ok()) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (worker_error) break;
-    if (written < filled && slots[written % ring].done) {
-      // The oldest chunk is encoded: write it (outside the lock; no worker touches a done slot).
-      EncoderPool::Slot& slot = slots[written % ring];
-      lock.unlock();
-      status = account(slot.text, slot.ids);
-      lock.lock();
-      slot.done = false;
-      ++written;
-      continue;
-    }
-    if (!eof && filled - written < ring) {
-      // A free slot: read the next chunk into it. Its buffers were reserved on this thread, so id vectors do not
-      // grow in per-thread malloc arenas (which would inflate the resident set with every thread added).
-      EncoderPool::Slot& slot = slots[filled % ring];
-      lock.unlock();
-      auto more = chunker.Next(&slot.text);
-      if (!more.ok()) {
-        status = more.status();
-        break;
-      }
-      if (!*more) {
-        eof = true;
-        continue;
-      }
-      slot.ids.reserve(slot.text.size() / 2 + 16);
-      lock.lock();
-      ++filled;
-      cv_work.notify_one();
-      continue;
-    }
-    if (eof && written == filled) break;
-    cv_done.wait(lock, [&] { return worker_error || slots[written % ring].done; });
-  }
-  shutdown();
-  if (worker_error) std::rethrow_exception(worker_error);
-  LMKIT_RETURN_IF_ERROR(status);
+  stages.consume = [&](size_t i) -> Result<bool> {
+    const EncoderPool::Slot& slot = slots[i];
+    LMKIT_RETURN_IF_ERROR(sink.Write(slot.ids.data(), slot.ids.size()));
+    stats.bytes += slot.text.size();
+    stats.tokens += slot.ids.size();
+    stats.largest_chunk = std::max<uint64_t>(stats.largest_chunk, slot.text.size());
+    ++stats.chunks;
+    if (progress != nullptr) progress->Update(stats.bytes);
+    return true;
+  };
+  LMKIT_RETURN_IF_ERROR(RunOrderedPipeline(po, stages).status());
   if (progress != nullptr) progress->Finish();
   return stats;
 }
@@ -541,7 +460,7 @@ Result<IdDtype> ResolveDtype(IdDtype requested, const Tokenizer& tokenizer) {
   if (requested == IdDtype::kAuto) return fits16 ? IdDtype::kU16 : IdDtype::kU32;
   if (requested == IdDtype::kU16 && !fits16)
     return Status::InvalidArgument("--dtype uint16 cannot hold this tokenizer's ids (up to " +
-                         std::to_string(tokenizer.id_limit() - 1) + "); use uint32 or auto");
+                                   std::to_string(tokenizer.id_limit() - 1) + "); use uint32 or auto");
   return requested;
 }
 
@@ -627,7 +546,7 @@ Status ByteOutput::Commit() {
     ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(name_, "cannot write", errno);
+      return Status::FromErrno(name_, "write failed", errno);  // docs/cli.md: "<command>: stdout: write failed: ..."
     }
     done += static_cast<size_t>(w);
   }
@@ -762,7 +681,7 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
     LMKIT_ASSIGN_OR_RETURN(stats, EncodeStream(*tok, source, sink, opts, progress));
     LMKIT_RETURN_IF_ERROR(sink.Commit());
   } else {
-    ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
+    ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
     if (!req.output.empty()) {
       LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
     }
@@ -809,7 +728,7 @@ Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& req, const T
   }
   if (format == IdFormat::kNpy)
     return Status::InvalidArgument("--format npy needs an output file (-o): its header holds the token count");
-  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "<stdout>");
+  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
   if (!req.output.empty()) {
     LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
   }

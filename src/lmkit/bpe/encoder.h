@@ -171,7 +171,6 @@ class EncoderPool {
   struct alignas(64) Slot {
     std::string text;
     std::vector<uint32_t> ids;
-    bool done = false;
   };
   // At least n slots (kept, with their capacity, between calls; contents unspecified).
   std::vector<Slot>& Slots(size_t n) {

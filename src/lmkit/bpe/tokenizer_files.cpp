@@ -7,6 +7,7 @@
 
 #include "lmkit/bpe/byte_unicode.h"
 #include "lmkit/common/data_dir.h"
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/json.h"
 #include "lmkit/common/mapped_file.h"
 
@@ -208,8 +209,9 @@ Result<std::unique_ptr<Tokenizer>> ReadTiktoken(const std::string& path, const T
   if (!meta.empty() && IsFile(meta)) LMKIT_RETURN_IF_ERROR(ReadTiktokenMetadata(meta, *tok, &pattern));
   if (options.pattern) pattern = options.pattern;
   if (!pattern)
-    return Status::InvalidArgument("cannot tell the pre-tokenization pattern of " + path +
-                         "; pass --pattern gpt2|cl100k|o200k (or put a <name>.json with \"pattern\" beside it)");
+    return Status::InvalidArgument(
+        "cannot tell the pre-tokenization pattern of " + path +
+        "; pass --pattern gpt2|cl100k|o200k (or put a <name>.json with \"pattern\" beside it)");
   tok->set_pattern(*pattern);
   tok->set_description("tiktoken ranks " + path);
   LMKIT_RETURN_IF_ERROR(FinishWith(*tok, options, path));

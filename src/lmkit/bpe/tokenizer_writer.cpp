@@ -3,13 +3,12 @@
 #include "lmkit/bpe/tokenizer_writer.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
-#include <cerrno>
+#include <utility>
 #include <vector>
 
 #include "lmkit/bpe/byte_unicode.h"
-#include "lmkit/common/atomic_file.h"
+#include "lmkit/common/staged_dir.h"
 
 namespace lmkit::bpe {
 
@@ -98,26 +97,13 @@ std::string RenderTokenizerJson(const BpeModel& model) {
 }
 
 Status WriteTokenizerFiles(const BpeModel& model, const std::string& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) {
-    if (::mkdir(dir.c_str(), 0777) != 0) return Status::FromErrno(dir, "cannot create the output directory", errno);
-  } else if (!S_ISDIR(st.st_mode)) {
-    return Status::InvalidInput(dir, "is not a directory");
-  }
-  // The three files are one tokenizer: all are created and written before any is renamed into place, so a failure
-  // (an unwritable destination, a directory named tokenizer.json, a full disk) leaves the old set whole instead of a
-  // new vocab.json beside an old tokenizer.json. Only a failing rename after the first can still split the set.
-  const std::string names[] = {"vocab.json", "merges.txt", "tokenizer.json"};
-  std::vector<AtomicFile> files;
-  for (const auto& name : names) {
-    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(dir + "/" + name));
-    files.push_back(std::move(f));
-  }
-  LMKIT_RETURN_IF_ERROR(files[0].Write(RenderVocabJson(model)));
-  LMKIT_RETURN_IF_ERROR(files[1].Write(RenderMergesTxt(model)));
-  LMKIT_RETURN_IF_ERROR(files[2].Write(RenderTokenizerJson(model)));
-  for (auto& f : files) LMKIT_RETURN_IF_ERROR(f.Commit());
-  return Status::Ok();
+  // The three files are one tokenizer: they are staged together and swapped in at once (StagedDir), so a failure (a
+  // full disk, a directory named tokenizer.json) leaves the old set whole, and two runs into one directory cannot mix.
+  LMKIT_ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(dir));
+  const std::pair<const char*, std::string (*)(const BpeModel&)> files[] = {
+      {"vocab.json", RenderVocabJson}, {"merges.txt", RenderMergesTxt}, {"tokenizer.json", RenderTokenizerJson}};
+  for (const auto& [name, render] : files) LMKIT_RETURN_IF_ERROR(out.WriteFile(name, render(model)));
+  return out.Commit();
 }
 
 }  // namespace lmkit::bpe

@@ -5,7 +5,8 @@
 // as GPT-2's encoder.json. merges.txt: "#version: 0.2", then one "A B" line per merge in rank order. tokenizer.json:
 // model BPE (vocab, merges as "A B" strings), pre_tokenizer and decoder ByteLevel with add_prefix_space false, and
 // the specials as added_tokens (raw content, special: true). WriteTokenizerFiles creates `dir` when missing (one
-// level) and writes each file atomically (AtomicFile); errors are kIo with the file as subject. Thread-safe.
+// level) and replaces the three files together (StagedDir: all or none, a second concurrent writer is refused);
+// errors are kIo with the file as subject. Thread-safe.
 #pragma once
 
 #include <string>

@@ -1,48 +1,17 @@
 #include "lmkit/common/atomic_file.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "lmkit/common/interrupt_cleanup.h"
+
 namespace lmkit {
 namespace {
-
-// A fixed registry that a signal handler can walk without allocating: slot state 0 = free, 1 = claimed (path being
-// written), 2 = live (path valid). Sized for the most files one command keeps open at once (bpe train writes three).
-constexpr int kSlots = 64;
-constexpr size_t kPathMax = 4096;
-std::atomic<int> g_state[kSlots];
-char g_paths[kSlots][kPathMax];
-
-int Register(const std::string& temp) {
-  if (temp.size() >= kPathMax) return -1;
-  for (int i = 0; i < kSlots; ++i) {
-    int expected = 0;
-    if (g_state[i].compare_exchange_strong(expected, 1)) {
-      std::memcpy(g_paths[i], temp.c_str(), temp.size() + 1);
-      g_state[i].store(2);
-      return i;
-    }
-  }
-  return -1;  // registry full: the file is still removed on normal error paths, just not on a signal
-}
-
-void Unregister(int slot) {
-  if (slot >= 0) g_state[slot].store(0);
-}
-
-extern "C" void OnInterrupt(int sig) {
-  for (int i = 0; i < kSlots; ++i)
-    if (g_state[i].load() == 2) ::unlink(g_paths[i]);
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
 
 std::string DirName(const std::string& path) {
   auto pos = path.rfind('/');
@@ -54,15 +23,6 @@ std::string DirName(const std::string& path) {
 constexpr size_t kBufferSize = 1 << 20;
 
 }  // namespace
-
-void InstallInterruptCleanup() {
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-}
 
 Result<AtomicFile> AtomicFile::Create(const std::string& path) {
   if (path.empty()) return Status::InvalidArgument("empty output path");
@@ -97,7 +57,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path) {
   f.path_ = path;
   f.temp_path_ = buf.data();
   f.fd_ = fd;
-  f.slot_ = Register(f.temp_path_);
+  f.slot_ = RegisterCleanup(f.temp_path_);
   f.buffer_.reserve(kBufferSize);
   return f;
 }
@@ -108,6 +68,7 @@ AtomicFile::AtomicFile(AtomicFile&& o) noexcept
       fd_(o.fd_),
       slot_(o.slot_),
       written_(o.written_),
+      synced_(o.synced_),
       buffer_(std::move(o.buffer_)) {
   o.fd_ = -1;
   o.slot_ = -1;
@@ -121,6 +82,7 @@ AtomicFile& AtomicFile::operator=(AtomicFile&& o) noexcept {
     fd_ = o.fd_;
     slot_ = o.slot_;
     written_ = o.written_;
+    synced_ = o.synced_;
     buffer_ = std::move(o.buffer_);
     o.fd_ = -1;
     o.slot_ = -1;
@@ -147,6 +109,7 @@ Status AtomicFile::Flush() {
 
 Status AtomicFile::Write(const void* data, size_t size) {
   if (fd_ < 0) return Status::Internal("write to a closed AtomicFile");
+  synced_ = false;
   const uint8_t* p = static_cast<const uint8_t*>(data);
   if (size >= kBufferSize) {
     LMKIT_RETURN_IF_ERROR(Flush());
@@ -169,6 +132,7 @@ Status AtomicFile::Write(const void* data, size_t size) {
 
 Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t size) {
   if (fd_ < 0) return Status::Internal("write to a closed AtomicFile");
+  synced_ = false;
   LMKIT_RETURN_IF_ERROR(Flush());
   return WriteRegion(offset, data, size);
 }
@@ -198,6 +162,15 @@ Status AtomicFile::WriteRegion(uint64_t offset, const void* data, size_t size) c
   return Status::Ok();
 }
 
+Status AtomicFile::Sync() {
+  if (fd_ < 0) return Status::Internal("sync of a closed AtomicFile");
+  LMKIT_RETURN_IF_ERROR(Flush());
+  if (temp_path_.empty() || synced_) return Status::Ok();  // devices and pipes reject fsync
+  if (::fsync(fd_) != 0) return Status::FromErrno(path_, "fsync failed", errno);
+  synced_ = true;
+  return Status::Ok();
+}
+
 Status AtomicFile::Commit() {
   if (fd_ < 0) return Status::Internal("commit of a closed AtomicFile");
   Status st = Flush();
@@ -206,7 +179,7 @@ Status AtomicFile::Commit() {
     fd_ = -1;
     return st;
   }
-  if (st.ok() && ::fsync(fd_) != 0) st = Status::FromErrno(path_, "fsync failed", errno);
+  if (st.ok() && !synced_ && ::fsync(fd_) != 0) st = Status::FromErrno(path_, "fsync failed", errno);
   if (st.ok() && ::close(fd_) != 0)
     st = Status::FromErrno(path_, "close failed", errno);
   else if (!st.ok())
@@ -216,11 +189,11 @@ Status AtomicFile::Commit() {
     st = Status::FromErrno(path_, "rename failed", errno);
   if (!st.ok()) {
     ::unlink(temp_path_.c_str());
-    Unregister(slot_);
+    UnregisterCleanup(slot_);
     slot_ = -1;
     return st;
   }
-  Unregister(slot_);
+  UnregisterCleanup(slot_);
   slot_ = -1;
   // Make the rename itself durable.
   int dfd = ::open(DirName(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -237,9 +210,23 @@ void AtomicFile::Abort() {
     fd_ = -1;
     if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
   }
-  Unregister(slot_);
+  UnregisterCleanup(slot_);
   slot_ = -1;
   buffer_.clear();
+}
+
+Status CommitAll(std::initializer_list<AtomicFile*> files) {
+  Status st;
+  for (AtomicFile* f : files) {
+    st = f->Sync();
+    if (!st.ok()) break;
+  }
+  if (!st.ok()) {
+    for (AtomicFile* f : files) f->Abort();
+    return st;
+  }
+  for (AtomicFile* f : files) LMKIT_RETURN_IF_ERROR(f->Commit());
+  return Status::Ok();
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view content) {

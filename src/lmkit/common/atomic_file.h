@@ -3,14 +3,15 @@
 // Contract: AtomicFile::Create opens a temporary file next to the destination (same directory, so rename(2) is atomic).
 // Write() appends through a buffer; Commit() flushes, fsyncs, renames onto the destination and fsyncs the directory.
 // If Commit() is not reached (an error, an early return, a destroyed object) the temporary file is removed and an
-// existing destination file is untouched. InstallInterruptCleanup() makes SIGINT/SIGTERM remove every live temporary
-// file before the process dies. An existing destination that is not a regular file (a device such as /dev/null, a
+// existing destination file is untouched. A live temporary file is also removed when a terminating signal kills the
+// process (interrupt_cleanup.h). An existing destination that is not a regular file (a device such as /dev/null, a
 // FIFO) is written in place, without a temporary file or rename; a directory is kInvalidInput. Not thread-safe per
 // object; distinct objects may be used from distinct threads.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,9 @@ class AtomicFile {
   // pwrite into a reserved region. The one method that may run on several threads at once (with itself only).
   Status WriteRegion(uint64_t offset, const void* data, size_t size) const;
 
+  // Flushes and fsyncs the temporary file without renaming it: after Sync, Commit is only the rename. Errors (a full
+  // disk) surface here, so a caller with several outputs can Sync them all before the first is renamed (CommitAll).
+  Status Sync();
   Status Commit();
   void Abort();
 
@@ -57,14 +61,16 @@ class AtomicFile {
   int fd_ = -1;
   int slot_ = -1;  // index in the interrupt-cleanup registry
   uint64_t written_ = 0;
+  bool synced_ = false;  // fsynced by Sync; a later write clears it
   std::vector<uint8_t> buffer_;
 };
 
 // Writes `content` to `path` atomically.
 Status WriteFileAtomically(const std::string& path, std::string_view content);
 
-// Installs SIGINT/SIGTERM handlers that unlink live temporary files, then re-raise the signal with the default action
-// (so the exit status says "killed by signal"). Call once from main().
-void InstallInterruptCleanup();
+// Outputs that go together (a main output and its report): syncs every file first and renames them only when all
+// synced, in the order given; on a sync error every file is aborted and no destination changes. Only a failing rename
+// (after the first) can leave some renamed.
+Status CommitAll(std::initializer_list<AtomicFile*> files);
 
 }  // namespace lmkit

@@ -18,13 +18,22 @@
 namespace lmkit {
 
 // Opens `path` read-only and checks that it is a regular file: the descriptor (the caller closes it) and the size.
-// Errors name the path: kNotFound, kIo with the errno text, kInvalidInput for a directory or another non-regular file.
-// Shared by FileReader and MappedFile.
+// Errors name the path: kNotFound, kIo with the errno text, kInvalidInput for a directory, a pipe, a device or a
+// socket (a FIFO without a writer does not block the open). Shared by FileReader, MappedFile and ReadFileToString.
 struct OpenedFile {
   int fd = -1;
   uint64_t size = 0;
 };
 Result<OpenedFile> OpenRegularFile(const std::string& path);
+
+// The most a whole-file read takes by default: far above any tokenizer, config, index, plan or calibration table
+// (the largest tokenizer.json files in use are ~35 MB), far below what a mistaken input could take from memory.
+constexpr uint64_t kMaxWholeFileBytes = uint64_t{256} << 20;
+
+// Reads a whole regular file, or standard input for "-", into memory (configs, JSON documents, vocabularies).
+// Errors: as OpenRegularFile, and kInvalidInput when the content is larger than `max_bytes` ("<stdin>" names standard
+// input, which may be a pipe or a file).
+Result<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes = kMaxWholeFileBytes);
 
 class FileReader {
  public:

@@ -83,36 +83,4 @@ void MappedFile::Advise(Advice advice, size_t offset, size_t length) const {
   (void)::madvise(data_ + begin, end - begin, a);
 }
 
-Result<std::string> ReadFileToString(const std::string& path) {
-  int fd = 0;
-  if (path != "-") {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      int e = errno;
-      if (e == ENOENT) return Status::NotFound(path, "no such file");
-      return Status::FromErrno(path, "cannot open", e);
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-      ::close(fd);
-      return Status::InvalidInput(path, "is a directory, expected a file");
-    }
-  }
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      if (fd != 0) ::close(fd);
-      return Status::FromErrno(path == "-" ? "<stdin>" : path, "read failed", e);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  if (fd != 0) ::close(fd);
-  return out;
-}
-
 }  // namespace lmkit

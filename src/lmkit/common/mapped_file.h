@@ -44,7 +44,4 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Reads a whole file (or "-" for stdin) into memory. For small inputs (configs, JSON, vocab files) and streams.
-Result<std::string> ReadFileToString(const std::string& path);
-
 }  // namespace lmkit

@@ -63,6 +63,12 @@ Status Status::WithSubject(const std::string& subject) const {
   return s;
 }
 
+Status Status::WithSubjectReplaced(const std::string& subject) const {
+  Status s = *this;
+  if (!s.ok()) s.subject_ = subject;
+  return s;
+}
+
 Status Status::Annotate(const std::string& prefix) const {
   Status s = *this;
   s.message_ = prefix + ": " + s.message_;

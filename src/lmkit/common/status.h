@@ -67,6 +67,8 @@ class [[nodiscard]] Status {
   // Returns a copy whose subject is `subject` when this one has none (lets a caller add the file name that a
   // lower layer, e.g. a buffer parser, did not know).
   Status WithSubject(const std::string& subject) const;
+  // Returns a copy whose subject is `subject` (e.g. a staged output reported under its final path).
+  Status WithSubjectReplaced(const std::string& subject) const;
   // Returns a copy with `prefix + ": "` put before the message (e.g. a tensor name).
   Status Annotate(const std::string& prefix) const;
 

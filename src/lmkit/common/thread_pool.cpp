@@ -2,6 +2,10 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
+#include "lmkit/common/thread_start.h"
+
 namespace lmkit {
 
 unsigned DefaultThreadCount() {
@@ -9,16 +13,17 @@ unsigned DefaultThreadCount() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) {
     int n = CPU_COUNT(&set);
-    if (n > 0) return static_cast<unsigned>(n);
+    if (n > 0) return std::min(static_cast<unsigned>(n), kMaxThreads);
   }
   unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : n;
+  return std::clamp(n, 1u, kMaxThreads);
 }
 
 ThreadPool::ThreadPool(unsigned threads) {
-  if (threads == 0) threads = 1;
+  threads = std::clamp(threads, 1u, kMaxThreads);
   workers_.reserve(threads - 1);
-  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (unsigned i = 1; i < threads; ++i)
+    if (!TryStartThread(workers_, [this, i] { WorkerLoop(i); })) break;
 }
 
 ThreadPool::~ThreadPool() {

@@ -1,12 +1,13 @@
 // A fixed-size thread pool with a parallel-for.
 //
-// Contract: ThreadPool(n) starts n-1 workers; the calling thread is the n-th and takes part in ParallelFor, so
-// ThreadPool(1) runs everything inline with no threads. ParallelFor(count, fn) calls fn(i, worker) for every i in
-// [0, count) exactly once and returns when all calls are done; `worker` is in [0, size()) and is unique among calls
-// running at the same time (use it to index per-worker scratch). Items are handed out dynamically, so the order of
-// calls is unspecified: callers that need deterministic output write results by index and reduce in index order.
-// ParallelFor is not reentrant (do not call it from inside fn). An exception thrown by fn is rethrown in the caller
-// after all items finished. DefaultThreadCount() is the number of CPUs this process may use.
+// Contract: ThreadPool(n) starts n-1 workers (n clamped to kMaxThreads); the calling thread is the n-th and takes part
+// in ParallelFor, so ThreadPool(1) runs everything inline with no threads. When the system refuses a thread the pool
+// keeps the ones it got (thread_start.h): size() is the number actually running, at least 1. ParallelFor(count, fn)
+// calls fn(i, worker) for every i in [0, count) exactly once and returns when all calls are done; `worker` is in [0,
+// size()) and is unique among calls running at the same time (use it to index per-worker scratch). Items are handed out
+// dynamically, so the order of calls is unspecified: callers that need deterministic output write results by index and
+// reduce in index order. ParallelFor is not reentrant (do not call it from inside fn). An exception thrown by fn is
+// rethrown in the caller after all items finished. DefaultThreadCount() is the number of CPUs this process may use.
 #pragma once
 
 #include <condition_variable>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/common/thread_start.h"
 #include "lmkit/dataload/os_facts.h"
 #include "lmkit/dataload/sampler.h"
 
@@ -56,9 +57,11 @@ StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
     for (auto& o : offsets) o = UniformBelow(state, blocks) * kBlock;
     std::vector<int> failed(kThreads, 0);
     std::vector<std::thread> workers;
+    workers.reserve(kThreads);
+    bool refused = false;
     const double t0 = MonotonicSeconds();
-    for (unsigned t = 0; t < kThreads; ++t) {
-      workers.emplace_back([&, t] {
+    for (unsigned t = 0; t < kThreads && !refused; ++t) {
+      refused = !TryStartThread(workers, [&, t] {
         void* m = nullptr;
         if (::posix_memalign(&m, kBlock, kBlock) != 0) {
           failed[t] = 1;
@@ -75,6 +78,7 @@ StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
     const double dt = MonotonicSeconds() - t0;
     for (int f : failed)
       if (f != 0) p.why_not = "O_DIRECT read failed in the parallel probe";
+    if (refused) p.why_not = "the system refused the parallel probe's threads";
     if (dt > 0) p.parallel_reads_per_s = kThreads * kEach / dt;
   }
   if (p.why_not.empty()) {

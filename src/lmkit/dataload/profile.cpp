@@ -10,13 +10,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <tuple>
 
+#include "lmkit/common/ordered_pipeline.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/cuda/dataload_h2d.h"
@@ -29,7 +27,6 @@ struct Slot {
   std::vector<uint8_t> windows;  // B × (T+1) stored tokens
   std::vector<uint8_t> xy;       // x (B×T) then y (B×T), out dtype
   uint64_t batch = UINT64_MAX;
-  bool ready = false;
   double sample = 0, gather = 0, convert = 0, stage = 0, h2d = 0, evict = 0;
   Status status;
   VocabCheck vocab;
@@ -76,16 +73,6 @@ uint64_t Digest(const Slot& s, const LoaderConfig& c) {
   }
   return h;
 }
-
-struct Shared {
-  std::mutex mu;
-  std::condition_variable cv_free;
-  std::condition_variable cv_ready;
-  uint64_t next = 0;
-  uint64_t consumed = 0;
-  uint64_t produced = 0;
-  bool stop = false;
-};
 
 std::string Percent(double x) {
   char b[32];
@@ -270,98 +257,85 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
     s.windows.resize(c.batch_size * row_bytes);
     s.xy.resize(xy_bytes);
   }
-  Shared sh;
+  // Per loader thread: its reader scratch, window list and host->device copier.
+  std::vector<ReaderScratch> scratches(c.threads);
+  std::vector<std::vector<Window>> windows(c.threads, std::vector<Window>(c.batch_size));
+  std::atomic<uint64_t> produced{0};
+  uint64_t next = 0;
   const IoCounters io0 = ReadIoCounters();
   const double t_start = MonotonicSeconds();
 
-  auto producer = [&](unsigned id) {
-    ReaderScratch scratch;
-    std::vector<Window> wins(c.batch_size);
-    cuda::HostToDevice* copier = h2d.empty() ? nullptr : h2d[id].get();
-    for (;;) {
-      uint64_t j;
-      {
-        std::unique_lock<std::mutex> lk(sh.mu);
-        if (sh.stop || sh.next >= limit) return;
-        j = sh.next++;
-        sh.cv_free.wait(lk, [&] { return sh.stop || j < sh.consumed + K; });
-        if (sh.stop) return;
-      }
-      Slot& s = slots[j % K];
-      Status st;
-      double t0 = MonotonicSeconds();
-      sampler.SampleBatch(j, c.batch_size, wins.data());
-      double t1 = MonotonicSeconds();
-      s.sample = t1 - t0;
-      s.evict = 0;
-      if (cold_each) {
-        for (const auto& w : wins) {
-          st = reader->EvictRange(w.shard, w.start, c.context + 1, margin);
-          if (!st.ok()) break;
-        }
-        double te = MonotonicSeconds();
-        s.evict = te - t1;
-        t1 = te;
-      }
-      if (prefetch_windows) {
-        for (const auto& w : wins) reader->Prefetch(w.shard, w.start, c.context + 1);
-      }
-      for (size_t i = 0; i < wins.size() && st.ok(); ++i) {
-        st = reader->Read(wins[i].shard, wins[i].start, c.context + 1, s.windows.data() + i * row_bytes, &scratch);
-      }
-      double t2 = MonotonicSeconds();
-      s.gather = t2 - t1;
-      s.vocab = VocabCheck{};
-      s.first_bad_where.clear();
-      ConvertWindows(s.windows.data(), tb, c.batch_size, c.context, c.out, s.xy.data(), s.xy.data() + xy_bytes / 2,
-                     o.vocab_size, &s.vocab);
-      if (s.vocab.first_bad_row >= 0) {
-        const Window& w = wins[static_cast<size_t>(s.vocab.first_bad_row)];
-        s.first_bad_where = shards[w.shard].path + " token " + std::to_string(w.start + s.vocab.first_bad_col);
-      }
-      double t3 = MonotonicSeconds();
-      s.convert = t3 - t2;
-      s.stage = 0;
-      s.h2d = 0;
-      if (copier != nullptr && st.ok()) {
-        cuda::HostToDeviceTiming ht;
-        st = copier->Copy(s.xy.data(), xy_bytes, &ht);
-        s.stage = ht.stage_s;
-        s.h2d = ht.copy_s;
-      }
-      {
-        std::lock_guard<std::mutex> lk(sh.mu);
-        s.status = st;
-        s.batch = j;
-        s.ready = true;
-        ++sh.produced;
-      }
-      sh.cv_ready.notify_all();
-    }
-  };
-
-  std::vector<std::thread> threads;
-  threads.reserve(c.threads);
-  for (unsigned t = 0; t < c.threads; ++t) threads.emplace_back(producer, t);
-
   std::vector<double> v_sample, v_gather, v_convert, v_stage, v_h2d, v_produce, v_evict, v_wait;
-  Status failure;
   double t_steady = o.warmup == 0 ? t_start : 0;
   double t_end = 0;
   uint64_t checksum = 0;
-  if (ctx.progress != nullptr) ctx.progress->Begin("dataload", o.steps > 0 ? o.warmup + o.steps : 0, "batches");
-  for (uint64_t s = 0;; ++s) {
-    const double want = MonotonicSeconds();
-    Slot& slot = slots[s % K];
-    {
-      std::unique_lock<std::mutex> lk(sh.mu);
-      sh.cv_ready.wait(lk, [&] { return slot.ready && slot.batch == s; });
+  double want = t_start;  // when the consumer became ready for the next batch
+  // The loader threads produce batches 0, 1, 2, ... into K slots; the consumer takes them in order
+  // (RunOrderedPipeline). All c.threads must run: a smaller pool would be measured under this one's name.
+  PipelineOptions po;
+  po.workers = c.threads;
+  po.ring = K;
+  po.all_workers = true;
+  PipelineStages stages;
+  stages.produce = [&](size_t slot) -> Result<bool> {
+    if (next >= limit) return false;
+    slots[slot].batch = next++;
+    return true;
+  };
+  stages.work = [&](size_t slot, unsigned id) -> Status {
+    Slot& s = slots[slot];
+    const uint64_t j = s.batch;
+    ReaderScratch& scratch = scratches[id];
+    std::vector<Window>& wins = windows[id];
+    cuda::HostToDevice* copier = h2d.empty() ? nullptr : h2d[id].get();
+    Status st;
+    double t0 = MonotonicSeconds();
+    sampler.SampleBatch(j, c.batch_size, wins.data());
+    double t1 = MonotonicSeconds();
+    s.sample = t1 - t0;
+    s.evict = 0;
+    if (cold_each) {
+      for (const auto& w : wins) {
+        st = reader->EvictRange(w.shard, w.start, c.context + 1, margin);
+        if (!st.ok()) break;
+      }
+      double te = MonotonicSeconds();
+      s.evict = te - t1;
+      t1 = te;
     }
+    if (prefetch_windows) {
+      for (const auto& w : wins) reader->Prefetch(w.shard, w.start, c.context + 1);
+    }
+    for (size_t i = 0; i < wins.size() && st.ok(); ++i) {
+      st = reader->Read(wins[i].shard, wins[i].start, c.context + 1, s.windows.data() + i * row_bytes, &scratch);
+    }
+    double t2 = MonotonicSeconds();
+    s.gather = t2 - t1;
+    s.vocab = VocabCheck{};
+    s.first_bad_where.clear();
+    ConvertWindows(s.windows.data(), tb, c.batch_size, c.context, c.out, s.xy.data(), s.xy.data() + xy_bytes / 2,
+                   o.vocab_size, &s.vocab);
+    if (s.vocab.first_bad_row >= 0) {
+      const Window& w = wins[static_cast<size_t>(s.vocab.first_bad_row)];
+      s.first_bad_where = shards[w.shard].path + " token " + std::to_string(w.start + s.vocab.first_bad_col);
+    }
+    double t3 = MonotonicSeconds();
+    s.convert = t3 - t2;
+    s.stage = 0;
+    s.h2d = 0;
+    if (copier != nullptr && st.ok()) {
+      cuda::HostToDeviceTiming ht;
+      st = copier->Copy(s.xy.data(), xy_bytes, &ht);
+      s.stage = ht.stage_s;
+      s.h2d = ht.copy_s;
+    }
+    produced.fetch_add(1);
+    return st;
+  };
+  stages.consume = [&](size_t slot_index) -> Result<bool> {
+    const uint64_t s = r.batches;
+    const Slot& slot = slots[slot_index];
     const double got = MonotonicSeconds();
-    if (!slot.status.ok()) {
-      failure = slot.status;
-      break;
-    }
     checksum = Mix(checksum, Digest(slot, c));
     if (o.vocab_size > 0) {
       r.vocab.ids_checked += slot.vocab.ids_checked;
@@ -385,32 +359,20 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
       v_produce.push_back(slot.sample + slot.gather + slot.convert + slot.stage + slot.h2d);
       v_wait.push_back(got - want);
     }
-    {
-      std::lock_guard<std::mutex> lk(sh.mu);
-      slot.ready = false;
-      sh.consumed = s + 1;
-    }
-    sh.cv_free.notify_all();
     r.batches = s + 1;
     if (ctx.progress != nullptr) ctx.progress->Update(r.batches);
     const double now = MonotonicSeconds();
+    want = now;
     if (s + 1 == o.warmup) t_steady = now;
-    if (o.steps > 0 && r.batches >= o.warmup + o.steps) {
+    if ((o.steps > 0 && r.batches >= o.warmup + o.steps) ||
+        (o.steps == 0 && s + 1 > o.warmup && now - t_steady >= o.duration_s)) {
       t_end = now;
-      break;
+      return false;
     }
-    if (o.steps == 0 && s + 1 > o.warmup && now - t_steady >= o.duration_s) {
-      t_end = now;
-      break;
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lk(sh.mu);
-    sh.stop = true;
-  }
-  sh.cv_free.notify_all();
-  sh.cv_ready.notify_all();
-  for (auto& t : threads) t.join();
+    return true;
+  };
+  if (ctx.progress != nullptr) ctx.progress->Begin("dataload", o.steps > 0 ? o.warmup + o.steps : 0, "batches");
+  const Status failure = RunOrderedPipeline(po, stages).status();
   if (ctx.progress != nullptr) ctx.progress->Finish();
   if (!failure.ok()) return failure;
   const IoCounters io1 = ReadIoCounters();
@@ -431,8 +393,8 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
   r.evict = Summarize(v_evict);
   r.wait = Summarize(v_wait);
   r.produce = Summarize(v_produce);
-  r.produced_batches = sh.produced;
-  r.useful_bytes = sh.produced * c.batch_size * row_bytes;
+  r.produced_batches = produced.load();
+  r.useful_bytes = r.produced_batches * c.batch_size * row_bytes;
   r.read_bytes = io1.read_bytes - io0.read_bytes;
   r.read_amplification = r.useful_bytes > 0 ? static_cast<double>(r.read_bytes) / r.useful_bytes : 0;
   r.minor_faults = io1.minor_faults - io0.minor_faults;
@@ -523,9 +485,10 @@ Result<SweepAxis> ParseSweepAxis(const std::string& text) {
   bool known = false;
   for (const char* n : kNames) known = known || a.name == n;
   if (!known) {
-    return Status::InvalidArgument("--sweep: unknown knob '" + a.name +
-                         "' (knobs: threads, prefetch, access, advice, cache, batch-size, context-length, out-dtype, "
-                         "memory)");
+    return Status::InvalidArgument(
+        "--sweep: unknown knob '" + a.name +
+        "' (knobs: threads, prefetch, access, advice, cache, batch-size, context-length, out-dtype, "
+        "memory)");
   }
   std::string rest = text.substr(eq + 1);
   size_t pos = 0;

@@ -4,18 +4,16 @@
 // chunk order, which keeps results bit-identical for any thread count.
 #include "lmkit/io/inspect.h"
 
-#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <map>
-#include <set>
 
 #include "lmkit/common/mapped_file.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/io/checkpoint.h"
 #include "lmkit/io/npy.h"
 
 namespace lmkit::io {
@@ -98,10 +96,6 @@ bool IsDirectory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 // What the statistics pass needs for one tensor.
 struct Source {
@@ -109,31 +103,6 @@ struct Source {
   DType dtype;
   uint64_t elements;
 };
-
-Status LoadShardIndex(const std::string& dir, const std::string& index_path, std::vector<std::string>* files,
-                      std::map<std::string, std::string>* weight_map) {
-  LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path));
-  LMKIT_ASSIGN_OR_RETURN(Json j, ParseJson(text, index_path));
-  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
-    return Status::InvalidInput(index_path, "no \"weight_map\" object");
-  }
-  std::set<std::string> unique;
-  for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-    if (!it.value().is_string()) {
-      return Status::InvalidInput(index_path, fmt::format("weight_map entry '{}' is not a file name", it.key()));
-    }
-    const std::string& f = it.value().get_ref<const std::string&>();
-    if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..") {
-      return Status::InvalidInput(index_path, fmt::format("weight_map entry '{}' names '{}', not a file beside the "
-                                                          "index",
-                                                          it.key(), f));
-    }
-    unique.insert(f);
-    (*weight_map)[it.key()] = f;
-  }
-  for (const auto& f : unique) files->push_back(dir + "/" + f);
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -156,31 +125,17 @@ Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink
   std::vector<Source> sources;
 
   std::vector<std::string> st_paths;
-  std::map<std::string, std::string> weight_map;
-  std::string index_path;
   if (IsDirectory(options.path)) {
-    std::string dir = options.path;
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    std::string single = dir + "/model.safetensors";
-    index_path = dir + "/model.safetensors.index.json";
-    if (Exists(single)) {
-      st_paths.push_back(single);
-      report.format = "safetensors";
-      index_path.clear();
-    } else if (Exists(index_path)) {
-      LMKIT_RETURN_IF_ERROR(LoadShardIndex(dir, index_path, &st_paths, &weight_map));
-      report.format = "safetensors (sharded)";
-    } else {
-      return Status::NotFound(options.path,
-                              "directory holds neither model.safetensors nor "
-                              "model.safetensors.index.json");
-    }
-    std::string config_path = dir + "/config.json";
-    if (Exists(config_path)) {
-      LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(config_path));
-      LMKIT_ASSIGN_OR_RETURN(Json config, ParseJson(text, config_path));
-      if (!config.is_object()) return Status::InvalidInput(config_path, "config is not a JSON object");
+    LMKIT_ASSIGN_OR_RETURN(Checkpoint ck, OpenCheckpoint(options.path));
+    report.format = ck.index_path.empty() ? "safetensors" : "safetensors (sharded)";
+    if (!ck.config_path.empty()) {
+      LMKIT_ASSIGN_OR_RETURN(Json config, ParseJson(ck.config_text, ck.config_path));
+      if (!config.is_object()) return Status::InvalidInput(ck.config_path, "config is not a JSON object");
       report.config = std::move(config);
+    }
+    for (CheckpointFile& f : ck.files) {
+      st_paths.push_back(f.path);
+      st_files.push_back(std::move(f.file));
     }
   } else {
     LMKIT_ASSIGN_OR_RETURN(MappedFile probe, MappedFile::Open(options.path));
@@ -205,32 +160,18 @@ Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink
       npy_files.push_back(std::move(f));
     } else {
       report.format = "safetensors";
+      LMKIT_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(options.path));
       st_paths.push_back(options.path);
+      st_files.push_back(std::move(f));
     }
   }
 
-  for (const auto& p : st_paths) {
-    LMKIT_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(p));
-    st_files.push_back(std::move(f));
-  }
-  std::set<std::string> seen;
+  // OpenCheckpoint has checked that no tensor is in two shards and that each is where the index says.
   for (size_t fi = 0; fi < st_files.size(); ++fi) {
     const SafetensorsFile& f = st_files[fi];
     report.files.push_back(st_paths[fi]);
     if (fi == 0) report.metadata = f.metadata();
     for (const TensorInfo& info : f.tensors()) {
-      if (!index_path.empty()) {
-        std::string base = st_paths[fi].substr(st_paths[fi].rfind('/') + 1);
-        auto it = weight_map.find(info.name);
-        if (it == weight_map.end() || it->second != base) {
-          return Status::InvalidInput(index_path,
-                                      fmt::format("tensor '{}' of {} is not mapped to that file", info.name, base));
-        }
-      }
-      if (!seen.insert(info.name).second) {
-        return Status::InvalidInput(st_paths[fi],
-                                    fmt::format("tensor '{}' also appears in an earlier shard", info.name));
-      }
       InspectedTensor t;
       t.name = info.name;
       t.dtype = info.dtype;
@@ -240,13 +181,6 @@ Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink
       t.file = st_paths[fi];
       sources.push_back({f.Data(info).data(), info.dtype, t.elements});
       report.tensors.push_back(std::move(t));
-    }
-  }
-  if (!index_path.empty() && seen.size() != weight_map.size()) {
-    for (const auto& [name, file] : weight_map) {
-      if (!seen.count(name)) {
-        return Status::InvalidInput(index_path, fmt::format("tensor '{}' is mapped to {} but not there", name, file));
-      }
     }
   }
   for (const auto& t : report.tensors) {

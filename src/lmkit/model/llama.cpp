@@ -8,18 +8,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <set>
 
 #include "lmkit/common/json.h"
-#include "lmkit/common/mapped_file.h"
+#include "lmkit/io/checkpoint.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/quantizer.h"
 
 namespace lmkit::model {
-namespace fs = std::filesystem;
 
 const char* WeightModeName(WeightMode m) {
   switch (m) {
@@ -59,12 +57,11 @@ struct ModelLoader {
   std::set<std::string> used;
   bool w8a8 = false, dynamic = false;
 
-  Status AddFile(const std::string& p) {
-    LMKIT_ASSIGN_OR_RETURN(io::SafetensorsFile f, io::SafetensorsFile::Open(p));
+  Status AddFile(io::SafetensorsFile f) {
     files.push_back(std::make_unique<io::SafetensorsFile>(std::move(f)));
     const io::SafetensorsFile* sf = files.back().get();
     for (const io::TensorInfo& t : sf->tensors()) {
-      if (index.count(t.name)) return Status::InvalidInput(p, "tensor '" + t.name + "' appears in two shards");
+      if (index.count(t.name)) return Status::InvalidInput(sf->path(), "tensor '" + t.name + "' appears in two shards");
       index[t.name] = {sf, &t};
     }
     return Status::Ok();
@@ -90,6 +87,13 @@ struct ModelLoader {
           f->path(), fmt::format("tensor '{}' has dtype {}; expected a float dtype", name, io::DTypeName(t->dtype)));
     std::vector<float> out(t->num_elements());
     io::ConvertToF32(t->dtype, f->Data(*t).data(), out.data(), out.size());
+    // A NaN or infinity in a weight makes every logit NaN downstream: refused here, naming where it is.
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (std::isfinite(out[i])) continue;
+      const uint64_t cols = shape.size() == 2 ? shape[1] : out.size();
+      const std::string at = shape.size() == 2 ? fmt::format("[{}, {}]", i / cols, i % cols) : fmt::format("[{}]", i);
+      return Status::InvalidInput(f->path(), fmt::format("tensor '{}': non-finite value at {}", name, at));
+    }
     return out;
   }
 
@@ -165,18 +169,19 @@ struct ModelLoader {
 };
 
 Result<LlamaModel> LlamaModel::Load(const std::string& path) {
-  std::error_code ec;
-  const bool is_dir = fs::is_directory(path, ec);
-  if (!is_dir && !fs::exists(path, ec)) return Status::NotFound(path, "no such file or directory");
-  const fs::path dir = is_dir ? fs::path(path) : fs::path(path).parent_path();
-  const std::string config_path = (dir.empty() ? fs::path("config.json") : dir / "config.json").string();
-  if (!fs::exists(config_path, ec)) return Status::NotFound(config_path, "no config.json beside the weights");
-  LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(config_path));
-  LMKIT_ASSIGN_OR_RETURN(Json cj, ParseJson(text, config_path));
+  io::CheckpointOptions co;
+  co.require_config = true;
+  LMKIT_ASSIGN_OR_RETURN(io::Checkpoint ck, io::OpenCheckpoint(path, co));
+  const std::string& config_path = ck.config_path;
+  LMKIT_ASSIGN_OR_RETURN(Json cj, ParseJson(ck.config_text, config_path));
   LlamaModel model;
   model.path_ = path;
   LMKIT_ASSIGN_OR_RETURN(model.config_, ParseLlamaConfig(cj, config_path));
   const LlamaConfig& c = model.config_;
+  // The forward pass indexes with 32-bit products of these; each bounds a real tensor's row count.
+  if (uint64_t{c.heads} * c.head_dim > (uint64_t{1} << 30))
+    return Status::InvalidInput(config_path, fmt::format("num_attention_heads x head_dim = {} is too large",
+                                                         uint64_t{c.heads} * c.head_dim));
 
   ModelLoader ld;
   ld.subject = path;
@@ -191,41 +196,31 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].size() != 1)
       return Status::Unsupported(config_path, "quantization_config must have exactly one config group");
     const Json& g = q["config_groups"].begin().value();
+    // Compared with ==, which never throws on a value of another type (value() would).
+    auto field = [](const Json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : Json(); };
+    // The weights are read as symmetric 8-bit integer codes times a scale; any other scheme (4-bit, a zero point)
+    // would be read as that and give wrong numbers, so it is refused.
+    const Json w = field(g, "weights");
+    if (!w.is_null() &&
+        (!w.is_object() || field(w, "num_bits") != 8 || field(w, "type") != "int" || field(w, "symmetric") != true))
+      return Status::Unsupported(config_path, "weights must be symmetric 8-bit int (num_bits " +
+                                                  DumpJson(field(w, "num_bits"), -1) + ", type " +
+                                                  DumpJson(field(w, "type"), -1) + ", symmetric " +
+                                                  DumpJson(field(w, "symmetric"), -1) + ")");
     model.mode_ = WeightMode::kW8A16;
     if (g.is_object() && g.contains("input_activations") && !g["input_activations"].is_null()) {
       const Json& a = g["input_activations"];
-      // Compared with ==, which never throws on a value of another type (value() would).
-      auto field = [&](const char* key) { return a.contains(key) ? a[key] : Json(); };  // `a` is an object here
-      if (!a.is_object() || field("num_bits") != 8 || field("type") != "int" || field("symmetric") != true)
+      if (!a.is_object() || field(a, "num_bits") != 8 || field(a, "type") != "int" || field(a, "symmetric") != true)
         return Status::Unsupported(config_path, "input_activations must be symmetric 8-bit int");
       ld.w8a8 = true;
-      ld.dynamic = field("dynamic") == true;
-      if (ld.dynamic && field("strategy") != "token")
+      ld.dynamic = field(a, "dynamic") == true;
+      if (ld.dynamic && field(a, "strategy") != "token")
         return Status::Unsupported(config_path, "dynamic input_activations must use strategy \"token\"");
       model.mode_ = ld.dynamic ? WeightMode::kW8A8Dynamic : WeightMode::kW8A8Static;
     }
   }
 
-  if (!is_dir) {
-    LMKIT_RETURN_IF_ERROR(ld.AddFile(path));
-  } else if (fs::exists(dir / "model.safetensors.index.json", ec)) {
-    const std::string ip = (dir / "model.safetensors.index.json").string();
-    LMKIT_ASSIGN_OR_RETURN(std::string itext, ReadFileToString(ip));
-    LMKIT_ASSIGN_OR_RETURN(Json ij, ParseJson(itext, ip));
-    if (!ij.is_object() || !ij.contains("weight_map") || !ij["weight_map"].is_object())
-      return Status::InvalidInput(ip, "no \"weight_map\" object");
-    std::set<std::string> shards;
-    for (const auto& [k, v] : ij["weight_map"].items()) {
-      if (!v.is_string() || v.get<std::string>().find('/') != std::string::npos)
-        return Status::InvalidInput(ip, "weight_map entry '" + k + "' is not a file name");
-      shards.insert(v.get<std::string>());
-    }
-    for (const std::string& s : shards) LMKIT_RETURN_IF_ERROR(ld.AddFile((dir / s).string()));
-  } else if (fs::exists(dir / "model.safetensors", ec)) {
-    LMKIT_RETURN_IF_ERROR(ld.AddFile((dir / "model.safetensors").string()));
-  } else {
-    return Status::NotFound(path, "no model.safetensors or model.safetensors.index.json");
-  }
+  for (io::CheckpointFile& f : ck.files) LMKIT_RETURN_IF_ERROR(ld.AddFile(std::move(f.file)));
 
   const uint32_t H = c.hidden, qd = c.heads * c.head_dim, kvd = c.kv_heads * c.head_dim;
   LMKIT_ASSIGN_OR_RETURN(model.embed_, ld.Float("model.embed_tokens.weight", {c.vocab, H}));

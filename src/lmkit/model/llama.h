@@ -1,17 +1,19 @@
 // A Llama-family causal LM (RMSNorm, RoPE in Hugging Face's rotate-half order, grouped-query attention, SwiGLU, tied or
 // untied head) loaded from a Hugging Face checkpoint, with a multithreaded fp32 CPU forward pass and a KV cache.
 //
-// Loading contract: LlamaModel::Load(PATH) takes a model directory (config.json plus model.safetensors, or shards
-// listed by model.safetensors.index.json) or a .safetensors file whose directory holds config.json. Weights may be
+// Loading contract: LlamaModel::Load(PATH) opens PATH with io::OpenCheckpoint (a model directory: config.json plus
+// model.safetensors, or shards listed by model.safetensors.index.json under its strict rules; or a .safetensors file
+// whose directory holds config.json). Weights may be
 // F32, F16 or BF16 (converted to fp32), or compressed-tensors "int-quantized" as `lmkit quantize` and llm-compressor
 // write them (`m.weight` I8 + `m.weight_scale`, `m.input_scale` for static activations). With quantization_config's
 // input_activations null (w8a16) the int8 weights are dequantized to fp32; with int8 input_activations (w8a8) the
 // Linear runs real int8 x int8 products with int32 accumulation, activations quantized per tensor from input_scale
 // (static) or per token (dynamic). Every tensor's shape is checked against config.json. Errors, one line each, naming
 // the file: kInvalidInput for a missing tensor ("missing tensor 'model.norm.weight'"), a shape that disagrees with
-// config.json, an unexpected dtype, or a tensor the config does not account for (e.g. a layer beyond
-// num_hidden_layers: a config/weights mismatch); kUnsupported for model types and quantization formats this pass
-// does not run; kNotFound/kIo from opening files. The loaded model owns its fp32/int8 copies (the files are closed).
+// config.json, an unexpected dtype, a NaN or infinite value ("tensor 'x': non-finite value at [2, 5]"), or a tensor
+// the config does not account for (e.g. a layer beyond num_hidden_layers: a config/weights mismatch); kUnsupported
+// for model types and quantization formats this pass does not run (weights other than symmetric 8-bit int codes);
+// kNotFound/kIo from opening files. The loaded model owns its fp32/int8 copies (the files are closed).
 //
 // Forward contract: Forward runs `tokens` at positions cache.length() ... cache.length() + n - 1, appends their keys
 // and values to `cache`, and writes logits: [n, vocab] rows when `all_logits`, else only the last position's [vocab].

@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,7 @@
 #include "lmkit/bpe/tokenizer_files.h"
 #include "lmkit/bpe/tokenizer_writer.h"
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/common/thread_start.h"
 
 namespace lmkit::mpi {
 
@@ -67,6 +69,23 @@ constexpr size_t kMaxMessage = size_t{64} << 20;
 // Longest sleep between polls while a rank waits for the answer to its claim: it has nothing else to do, and with the
 // 1 ms cap of other waits, claims cost rank 1 26-50 ms of a 1.1 s debmix encode.
 constexpr long kClaimPollNs = 100000;
+
+// Runs `fn` on a second thread next to the MPI thread, or right away on this one when the system refuses a thread
+// (thread_start.h): the work is the same, it only no longer overlaps the MPI calls that follow. Join() waits for it.
+class SideThread {
+ public:
+  explicit SideThread(const std::function<void()>& fn) {
+    if (!TryStartThread(thread_, fn)) fn();
+  }
+  void Join() {
+    for (auto& t : thread_) t.join();
+    thread_.clear();
+  }
+  ~SideThread() { Join(); }
+
+ private:
+  std::vector<std::thread> thread_;
+};
 
 void FinalizeAtExit() {
   int finalized = 0;
@@ -169,9 +188,9 @@ Status InitOverlapped(int* rank, int* size, Fn&& work, Status* work_status) {
     *work_status = work(*rank, *size);
     return Status::Ok();
   }
-  std::thread worker([&] { *work_status = work(guess->first, guess->second); });
+  SideThread worker([&] { *work_status = work(guess->first, guess->second); });
   Status init = EnsureInit(rank, size);
-  worker.join();
+  worker.Join();
   LMKIT_RETURN_IF_ERROR(init);
   if (*rank != guess->first || *size != guess->second) *work_status = work(*rank, *size);
   return Status::Ok();
@@ -417,7 +436,8 @@ Result<MpiTrainResult> TrainBpeMpi(const bpe::BpeTrainOptions& options, const st
     if (options.inputs.empty()) return Status::InvalidArgument("no input files");
     LMKIT_ASSIGN_OR_RETURN(specials, bpe::NormalizeSpecialTokens(options.special_tokens));
     if (options.vocab_size < specials.size() + 256)
-      return Status::InvalidArgument("--vocab-size is below the special tokens + 256 bytes every vocabulary starts with");
+      return Status::InvalidArgument(
+          "--vocab-size is below the special tokens + 256 bytes every vocabulary starts with");
     pieces = static_cast<uint64_t>(size) * kPiecesPerRank;
     bpe::BpeCountOptions co;
     co.inputs = options.inputs;
@@ -437,13 +457,13 @@ Result<MpiTrainResult> TrainBpeMpi(const bpe::BpeTrainOptions& options, const st
   if (r.root) {
     std::atomic<uint64_t> next{static_cast<uint64_t>(r.size)};
     if (progress) progress->Begin("counting", pieces, "pieces");
-    std::thread worker([&] {
+    SideThread worker([&] {
       for (uint64_t k; (k = next.fetch_add(1)) < pieces;) count_piece(k);
     });
     ServeClaims(next, pieces, r.size - 1, [&](uint64_t n) {
       if (progress) progress->Update(n);
     });
-    worker.join();
+    worker.Join();
     if (progress) progress->Finish();
   } else {
     for (int64_t k; (k = ClaimPiece()) >= 0;) count_piece(static_cast<uint64_t>(k));
@@ -604,7 +624,8 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
   auto first = [&](int rank, int size) -> Status {
     out.reset();
     encoded = Status::Ok();
-    if (req.input == "-") return Status::InvalidArgument("--mpi needs an input file (stdin cannot be split between ranks)");
+    if (req.input == "-")
+      return Status::InvalidArgument("--mpi needs an input file (stdin cannot be split between ranks)");
     if (req.output.empty()) return Status::InvalidArgument("--mpi needs -o FILE (rank 0 writes the one output)");
     if (!tok) {
       LMKIT_ASSIGN_OR_RETURN(tok, bpe::LoadTokenizer(req.tokenizer, req.tokenizer_options));
@@ -700,7 +721,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
     return p;
   };
   { ready[0] = std::make_unique<Piece>(std::move(own)); }
-  std::thread worker([&] {
+  SideThread worker([&] {
     for (uint64_t k; (k = next.fetch_add(1)) < pieces;) {
       auto p = take_spare();
       encode_piece(k, p.get());
@@ -804,7 +825,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
     MPI_Cancel(&head_req);
     MPI_Wait(&head_req, MPI_STATUS_IGNORE);
   }
-  worker.join();
+  worker.Join();
   if (progress) progress->Finish();
   Status all = encoded;
   if (all.ok()) all = write;

@@ -57,7 +57,8 @@ Status CollectRegularFiles(const QuantizeOptions& o, const detail::Plan& plan,
     if (!entry.is_regular_file()) continue;
     const std::string name = entry.path().filename().string();
     if (name == "config.json" || name == plan.index_name || detail::EndsWith(name, ".safetensors")) continue;
-    LMKIT_ASSIGN_OR_RETURN(std::string content, ReadFileToString(entry.path().string()));
+    // Copied as they are, whatever their size (not parsed): no whole-file cap.
+    LMKIT_ASSIGN_OR_RETURN(std::string content, ReadFileToString(entry.path().string(), UINT64_MAX));
     files->emplace_back((fs::path(o.output) / name).string(), std::move(content));
   }
   if (ec) return Status::Io(o.input, "cannot list the directory: " + ec.message());
@@ -192,11 +193,9 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
                                                "select none of the 2-D float *.weight tensors");
   // config.json is parsed before anything is written: a malformed one used to fail after the shards were in place.
   std::optional<Json> cfg;
-  const std::string cpath = (fs::path(o.input) / "config.json").string();
-  std::error_code cfg_ec;
-  if (plan.directory && fs::exists(cpath, cfg_ec)) {
-    LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(cpath));
-    LMKIT_ASSIGN_OR_RETURN(cfg, ParseJson(text, cpath));
+  const std::string& cpath = plan.config_path;
+  if (plan.directory && !cpath.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(cfg, ParseJson(plan.config_text, cpath));
     if (!cfg->is_object()) return Status::InvalidInput(cpath, "config.json is not a JSON object");
   }
   QuantizeCreatedDirGuard created_dir;

@@ -219,12 +219,11 @@ Result<QuantizeReport> QuantizeToGguf(const QuantizeOptions& o, ProgressSink* pr
   }
   const std::string cpath = (fs::path(o.input) / "config.json").string();
   if (!fs::exists(cpath, ec)) return Status::NotFound(cpath, "no config.json in the model directory");
-  LMKIT_ASSIGN_OR_RETURN(std::string ctext, ReadFileToString(cpath));
-  LMKIT_ASSIGN_OR_RETURN(Json cfg, ParseJson(ctext, cpath));
+  LMKIT_ASSIGN_OR_RETURN(Plan plan, MakePlan(o, /*single_output_file=*/true));
+  LMKIT_ASSIGN_OR_RETURN(Json cfg, ParseJson(plan.config_text, cpath));
   if (!cfg.is_object()) return Status::InvalidInput(cpath, "config.json is not a JSON object");
   LMKIT_ASSIGN_OR_RETURN(LlamaHparams hp, ReadLlamaConfig(cfg, cpath));
   LMKIT_ASSIGN_OR_RETURN(Matchers matchers, CompileMatchers(o));
-  LMKIT_ASSIGN_OR_RETURN(Plan plan, MakePlan(o, /*single_output_file=*/true));
 
   QuantizeReport rep;
   rep.input = o.input;

@@ -11,6 +11,7 @@
 
 #include "lmkit/common/json.h"
 #include "lmkit/common/mapped_file.h"
+#include "lmkit/io/checkpoint.h"
 
 namespace lmkit::quant::detail {
 namespace fs = std::filesystem;
@@ -71,52 +72,32 @@ std::string ModuleName(const std::string& weight_name) {
 Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file) {
   Plan plan;
   std::error_code ec;
-  if (fs::is_directory(o.input, ec)) {
-    plan.directory = true;
-    const fs::path dir(o.input);
-    std::vector<std::string> names;
-    if (fs::exists(dir / "model.safetensors.index.json", ec)) {
-      plan.index_name = "model.safetensors.index.json";
-      const std::string ipath = (dir / plan.index_name).string();
-      LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(ipath));
-      LMKIT_ASSIGN_OR_RETURN(Json idx, ParseJson(text, ipath));
-      if (!idx.is_object() || !idx.contains("weight_map") || !idx["weight_map"].is_object())
-        return Status::InvalidInput(ipath, "no \"weight_map\" object");
-      std::set<std::string> seen;
-      for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
-        if (!it.value().is_string())
-          return Status::InvalidInput(ipath, "weight_map value for '" + it.key() + "' is not a string");
-        std::string f = it.value().get<std::string>();
-        if (f.find('/') != std::string::npos || f.empty() || f[0] == '.')
-          return Status::InvalidInput(ipath, "shard name '" + f + "' is not a plain file name");
-        if (seen.insert(f).second) names.push_back(f);
-      }
-      std::sort(names.begin(), names.end());
-    } else if (fs::exists(dir / "model.safetensors", ec)) {
-      names.push_back("model.safetensors");
-    } else {
-      return Status::NotFound(o.input, "no model.safetensors or model.safetensors.index.json in the directory");
-    }
+  LMKIT_ASSIGN_OR_RETURN(io::Checkpoint ck, io::OpenCheckpoint(o.input));
+  plan.directory = ck.directory;
+  if (plan.directory) {
+    if (!ck.index_path.empty()) plan.index_name = io::kIndexName;
+    plan.config_path = ck.config_path;
+    plan.config_text = std::move(ck.config_text);
     // The output directory is created only once every input has been validated (Quantize), so a bad input leaves
     // no directory behind.
     if (!single_output_file && fs::exists(o.output, ec) && !fs::is_directory(o.output, ec))
       return Status::InvalidInput(o.output, "exists and is not a directory (OUTPUT of a directory INPUT)");
-    for (const auto& n : names)
-      plan.shards.push_back(Shard{(dir / n).string(), (fs::path(o.output) / n).string(), n, {}});
+    for (io::CheckpointFile& f : ck.files)
+      plan.shards.push_back(Shard{f.path, (fs::path(o.output) / f.name).string(), f.name, std::move(f.file)});
   } else {
-    if (!fs::exists(o.input, ec)) return Status::NotFound(o.input, "no such file or directory");
     if (!single_output_file && fs::is_directory(o.output, ec))
       return Status::InvalidArgument("OUTPUT must be a file path when INPUT is a .safetensors file");
-    plan.shards.push_back(Shard{o.input, o.output, fs::path(o.output).filename().string(), {}});
+    io::CheckpointFile& f = ck.files.front();
+    plan.shards.push_back(Shard{o.input, o.output, fs::path(o.output).filename().string(), std::move(f.file)});
   }
   if (single_output_file) {
-    if (fs::is_directory(o.output, ec)) return Status::InvalidArgument("OUTPUT must be a file path with --format gguf-q8_0");
+    if (fs::is_directory(o.output, ec))
+      return Status::InvalidArgument("OUTPUT must be a file path with --format gguf-q8_0");
     for (Shard& s : plan.shards) s.out_path = o.output;
   }
   for (Shard& s : plan.shards) {
     if (fs::weakly_canonical(s.in_path, ec) == fs::weakly_canonical(s.out_path, ec))
       return Status::InvalidArgument("OUTPUT would overwrite INPUT (" + s.in_path + ")");
-    LMKIT_ASSIGN_OR_RETURN(s.file, io::SafetensorsFile::Open(s.in_path));
   }
   return plan;
 }

@@ -3,9 +3,10 @@
 //
 // Contract: Selected(t, m) is the selection rule of quantize.h (a 2-D F32/F16/BF16 "*.weight" that an --include names,
 // or that is not an embedding, norm or lm_head when there is no --include; then no --exclude match). MakePlan opens
-// every shard of INPUT (a .safetensors file, or a model directory with model.safetensors or an index and its shards,
-// in sorted order) and checks OUTPUT against it: with `single_output_file` OUTPUT is one file whatever INPUT is (GGUF),
-// otherwise a directory for a directory INPUT and a file for a file INPUT, each shard's out_path set accordingly.
+// INPUT with io::OpenCheckpoint (a .safetensors file, or a model directory with model.safetensors or an index and its
+// shards, in sorted order, under the checkpoint's strict index rules) and checks OUTPUT against it: with
+// `single_output_file` OUTPUT is one file whatever INPUT is (GGUF), otherwise a directory for a directory INPUT and a
+// file for a file INPUT, each shard's out_path set accordingly.
 #pragma once
 
 #include <regex>
@@ -37,7 +38,9 @@ struct Shard {
 struct Plan {
   bool directory = false;
   std::vector<Shard> shards;
-  std::string index_name;  // "" when not sharded
+  std::string index_name;   // "" when not sharded
+  std::string config_path;  // a directory's config.json, "" when it has none (io/checkpoint.h)
+  std::string config_text;
 };
 
 Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file);

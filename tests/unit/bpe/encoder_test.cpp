@@ -7,6 +7,7 @@
 
 #include "lmkit/bpe/tokenizer_files.h"
 #include "lmkit/common/json.h"
+#include "lmkit/common/thread_start.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
@@ -163,6 +164,13 @@ TEST_CASE("bpe encode: streamed encodes equal whole encodes for every chunk size
   std::string corpus = test::ReadAll(test::TestData("bpe-encode/corpus.en"));
   auto want = Expected("corpus.gpt2.json");
   for (unsigned threads : {1u, 2u, 4u}) CHECK(EncodeStreamed(gpt2, corpus, 4096, threads) == want);
+  // Threads the system refuses (RLIMIT_NPROC, RLIMIT_AS): the stream runs on those it got, or on this thread alone.
+  for (int allowed : {0, 1}) {
+    lmkit::FailThreadStartsAfterForTesting(allowed);
+    const auto ids = EncodeStreamed(gpt2, corpus, 4096, 4);
+    lmkit::FailThreadStartsAfterForTesting(-1);
+    CHECK(ids == want);
+  }
 }
 
 TEST_CASE("bpe encode: an encoder pool reused across streams gives the same ids", "[bpe][encode]") {

@@ -128,3 +128,35 @@ TEST_CASE("atomic file: a directory destination is refused before anything is wr
   CHECK(f.status().code() == lmkit::ErrorCode::kInvalidInput);
   CHECK(f.status().ToString() == dir.path() + ": is a directory");
 }
+
+TEST_CASE("atomic file: CommitAll renames nothing when one of the outputs cannot be written", "[common][atomic]") {
+  TempDir dir;
+  const std::string main_out = dir.file("main.bin"), report = dir.file("report.json");
+  WriteAll(main_out, "old main");
+  WriteAll(report, "old report");
+  {
+    auto a = AtomicFile::Create(main_out);
+    auto b = AtomicFile::Create(report);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE(a->Write("new main").ok());
+    REQUIRE(b->Write("new report").ok());
+    REQUIRE(lmkit::CommitAll({&*a, &*b}).ok());
+  }
+  CHECK(ReadAll(main_out) == "new main");
+  CHECK(ReadAll(report) == "new report");
+  struct stat st {};
+  if (::stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) {
+    // The report goes to a full device: its write fails at Sync, before the main output is renamed.
+    auto a = AtomicFile::Create(main_out);
+    auto b = AtomicFile::Create("/dev/full");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE(a->Write("newer main").ok());
+    REQUIRE(b->Write("report").ok());
+    lmkit::Status s = lmkit::CommitAll({&*a, &*b});
+    CHECK(s.ToString() == "/dev/full: write failed: No space left on device");
+    CHECK(ReadAll(main_out) == "new main");
+    CHECK(ListDir(dir.path()) == std::vector<std::string>{"main.bin", "report.json"});
+  }
+}

@@ -1,5 +1,8 @@
 #include "lmkit/common/file_reader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -43,4 +46,25 @@ TEST_CASE("file reader: reading past the end, a missing file and a directory are
   auto d = FileReader::Open(dir.path());
   CHECK(d.status().code() == ErrorCode::kInvalidInput);
   CHECK(d.status().message() == "is a directory, expected a file");
+}
+
+// #31 item 2: `lmkit flops /dev/zero` grew without bound, a FIFO without a writer blocked the open.
+TEST_CASE("file reader: whole-file reads refuse devices and FIFOs and cap the size", "[common][file_reader]") {
+  TempDir dir;
+  auto zero = lmkit::ReadFileToString("/dev/zero");
+  CHECK(zero.status().ToString() == "/dev/zero: is a device, expected a regular file");
+  const std::string fifo = dir.file("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK(lmkit::ReadFileToString(fifo).status().ToString() == fifo + ": is a pipe (FIFO), expected a regular file");
+  CHECK(FileReader::Open(fifo).status().code() == ErrorCode::kInvalidInput);
+  const std::string link = dir.file("config.json");
+  REQUIRE(::symlink("/dev/zero", link.c_str()) == 0);
+  CHECK(lmkit::ReadFileToString(link).status().ToString() == link + ": is a device, expected a regular file");
+  const std::string big = dir.file("big.json");
+  WriteAll(big, std::string(1000, ' '));
+  CHECK(lmkit::ReadFileToString(big, 1000).ok());
+  CHECK(lmkit::ReadFileToString(big, 999).status().ToString() ==
+        big + ": is 1000 bytes, over the 999 bytes limit for this kind of file");
+  CHECK(lmkit::ReadFileToString(big, 512 << 10).value().size() == 1000);
+  CHECK(lmkit::kMaxWholeFileBytes == uint64_t{256} << 20);
 }

@@ -3,16 +3,16 @@
 
 #include "lmkit/cuda/dataload_h2d.h"
 #include "lmkit/cuda/device.h"
+#include "support/skip.h"
 
 using lmkit::cuda::HostToDevice;
 
 TEST_CASE("host to device: batches arrive unchanged, pinned and pageable", "[dataload][cuda]") {
   if (lmkit::cuda::ListCudaDevices().devices.empty()) {
-    WARN("no CUDA device (" << lmkit::cuda::ListCudaDevices().why_none << "); host-to-device test skipped");
     auto h = HostToDevice::Create(0, 1024, true);
     CHECK_FALSE(h.ok());
     CHECK(h.status().code() == lmkit::ErrorCode::kUnsupported);
-    return;
+    LMKIT_SKIP("no CUDA device (" << lmkit::cuda::ListCudaDevices().why_none << "): host-to-device copies");
   }
   std::vector<int64_t> batch(2 * 12 * 1024);
   for (size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<int64_t>(i * 7919 % 50257);

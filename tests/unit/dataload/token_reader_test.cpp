@@ -10,6 +10,7 @@
 #include "lmkit/dataload/os_facts.h"
 #include "lmkit/dataload/profile.h"
 #include "support/run_lmkit.h"
+#include "support/skip.h"
 
 using namespace lmkit::dataload;
 using lmkit::test::TempDir;
@@ -41,7 +42,7 @@ TEST_CASE("token reader: mmap, pread and O_DIRECT read the same windows", "[data
     for (Advice adv : {Advice::kNormal, Advice::kRandom}) {
       auto r = TokenReader::Open(*shards, a, adv);
       if (!r.ok() && r.status().code() == lmkit::ErrorCode::kUnsupported) {
-        WARN("O_DIRECT not supported on this file system: " << r.status().ToString());
+        LMKIT_SKIP_PART("O_DIRECT not supported on this file system: " << r.status().ToString());
         continue;
       }
       REQUIRE(r.ok());
@@ -78,15 +79,13 @@ TEST_CASE("cold cache: per-batch eviction makes storage read more than the windo
   auto resident = ResidentBytes(path);
   REQUIRE(resident.ok());
   if (*resident > (4u << 20)) {
-    WARN("posix_fadvise(DONTNEED) has no effect on this file system (" << FileSystemFactsFor(path).fs_type
-                                                                       << "); cold-cache test skipped");
-    return;
+    LMKIT_SKIP("posix_fadvise(DONTNEED) has no effect on this file system (" << FileSystemFactsFor(path).fs_type
+                                                                             << "): cold-cache test");
   }
   const IoCounters probe0 = ReadIoCounters();
   REQUIRE(WarmFile(path).ok());
   if (ReadIoCounters().read_bytes == probe0.read_bytes) {
-    WARN("/proc/self/io read_bytes does not count reads here; cold-cache test skipped");
-    return;
+    LMKIT_SKIP("/proc/self/io read_bytes does not count reads here: cold-cache test");
   }
   DataloadOptions o;
   o.paths = {path};

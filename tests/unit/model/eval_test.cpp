@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "lmkit/common/atomic_file.h"
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/json.h"
-#include "lmkit/common/mapped_file.h"
 #include "lmkit/io/token_file.h"
 #include "lmkit/model/calibrate_model.h"
 #include "lmkit/model/llama.h"

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <tuple>
 
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/json.h"
-#include "lmkit/common/mapped_file.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/model/config.h"
 #include "lmkit/model/generate.h"

@@ -1,4 +1,4 @@
-// CUDA kernels against their CPU references, bit for bit. Without a CUDA build or a device these WARN and return;
+// CUDA kernels against their CPU references, bit for bit. Without a CUDA build or a device these report as skipped;
 // scripts/gpu-check.sh runs them on a machine with a GPU, and lmkit_cuda_emu_tests (tests/emu) runs this same file
 // on a CPU emulator of CUDA in every build without CUDA. The hidden "[.cuda-bench]" case prints kernel bandwidth.
 #include "lmkit/cuda/quant_kernels.h"
@@ -13,22 +13,18 @@
 #include "lmkit/io/dtype.h"
 #include "lmkit/quant/histogram.h"
 #include "lmkit/quant/quantizer.h"
+#include "support/skip.h"
 
 using namespace lmkit;
 
 namespace {
 
-bool DeviceOrWarn() {
-  if (!cuda::CudaBuildEnabled()) {
-    WARN("built without CUDA: kernel test skipped");
-    return false;
-  }
+// Why this build or machine cannot run the kernels ("" when it can).
+std::string NoDevice() {
+  if (!cuda::CudaBuildEnabled()) return "built without CUDA";
   auto devs = cuda::ListCudaDevices();
-  if (devs.devices.empty()) {
-    WARN("no CUDA device (" + devs.why_none + "): kernel test skipped");
-    return false;
-  }
-  return true;
+  if (devs.devices.empty()) return "no CUDA device (" + devs.why_none + ")";
+  return "";
 }
 
 cuda::ElemType ToElem(io::DType t) {
@@ -82,7 +78,7 @@ TEST_CASE("cuda: the stub or the device agree with the build", "[quant][cuda]") 
 }
 
 TEST_CASE("cuda: per-channel quantize kernel equals the CPU reference bit for bit", "[quant][cuda]") {
-  if (!DeviceOrWarn()) return;
+  if (const std::string why = NoDevice(); !why.empty()) LMKIT_SKIP(why << ": kernel test");
   std::mt19937 rng(5);
   std::student_t_distribution<float> td(3.0f);
   // Shapes hit every kernel: for 2-byte types with cols % 8 == 0 the register kernel with 1, 2, 4 and 8 16-byte
@@ -119,7 +115,7 @@ TEST_CASE("cuda: per-channel quantize kernel equals the CPU reference bit for bi
 }
 
 TEST_CASE("cuda: quantize kernels on misaligned input, non-finite values and out-of-range shapes", "[quant][cuda]") {
-  if (!DeviceOrWarn()) return;
+  if (const std::string why = NoDevice(); !why.empty()) LMKIT_SKIP(why << ": kernel test");
   std::mt19937 rng(6);
   std::normal_distribution<float> nd(0.0f, 0.05f);
   // A 2-byte input 2 bytes past a 16-byte boundary cannot take the 16-byte loads: the scalar kernel codes it (the
@@ -173,7 +169,7 @@ TEST_CASE("cuda: quantize kernels on misaligned input, non-finite values and out
 }
 
 TEST_CASE("cuda: histogram kernel equals the CPU AbsHistogram", "[quant][cuda]") {
-  if (!DeviceOrWarn()) return;
+  if (const std::string why = NoDevice(); !why.empty()) LMKIT_SKIP(why << ": kernel test");
   std::mt19937 rng(9);
   std::normal_distribution<float> nd(0.0f, 2.0f);
   std::vector<float> x(1 << 20);
@@ -208,7 +204,7 @@ TEST_CASE("cuda: histogram kernel equals the CPU AbsHistogram", "[quant][cuda]")
 }
 
 TEST_CASE("cuda: histogram kernel at every alignment, bin count and range corner", "[quant][cuda]") {
-  if (!DeviceOrWarn()) return;
+  if (const std::string why = NoDevice(); !why.empty()) LMKIT_SKIP(why << ": kernel test");
   std::mt19937 rng(10);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> buf((1 << 16) + 4);
@@ -242,7 +238,7 @@ TEST_CASE("cuda: histogram kernel at every alignment, bin count and range corner
 }
 
 TEST_CASE("cuda: the benchmark entry points run on small sizes and account their bytes", "[quant][cuda]") {
-  if (!DeviceOrWarn()) return;
+  if (const std::string why = NoDevice(); !why.empty()) LMKIT_SKIP(why << ": kernel test");
   for (bool two_reads : {false, true}) {
     auto t = cuda::BenchQuantizePerChannel(8, 4096, 2, two_reads);
     REQUIRE(t.ok());
@@ -261,7 +257,7 @@ TEST_CASE("cuda: the benchmark entry points run on small sizes and account their
 }
 
 TEST_CASE("cuda: kernel bandwidth", "[.cuda-bench]") {
-  if (!DeviceOrWarn()) return;
+  if (const std::string why = NoDevice(); !why.empty()) LMKIT_SKIP(why << ": kernel test");
   auto devs = cuda::ListCudaDevices();
   // The device's own peak (memory clock x bus width; H200: 4.9 TB/s against the datasheet's 4.8). A driver that
   // does not report it would make every percentage meaningless: stop instead.
