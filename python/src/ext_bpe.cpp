@@ -13,6 +13,7 @@
 
 #include "ext.h"
 #include "lmkit/bpe/decoder.h"
+#include "lmkit/bpe/encode_file.h"
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/bpe/special_tokens.h"
 #include "lmkit/bpe/tokenizer.h"
@@ -359,7 +360,7 @@ void RegisterBpe(nb::module_& m) {
          std::optional<std::string> format, const std::string& dtype, unsigned threads) {
         bpe::EncodeRequest req;
         req.tokenizer = tokenizer;
-        req.input = input;
+        req.corpus.inputs = {input};
         req.output = output;
         if (format) req.format = Take(bpe::IdFormatFromName(*format));
         req.dtype = Take(bpe::IdDtypeFromName(dtype));
@@ -389,7 +390,7 @@ void RegisterBpe(nb::module_& m) {
       [](std::vector<std::string> inputs, size_t vocab_size, std::vector<std::string> specials, unsigned threads,
          std::optional<std::string> output_dir) {
         bpe::BpeTrainOptions o;
-        o.inputs = std::move(inputs);
+        o.corpus.inputs = std::move(inputs);
         o.vocab_size = vocab_size;
         o.special_tokens = std::move(specials);
         o.threads = threads;

@@ -9,8 +9,6 @@
 // - A small direct-mapped cache per thread remembers recent pieces that needed merging.
 #include "lmkit/bpe/encoder.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -192,29 +190,6 @@ void Encoder::MergeHeap(std::string_view piece, std::vector<uint32_t>* out) {
     if (prev_[pos] != kEnd) push(prev_[pos]);
   }
   for (uint32_t i = 0; i != kEnd && n > 0; i = next_[i]) out->push_back(ids_[i]);
-}
-
-// ---- sources ----
-
-Result<size_t> StringSource::Read(char* dst, size_t capacity) {
-  size_t n = std::min({capacity, s_.size() - pos_, max_read_});
-  std::memcpy(dst, s_.data() + pos_, n);
-  pos_ += n;
-  return n;
-}
-
-Result<size_t> FdSource::Read(char* dst, size_t capacity) {
-  size_t got = 0;
-  while (got < capacity) {
-    ssize_t r = ::read(fd_, dst + got, capacity - got);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(subject_, "cannot read", errno);
-    }
-    if (r == 0) break;
-    got += static_cast<size_t>(r);
-  }
-  return got;
 }
 
 // ---- safe cuts ----
@@ -621,85 +596,7 @@ class FormattedSink final : public TokenSink {
 
 }  // namespace
 
-Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress) {
-  EncodeReport rep;
-  const double t0 = MonotonicSeconds();
-  LMKIT_ASSIGN_OR_RETURN(auto tok, LoadTokenizer(req.tokenizer, req.tokenizer_options));
-  rep.load_seconds = MonotonicSeconds() - t0;
-  rep.tokenizer = tok->description();
-  rep.input = req.input;
-  rep.output = req.output.empty() ? "-" : req.output;
-  rep.format = req.format.value_or(req.output.empty() ? IdFormat::kJson : IdFormatFromPath(req.output));
-  LMKIT_ASSIGN_OR_RETURN(rep.dtype, ResolveDtype(req.dtype, *tok));
-  rep.threads = std::max(1u, req.threads);
-  if (rep.format == IdFormat::kNpy && req.output.empty())
-    return Status::InvalidArgument("--format npy needs an output file (-o): its header holds the token count");
-
-  int fd = 0;
-  uint64_t size_hint = 0;
-  if (req.input != "-") {
-    fd = ::open(req.input.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound(req.input, "no such file");
-      return Status::FromErrno(req.input, "cannot open", errno);
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) == 0) {
-      if (S_ISDIR(st.st_mode)) {
-        ::close(fd);
-        return Status::InvalidInput(req.input, "is a directory, expected a text file");
-      }
-      size_hint = static_cast<uint64_t>(st.st_size);
-    }
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  }
-  struct Closer {
-    int fd;
-    ~Closer() {
-      if (fd > 0) ::close(fd);
-    }
-  } closer{fd};
-  FdSource source(fd, req.input == "-" ? "<stdin>" : req.input, size_hint);
-  StreamOptions opts;
-  opts.threads = rep.threads;
-  opts.chunk_bytes = req.chunk_bytes;
-
-  auto cpu_now = [] {
-    timespec ts{};
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
-  const double t1 = MonotonicSeconds();
-  const double c1 = cpu_now();
-  StreamStats stats;
-  if ((rep.format == IdFormat::kBin || rep.format == IdFormat::kNpy) && !req.output.empty()) {
-    LMKIT_ASSIGN_OR_RETURN(io::TokenWriter w,
-                           io::TokenWriter::Create(
-                               req.output, rep.format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
-                               rep.dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
-    TokenWriterSink sink(std::move(w));
-    LMKIT_ASSIGN_OR_RETURN(stats, EncodeStream(*tok, source, sink, opts, progress));
-    LMKIT_RETURN_IF_ERROR(sink.Commit());
-  } else {
-    ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
-    if (!req.output.empty()) {
-      LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
-    }
-    FormattedSink sink(std::move(out), rep.format, rep.dtype, *tok);
-    LMKIT_ASSIGN_OR_RETURN(stats, EncodeStream(*tok, source, sink, opts, progress));
-    LMKIT_RETURN_IF_ERROR(sink.Commit());
-  }
-  rep.encode_seconds = MonotonicSeconds() - t1;
-  rep.encode_cpu_seconds = cpu_now() - c1;
-  rep.bytes = stats.bytes;
-  rep.tokens = stats.tokens;
-  rep.chunks = stats.chunks;
-  rep.largest_chunk = stats.largest_chunk;
-  rep.peak_rss_bytes = PeakRssBytes();
-  return rep;
-}
-
-// ---- OpenIdOutput (for the MPI driver): the sinks above behind one interface ----
+// ---- OpenIdOutput: the sinks above behind one interface ----
 
 namespace {
 
@@ -717,20 +614,21 @@ class OwnedIdOutput final : public IdOutput {
 
 }  // namespace
 
-Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& req, const Tokenizer& tok, IdFormat format,
-                                               IdDtype dtype) {
-  if ((format == IdFormat::kBin || format == IdFormat::kNpy) && !req.output.empty()) {
+Result<std::unique_ptr<IdOutput>> OpenIdOutput(const std::string& output, int stdout_fd, const Tokenizer& tok,
+                                               IdFormat format, IdDtype dtype) {
+  if ((format == IdFormat::kBin || format == IdFormat::kNpy) && !output.empty()) {
     LMKIT_ASSIGN_OR_RETURN(
         io::TokenWriter w,
-        io::TokenWriter::Create(req.output, format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
+        io::TokenWriter::Create(output, format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
                                 dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
     return std::unique_ptr<IdOutput>(new OwnedIdOutput<TokenWriterSink>(TokenWriterSink(std::move(w))));
   }
   if (format == IdFormat::kNpy)
-    return Status::InvalidArgument("--format npy needs an output file (-o): its header holds the token count");
-  ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
-  if (!req.output.empty()) {
-    LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(req.output));
+    return Status::InvalidArgument(Field("format") + " npy needs an output file (" + Field("output") +
+                                   "): its header holds the token count");
+  ByteOutput out = ByteOutput::ToFd(stdout_fd, "stdout");
+  if (!output.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(out, ByteOutput::ToFile(output));
   }
   return std::unique_ptr<IdOutput>(new OwnedIdOutput<FormattedSink>(FormattedSink(std::move(out), format, dtype, tok)));
 }

@@ -39,6 +39,7 @@
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
+#include "lmkit/io/byte_source.h"
 
 namespace lmkit::bpe {
 
@@ -97,15 +98,10 @@ class Encoder {
   std::vector<HotEntry> hot_;
 };
 
-// Input for EncodeStream.
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  // Reads up to `capacity` bytes; 0 at the end. Errors name the input.
-  virtual Result<size_t> Read(char* dst, size_t capacity) = 0;
-  // Total size when known (a regular file), else 0; for progress only.
-  virtual uint64_t SizeHint() const { return 0; }
-};
+// Input for EncodeStream (io/byte_source.h).
+using io::ByteSource;
+using io::FdSource;
+using io::StringSource;
 
 // Output of EncodeStream: receives the ids in input order.
 class TokenSink {
@@ -114,32 +110,6 @@ class TokenSink {
   virtual Status Write(const uint32_t* ids, size_t count) = 0;
   // Ids that fit uint16 (MPI pieces of a uint16 output); the default widens them for Write.
   virtual Status Write16(const uint16_t* ids, size_t count);
-};
-
-class StringSource final : public ByteSource {
- public:
-  explicit StringSource(std::string_view s, size_t max_read = SIZE_MAX) : s_(s), max_read_(max_read) {}
-  Result<size_t> Read(char* dst, size_t capacity) override;
-  uint64_t SizeHint() const override { return s_.size(); }
-
- private:
-  std::string_view s_;
-  size_t pos_ = 0;
-  size_t max_read_;
-};
-
-// Reads a file descriptor (a file, a pipe, stdin); does not own it.
-class FdSource final : public ByteSource {
- public:
-  FdSource(int fd, std::string subject, uint64_t size_hint = 0)
-      : fd_(fd), subject_(std::move(subject)), size_hint_(size_hint) {}
-  Result<size_t> Read(char* dst, size_t capacity) override;
-  uint64_t SizeHint() const override { return size_hint_; }
-
- private:
-  int fd_;
-  std::string subject_;
-  uint64_t size_hint_;
 };
 
 class VectorSink final : public TokenSink {
@@ -214,7 +184,7 @@ size_t LastSafeCut(std::string_view text, size_t from, const std::vector<Special
 // around c are "X\n|Y" or "x| y". Shared with the shard splitter (shard.h), which adds its own special-token rules.
 bool IsPatternSafeCut(std::string_view text, size_t c);
 
-// ---- `lmkit bpe encode`: files in, token files out ----
+// ---- token files: the formats `lmkit bpe encode` writes ----
 
 // Id file formats. bin: raw little-endian ids; npy: a 1-D .npy array; json: one array `[1,2,3]` and a newline;
 // text: one token per line, `id<TAB>bytes` with the bytes written as a quoted string (docs/bpe-encoding.md).
@@ -249,50 +219,17 @@ class ByteOutput {
   std::string buffer_;
 };
 
-struct EncodeRequest {
-  std::string tokenizer;
-  TokenizerOptions tokenizer_options;
-  std::string input = "-";
-  std::string output;  // empty: write to stdout_fd
-  int stdout_fd = 1;
-  std::optional<IdFormat> format;  // default: from the output's extension, json on stdout
-  IdDtype dtype = IdDtype::kAuto;
-  unsigned threads = 1;
-  size_t chunk_bytes = 0;
-};
-
-struct EncodeReport {
-  std::string tokenizer;  // description
-  std::string input;
-  std::string output;
-  IdFormat format = IdFormat::kJson;
-  IdDtype dtype = IdDtype::kU32;
-  unsigned threads = 1;
-  uint64_t bytes = 0;
-  uint64_t tokens = 0;
-  uint64_t chunks = 0;
-  uint64_t largest_chunk = 0;
-  double load_seconds = 0;        // reading the tokenizer
-  double encode_seconds = 0;      // reading, encoding and writing the input (wall clock)
-  double encode_cpu_seconds = 0;  // CPU time of all threads over the same phase
-  uint64_t peak_rss_bytes = 0;
-};
-
-// Loads the tokenizer, encodes `input` ("-" = stdin) with EncodeStream and writes the ids. Errors: the loader's, the
-// input's (named), kInvalidArgument for npy on a descriptor (its header needs the count, so it needs a file).
-Result<EncodeReport> EncodeFile(const EncodeRequest& request, ProgressSink* progress);
-
-// ---- for drivers that produce the ids elsewhere (the MPI encoder, src/lmkit/mpi/) ----
-
-// The output EncodeFile writes to, on its own: Write ids in order, then Commit once.
+// The output of an encode (EncodeFile, and the MPI driver that produces the ids elsewhere): Write ids in order, then
+// Commit once.
 class IdOutput : public TokenSink {
  public:
   virtual Status Commit() = 0;
 };
 
-// Opens request.output (or request.stdout_fd when it is empty) for `format` and `dtype` exactly as EncodeFile does,
-// so ids written here give the same bytes. Errors: as EncodeFile's for its output.
-Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& request, const Tokenizer& tokenizer,
+// Opens `output` (or the descriptor `stdout_fd` when it is empty) for `format` and `dtype`: bin and npy through
+// io::TokenWriter, json and text through ByteOutput, so every driver writes the same bytes. Errors: the file's, and
+// kInvalidArgument naming Field("format") and Field("output") for npy without a file (its header holds the count).
+Result<std::unique_ptr<IdOutput>> OpenIdOutput(const std::string& output, int stdout_fd, const Tokenizer& tokenizer,
                                                IdFormat format, IdDtype dtype);
 
 }  // namespace lmkit::bpe

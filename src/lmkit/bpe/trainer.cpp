@@ -83,79 +83,6 @@ void CutSpan(std::string_view t, size_t begin, size_t end, size_t target, std::v
   if (end > begin) items->push_back(t.substr(begin, end - begin));
 }
 
-// Reads the inputs in order as one stream.
-class InputStream {
- public:
-  // Reads bytes [begin, end) of the concatenation (end = UINT64_MAX: to the end). A range needs regular files.
-  InputStream(const std::vector<std::string>& paths, uint64_t begin, uint64_t end)
-      : paths_(paths), skip_(begin), left_(end == UINT64_MAX ? UINT64_MAX : end - begin) {}
-  ~InputStream() { CloseCurrent(); }
-
-  // Reads up to `want` bytes into dst (fewer only at the end of all inputs); sets *eof when every input is exhausted.
-  Status Read(char* dst, size_t want, size_t* got, bool* eof) {
-    *eof = false;
-    *got = 0;
-    if (want > left_) want = static_cast<size_t>(left_);
-    while (*got < want) {
-      if (fd_ < 0) {
-        if (next_ >= paths_.size()) {
-          *eof = true;
-          return Status::Ok();
-        }
-        current_ = paths_[next_++];
-        if (current_ == "-") {
-          fd_ = 0;
-        } else {
-          fd_ = ::open(current_.c_str(), O_RDONLY | O_CLOEXEC);
-          if (fd_ < 0) return Status::FromErrno(current_, "cannot open", errno);
-          ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-        }
-        if (skip_ > 0) {
-          struct stat st {};
-          if (::fstat(fd_, &st) != 0) return Status::FromErrno(current_, "cannot stat", errno);
-          const uint64_t size = static_cast<uint64_t>(st.st_size);
-          if (size <= skip_) {
-            skip_ -= size;
-            CloseCurrent();
-            continue;
-          }
-          if (::lseek(fd_, static_cast<off_t>(skip_), SEEK_SET) < 0)
-            return Status::FromErrno(current_, "cannot seek", errno);
-          skip_ = 0;
-        }
-      }
-      const ssize_t r = ::read(fd_, dst + *got, want - *got);
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(current_, "cannot read", errno);
-      }
-      if (r == 0) {
-        CloseCurrent();
-        continue;
-      }
-      *got += static_cast<size_t>(r);
-      total_ += static_cast<size_t>(r);
-      if (left_ != UINT64_MAX) left_ -= static_cast<uint64_t>(r);
-    }
-    if (left_ == 0) *eof = true;
-    return Status::Ok();
-  }
-  uint64_t total() const { return total_; }
-
- private:
-  void CloseCurrent() {
-    if (fd_ > 0) ::close(fd_);
-    fd_ = -1;
-  }
-  std::vector<std::string> paths_;
-  size_t next_ = 0;
-  uint64_t skip_ = 0;  // bytes still to skip before the range
-  uint64_t left_;      // bytes left in the range (UINT64_MAX: unlimited)
-  int fd_ = -1;
-  std::string current_;
-  uint64_t total_ = 0;
-};
-
 // Counting state shared by the streamed and in-memory entry points.
 class Counter {
  public:
@@ -438,22 +365,21 @@ class Merger {
 Status CheckVocabSize(const std::vector<std::string>& specials, const BpeTrainOptions& o) {
   if (o.vocab_size < specials.size() + 256)
     return Status::InvalidArgument(
-        fmt::format("{} {} is below the {} tokens every vocabulary starts with ({} special + "
-                    "256 bytes)",
+        fmt::format("{} {} is below the {} tokens every vocabulary starts with ({} special + 256 bytes)",
                     Field("vocab_size"), o.vocab_size, specials.size() + 256, specials.size()));
   return Status::Ok();
-}
-
-Result<std::vector<std::string>> CheckedSpecials(const BpeTrainOptions& o) {
-  LMKIT_ASSIGN_OR_RETURN(auto specials, NormalizeSpecialTokens(o.special_tokens));
-  LMKIT_RETURN_IF_ERROR(CheckVocabSize(specials, o));
-  return specials;
 }
 
 Result<BpeTrainResult> Finish(const std::vector<std::string>& specials, PretokenTable& table, const BpeTrainOptions& o,
                               BpeTrainStats stats, ProgressSink* progress);
 
 }  // namespace
+
+Result<std::vector<std::string>> CheckedSpecials(const BpeTrainOptions& o) {
+  LMKIT_ASSIGN_OR_RETURN(auto specials, NormalizeSpecialTokens(o.special_tokens));
+  LMKIT_RETURN_IF_ERROR(CheckVocabSize(specials, o));
+  return specials;
+}
 
 Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::string>& given) {
   std::vector<std::string> specials;
@@ -517,9 +443,11 @@ Result<BpeTrainResult> TrainBpeOnText(std::string_view text, const BpeTrainOptio
 }
 
 struct RangeCounter::Impl {
-  Impl(const BpeCountOptions& o, std::vector<std::string> specials)
-      : options(o), splitter(std::move(specials)), counter(splitter, o.threads) {}
+  Impl(const BpeCountOptions& o, std::vector<std::string> sp, io::Corpus c)
+      : options(o), specials(std::move(sp)), corpus(std::move(c)), splitter(specials), counter(splitter, o.threads) {}
   BpeCountOptions options;
+  std::vector<std::string> specials;
+  io::Corpus corpus;
   SpecialTokenSplitter splitter;
   Counter counter;
   // Left uninitialised (no zero-fill of a block that a small input never touches) and kept between ranges. It holds
@@ -528,39 +456,40 @@ struct RangeCounter::Impl {
   size_t cap = 0;
 };
 
+Result<io::Corpus> OpenBpeCorpus(const io::CorpusOptions& corpus, const std::vector<std::string>& specials) {
+  if (specials.empty() && corpus.doc_separator.empty() && io::HasDocuments(corpus))
+    return Status::InvalidArgument("JSONL and Parquet documents are joined by a separator: give " +
+                                   Field("special_tokens") + " (the first one joins them) or " +
+                                   Field("doc_separator"));
+  return io::Corpus::Create(corpus, specials.empty() ? std::string_view() : std::string_view(specials.front()));
+}
+
 Result<std::unique_ptr<RangeCounter>> RangeCounter::Create(const BpeCountOptions& options) {
-  if (options.inputs.empty()) return Status::InvalidArgument("no input files");
   LMKIT_ASSIGN_OR_RETURN(auto specials, NormalizeSpecialTokens(options.special_tokens));
+  LMKIT_ASSIGN_OR_RETURN(io::Corpus corpus, OpenBpeCorpus(options.corpus, specials));
   std::unique_ptr<RangeCounter> rc(new RangeCounter());
-  rc->impl_ = std::make_unique<Impl>(options, std::move(specials));
+  rc->impl_ = std::make_unique<Impl>(options, std::move(specials), std::move(corpus));
   return rc;
 }
 
 RangeCounter::RangeCounter() = default;
 RangeCounter::~RangeCounter() = default;
 
+io::Corpus& RangeCounter::corpus() { return impl_->corpus; }
+const std::vector<std::string>& RangeCounter::specials() const { return impl_->specials; }
+
 Status RangeCounter::Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, ProgressSink* progress) {
   Impl& m = *impl_;
   if (begin > end) return Status::InvalidArgument("byte range ends before it begins");
-  if (progress) {
-    // The size to show: the range, or all inputs that have one (stdin has none).
-    uint64_t known_total = 0;
-    if (end != UINT64_MAX) {
-      known_total = end - begin;
-    } else {
-      for (const auto& p : m.options.inputs) {
-        struct stat st {};
-        if (p != "-" && ::stat(p.c_str(), &st) == 0) known_total += static_cast<uint64_t>(st.st_size);
-      }
-    }
-    progress->Begin("counting", known_total, "B");
-  }
-  InputStream in(m.options.inputs, begin, end);
+  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<io::ByteSource> in, m.corpus.Open(begin, end));
+  // The size to show: the range, or what the source knows (regular text files; 0 for stdin and documents).
+  if (progress) progress->Begin("counting", end != UINT64_MAX ? end - begin : in->SizeHint(), "B");
   if (!m.buf) {
     m.cap = std::max<size_t>(m.options.block_bytes, 4096);
     m.buf.reset(new char[m.cap]);
   }
   size_t len = 0;
+  uint64_t read_total = 0;
   const double t_start = MonotonicSeconds();
   double read_seconds = 0;
   bool eof = false;
@@ -572,20 +501,29 @@ Status RangeCounter::Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, P
       m.cap *= 2;
     }
     const double tr = MonotonicSeconds();
+    // Fill the block (a source may return less than asked before its end).
     size_t got = 0;
-    LMKIT_RETURN_IF_ERROR(in.Read(m.buf.get() + len, m.cap - len, &got, &eof));
+    while (len + got < m.cap) {
+      LMKIT_ASSIGN_OR_RETURN(size_t n, in->Read(m.buf.get() + len + got, m.cap - len - got));
+      if (n == 0) {
+        eof = true;
+        break;
+      }
+      got += n;
+    }
     read_seconds += MonotonicSeconds() - tr;
     len += got;
+    read_total += got;
     const std::string_view text(m.buf.get(), len);
     const size_t cut = eof ? len : BlockCut(text, m.splitter);
     if (cut == 0) continue;  // no boundary yet: read more into the same buffer
     m.counter.CountBlock(text.substr(0, cut));
     std::memmove(m.buf.get(), m.buf.get() + cut, len - cut);
     len -= cut;
-    if (progress) progress->Update(in.total() - len);
+    if (progress) progress->Update(read_total - len);
   }
   if (progress) progress->Finish();
-  stats->input_bytes += in.total();
+  stats->input_bytes += read_total;
   stats->read_seconds += read_seconds;
   stats->count_seconds += MonotonicSeconds() - t_start - read_seconds;
   return Status::Ok();
@@ -619,10 +557,10 @@ Result<BpeTrainResult> TrainBpeOnCounts(PretokenTable&& table, const BpeTrainOpt
 }
 
 Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* progress) {
-  if (options.inputs.empty()) return Status::InvalidArgument("no input files");
+  if (options.corpus.inputs.empty()) return Status::InvalidArgument("no input files");
   LMKIT_ASSIGN_OR_RETURN(auto specials, CheckedSpecials(options));
   BpeCountOptions co;
-  co.inputs = options.inputs;
+  co.corpus = options.corpus;
   co.special_tokens = options.special_tokens;
   co.threads = options.threads;
   co.block_bytes = options.block_bytes;

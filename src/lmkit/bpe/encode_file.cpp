@@ -1,0 +1,80 @@
+#include "lmkit/bpe/encode_file.h"
+
+#include <algorithm>
+
+#include "lmkit/bpe/distributed_encode.h"
+#include "lmkit/common/sysinfo.h"
+#include "lmkit/dist/comm.h"
+
+namespace lmkit::bpe {
+
+IdFormat ResolvedFormat(const EncodeRequest& req) {
+  return req.format.value_or(req.output.empty() ? IdFormat::kJson : IdFormatFromPath(req.output));
+}
+
+Result<EncodeSetup> PrepareEncode(const EncodeRequest& req) {
+  EncodeSetup s;
+  EncodeReport& rep = s.report;
+  rep.format = ResolvedFormat(req);
+  // The JSON and text formats write decimal ids: a dtype there would be accepted and change nothing.
+  if (req.dtype != IdDtype::kAuto && (rep.format == IdFormat::kJson || rep.format == IdFormat::kText))
+    return Status::InvalidArgument(Field("dtype") + " applies to the bin and npy formats, not " +
+                                   std::string(IdFormatName(rep.format)));
+  if (rep.format == IdFormat::kNpy && req.output.empty())
+    return Status::InvalidArgument(Field("format") + " npy needs an output file (" + Field("output") +
+                                   "): its header holds the token count");
+  const double t0 = MonotonicSeconds();
+  LMKIT_ASSIGN_OR_RETURN(s.tokenizer, LoadTokenizer(req.tokenizer, req.tokenizer_options));
+  rep.load_seconds = MonotonicSeconds() - t0;
+  rep.tokenizer = s.tokenizer->description();
+  for (const auto& in : req.corpus.inputs) rep.input += (rep.input.empty() ? "" : " ") + in;
+  rep.output = req.output.empty() ? "-" : req.output;
+  LMKIT_ASSIGN_OR_RETURN(rep.dtype, ResolveDtype(req.dtype, *s.tokenizer));
+  rep.threads = std::max(1u, req.threads);
+  return s;
+}
+
+Result<io::Corpus> OpenEncodeCorpus(const EncodeRequest& req) {
+  const auto& specials = req.tokenizer_options.specials;
+  if (specials.empty() && req.corpus.doc_separator.empty() && io::HasDocuments(req.corpus))
+    return Status::InvalidArgument("JSONL and Parquet documents are joined by a separator: give " +
+                                   Field("special_tokens") + " (the first one joins them) or " +
+                                   Field("doc_separator"));
+  return io::Corpus::Create(req.corpus, specials.empty() ? std::string_view() : std::string_view(specials.front()));
+}
+
+Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress) {
+  if (req.mpi) {
+    if (!dist::Built())
+      return Status::InvalidArgument(Field("mpi") +
+                                     ": this lmkit was built without MPI (install libopenmpi-dev, configure with "
+                                     "-DLMKIT_MPI=ON)");
+    if (req.output.empty())
+      return Status::InvalidArgument(Field("mpi") + " needs " + Field("output") +
+                                     " FILE (rank 0 writes the one output)");
+    return EncodeFileMpi(req, progress);
+  }
+  LMKIT_ASSIGN_OR_RETURN(EncodeSetup setup, PrepareEncode(req));
+  EncodeReport& rep = setup.report;
+  LMKIT_ASSIGN_OR_RETURN(io::Corpus corpus, OpenEncodeCorpus(req));
+  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<io::ByteSource> source, corpus.Open());
+  StreamOptions opts;
+  opts.threads = rep.threads;
+  opts.chunk_bytes = req.chunk_bytes;
+  const double t1 = MonotonicSeconds();
+  const double c1 = ProcessCpuSeconds();
+  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<IdOutput> out,
+                         OpenIdOutput(req.output, req.stdout_fd, *setup.tokenizer, rep.format, rep.dtype));
+  LMKIT_ASSIGN_OR_RETURN(StreamStats stats, EncodeStream(*setup.tokenizer, *source, *out, opts, progress));
+  LMKIT_RETURN_IF_ERROR(out->Commit());
+  rep.encode_seconds = MonotonicSeconds() - t1;
+  rep.encode_cpu_seconds = ProcessCpuSeconds() - c1;
+  rep.bytes = stats.bytes;
+  rep.tokens = stats.tokens;
+  rep.chunks = stats.chunks;
+  rep.largest_chunk = stats.largest_chunk;
+  rep.peak_rss_bytes = PeakRssBytes();
+  return rep;
+}
+
+}  // namespace lmkit::bpe

@@ -1,0 +1,104 @@
+// Finds and loads the Parquet plugin once per process (dlopen), then calls its entry point.
+#include "lmkit/io/parquet_reader.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace lmkit::io {
+
+namespace {
+
+// The errors every reader gives for a missing file or a directory, before Arrow (or its absence) is involved.
+Status CheckFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::NotFound(path, "no such file");
+    return Status::FromErrno(path, "cannot open", errno);
+  }
+  if (S_ISDIR(st.st_mode)) return Status::InvalidInput(path, "is a directory, expected a file");
+  return Status::Ok();
+}
+
+}  // namespace
+
+#if defined(LMKIT_WITH_PARQUET)
+bool ParquetBuilt() { return true; }
+
+namespace {
+
+std::string ExeDir() {
+  std::string buf(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) return ".";
+  buf.resize(static_cast<size_t>(n));
+  const size_t slash = buf.rfind('/');
+  return slash == std::string::npos ? "." : buf.substr(0, slash);
+}
+
+struct Plugin {
+  ParquetOpenFn open = nullptr;
+  std::string error;
+};
+
+const Plugin& LoadPlugin() {
+  static Plugin plugin;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("LMKIT_PARQUET_PLUGIN"); env && *env) {
+      candidates.push_back(env);
+    } else {
+      const std::string dir = ExeDir();
+      candidates = {dir + "/" LMKIT_PARQUET_PLUGIN_NAME, dir + "/../lib/lmkit/" LMKIT_PARQUET_PLUGIN_NAME};
+    }
+    std::string errors, tried;
+    for (const auto& path : candidates) {
+      if (::access(path.c_str(), F_OK) != 0) {
+        tried += (tried.empty() ? "" : " or ") + path;
+        continue;
+      }
+      void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        errors = ::dlerror();
+        continue;
+      }
+      plugin.open = reinterpret_cast<ParquetOpenFn>(::dlsym(h, "lmkit_parquet_open"));
+      if (plugin.open) return;
+      errors = path + " has no lmkit_parquet_open";
+    }
+    plugin.error = "cannot load Parquet support: " + (errors.empty() ? "no file " + tried : errors);
+  });
+  return plugin;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ParquetTextReader>> OpenParquetText(const std::string& path, const std::string& field) {
+  LMKIT_RETURN_IF_ERROR(CheckFile(path));
+  const Plugin& p = LoadPlugin();
+  if (!p.open) return Status::Unsupported(path, p.error);
+  ParquetTextReader* reader = nullptr;
+  Status error = Status::Internal("the Parquet plugin returned nothing");
+  if (p.open(kParquetPluginAbi, path.c_str(), field.c_str(), &reader, &error) != 0 || !reader) return error;
+  return std::unique_ptr<ParquetTextReader>(reader);
+}
+
+#else
+bool ParquetBuilt() { return false; }
+
+Result<std::unique_ptr<ParquetTextReader>> OpenParquetText(const std::string& path, const std::string&) {
+  LMKIT_RETURN_IF_ERROR(CheckFile(path));
+  return Status::Unsupported(path,
+                             "this lmkit was built without Parquet support (pip install pyarrow into the python that "
+                             "configures the build, then configure with -DLMKIT_PARQUET=ON)");
+}
+#endif
+
+}  // namespace lmkit::io
