@@ -434,7 +434,7 @@ Result<IdDtype> ResolveDtype(IdDtype requested, const Tokenizer& tokenizer) {
   const bool fits16 = tokenizer.id_limit() <= 65536;
   if (requested == IdDtype::kAuto) return fits16 ? IdDtype::kU16 : IdDtype::kU32;
   if (requested == IdDtype::kU16 && !fits16)
-    return Status::InvalidArgument("--dtype uint16 cannot hold this tokenizer's ids (up to " +
+    return Status::InvalidArgument(Field("dtype") + " uint16 cannot hold this tokenizer's ids (up to " +
                                    std::to_string(tokenizer.id_limit() - 1) + "); use uint32 or auto");
   return requested;
 }

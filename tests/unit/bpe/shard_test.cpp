@@ -8,6 +8,7 @@
 #include "lmkit/bpe/counts_file.h"
 #include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/trainer.h"
+#include "support/corpus_fixtures.h"
 #include "support/run_lmkit.h"
 
 using lmkit::bpe::IsShardCut;
@@ -228,4 +229,31 @@ TEST_CASE("shard: a RangeCounter over the pieces of a corpus counts what one pas
   }
   co.corpus.inputs.clear();
   CHECK(lmkit::bpe::RangeCounter::Create(co).status().code() == lmkit::ErrorCode::kInvalidArgument);
+}
+
+// JSONL and Parquet blocks are read on a second thread while the one before is counted: in blocks of 4 KiB, a
+// compressed JSONL corpus (read ahead) counts what its joined text (read in place) counts, at any thread count.
+TEST_CASE("shard: documents read ahead in small blocks count what their joined text counts", "[bpe][shard][corpus]") {
+  lmkit::test::TempDir dir;
+  lmkit::test::WriteCorpusForms(dir.path());
+  auto count = [&](const std::string& input, unsigned threads) {
+    lmkit::bpe::BpeCountOptions co;
+    co.corpus.inputs = {input};
+    co.special_tokens = {"<|endoftext|>"};
+    co.threads = threads;
+    co.block_bytes = 4096;
+    lmkit::bpe::PretokenTable t;
+    lmkit::bpe::BpeTrainStats st;
+    REQUIRE(lmkit::bpe::CountPretokens(co, &t, &st, nullptr).ok());
+    std::map<std::string, uint64_t> m;
+    t.ForEach([&](std::string_view key, uint64_t c) { m[std::string(key)] = c; });
+    return std::make_pair(m, st.input_bytes);
+  };
+  const auto text = count(dir.file("joined.txt"), 1);
+  REQUIRE(text.first.size() > 1000);
+  for (unsigned threads : {1u, 3u}) {
+    const auto zst = count(dir.file("c.jsonl.zst"), threads);
+    CHECK(zst.second == text.second);
+    CHECK(zst.first == text.first);
+  }
 }

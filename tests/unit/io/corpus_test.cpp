@@ -145,7 +145,7 @@ TEST_CASE("corpus: JSONL, gzip and zstd JSONL and Parquet read as the joined doc
   CHECK(*total == 2 * jsonl.size());  // JSONL units: bytes of the decompressed files
 }
 
-TEST_CASE("corpus: text files, plain or compressed, concatenate byte for byte; ranges are byte ranges",
+TEST_CASE("corpus: text files, plain or compressed, concatenate byte for byte, and ranges are byte ranges",
           "[io][corpus]") {
   TempDir dir;
   const std::string text = lmkit::test::ReadAll(lmkit::test::TestData("bpe/corpus.en"));
@@ -174,7 +174,7 @@ TEST_CASE("corpus: text files, plain or compressed, concatenate byte for byte; r
   CHECK(*cut == text.find('\n', 59999) + 1);
 }
 
-TEST_CASE("corpus: ranges need regular files; reader errors name the file", "[io][corpus]") {
+TEST_CASE("corpus: ranges need regular files, and reader errors name the file", "[io][corpus]") {
   TempDir dir;
   Corpus in = Make({"-"}, "");
   CHECK(in.Total().status().ToString() == "stdin cannot be split into shards; give files");

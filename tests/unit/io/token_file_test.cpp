@@ -71,7 +71,8 @@ TEST_CASE("token_file: errors are clear", "[io][token_file]") {
   CHECK(st.message() == "token id 70000 does not fit uint16");  // the first offender
   CHECK(st.subject() == dir.file("a.bin"));
   CHECK(w->count() == 0);
-  CHECK(TokenWriter::Create(dir.file("b.bin"), TokenFormat::kBin, DType::kI32).status().code() == ErrorCode::kInvalidArgument);
+  CHECK(TokenWriter::Create(dir.file("b.bin"), TokenFormat::kBin, DType::kI32).status().code() ==
+        ErrorCode::kInvalidArgument);
 
   WriteAll(dir.file("odd.bin"), "abc");
   auto odd = TokenFile::Open(dir.file("odd.bin"), DType::kU16);
