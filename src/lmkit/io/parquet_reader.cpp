@@ -33,13 +33,24 @@ bool ParquetBuilt() { return true; }
 
 namespace {
 
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
 std::string ExeDir() {
   std::string buf(4096, '\0');
   const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
   if (n <= 0) return ".";
   buf.resize(static_cast<size_t>(n));
-  const size_t slash = buf.rfind('/');
-  return slash == std::string::npos ? "." : buf.substr(0, slash);
+  return DirOf(buf);
+}
+
+// The directory of the object this code is linked into: the lmkit binary, or the Python extension.
+std::string ModuleDir() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&OpenParquetText), &info) == 0 || !info.dli_fname) return "";
+  return DirOf(info.dli_fname);
 }
 
 struct Plugin {
@@ -55,8 +66,13 @@ const Plugin& LoadPlugin() {
     if (const char* env = std::getenv("LMKIT_PARQUET_PLUGIN"); env && *env) {
       candidates.push_back(env);
     } else {
-      const std::string dir = ExeDir();
-      candidates = {dir + "/" LMKIT_PARQUET_PLUGIN_NAME, dir + "/../lib/lmkit/" LMKIT_PARQUET_PLUGIN_NAME};
+      // Beside the binary (build tree), in ../lib/lmkit (installed; lmkit/bin → lmkit/lib/lmkit in a wheel), and
+      // for the Python extension in the build tree's python/lmkit or the wheel's lmkit/.
+      const std::string exe = ExeDir(), module = ModuleDir();
+      candidates = {exe + "/" LMKIT_PARQUET_PLUGIN_NAME, exe + "/../lib/lmkit/" LMKIT_PARQUET_PLUGIN_NAME};
+      if (!module.empty() && module != exe)
+        for (const char* rel : {"/../../", "/lib/lmkit/"})
+          candidates.push_back(module + rel + LMKIT_PARQUET_PLUGIN_NAME);
     }
     std::string errors, tried;
     for (const auto& path : candidates) {

@@ -7,9 +7,10 @@
 // or a damaged page is kInvalidInput naming the file and the row group. Memory: one batch of rows and the pages being
 // decoded, not the file. Not thread-safe; one reader per thread.
 // Arrow is optional at configure time (-DLMKIT_PARQUET=AUTO|ON|OFF, found through pip's pyarrow): it lives in a
-// plugin (liblmkit_parquet.so beside the binary, or in ../lib/lmkit after install) that is loaded on the first
-// Parquet input, so the binary starts without loading Arrow's 60 MB of libraries. Without it (ParquetBuilt() false,
-// or the plugin cannot be loaded) OpenParquetText is kUnsupported with a one-line message saying how to enable it.
+// plugin (liblmkit_parquet.so beside the binary, in ../lib/lmkit after install, or found from the Python
+// extension's directory; LMKIT_PARQUET_PLUGIN overrides) that is loaded on the first Parquet input, so the binary
+// starts without loading Arrow's 60 MB of libraries. Without it (ParquetBuilt() false, or the plugin cannot be loaded)
+// OpenParquetText is kUnsupported with a one-line message saying how to enable it.
 #pragma once
 
 #include <cstdint>
