@@ -24,7 +24,6 @@ namespace lmkit::bpe {
 
 namespace {
 
-constexpr uint64_t kPiecesPerRank = 8;
 // Ids travel in messages of at most kBlockIds elements.
 constexpr size_t kBlockIds = size_t{1} << 20;
 
@@ -166,7 +165,7 @@ Result<EncodeReport> EncodeFileMpi(const EncodeRequest& req, ProgressSink* progr
     }
     rep.load_seconds = MonotonicSeconds() - t0;
     c0 = ProcessCpuSeconds();  // CPU over the encode phase, as EncodeFile reports it
-    pieces = static_cast<uint64_t>(size) * kPiecesPerRank;
+    pieces = static_cast<uint64_t>(size) * dist::kPiecesPerRank;
     if (rank == 0) {
       LMKIT_ASSIGN_OR_RETURN(out, OpenIdOutput(req.output, req.stdout_fd, *tok, rep.format, rep.dtype));
     }

@@ -23,8 +23,6 @@ namespace lmkit::bpe {
 
 namespace {
 
-constexpr uint64_t kPiecesPerRank = 8;
-
 // Wire form: varint bytes of text counted, varint entry count, then per entry varint length, key bytes, varint count.
 std::string PackTable(const PretokenTable& t, uint64_t text_bytes) {
   std::string out;
@@ -99,7 +97,7 @@ Result<MpiTrainResult> TrainBpeMpi(const BpeTrainOptions& options, const std::st
     counter.reset();
     counted = Status::Ok();
     LMKIT_RETURN_IF_ERROR(CheckedSpecials(options).status());
-    pieces = static_cast<uint64_t>(size) * kPiecesPerRank;
+    pieces = static_cast<uint64_t>(size) * dist::kPiecesPerRank;
     BpeCountOptions co;
     co.corpus = options.corpus;
     co.special_tokens = options.special_tokens;

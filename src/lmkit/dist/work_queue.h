@@ -18,6 +18,9 @@
 
 namespace lmkit::dist {
 
+// Pieces per rank that drivers cut their input into: enough that a slow rank's share can move to the others.
+inline constexpr uint64_t kPiecesPerRank = 8;
+
 class WorkQueue {
  public:
   WorkQueue(const Comm& comm, uint64_t pieces);

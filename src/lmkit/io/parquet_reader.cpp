@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "lmkit/common/sysinfo.h"
+
 namespace lmkit::io {
 
 namespace {
@@ -38,14 +40,6 @@ std::string DirOf(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-std::string ExeDir() {
-  std::string buf(4096, '\0');
-  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) return ".";
-  buf.resize(static_cast<size_t>(n));
-  return DirOf(buf);
-}
-
 // The directory of the object this code is linked into: the lmkit binary, or the Python extension.
 std::string ModuleDir() {
   Dl_info info{};
@@ -68,7 +62,7 @@ const Plugin& LoadPlugin() {
     } else {
       // Beside the binary (build tree), in ../lib/lmkit (installed; lmkit/bin → lmkit/lib/lmkit in a wheel), and
       // for the Python extension in the build tree's python/lmkit or the wheel's lmkit/.
-      const std::string exe = ExeDir(), module = ModuleDir();
+      const std::string exe = ExecutableDir(), module = ModuleDir();
       candidates = {exe + "/" LMKIT_PARQUET_PLUGIN_NAME, exe + "/../lib/lmkit/" LMKIT_PARQUET_PLUGIN_NAME};
       if (!module.empty() && module != exe)
         for (const char* rel : {"/../../", "/lib/lmkit/"})

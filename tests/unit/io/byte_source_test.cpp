@@ -36,7 +36,7 @@ TEST_CASE("byte source: a string in reads of any size, capped by max_read", "[io
   }
 }
 
-TEST_CASE("byte source: a pipe read to its end fills each read; a bad descriptor names the input", "[io]") {
+TEST_CASE("byte source: a pipe read to its end fills each read, and a bad descriptor names the input", "[io]") {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   const std::string text(100000, 'x');
