@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lmkit/bpe/distributed_encode.h"
+#include "lmkit/bpe/trainer.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/dist/comm.h"
 
@@ -35,12 +36,7 @@ Result<EncodeSetup> PrepareEncode(const EncodeRequest& req) {
 }
 
 Result<io::Corpus> OpenEncodeCorpus(const EncodeRequest& req) {
-  const auto& specials = req.tokenizer_options.specials;
-  if (specials.empty() && req.corpus.doc_separator.empty() && io::HasDocuments(req.corpus))
-    return Status::InvalidArgument("JSONL and Parquet documents are joined by a separator: give " +
-                                   Field("special_tokens") + " (the first one joins them) or " +
-                                   Field("doc_separator"));
-  return io::Corpus::Create(req.corpus, specials.empty() ? std::string_view() : std::string_view(specials.front()));
+  return OpenBpeCorpus(req.corpus, req.tokenizer_options.specials);
 }
 
 Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress) {

@@ -73,8 +73,9 @@ struct BpeCountOptions {
   uint64_t end = UINT64_MAX;  // UINT64_MAX: to the end
 };
 
-// The corpus a BPE job reads: JSONL/Parquet documents are joined by corpus.doc_separator, else by the first of the
-// (normalized) special tokens. Errors: Corpus::Create's; for documents with neither, one naming both fields.
+// The corpus a BPE job (training, counting, encoding) reads: JSONL/Parquet documents are joined by
+// corpus.doc_separator, else by the first of `specials`. Errors: Corpus::Create's; for documents with neither, one
+// naming both fields.
 Result<io::Corpus> OpenBpeCorpus(const io::CorpusOptions& corpus, const std::vector<std::string>& specials);
 
 // Counts the pre-tokens of [begin, end) of the corpus and adds them to *table; adds the bytes of text read to
