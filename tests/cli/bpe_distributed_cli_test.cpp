@@ -136,7 +136,7 @@ TEST_CASE("cli bpe count --shard on JSONL, .gz, .zst and Parquet: the counts giv
           "[cli][bpe][dist][corpus]") {
   TempDir dir;
   const auto corpora = lmkit::test::WriteCorpusForms(dir.path());
-  if (!lmkit::io::ParquetBuilt()) WARN("this lmkit was built without Parquet: Parquet cases skipped");
+  if (!lmkit::io::ParquetBuilt()) LMKIT_SKIP_PART("this lmkit was built without Parquet: its Parquet cases");
   auto r = RunLmkit({"bpe", "train", dir.file("joined.txt"), "--vocab-size", "500", "--special-token", "<|endoftext|>",
                      "-o", dir.file("plain"), "--quiet"});
   REQUIRE(r.exit_code == 0);
@@ -149,8 +149,8 @@ TEST_CASE("cli bpe count --shard on JSONL, .gz, .zst and Parquet: the counts giv
       int nonempty = 0;
       for (int k = 0; k < n; ++k) {
         const std::string part = dir.file(fmt::format("p{}-{}-{}", c, n, k));
-        auto cnt = RunLmkit({"bpe", "count", corpora[c], "--shard", fmt::format("{}/{}", k, n),
-                             "--special-token", "<|endoftext|>", "-o", part, "--json", "--threads", "2"});
+        auto cnt = RunLmkit({"bpe", "count", corpora[c], "--shard", fmt::format("{}/{}", k, n), "--special-token",
+                             "<|endoftext|>", "-o", part, "--json", "--threads", "2"});
         INFO(corpora[c] << " " << k << "/" << n << "\n" << cnt.err);
         REQUIRE(cnt.exit_code == 0);
         auto j = lmkit::test::StdoutJson(cnt);
@@ -273,7 +273,7 @@ TEST_CASE("cli bpe train|encode --mpi on JSONL, .gz, .zst and Parquet: the joine
   const std::string mpirun = MpiRunPrefix(dir);
   if (mpirun.empty()) return;
   const auto corpora = lmkit::test::WriteCorpusForms(dir.path());
-  if (!lmkit::io::ParquetBuilt()) WARN("this lmkit was built without Parquet: Parquet cases skipped");
+  if (!lmkit::io::ParquetBuilt()) LMKIT_SKIP_PART("this lmkit was built without Parquet: its Parquet cases");
   const std::string lmkit = std::string(" '") + LMKIT_BINARY + "' ";
   auto p = RunLmkit({"bpe", "train", dir.file("joined.txt"), "--vocab-size", "500", "--special-token", "<|endoftext|>",
                      "-o", dir.file("plain"), "--quiet"});

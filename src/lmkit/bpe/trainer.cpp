@@ -36,7 +36,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <thread>
 
 #include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/pretokenizer.h"
@@ -44,6 +43,7 @@
 #include "lmkit/bpe/unicode_classes.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/common/thread_start.h"
 
 namespace lmkit::bpe {
 
@@ -548,10 +548,10 @@ Status RangeCounter::Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, P
       size_t got = 0;
       bool next_eof = false;
       Status read = Status::Ok();
-      std::thread reader([&] { read = Fill(*in, m.buf2.get() + tail, m.cap2 - tail, &got, &next_eof); });
+      SideThread reader([&] { read = Fill(*in, m.buf2.get() + tail, m.cap2 - tail, &got, &next_eof); });
       m.counter.CountBlock(text.substr(0, cut));
       const double tr = MonotonicSeconds();
-      reader.join();
+      reader.Join();
       read_seconds += MonotonicSeconds() - tr;
       LMKIT_RETURN_IF_ERROR(read);
       std::swap(m.buf, m.buf2);

@@ -48,13 +48,14 @@ struct JsonlReader::Parser {
 };
 
 JsonlReader::JsonlReader(std::unique_ptr<ByteSource> source, std::string subject, std::string field, uint64_t start,
-                         bool skip_partial)
+                         bool skip_partial, size_t max_line)
     : source_(std::move(source)),
       subject_(std::move(subject)),
       field_(std::move(field)),
       parser_(std::make_unique<Parser>()),
       buf_(new char[kInitialBuffer + simdjson::SIMDJSON_PADDING]),
       cap_(kInitialBuffer),
+      max_line_(max_line),
       base_(start),
       skip_partial_(skip_partial && start > 0),
       line_numbers_(start == 0) {}
@@ -68,6 +69,12 @@ Status JsonlReader::ReadMore() {
     len_ -= pos_;
     scan_ -= pos_;
     pos_ = 0;
+  }
+  if (len_ > max_line_) {
+    const std::string where =
+        line_numbers_ ? "line " + std::to_string(line_ + 1) : "the line at byte " + std::to_string(base_);
+    return Status::InvalidInput(subject_,
+                                where + ": longer than " + std::to_string(max_line_) + " bytes (is this JSONL?)");
   }
   if (len_ == cap_) {  // one line fills the buffer: grow it
     std::unique_ptr<char[]> bigger(new char[2 * cap_ + simdjson::SIMDJSON_PADDING]);

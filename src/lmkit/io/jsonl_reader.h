@@ -6,8 +6,9 @@
 // must be a JSON object whose `field` is a string (its value unescaped: "\n" in JSON is a newline byte). Errors are
 // kInvalidInput with the file as subject and the line: "line 12: malformed JSON (...)", "line 12: no field \"text\"",
 // "line 12: field \"text\" is a number, expected a string" (counted from the start of the file; a reader that
-// started inside the file names the line by its byte offset instead). Memory: 1 MiB of buffer, or the longest line.
-// Not thread-safe.
+// started inside the file names the line by its byte offset instead). Memory: 1 MiB of buffer, or the longest line;
+// a line longer than `max_line` bytes is an error (an input that is not JSONL, such as a device, never grows
+// without bound). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,9 @@ class JsonlReader {
   // Reads the lines of `source` (JSONL bytes), whose first byte is at offset `start` of the file named `subject`.
   // With start > 0 and `skip_partial`, the bytes up to the first newline are skipped (they end a line begun before
   // `start`).
+  static constexpr size_t kMaxLine = size_t{1} << 30;
   JsonlReader(std::unique_ptr<ByteSource> source, std::string subject, std::string field, uint64_t start = 0,
-              bool skip_partial = false);
+              bool skip_partial = false, size_t max_line = kMaxLine);
   ~JsonlReader();
 
   // The next document and the file offset of its line; false at the end of the file.
@@ -43,6 +45,7 @@ class JsonlReader {
   std::unique_ptr<Parser> parser_;
   std::unique_ptr<char[]> buf_;  // [pos_, len_) unread; capacity cap_ plus simdjson's padding
   size_t cap_ = 0, pos_ = 0, len_ = 0, scan_ = 0;
+  size_t max_line_;
   uint64_t base_ = 0;  // file offset of buf_[0]
   bool eof_ = false;
   bool skip_partial_ = false;

@@ -115,3 +115,16 @@ TEST_CASE("jsonl reader: malformed lines are one-line errors naming the line", "
   CHECK(d->at(0).text == "x y");
   CHECK(Error("{\"body\": \"x y\"}\n", "content") == "c.jsonl: line 1: no field \"content\"");
 }
+
+TEST_CASE("jsonl reader: a line past the limit is an error, not a buffer that grows without end", "[io][corpus]") {
+  const std::string jsonl = "{\"text\": \"a\"}\n{\"text\": \"" + std::string(1 << 20, 'x') + "\"}\n";
+  JsonlReader r(std::make_unique<StringSource>(jsonl), "big.jsonl", "text", 0, false, 4096);
+  std::string_view doc;
+  uint64_t offset = 0;
+  auto first = r.Next(&doc, &offset);
+  REQUIRE(first.ok());
+  CHECK(doc == "a");
+  auto second = r.Next(&doc, &offset);
+  REQUIRE(!second.ok());
+  CHECK(second.status().ToString() == "big.jsonl: line 2: longer than 4096 bytes (is this JSONL?)");
+}

@@ -7,6 +7,7 @@
 
 #include "support/corpus_fixtures.h"
 #include "support/run_lmkit.h"
+#include "support/skip.h"
 
 using lmkit::test::TestData;
 
@@ -18,7 +19,7 @@ bool SkipWithoutParquet() {
   CHECK(r.status().code() == lmkit::ErrorCode::kUnsupported);
   CHECK(r.status().message().find("built without Parquet support") != std::string::npos);
   CHECK(r.status().message().find("-DLMKIT_PARQUET=ON") != std::string::npos);
-  WARN("this lmkit was built without Parquet (no pyarrow at configure time): Parquet tests skipped");
+  LMKIT_SKIP_PART("this lmkit was built without Parquet (no pyarrow at configure time): Parquet test");
   return true;
 }
 
