@@ -263,21 +263,15 @@ size_t O200kEnd(std::string_view t, size_t pos) {
 }  // namespace
 
 Result<PretokPattern> PatternFromName(std::string_view name) {
-  if (name == "gpt2") return PretokPattern::kGpt2;
-  if (name == "cl100k" || name == "cl100k_base") return PretokPattern::kCl100k;
-  if (name == "o200k" || name == "o200k_base") return PretokPattern::kO200k;
-  return Status::InvalidArgument("unknown pre-tokenizer pattern '" + std::string(name) + "' (expected gpt2, cl100k or o200k)");
+  for (const auto& n : kPatternNames)
+    if (n.name == name) return n.pattern;
+  return Status::InvalidArgument("unknown pre-tokenizer pattern '" + std::string(name) +
+                                 "' (expected gpt2, cl100k or o200k)");
 }
 
 std::string_view PatternName(PretokPattern p) {
-  switch (p) {
-    case PretokPattern::kGpt2:
-      return "gpt2";
-    case PretokPattern::kCl100k:
-      return "cl100k";
-    case PretokPattern::kO200k:
-      return "o200k";
-  }
+  for (const auto& n : kPatternNames)
+    if (n.pattern == p) return n.name;
   return "gpt2";
 }
 
