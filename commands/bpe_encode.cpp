@@ -7,6 +7,7 @@
 #include "lmkit/bpe/decoder.h"
 #include "lmkit/bpe/encode_file.h"
 #include "lmkit/bpe/special_policy.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/mpi/bpe_mpi.h"
 
 namespace lmkit::cli {
@@ -40,18 +41,6 @@ Status TokenizerOptionsFrom(const std::string& pattern, const std::vector<std::s
     if (s.empty()) return Status::InvalidArgument("--special-token: a special token must not be empty");
   out->specials = specials;
   return Status::Ok();
-}
-
-// "a | b | c" from one of the core's name tables: the first spelling of each value (later ones are aliases).
-template <typename Entry, size_t N, typename Value>
-std::string NameList(const Entry (&table)[N], Value Entry::*value) {
-  std::string out;
-  for (size_t i = 0; i < N; ++i) {
-    bool alias = false;
-    for (size_t j = 0; j < i; ++j) alias = alias || table[j].*value == table[i].*value;
-    if (!alias) out += (out.empty() ? "" : " | ") + std::string(table[i].name);
-  }
-  return out;
 }
 
 std::string Fixed(double v, int digits) {

@@ -1,18 +1,15 @@
 #include "lmkit/bpe/id_format.h"
 
+#include "lmkit/common/name_table.h"
+
 namespace lmkit::bpe {
 
 Result<IdFormat> IdFormatFromName(std::string_view name) {
-  for (const auto& n : kIdFormatNames)
-    if (n.name == name) return n.format;
+  if (const auto* e = FindByName(kIdFormatNames, name)) return e->format;
   return Status::InvalidArgument("unknown format '" + std::string(name) + "' (expected bin, npy, json or text)");
 }
 
-std::string_view IdFormatName(IdFormat f) {
-  for (const auto& n : kIdFormatNames)
-    if (n.format == f) return n.name;
-  return "bin";
-}
+std::string_view IdFormatName(IdFormat f) { return NameOf(kIdFormatNames, &IdFormatEntry::format, f, "bin"); }
 
 IdFormat IdFormatFromPath(const std::string& path) {
   auto ends = [&](std::string_view suf) {
@@ -25,16 +22,11 @@ IdFormat IdFormatFromPath(const std::string& path) {
 }
 
 Result<IdDtype> IdDtypeFromName(std::string_view name) {
-  for (const auto& n : kIdDtypeNames)
-    if (n.name == name) return n.dtype;
+  if (const auto* e = FindByName(kIdDtypeNames, name)) return e->dtype;
   return Status::InvalidArgument("unknown dtype '" + std::string(name) + "' (expected auto, uint16 or uint32)");
 }
 
-std::string_view IdDtypeName(IdDtype d) {
-  for (const auto& n : kIdDtypeNames)
-    if (n.dtype == d) return n.name;
-  return "auto";
-}
+std::string_view IdDtypeName(IdDtype d) { return NameOf(kIdDtypeNames, &IdDtypeEntry::dtype, d, "auto"); }
 
 Result<IdDtype> ResolveDtype(IdDtype requested, const Tokenizer& tokenizer) {
   const bool fits16 = tokenizer.id_limit() <= 65536;

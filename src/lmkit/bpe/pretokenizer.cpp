@@ -24,6 +24,7 @@
 #include <array>
 
 #include "lmkit/bpe/unicode_classes.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::bpe {
 
@@ -263,17 +264,12 @@ size_t O200kEnd(std::string_view t, size_t pos) {
 }  // namespace
 
 Result<PretokPattern> PatternFromName(std::string_view name) {
-  for (const auto& n : kPatternNames)
-    if (n.name == name) return n.pattern;
+  if (const auto* e = FindByName(kPatternNames, name)) return e->pattern;
   return Status::InvalidArgument("unknown pre-tokenizer pattern '" + std::string(name) +
                                  "' (expected gpt2, cl100k or o200k)");
 }
 
-std::string_view PatternName(PretokPattern p) {
-  for (const auto& n : kPatternNames)
-    if (n.pattern == p) return n.name;
-  return "gpt2";
-}
+std::string_view PatternName(PretokPattern p) { return NameOf(kPatternNames, &PatternEntry::pattern, p, "gpt2"); }
 
 std::string_view PatternRegex(PretokPattern p) {
   switch (p) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "lmkit/common/json.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::bpe {
 
@@ -42,8 +43,7 @@ Result<std::vector<std::string>> Members(const Tokenizer& tok, const SpecialSet&
 }  // namespace
 
 Result<SpecialSet> SpecialSetFromText(std::string_view text, std::string_view field) {
-  for (const auto& n : kSpecialSetNames)
-    if (text == n.name) return SpecialSet{n.kind, {}};
+  if (const auto* e = FindByName(kSpecialSetNames, text)) return SpecialSet{e->kind, {}};
   if (text.empty()) return Status::InvalidArgument(Field(field) + " must be all, none or a list of special tokens");
   std::vector<std::string> tokens;
   for (size_t pos = 0;;) {
