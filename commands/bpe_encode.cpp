@@ -5,7 +5,9 @@
 
 #include "commands.h"
 #include "lmkit/bpe/decoder.h"
-#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/encode_file.h"
+#include "lmkit/bpe/special_policy.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/mpi/bpe_mpi.h"
 
 namespace lmkit::cli {
@@ -14,6 +16,8 @@ namespace {
 struct EncodeFlags {
   std::string tokenizer;
   std::vector<std::string> specials;
+  std::string allowed_special = "all";
+  std::string disallowed_special = "all";
   std::string input = "-";
   std::string output;
   std::string format;
@@ -57,12 +61,24 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  const std::string sets = NameList(bpe::kSpecialSetNames, &bpe::SpecialSetEntry::kind) + " | T[,T...]";
+  sub.add_option("--allowed-special", f->allowed_special,
+                 sets + ": specials in the text encoded as their ids (tiktoken's allowed_special; default all)");
+  sub.add_option("--disallowed-special", f->disallowed_special,
+                 sets +
+                     ": specials in the text that are an error (tiktoken's disallowed_special; default all, i.e. "
+                     "those not allowed); others are encoded as text");
   sub.add_option("input", f->input, "text file to encode, or - for stdin (default)");
   sub.add_option("-o,--output", f->output, "write ids here (atomically); default: stdout");
   sub.add_option("--format", f->format,
-                 "bin | npy | json | text (default: from -o's extension: .npy, .json, .txt, else bin; json on stdout)");
-  sub.add_option("--dtype", f->dtype, "auto | uint16 | uint32 for bin/npy (auto: uint16 when the vocabulary fits)");
-  sub.add_option("--pattern", f->pattern, "pre-tokenization pattern for rank files: gpt2 | cl100k | o200k");
+                 NameList(bpe::kIdFormatNames, &bpe::IdFormatEntry::format) +
+                     " (default: from -o's extension: .npy, .json, .txt, else bin; json on stdout)");
+  sub.add_option(
+      "--dtype", f->dtype,
+      NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype) + " for bin/npy (auto: uint16 when the vocabulary fits)");
+  sub.add_option(
+      "--pattern", f->pattern,
+      "pre-tokenization pattern for rank files: " + NameList(bpe::kPatternNames, &bpe::PatternEntry::pattern));
   sub.add_option("--chunk-bytes", f->chunk_bytes, "input bytes per parallel chunk (default: 1 MiB)")
       ->transform(DecimalCount())
       ->group("");  // for tests and experiments
@@ -73,6 +89,11 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     req.tokenizer = f->tokenizer;
     if (Status st = TokenizerOptionsFrom(f->pattern, f->specials, &req.tokenizer_options); !st.ok())
       return ReportError(cmd, st);
+    auto allowed = bpe::SpecialSetFromText(f->allowed_special, "allowed_special");
+    if (!allowed.ok()) return ReportError(cmd, allowed.status());
+    auto disallowed = bpe::SpecialSetFromText(f->disallowed_special, "disallowed_special");
+    if (!disallowed.ok()) return ReportError(cmd, disallowed.status());
+    req.specials = {*allowed, *disallowed};
     req.input = f->input;
     req.output = f->output;
     if (!f->format.empty()) {
@@ -108,6 +129,8 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
                           "--mpi: this lmkit was built without MPI (install libopenmpi-dev, configure with "
                           "-DLMKIT_MPI=ON)");
       if (f->output.empty()) return UsageError(cmd, "--mpi needs -o FILE (rank 0 writes the one output)");
+      if (f->allowed_special != "all" || f->disallowed_special != "all")
+        return UsageError(cmd, "--allowed-special and --disallowed-special are not supported with --mpi");
       auto r = mpi::EncodeFileMpi(req, progress.get());
       if (!r.ok()) return ReportError(cmd, r.status());
       if (!r->root) return kExitOk;  // rank 0 reports
@@ -115,7 +138,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     } else {
       rep = bpe::EncodeFile(req, progress.get());
     }
-    if (!rep.ok()) return ReportError(cmd, rep.status());
+    if (!rep.ok()) return ReportError(cmd, rep.status(), FlagNames{{"output", "-o"}});
     if (f->output.empty()) return kExitOk;  // the ids were the output
     const double secs = rep->encode_seconds;
     const double mbps = secs > 0 ? static_cast<double>(rep->bytes) / 1e6 / secs : 0.0;
@@ -158,7 +181,9 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("input", f->input, "id file (.bin, .npy, .json), or - for stdin (default)");
   sub.add_option("-o,--output", f->output, "write the bytes here (atomically); default: stdout");
   sub.add_option("--format", f->format, "bin | npy | json (default: from the input's extension, else bin)");
-  sub.add_option("--dtype", f->dtype, "auto | uint16 | uint32 for bin (auto: uint16 when the vocabulary fits)");
+  sub.add_option(
+      "--dtype", f->dtype,
+      NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype) + " for bin (auto: uint16 when the vocabulary fits)");
   sub.add_option("--pattern", f->pattern, "pattern of a rank file (decoding does not use it)")->group("");
   return [f, &g]() -> int {
     const std::string cmd = "bpe decode";

@@ -13,7 +13,10 @@
 
 #include "ext.h"
 #include "lmkit/bpe/decoder.h"
+#include "lmkit/bpe/encode_file.h"
 #include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/id_format.h"
+#include "lmkit/bpe/safe_cut.h"
 #include "lmkit/bpe/special_tokens.h"
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/bpe/tokenizer_files.h"

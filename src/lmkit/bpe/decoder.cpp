@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lmkit/bpe/id_output.h"
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
 #include "lmkit/common/sysinfo.h"

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/id_format.h"
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/bpe/tokenizer_files.h"
 #include "lmkit/common/status.h"

@@ -12,7 +12,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/safe_cut.h"
 
 namespace lmkit::bpe {
 
@@ -107,7 +107,8 @@ Result<uint64_t> FirstCutFrom(const std::vector<InputFile>& files, uint64_t tota
 
 Result<ShardSpec> ParseShardSpec(std::string_view text) {
   const auto bad = [&] {
-    return Status::InvalidArgument(fmt::format("--shard '{}': expected K/N with 0 <= K < N (e.g. 0/4)", text));
+    return Status::InvalidArgument(Field("shard") +
+                                   fmt::format(" '{}': expected K/N with 0 <= K < N (e.g. 0/4)", text));
   };
   const size_t slash = text.find('/');
   if (slash == std::string_view::npos) return bad();

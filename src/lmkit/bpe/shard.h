@@ -11,8 +11,8 @@
 // Offsets 0 and total are always cuts. Shard k of n is [Cut(k·total/n), Cut((k+1)·total/n)) where Cut(t) is the first
 // cut at or after t (total when there is none), so the n ranges are disjoint, cover the input exactly once, and every
 // job computes the same boundaries from the files alone. A shard may be empty (tiny inputs, or text without cuts).
-// Errors: kInvalidArgument for a bad "K/N" or an input that is not a regular file (stdin cannot be sharded), kNotFound/kIo for
-// inputs (subject = path). Pure functions; thread-safe.
+// Errors: kInvalidArgument for a bad "K/N" or an input that is not a regular file (stdin cannot be sharded),
+// kNotFound/kIo for inputs (subject = path). Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>

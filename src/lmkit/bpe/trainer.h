@@ -8,8 +8,8 @@
 // Ids: specials first (in the order given, duplicates and empty strings dropped), then the 256 byte values, then one
 // id per merge in merge order. Inputs are streamed in blocks (memory grows with the number of unique pre-tokens, not
 // with input size) and counted on `threads` threads; the result is identical for every thread count.
-// Errors: kInvalidArgument (vocab_size below specials + 256; a special token that is empty, one byte long or not valid UTF-8;
-// no inputs), kNotFound/kIo for inputs (subject = path), kUnsupported past 4 G symbols of distinct pre-tokens.
+// Errors: kInvalidArgument (vocab_size below specials + 256; a special token that is empty, one byte long or not valid
+// UTF-8; no inputs), kNotFound/kIo for inputs (subject = path), kUnsupported past 4 G symbols of distinct pre-tokens.
 // `progress` may be null. Thread-safe per call (no shared state).
 #pragma once
 

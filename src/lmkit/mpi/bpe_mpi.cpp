@@ -47,6 +47,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "lmkit/bpe/encode_stream.h"
+#include "lmkit/bpe/id_output.h"
 #include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/shard.h"
 #include "lmkit/bpe/tokenizer_files.h"

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/encode_file.h"
 #include "lmkit/bpe/trainer.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"

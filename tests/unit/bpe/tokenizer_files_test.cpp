@@ -18,7 +18,7 @@ using lmkit::test::WriteAll;
 
 namespace {
 
-std::vector<uint32_t> Enc(const Tokenizer& t, std::string_view s) {
+std::vector<uint32_t> EncodeWithFile(const Tokenizer& t, std::string_view s) {
   Encoder e(t);
   std::vector<uint32_t> ids;
   e.Encode(s, &ids);
@@ -101,15 +101,15 @@ TEST_CASE("bpe tokenizer files: a tiktoken rank file by path, pattern from --pat
   REQUIRE(t.ok());
   CHECK((*t)->pattern() == PretokPattern::kCl100k);
   // tiktoken's rule: "bc" (256) merges first, then (a, bc) → "abc" (257), a cut no merges.txt would list.
-  CHECK(Enc(**t, "abc") == std::vector<uint32_t>{257});
-  CHECK(Enc(**t, "abcx") == std::vector<uint32_t>{257, 'x'});
-  CHECK(Enc(**t, "xab") == std::vector<uint32_t>{'x', 258});
+  CHECK(EncodeWithFile(**t, "abc") == std::vector<uint32_t>{257});
+  CHECK(EncodeWithFile(**t, "abcx") == std::vector<uint32_t>{257, 'x'});
+  CHECK(EncodeWithFile(**t, "xab") == std::vector<uint32_t>{'x', 258});
   // Metadata beside the file names the pattern and specials.
   WriteAll(dir.file("custom.json"), R"({"pattern": "o200k", "special_tokens": {"<|x|>": 300}})");
   auto m = LoadTokenizer(path, {});
   REQUIRE(m.ok());
   CHECK((*m)->pattern() == PretokPattern::kO200k);
-  CHECK(Enc(**m, "ab<|x|>") == std::vector<uint32_t>{258, 300});
+  CHECK(EncodeWithFile(**m, "ab<|x|>") == std::vector<uint32_t>{258, 300});
   // Errors name the file and line.
   WriteAll(path, lines + "!!notbase64 259\n");
   auto bad = LoadTokenizer(path, opt);
@@ -143,7 +143,7 @@ TEST_CASE("bpe tokenizer files: tokenizer.json with string or pair merges and ad
     REQUIRE(t.ok());
     CHECK_FALSE((*t)->whole_piece_shortcut());
     // " the" by merges; "he" too; the added token is matched in the text.
-    CHECK(Enc(**t, " the<|end|>he") == std::vector<uint32_t>{258, 260, 259});
+    CHECK(EncodeWithFile(**t, " the<|end|>he") == std::vector<uint32_t>{258, 260, 259});
   }
   WriteAll(dir.file("tokenizer.json"), R"({"model": {"type": "Unigram", "vocab": []}})");
   auto u = LoadTokenizer(dir.file("tokenizer.json"), {});
