@@ -112,13 +112,13 @@ want=$EXPECT_SHA; [ $quick = 1 ] && want=$tik_sha
 ok=yes; for s in "${shas[@]}"; do [ "$s" = "$want" ] || ok=NO; done
 [ $quick = 1 ] || [ "$tok1" = "$EXPECT_TOKENS" ] || ok=NO
 ratio1=$(r "min($l1a,$l1b)/max($tik1,$tik2)")
-ratio1b="$(r "$l1a/$tik1") and $(r "$l1b/$tik2")"
+ratio1b="$(r "$l1a/$tik1")× and $(r "$l1b/$tik2")×"
 # Against the faster of the two 1-thread runs: a transient slowdown of the VM during one of them must not flatter it.
 ratio2=$(r "$l2/max($l1a,$l1b)" 2)
 ratio2b=$(r "$l2/$tikb")
 ceiling=$(r "$PAIR_MBS/max($l1a,$l1b)" 2)
 summary_row "GPT-2 encode, 1 thread" "$in_label" "$TIK encode: $(r "max($tik1,$tik2)") MB/s" \
-  "**${ratio1b}×** the throughput (two back-to-back pairs); ids identical: $ok" "≥ 10×"
+  "**${ratio1b}** the throughput (two back-to-back pairs); ids identical: $ok" "≥ 10×"
 summary_row "GPT-2 encode, 2 threads" "$in_label" "$TIK encode_batch, 2 threads: $tikb MB/s" \
   "**${ratio2b}×** ($l2 MB/s)" ""
 summary_row "GPT-2 encode, 2 threads vs 1" "$in_label" "two independent 1-thread lmkit processes: ${ceiling}×" \

@@ -117,7 +117,7 @@ rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "?")
   echo "| pre-tokenize + count, wall | $count_s s |"
   echo "| merges (30,000 vocab), wall | $merge_s s |"
   echo "| MPI reduction of 2 ranks' counts (rank 0) | $reduce_s s |"
-  summary_row "\`mpirun -n 2\` vs 1 process × 2 threads" "$(basename "$input")" "—" \
+  summary_row "\`mpirun -n 2\` vs 1 process × 2 threads" "debmix.txt$([ $quick = 1 ] && echo ", first 20 MB")" "—" \
     "train **$ovt %** wall, encode **$ove %** wall (fastest of $reps alternated runs); fixed cost of an MPI command $fixed s; outputs identical" "≤ 10%"
   summary_block
 } > "$OUT"

@@ -22,7 +22,7 @@ PY=/usr/bin/python3
 bench_need_lmkit
 cache=$(bash scripts/llamacpp/build.sh)
 . "$cache/llamacpp.env"
-LLAMACPP="llama.cpp ${LLAMACPP_COMMIT} (from PyPI's llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION} sdist, built here: ggml ${GGML_VERSION}, -march=native CPU backend)"
+LLAMACPP="llama.cpp ${LLAMACPP_VERSION} ${LLAMACPP_COMMIT} (vendored in PyPI's llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION} sdist, built here: ggml ${GGML_VERSION}, -march=native CPU backend)"
 # The check loads lmkit's GGUF in llama.cpp and is worth running first anyway.
 LMKIT=$LMKIT bash scripts/llamacpp-check.sh >/dev/null
 mkdir -p "$BENCH_DIR"

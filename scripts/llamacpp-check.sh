@@ -43,12 +43,12 @@ n=$(wc -w <<<"$ids")
 "$runner" "$work/float.gguf" "$bins" 1 $ids >"$work/fl_score.json"
 "$lmkit" generate "$work/deq" --prompt-ids 1 --max-tokens $((n - 1)) --json >"$work/lm_greedy.json"
 "$lmkit" generate "$work/deq" --prompt-ids "${ids// /,}" --max-tokens 1 --json --logits >"$work/lm_score.json"
-$py - "$work" "$golden" "$LLAMA_CPP_PYTHON_VERSION" "$LLAMACPP_COMMIT" "$GGML_VERSION" "$GGUF_VERSION" <<'PY'
+$py - "$work" "$golden" "$LLAMA_CPP_PYTHON_VERSION" "$LLAMACPP_VERSION $LLAMACPP_COMMIT" "$GGML_VERSION" "$GGUF_VERSION" <<'PY'
 import json, sys
 sys.path.insert(0, "tests/scripts")
 import check_gguf
 w, golden = sys.argv[1], json.load(open(sys.argv[2]))
-versions = {"llama-cpp-python (sdist)": sys.argv[3], "llama.cpp commit": sys.argv[4], "ggml": sys.argv[5],
+versions = {"llama-cpp-python (sdist)": sys.argv[3], "llama.cpp": sys.argv[4], "ggml": sys.argv[5],
             "gguf": sys.argv[6]}
 reader = json.load(open(w + "/gguf_reader.json"))
 ll_g, ll_s = json.load(open(w + "/ll_greedy.json")), json.load(open(w + "/ll_score.json"))

@@ -3,9 +3,11 @@
   - vocab.json + merges.txt as a GPT-2 byte-level BPE (models.BPE.from_file + ByteLevel pre-tokenizer and decoder, the
     special token added), which is how GPT-2's own files are loaded.
 Tokenizers trained: tests/data/bpe/corpus.en at vocab 1,000, and (when the ../shared/bench corpora are there) the first
-20 MB of debmix.txt at vocab 8,000; both with <|endoftext|> as the special token. Held-out text: the encode fixtures
-(tests/data/bpe-encode), 2 MB from the end of debmix.txt, and 20,000 strings of check 1's property generator joined by
-<|endoftext|>. lmkit encodes with the same directory (`--tokenizer DIR`) and with the tokenizer.json alone."""
+20 MB of debmix.txt at vocab 8,000; both with the special tokens SPECIALS (<|endoftext|>, and specials holding a space,
+a tab, a newline and non-ASCII text, which a tokenizer.json must store as HF stores them). Held-out text: the encode
+fixtures (tests/data/bpe-encode), 2 MB from the end of debmix.txt, and 20,000 strings of check 1's property generator
+joined by the specials. lmkit encodes with the trained directory (`--tokenizer DIR`: one folder, one id stream, so no
+--special-token is given) and with its tokenizer.json alone; both must equal HF's ids."""
 import os
 import random
 import sys
@@ -14,6 +16,8 @@ import numpy as np
 
 from check_tiktoken import EOT, random_string
 from common import main, REPO, Check, first_difference, read_u32, run_lmkit, workdir
+
+SPECIALS = [EOT, "[doc break]", "<|tab\there|>", "<sep\n>", "§fin¶"]
 
 
 def held_out_texts(corpora_dir, work):
@@ -27,7 +31,7 @@ def held_out_texts(corpora_dir, work):
             texts["debmix.txt (last 2 MB)"] = f.read().decode("utf-8", errors="ignore")
     rng = random.Random(32)
     real = texts["tinystories_sample.txt"]
-    texts["property strings"] = EOT.join(random_string(rng, real) for _ in range(20000))
+    texts["property strings"] = "".join(random_string(rng, real) + rng.choice(SPECIALS) for _ in range(20000))
     paths = {}
     for k, (name, text) in enumerate(texts.items()):
         paths[name] = os.path.join(work, "held%d.txt" % k)
@@ -41,7 +45,7 @@ def hf_from_vocab_merges(d):
     t = Tokenizer(models.BPE.from_file(os.path.join(d, "vocab.json"), os.path.join(d, "merges.txt")))
     t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     t.decoder = decoders.ByteLevel()
-    t.add_special_tokens([EOT])
+    t.add_special_tokens(SPECIALS)
     return t
 
 
@@ -76,7 +80,8 @@ def run():
     c.details["tokenizers_trained"] = []
     for label, src, vocab in trainings:
         d = os.path.join(work, "tok%d" % vocab)
-        run_lmkit("--quiet", "bpe", "train", src, "--vocab-size", vocab, "--special-token", EOT, "-o", d)
+        run_lmkit("--quiet", "bpe", "train", src, "--vocab-size", vocab, *[a for t in SPECIALS for a in
+                                                                          ("--special-token", t)], "-o", d)
         c.details["tokenizers_trained"].append({"input": label, "vocab_size": vocab})
         hf = {}
         try:
@@ -89,14 +94,15 @@ def run():
             c.fail("%s: HF cannot load vocab.json + merges.txt: %s" % (label, e))
         for name, path in paths.items():
             ids = {}
-            for how, spec in (("dir", [d, "--special-token", EOT]), ("tokenizer.json", [os.path.join(d, "tokenizer.json")])):
+            for how, spec in (("dir", [d]), ("tokenizer.json", [os.path.join(d, "tokenizer.json")])):
                 out = os.path.join(work, "ids.u32")
                 run_lmkit("bpe", "encode", "--tokenizer", *spec, "--dtype", "uint32", "--format", "bin", path, "-o", out)
                 ids[how] = read_u32(out)
             for fmt, tok in hf.items():
                 want = tok.encode(texts[name], add_special_tokens=False).ids
-                lm = ids["tokenizer.json" if fmt == "tokenizer.json" else "dir"]
-                compare(c, "vocab %d, %s, %s" % (vocab, fmt, name), want, lm, texts[name], tok)
+                for how, lm in ids.items():
+                    compare(c, "vocab %d, HF from %s vs lmkit -t %s, %s" % (
+                        vocab, fmt, "DIR" if how == "dir" else "DIR/tokenizer.json", name), want, lm, texts[name], tok)
     return c
 
 

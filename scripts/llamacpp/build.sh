@@ -64,11 +64,15 @@ for tool in run_gguf quantize_gguf; do
       -Wl,-rpath,"$lib" -o "$cache/$tool"
   fi
 done
-commit=$(sed -n 's/.*ggml commit: *//p' "$cache/cmake.log" 2>/dev/null | head -1)
+# The sdist keeps llama.cpp's git metadata, so the vendored commit is known (CMake's "-dirty" only says that the sdist's
+# files are not git's checkout).
+commit=$(git -C "$src/vendor/llama.cpp" rev-parse --short=7 HEAD 2>/dev/null ||
+         sed -n 's/.*ggml commit: *//p' "$cache/cmake.log" | head -1 | sed 's/-dirty$//')
 {
   echo "LLAMACPP_LIB=$lib"
   echo "LLAMA_CPP_PYTHON_VERSION=$version"
   echo "LLAMACPP_COMMIT=${commit:-unknown}"
+  echo "LLAMACPP_VERSION=$(sed -n 's/.*llama.cpp version: *//p' "$cache/cmake.log" | head -1)"
   echo "GGML_VERSION=$(sed -n 's/.*ggml version: *//p' "$cache/cmake.log" 2>/dev/null | head -1)"
   echo "GGUF_VERSION=$gguf_version"
   echo "GGUF_PYTHON=$cache/venv/bin/python"

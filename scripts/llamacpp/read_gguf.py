@@ -6,6 +6,7 @@ with the python of its cached venv. Prints one JSON line with "ok".
 
 Usage: read_gguf.py FILE.gguf
 """
+import importlib.metadata
 import json
 import os
 import sys
@@ -70,7 +71,7 @@ def main():
     missing = sorted(set(tensors) - set(seen))
     if missing:
         problems.append("gguf does not see tensors %s" % missing[:5])
-    print(json.dumps({"ok": not problems, "gguf": getattr(gguf, "__version__", None), "tensors": len(seen),
+    print(json.dumps({"ok": not problems, "gguf": importlib.metadata.version("gguf"), "tensors": len(seen),
                       "q8_0_dequantized_equal": quantized, "keys": len(theirs), "problems": problems[:10]}))
 
 
