@@ -7,7 +7,8 @@
 #     --encodings  which encodings (default all three; gpt2 always runs first and is the one with the full sequence)
 #     --rss-gb N also stream debmix repeated to N GB through `lmkit bpe encode -` at 1, 2 and 8 threads and record the
 #                peak RSS (/usr/bin/time -v)
-# Env: LMKIT (binary), LMKIT_CORPORA (/tmp/lmkit-corpora), LMKIT_PEERS (/tmp/lmkit-peers), OUT (docs/benchmarks/bpe-encode.md).
+# Env: LMKIT (binary), LMKIT_CORPORA (/tmp/lmkit-corpora), LMKIT_PEERS (/tmp/lmkit-peers), OUT (docs/benchmarks/bpe-encode.md),
+#      RSS_GB (as --rss-gb).
 # Throughput is MB/s of input over the encode phase (tokenizer load excluded for every tool; tiktoken and HF also
 # exclude their read+split). The machine may be shared: every ratio is computed from runs made back to back here.
 set -euo pipefail
@@ -15,11 +16,11 @@ set -euo pipefail
 here=$REPO
 OUT=${OUT:-$REPO/docs/benchmarks/bpe-encode.md}
 SHARED=$SHARED_BENCH
-quick=0; hf=1; rss_gb=0; encodings="gpt2 cl100k_base o200k_base"
+quick=0; hf=1; rss_gb=${RSS_GB:-0}; encodings="gpt2 cl100k_base o200k_base"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;; --no-hf) hf=0 ;; --rss-gb) rss_gb=$2; shift ;; --encodings) encodings=$2; shift ;;
-    *) sed -n '2,14p' "$0"; exit 2 ;;
+    *) sed -n '2,16p' "$0"; exit 2 ;;
   esac; shift
 done
 EXPECT_SHA=97b20718e1712ecd8e0a29d4e7c05a4c128d8458f2cd226c4e8bcdf04a2bd211

@@ -31,21 +31,28 @@ SAMPLES, NEW = 8, 64  # eval windows: 8 sequences of BOS + 64 sampled tokens
 
 
 def accepted_values(flag):
-    """The values lmkit accepts for `quantize --<flag>`, from its one-line error for an unknown one (fallback: --help)."""
+    """The values lmkit accepts for `quantize --<flag>`: from its one-line error for an unknown value ("--scheme must
+    be a, b or c, not '?'"), else from --help (CLI11's "TEXT:{a,b}" or the option's description)."""
     import subprocess
     p = subprocess.run([os.environ.get("LMKIT", os.path.join(REPO, "build", "release", "lmkit")), "quantize", MODEL,
                         "-o", os.devnull + ".none", "--" + flag, "?"], capture_output=True, text=True)
     m = re.search(r"--%s must be (.+?), not '" % flag, p.stderr)
-    src = "error message"
-    if not m:
-        h = run_lmkit("quantize", "--help").stdout
-        m = re.search(r"--%s TEXT\s+(.+)" % flag, h)
-        src = "--help"
-    if not m:
-        return [], "neither lmkit's error nor its --help lists the values of --" + flag
-    text = re.sub(r"\([^)]*\)", "", m.group(1))
-    vals = [v.strip() for v in re.split(r",| or ", text) if v.strip()]
-    return vals, src
+    if m:
+        return split_choices(m.group(1)), "error message"
+    h = run_lmkit("quantize", "--help").stdout
+    m = re.search(r"--%s TEXT:\{([^}]*)\}" % flag, h)
+    if m:
+        return [v.strip() for v in m.group(1).split(",") if v.strip()], "--help set"
+    m = re.search(r"--%s TEXT\s+(.+)" % flag, h)
+    if m:
+        return split_choices(m.group(1)), "--help text"
+    return [], "neither lmkit's error nor its --help lists the values of --" + flag
+
+
+def split_choices(text):
+    """"w8a16 (weights only), w8a8 or fp8" -> ["w8a16", "w8a8", "fp8"]."""
+    text = re.sub(r"\([^)]*\)", "", text)
+    return [v.strip() for v in re.split(r",| or ", text) if v.strip()]
 
 
 def kl_stats(p_logits, q_logits):

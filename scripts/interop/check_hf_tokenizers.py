@@ -51,11 +51,12 @@ def hf_from_vocab_merges(d):
 
 def compare(c, label, want, got, text, tok):
     if len(want) == len(got) and np.array_equal(np.asarray(want, dtype=np.uint32), got):
-        return
+        return True
     i = first_difference(got, want)
     c.fail("%s: ids differ at token %d of %d/%d (HF %s, lmkit %s) near %r" % (
         label, i, len(want), len(got), list(want[i:i + 4]), got[i:i + 4].tolist(),
         tok.decode(list(want[max(0, i - 4):i + 4]))))
+    return False
 
 
 def run():
@@ -101,8 +102,9 @@ def run():
             for fmt, tok in hf.items():
                 want = tok.encode(texts[name], add_special_tokens=False).ids
                 for how, lm in ids.items():
-                    compare(c, "vocab %d, HF from %s vs lmkit -t %s, %s" % (
-                        vocab, fmt, "DIR" if how == "dir" else "DIR/tokenizer.json", name), want, lm, texts[name], tok)
+                    pair = "HF from %s vs lmkit -t %s" % (fmt, "DIR" if how == "dir" else "DIR/tokenizer.json")
+                    if not compare(c, "vocab %d, %s, %s" % (vocab, pair, name), want, lm, texts[name], tok):
+                        c.details.setdefault("differ", {}).setdefault(pair, []).append("vocab %d: %s" % (vocab, name))
     return c
 
 
