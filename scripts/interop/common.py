@@ -1,6 +1,5 @@
 """Shared by the checks of scripts/interop-check.sh: running lmkit, reading id files, loading tiktoken encodings from the
 repository's rank files, and the result record every check returns."""
-import base64
 import json
 import os
 import subprocess
@@ -58,15 +57,11 @@ def read_u32(path):
 def tiktoken_encoding(name):
     """The named tiktoken encoding from data/tokenizers/ (the files OpenAI publishes), so nothing is downloaded."""
     import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
     d = os.path.join(REPO, "data", "tokenizers")
     meta = json.load(open(os.path.join(d, name + ".json")))
-    ranks = {}
-    for line in open(os.path.join(d, name + ".tiktoken"), "rb"):
-        if line.strip():
-            tok, rank = line.split()
-            ranks[base64.b64decode(tok)] = int(rank)
-    return tiktoken.Encoding(name, pat_str=meta["pat_str"], mergeable_ranks=ranks,
-                             special_tokens=meta["special_tokens"])
+    return tiktoken.Encoding(name, pat_str=meta["pat_str"], special_tokens=meta["special_tokens"],
+                             mergeable_ranks=load_tiktoken_bpe(os.path.join(d, name + ".tiktoken")))
 
 
 def workdir(prefix):

@@ -6,11 +6,11 @@ usage: PY generate_expected.py        PY: a python with tiktoken, e.g. build/ven
 
 The rank files come from data/tokenizers/ of this repository (the files OpenAI publishes), so nothing is downloaded.
 """
-import base64
 import json
 import os
 
 import tiktoken
+from tiktoken.load import load_tiktoken_bpe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANKS = os.path.join(HERE, "..", "..", "..", "data", "tokenizers")
@@ -23,12 +23,8 @@ JOBS = [
 
 def encoding(name):
     meta = json.load(open(os.path.join(RANKS, name + ".json")))
-    ranks = {}
-    for line in open(os.path.join(RANKS, name + ".tiktoken"), "rb"):
-        if line.strip():
-            tok, rank = line.split()
-            ranks[base64.b64decode(tok)] = int(rank)
-    return tiktoken.Encoding(name, pat_str=meta["pat_str"], mergeable_ranks=ranks, special_tokens=meta["special_tokens"])
+    return tiktoken.Encoding(name, pat_str=meta["pat_str"], special_tokens=meta["special_tokens"],
+                             mergeable_ranks=load_tiktoken_bpe(os.path.join(RANKS, name + ".tiktoken")))
 
 
 def main():
