@@ -20,8 +20,7 @@ for s in "${scripts[@]}"; do
   env=()
   if [ $quick = 1 ]; then
     case "$s" in
-      bpe|bpe_encode|gguf|dataload|distributed) args=(--quick) ;;
-      quant) env=(TENSORS=2 ACTS=2000000) ;;
+      bpe|bpe_encode|quant|gguf|dataload|distributed) args=(--quick) ;;
       quant_accuracy) env=(SAMPLES=4 NEW=32 CALIB_SAMPLES=2 OUT=/tmp/lmkit-quant-accuracy-quick.md) ;;
     esac
   fi

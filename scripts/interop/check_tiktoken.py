@@ -159,8 +159,9 @@ def check_property(c, encs, count, seed, real, work):
             mine = lmkit_ids_of(pg, owner, k)
             theirs = lmkit_ids_of(pw, owner, k)
             i = first_difference(mine, theirs)
-            c.fail("%s property: string %d differs at its token %d: %r; tiktoken %s, lmkit %s" % (
-                name, k, i, strings[k][:160], theirs[max(0, i - 2):i + 4], mine[max(0, i - 2):i + 4]))
+            c.fail("%s property: string %d differs at its token %d, near %r: tiktoken %s, lmkit %s" % (
+                name, k, i, enc.decode(theirs[max(0, i - 2):i + 3]), theirs[max(0, i - 2):i + 4],
+                mine[max(0, i - 2):i + 4]))
 
 
 def lmkit_ids_of(pieces, owner, k):

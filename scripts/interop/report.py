@@ -30,8 +30,9 @@ def figures(c):
         s = "tokenizers trained: %s; held-out characters: %s" % (
             ", ".join("%s at %d" % (t["input"], t["vocab_size"]) for t in d.get("tokenizers_trained", [])),
             format(sum(d.get("held_out", {}).values()), ","))
-        if d.get("differ"):
-            s += "; ids differ: " + "; ".join("%s on %s" % (k, ", ".join(v)) for k, v in d["differ"].items())
+        runs = len(d.get("tokenizers_trained", [])) * len(d.get("held_out", {}))
+        for pair, where in d.get("differ", {}).items():
+            s += "; **%s differ** on %s" % (pair, "every held-out text" if len(where) == runs else ", ".join(where))
         return s
     if n == "compressed_tensors":
         rows = []
