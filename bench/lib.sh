@@ -13,7 +13,10 @@ CORPORA=${LMKIT_CORPORA:-${CORPORA:-/tmp/lmkit-corpora}}
 export LMKIT_PEERS=${LMKIT_PEERS:-/tmp/lmkit-peers}
 PEERS=$LMKIT_PEERS
 
-bench_need_lmkit() { [ -x "$LMKIT" ] || { echo "$(basename "$0"): build lmkit first ($LMKIT; see README)" >&2; exit 1; }; }
+bench_need_lmkit() {
+  [ -x "$LMKIT" ] || { echo "$(basename "$0"): build lmkit first ($LMKIT; see README)" >&2; exit 1; }
+  [ -x /usr/bin/time ] || { echo "$(basename "$0"): needs GNU time (apt-get install time)" >&2; exit 1; }
+}
 bench_need_corpora() { [ -f "$CORPORA/debmix.txt" ] || bash "$SHARED_BENCH/corpora.sh" "$CORPORA" >&2; }
 
 # The pip peers of ../shared/bench (native tiktoken, HF tokenizers); installed when missing. npm peers are refused:
