@@ -160,7 +160,8 @@ def check_property(c, encs, count, seed, real, work):
             theirs = lmkit_ids_of(pw, owner, k)
             i = first_difference(mine, theirs)
             c.fail("%s property: string %d differs at its token %d, near %r: tiktoken %s, lmkit %s" % (
-                name, k, i, enc.decode(theirs[max(0, i - 2):i + 3]), theirs[max(0, i - 2):i + 4],
+                name, k, i, enc.decode_bytes(theirs[max(0, i - 6):i + 3]).decode("utf-8", "backslashreplace"),
+                theirs[max(0, i - 2):i + 4],
                 mine[max(0, i - 2):i + 4]))
 
 
