@@ -9,21 +9,16 @@
 #include "lmkit/bpe/byte_unicode.h"
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/common/json.h"
+#include "support/encode.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
 using namespace lmkit::bpe;
+using lmkit::test::Enc;
 using lmkit::test::TempDir;
 using lmkit::test::WriteAll;
 
 namespace {
-
-std::vector<uint32_t> EncodeWithFile(const Tokenizer& t, std::string_view s) {
-  Encoder e(t);
-  std::vector<uint32_t> ids;
-  e.Encode(s, &ids);
-  return ids;
-}
 
 // A byte-level vocabulary {printable: id} with bytes at ids 0..255 plus `extra` tokens after them.
 Json SmallVocab(const std::vector<std::string>& extra) {
@@ -101,15 +96,15 @@ TEST_CASE("bpe tokenizer files: a tiktoken rank file by path, pattern from --pat
   REQUIRE(t.ok());
   CHECK((*t)->pattern() == PretokPattern::kCl100k);
   // tiktoken's rule: "bc" (256) merges first, then (a, bc) → "abc" (257), a cut no merges.txt would list.
-  CHECK(EncodeWithFile(**t, "abc") == std::vector<uint32_t>{257});
-  CHECK(EncodeWithFile(**t, "abcx") == std::vector<uint32_t>{257, 'x'});
-  CHECK(EncodeWithFile(**t, "xab") == std::vector<uint32_t>{'x', 258});
+  CHECK(Enc(**t, "abc") == std::vector<uint32_t>{257});
+  CHECK(Enc(**t, "abcx") == std::vector<uint32_t>{257, 'x'});
+  CHECK(Enc(**t, "xab") == std::vector<uint32_t>{'x', 258});
   // Metadata beside the file names the pattern and specials.
   WriteAll(dir.file("custom.json"), R"({"pattern": "o200k", "special_tokens": {"<|x|>": 300}})");
   auto m = LoadTokenizer(path, {});
   REQUIRE(m.ok());
   CHECK((*m)->pattern() == PretokPattern::kO200k);
-  CHECK(EncodeWithFile(**m, "ab<|x|>") == std::vector<uint32_t>{258, 300});
+  CHECK(Enc(**m, "ab<|x|>") == std::vector<uint32_t>{258, 300});
   // Errors name the file and line.
   WriteAll(path, lines + "!!notbase64 259\n");
   auto bad = LoadTokenizer(path, opt);
@@ -143,7 +138,7 @@ TEST_CASE("bpe tokenizer files: tokenizer.json with string or pair merges and ad
     REQUIRE(t.ok());
     CHECK_FALSE((*t)->whole_piece_shortcut());
     // " the" by merges; "he" too; the added token is matched in the text.
-    CHECK(EncodeWithFile(**t, " the<|end|>he") == std::vector<uint32_t>{258, 260, 259});
+    CHECK(Enc(**t, " the<|end|>he") == std::vector<uint32_t>{258, 260, 259});
   }
   WriteAll(dir.file("tokenizer.json"), R"({"model": {"type": "Unigram", "vocab": []}})");
   auto u = LoadTokenizer(dir.file("tokenizer.json"), {});
