@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "lmkit/quant/int8_format.h"
+#include "lmkit/formats/int8.h"
 
 namespace lmkit::model {
 namespace {
@@ -26,9 +26,9 @@ int32_t DotI8(const int8_t* a, const int8_t* b, uint32_t n) {
 
 // Codes of one activation row with scale `s` (compressed-tensors convention, see linear.h).
 void QuantizeRow(const float* x, uint32_t n, float s, int8_t* q) {
-  const quant::Int8Range r = quant::RangeOf(quant::Int8Convention::kHalfStep);
-  const float inv = quant::InverseScale(s);
-  for (uint32_t i = 0; i < n; ++i) q[i] = quant::QuantizeValue(x[i], s, inv, r.lo, r.hi);
+  const formats::Int8Range r = formats::RangeOf(formats::Int8Convention::kHalfStep);
+  const float inv = formats::InverseScale(s);
+  for (uint32_t i = 0; i < n; ++i) q[i] = formats::QuantizeValue(x[i], s, inv, r.lo, r.hi);
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ void Linear::Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) co
       if (kind == Kind::kInt8Dynamic) {
         float amax = 0;
         for (uint32_t i = 0; i < in; ++i) amax = std::max(amax, std::fabs(row[i]));
-        s = amax / quant::RangeOf(quant::Int8Convention::kHalfStep).divisor;
+        s = amax / formats::RangeOf(formats::Int8Convention::kHalfStep).divisor;
       }
       xs[r] = s;
       QuantizeRow(row, in, s, xq.data() + r * in);

@@ -3,7 +3,7 @@
 //   int8 static (w8a8, static per-tensor activations): x is quantized with the checkpoint's input_scale, codes x codes
 //     are summed in int32, and the sum is scaled by input_scale * weight_scale[row];
 //   int8 dynamic (w8a8, per-token activations): as static, with each row of x getting its own scale absmax / 127.5.
-// Activation codes follow compressed-tensors' convention (int8_format.h kHalfStep: q = clamp(rint(x / s), -128, 127),
+// Activation codes follow compressed-tensors' convention (formats/int8.h kHalfStep: q = clamp(rint(x / s), -128, 127),
 // half to even), the same convention `lmkit quantize` writes weights and input_scale in.
 //
 // Contract: Apply reads `rows` rows of `in` floats from x and writes `rows` rows of `out` floats to y (no aliasing).

@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
 #include "lmkit/common/json.h"
 #include "lmkit/io/checkpoint.h"
+#include "lmkit/formats/pack_quantized.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/quantizer.h"
@@ -97,6 +99,35 @@ struct ModelLoader {
     return out;
   }
 
+  // The int8 codes of a pack-quantized weight: `m.weight_packed` I32 [out, ceil(in / 4)] with `m.weight_shape` I64
+  // [2] = {out, in}.
+  Result<std::vector<int8_t>> Unpacked(const std::string& m, uint32_t out, uint32_t in) {
+    const io::SafetensorsFile* pf = nullptr;
+    const io::SafetensorsFile* shf = nullptr;
+    const io::TensorInfo* p = Find(m + ".weight_packed", &pf);
+    const io::TensorInfo* sh = Find(m + ".weight_shape", &shf);
+    if (!sh) return Status::InvalidInput(subject, "missing tensor '" + m + ".weight_shape' for a packed weight");
+    if (sh->dtype != io::DType::kI64 || sh->num_elements() != 2)
+      return Status::InvalidInput(shf->path(), "tensor '" + m + ".weight_shape' must be two I64 values");
+    int64_t shape[2];
+    std::memcpy(shape, shf->Data(*sh).data(), sizeof shape);
+    if (shape[0] != out || shape[1] != in)
+      return Status::InvalidInput(shf->path(), fmt::format("tensor '{}.weight_shape' is [{}, {}]; config.json implies "
+                                                           "[{}, {}]",
+                                                           m, shape[0], shape[1], out, in));
+    const std::vector<uint64_t> want = {out, formats::PackedWords(in)};
+    if (p->dtype != io::DType::kI32 || p->shape != want)
+      return Status::InvalidInput(
+          pf->path(), fmt::format("tensor '{}.weight_packed' is {} {}; expected I32 {}", m, io::DTypeName(p->dtype),
+                                  ShapeText(p->shape), ShapeText(want)));
+    const uint8_t* bytes = pf->Data(*p).data();
+    const uint64_t row = formats::PackedWords(in) * 4;
+    std::vector<int8_t> codes(static_cast<size_t>(out) * in);
+    for (uint64_t r = 0; r < out; ++r)
+      for (uint64_t c = 0; c < in; ++c) codes[r * in + c] = formats::UnpackCode8(bytes + r * row, c);
+    return codes;
+  }
+
   Result<Linear> LoadLinear(const std::string& m, uint32_t out, uint32_t in) {
     Linear l;
     l.name = m;
@@ -104,12 +135,18 @@ struct ModelLoader {
     l.in = in;
     const io::SafetensorsFile* f = nullptr;
     const io::TensorInfo* w = Find(m + ".weight", &f);
-    if (!w) return Status::InvalidInput(subject, "missing tensor '" + m + ".weight'");
-    if (w->dtype != io::DType::kI8) {
+    // pack-quantized (formats/pack_quantized.h): the codes come packed into int32 words, with the original shape.
+    std::vector<int8_t> unpacked;
+    if (!w && index.count(m + ".weight_packed")) {
+      LMKIT_ASSIGN_OR_RETURN(unpacked, Unpacked(m, out, in));
+    } else if (!w) {
+      return Status::InvalidInput(subject, "missing tensor '" + m + ".weight'");
+    }
+    if (w && w->dtype != io::DType::kI8) {
       used.erase(m + ".weight");
       LMKIT_ASSIGN_OR_RETURN(l.weight, Float(m + ".weight", {out, in}));
     } else {
-      if (w->shape != std::vector<uint64_t>{out, in})
+      if (w && w->shape != std::vector<uint64_t>{out, in})
         return Status::InvalidInput(f->path(), fmt::format("tensor '{}.weight' has shape {}; config.json implies {}", m,
                                                            ShapeText(w->shape), ShapeText({out, in})));
       const io::SafetensorsFile* sf = nullptr;
@@ -137,7 +174,7 @@ struct ModelLoader {
       for (float v : scales)
         if (!std::isfinite(v) || v < 0)
           return Status::InvalidInput(sf->path(), "tensor '" + m + ".weight_scale' has a negative or non-finite value");
-      const auto* codes = reinterpret_cast<const int8_t*>(f->Data(*w).data());
+      const auto* codes = w ? reinterpret_cast<const int8_t*>(f->Data(*w).data()) : unpacked.data();
       if (!w8a8) {
         l.weight.resize(static_cast<size_t>(out) * in);
         quant::DequantizeMatrix(codes, scales.data(), out, in, g, l.weight.data());
@@ -190,9 +227,10 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     const std::string method =
         q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>() : "";
     const std::string format = q.contains("format") && q["format"].is_string() ? q["format"].get<std::string>() : "";
-    if (method != "compressed-tensors" || format != "int-quantized")
+    if (method != "compressed-tensors" || (format != "int-quantized" && format != "pack-quantized"))
       return Status::Unsupported(config_path, "quantization_config '" + method + "' / '" + format +
-                                                  "' is not supported (compressed-tensors int-quantized only)");
+                                                  "' is not supported (compressed-tensors int-quantized or "
+                                                  "pack-quantized only)");
     if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].size() != 1)
       return Status::Unsupported(config_path, "quantization_config must have exactly one config group");
     const Json& g = q["config_groups"].begin().value();

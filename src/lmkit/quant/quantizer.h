@@ -19,36 +19,30 @@
 
 #include "lmkit/common/status.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/formats/int8.h"
 #include "lmkit/io/dtype.h"
-#include "lmkit/quant/int8_format.h"
+#include "lmkit/quant/granularity.h"
 #include "lmkit/quant/metrics.h"
 
 namespace lmkit::quant {
 
-struct Granularity {
-  enum class Kind : uint8_t { kChannel, kTensor, kGroup };
-  Kind kind = Kind::kChannel;
-  uint64_t group_size = 0;  // kGroup only
-
-  // Shape of the scale tensor for a [rows, cols] weight: [rows, 1], [1] or [rows, cols / group_size].
-  std::vector<uint64_t> ScaleShape(uint64_t rows, uint64_t cols) const;
-  uint64_t ScaleCount(uint64_t rows, uint64_t cols) const;
-};
-
-// "channel", "tensor", "group:N" (N >= 1). kInvalidArgument on anything else.
-Result<Granularity> ParseGranularity(std::string_view text);
-std::string GranularityName(const Granularity& g);  // inverse of ParseGranularity
-// compressed-tensors' "strategy" for the granularity: "channel", "tensor", "group".
-const char* StrategyName(const Granularity& g);
-
 // The stored scale for `absmax` (>= 0, finite): smallest value of `scale_dtype` (F32, F16, BF16) >= absmax / divisor
 // (for F32 scales in the normal range, the nearest: within 2^-24 relative). F16 scales need absmax <= 65504 * divisor
 // (inf beyond), which F16 weights always satisfy; lmkit stores scales in the weight's dtype.
-float StoredScale(float absmax, Int8Convention convention, io::DType scale_dtype);
+float StoredScale(float absmax, formats::Int8Convention convention, io::DType scale_dtype);
+// The same rule for any divisor (448 for FP8 E4M3).
+float StoredScale(float absmax, float divisor, io::DType scale_dtype);
+
+// The largest finite value of F32, F16 or BF16.
+double DTypeMaxFinite(io::DType dtype);
+// Whether code_max * scale, what a loader computes when it dequantizes the largest code, stays finite in
+// `scale_dtype` (the product taken exactly). Near the float maximum it does not: |w| = 3.4e38 with INT8's code -128
+// (128 * 3.4e38 / 127.5 > FLT_MAX), or |w| near 65504 in F16; the quantizers refuse such weights.
+bool DequantizesFinite(float scale, float code_max, io::DType scale_dtype);
 
 struct QuantizeMatrixOptions {
   Granularity granularity;
-  Int8Convention convention = Int8Convention::kHalfStep;
+  formats::Int8Convention convention = formats::Int8Convention::kHalfStep;
   io::DType scale_dtype = io::DType::kF32;
 };
 

@@ -13,12 +13,16 @@
 #include <tuple>
 
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/formats/histogram_bins.h"
 #include "lmkit/io/npy.h"
-#include "lmkit/quant/histogram.h"
+#include "lmkit/quant/abs_histogram.h"
+#include "lmkit/quant/histogram_kernels.h"
+#include "lmkit/quant/ort_histogram.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
 using namespace lmkit::quant;
+using formats::AbsBin;
 
 namespace {
 
@@ -272,7 +276,7 @@ TEST_CASE("calibrators: every AbsHistogram kernel bins like the scalar torch.his
   for (size_t i = 0; i < edges.size(); ++i) x[i * 97] = edges[i];
   const std::vector<uint64_t> want = ScalarAbsCounts(x, amax, 2048);
   for (int level : {0, 1, 2}) {
-    SetAbsHistogramKernelForTesting(level);
+    kernels::SetAbsHistogramKernelForTesting(level);
     AbsHistogram h(2048, amax), fused(2048, amax);
     h.Add(x.data(), 5000);  // two calls: the tables carry over between them
     h.Add(x.data() + 5000, x.size() - 5000);
@@ -292,7 +296,7 @@ TEST_CASE("calibrators: every AbsHistogram kernel bins like the scalar torch.his
       CHECK(got.finite == scan.finite);
       CHECK(got.finite == (skip != 0));
     }
-    SetAbsHistogramKernelForTesting(-1);
+    kernels::SetAbsHistogramKernelForTesting(-1);
     INFO("kernel level " << level);
     CHECK(h.counts() == want);
     CHECK(h.total() ==
@@ -327,10 +331,10 @@ TEST_CASE("calibrators: the division-free AbsHistogram kernels agree with the di
       for (int i = 0; i < 4001; ++i) x.push_back(u(rng));
       const std::vector<uint64_t> want = ScalarAbsCounts(x, amax, bins);
       for (int level : {1, 2}) {
-        SetAbsHistogramKernelForTesting(level);
+        kernels::SetAbsHistogramKernelForTesting(level);
         AbsHistogram h(bins, amax);
         h.Add(x.data(), x.size());
-        SetAbsHistogramKernelForTesting(-1);
+        kernels::SetAbsHistogramKernelForTesting(-1);
         INFO("amax " << amax << ", bins " << bins << ", kernel level " << level);
         CHECK(h.counts() == want);
       }
@@ -363,12 +367,12 @@ TEST_CASE("calibrators: AbsHistogram kernels agree on peaked data with dropped v
     const auto kept =
         static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) { return std::fabs(v) <= amax; }));
     for (int level : {0, 1, 2}) {
-      SetAbsHistogramKernelForTesting(level);
+      kernels::SetAbsHistogramKernelForTesting(level);
       AbsHistogram h(bins, amax);
       h.Add(x.data(), 12345);  // uneven pieces: rounds and tails of every length
       h.Add(x.data() + 12345, 17);
       h.Add(x.data() + 12362, x.size() - 12362);
-      SetAbsHistogramKernelForTesting(-1);
+      kernels::SetAbsHistogramKernelForTesting(-1);
       INFO("bins " << bins << ", kernel level " << level);
       CHECK(h.counts() == want);
       CHECK(h.total() == kept);
@@ -439,14 +443,14 @@ TEST_CASE("calibrators: HistogramUniformFast gives HistogramUniform's counts, fo
       HistogramUniform(x.data(), x.size(), edges, want, absolute);
       for (int level : {0, 1, 2}) {
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-          SetAbsHistogramKernelForTesting(level);
+          kernels::SetAbsHistogramKernelForTesting(level);
           std::vector<uint64_t> got(edges.size() - 1, 5), with_range(edges.size() - 1, 0);  // adds to what is there
           HistogramUniformFast(x.data(), x.size(), edges, got, absolute, p);
           // With the range from the same pass (the AVX-512 kernel folds it in): the same counts, ScanSamples' range.
           SampleRange range;
           HistogramUniformFast(x.data(), x.size(), edges, with_range, absolute, p, &range);
           const SampleRange scan = ScanSamples(x.data(), x.size());
-          SetAbsHistogramKernelForTesting(-1);
+          kernels::SetAbsHistogramKernelForTesting(-1);
           for (uint64_t& c : got) c -= 5;
           INFO(name << ", absolute " << absolute << ", kernel level " << level << ", pool " << (p != nullptr));
           CHECK(got == want);
@@ -638,7 +642,7 @@ TEST_CASE("calibrators: ScanRange finds min, max, min|x| and max|x| in every lan
   for (const size_t p : {size_t{0}, size_t{7}, size_t{16}, size_t{31}, size_t{32}, size_t{1023}, size_t{1036}}) {
     for (int level : {0, 1, 2}) {
       INFO("position " << p << ", kernel level " << level);
-      SetAbsHistogramKernelForTesting(level);
+      kernels::SetAbsHistogramKernelForTesting(level);
       std::vector<float> x = base;
       x[p] = -0.25f;
       SampleRange r;
@@ -660,7 +664,7 @@ TEST_CASE("calibrators: ScanRange finds min, max, min|x| and max|x| in every lan
       ScanRange(x.data(), x.size(), &r);
       CHECK_FALSE(r.finite);
       CHECK(r.abs_min >= 1.0f);  // NaN is skipped by the extremes
-      SetAbsHistogramKernelForTesting(-1);
+      kernels::SetAbsHistogramKernelForTesting(-1);
     }
   }
 }

@@ -6,11 +6,13 @@ namespace {
 Status NoCuda() { return Status::Unsupported("cuda", "this lmkit was built without CUDA"); }
 }  // namespace
 
-Status QuantizePerChannelHost(const void*, ElemType, uint64_t, uint64_t, quant::Int8Convention, ElemType, int8_t*,
-                              float*) {
+Status QuantizePerChannelHost(const void*, ElemType, uint64_t, uint64_t, formats::Int8Convention, ElemType, int8_t*,
+                              float*, Stream) {
   return NoCuda();
 }
-Status AbsHistogramHost(const float*, uint64_t, float, uint32_t, uint64_t*, HistogramKernel) { return NoCuda(); }
+Status AbsHistogramHost(const float*, uint64_t, float, uint32_t, uint64_t*, HistogramKernel, Stream) {
+  return NoCuda();
+}
 Result<KernelTiming> BenchQuantizePerChannel(uint64_t, uint64_t, int, bool) { return NoCuda(); }
 Result<KernelTiming> BenchAbsHistogram(uint64_t, uint32_t, int, BenchData, HistogramKernel) { return NoCuda(); }
 
