@@ -23,7 +23,7 @@ constexpr std::array<SchemeInfo, 4> kSchemes = {{
 
 constexpr std::array<FormatInfo, 2> kFormats = {{
     {QuantFormat::kCompressedTensors, "compressed-tensors",
-     "a safetensors checkpoint with quantization_config (vLLM, transformers); a directory for a directory INPUT"},
+     "a safetensors checkpoint with quantization_config (vLLM, transformers); a directory for a directory input"},
     {QuantFormat::kGgufQ8_0, "gguf-q8_0", "one llama.cpp GGUF file (Q8_0 blocks) from a Llama-family model directory"},
 }};
 

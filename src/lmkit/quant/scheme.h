@@ -22,8 +22,8 @@ struct SchemeInfo {
   std::string_view summary;    // one line for --help and --list-schemes
   std::string_view weights;    // "int8" or "fp8_e4m3"
   std::string_view ct_format;  // compressed-tensors "format": pack-quantized, int-quantized or float-quantized
-  // Activations: "none", "dynamic per-token" (both w8a8 without --calibration and fp8), "static per-tensor" (w8a8 with
-  // --calibration, fp8-static: needs --calibration).
+  // Whether activations are quantized too: dynamic per-token (w8a8 without a calibration table, fp8) or static
+  // per-tensor (w8a8 with one, fp8-static).
   bool activations;
   bool needs_calibration;  // fp8-static
   bool takes_calibration;  // w8a8 (optional: static instead of dynamic), fp8-static (required)
