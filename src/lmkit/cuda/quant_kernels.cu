@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lmkit/cuda/check.cuh"
@@ -449,6 +450,24 @@ Result<KernelTiming> Time(Fn&& launch, double bytes, int iterations) {
 }
 
 }  // namespace
+
+Result<OwnedStream> OwnedStream::Create() {
+  LMKIT_RETURN_IF_ERROR(HaveDevice());
+  OwnedStream o;
+  cudaStream_t s = nullptr;
+  LMKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  o.s_ = s;
+  return Result<OwnedStream>(std::move(o));
+}
+
+OwnedStream& OwnedStream::operator=(OwnedStream&& o) noexcept {
+  std::swap(s_, o.s_);
+  return *this;
+}
+
+OwnedStream::~OwnedStream() {
+  if (s_ != nullptr) cudaStreamDestroy(s_);
+}
 
 Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, uint64_t cols,
                               formats::Int8Convention convention, ElemType scale_type, int8_t* codes, float* scales,

@@ -19,6 +19,23 @@ namespace lmkit::cuda {
 // before they return.
 using Stream = CUstream_st*;
 
+// A non-blocking stream of the current device, destroyed with the object; move-only. Create returns kUnsupported where
+// the launchers do (no CUDA, no device) and kIo for a failed cudaStreamCreateWithFlags.
+class OwnedStream {
+ public:
+  static Result<OwnedStream> Create();
+  OwnedStream() = default;
+  OwnedStream(OwnedStream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  OwnedStream& operator=(OwnedStream&& o) noexcept;
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  ~OwnedStream();
+  Stream get() const { return s_; }
+
+ private:
+  Stream s_ = nullptr;
+};
+
 enum class ElemType : uint8_t { kF32, kF16, kBF16 };
 
 // rows x cols elements of `type` (host memory) -> rows*cols codes and `rows` scales (fp32 values representable in

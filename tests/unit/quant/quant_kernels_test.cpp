@@ -237,6 +237,43 @@ TEST_CASE("cuda: histogram kernel at every alignment, bin count and range corner
   CHECK(cuda::AbsHistogramHost(buf.data(), 100, amax, 0, counts.data()).code() == ErrorCode::kUnsupported);
 }
 
+TEST_CASE("cuda: the launchers run on a stream of the caller's and give the default stream's results",
+          "[quant][cuda]") {
+  auto stream = cuda::OwnedStream::Create();
+  if (!DeviceOrWarn()) {
+    CHECK(stream.status().code() == ErrorCode::kUnsupported);
+    return;
+  }
+  REQUIRE(stream.ok());
+  REQUIRE(stream->get() != nullptr);
+  std::mt19937 rng(12);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const uint64_t rows = 9, cols = 1000;
+  std::vector<float> x(rows * cols);
+  for (float& v : x) v = nd(rng);
+  std::vector<int8_t> c0(rows * cols), c1(rows * cols);
+  std::vector<float> s0(rows), s1(rows);
+  const auto conv = formats::Int8Convention::kHalfStep;
+  REQUIRE(cuda::QuantizePerChannelHost(x.data(), cuda::ElemType::kF32, rows, cols, conv, cuda::ElemType::kF32,
+                                       c0.data(), s0.data())
+              .ok());
+  REQUIRE(cuda::QuantizePerChannelHost(x.data(), cuda::ElemType::kF32, rows, cols, conv, cuda::ElemType::kF32,
+                                       c1.data(), s1.data(), stream->get())
+              .ok());
+  CHECK(c0 == c1);
+  CHECK(s0 == s1);
+  std::vector<uint64_t> h0(256, 0), h1(256, 0);
+  REQUIRE(cuda::AbsHistogramHost(x.data(), x.size(), 4.0f, 256, h0.data()).ok());
+  REQUIRE(
+      cuda::AbsHistogramHost(x.data(), x.size(), 4.0f, 256, h1.data(), cuda::HistogramKernel::kShared, stream->get())
+          .ok());
+  CHECK(h0 == h1);
+  // Moving hands the stream over; the moved-from object owns nothing.
+  cuda::OwnedStream moved = std::move(*stream);
+  CHECK(moved.get() != nullptr);
+  CHECK(stream->get() == nullptr);
+}
+
 TEST_CASE("cuda: the benchmark entry points run on small sizes and account their bytes", "[quant][cuda]") {
   if (const std::string why = NoDevice(); !why.empty()) LMKIT_SKIP(why << ": kernel test");
   for (bool two_reads : {false, true}) {
