@@ -22,8 +22,8 @@
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/abs_histogram.h"
 #include "lmkit/quant/calibrators.h"
+#include "lmkit/quant/name_table.h"
 #include "lmkit/quant/ort_histogram.h"
-#include "lmkit/quant/scheme.h"
 
 namespace lmkit::quant {
 namespace {
@@ -377,44 +377,23 @@ constexpr std::array<CalibFlavorInfo, 2> kFlavors = {{
     {CalibFlavor::kOrt, "ort", "ONNX Runtime's histograms grown batch by batch"},
 }};
 
-template <typename Table>
-std::string Choices(const Table& table) {
-  std::vector<std::string_view> names;
-  for (const auto& e : table) names.push_back(e.name);
-  return JoinChoices(names);
-}
-
 }  // namespace
 
 std::span<const CalibMethodInfo> CalibMethods() { return kMethods; }
 std::span<const CalibFlavorInfo> CalibFlavors() { return kFlavors; }
 
 Result<CalibMethod> ParseCalibMethod(std::string_view s) {
-  for (const CalibMethodInfo& m : kMethods)
-    if (m.name == s) return m.method;
-  return Status::InvalidArgument(Field("method") + " must be " + Choices(kMethods) + ", not '" + std::string(s) + "'");
+  return ParseByName(kMethods, &CalibMethodInfo::method, s, "method");
 }
 
 Result<CalibFlavor> ParseCalibFlavor(std::string_view s) {
-  for (const CalibFlavorInfo& f : kFlavors)
-    if (f.name == s) return f.flavor;
-  return Status::InvalidArgument(Field("flavor") + " must be " + Choices(kFlavors) + ", not '" + std::string(s) + "'");
+  return ParseByName(kFlavors, &CalibFlavorInfo::flavor, s, "flavor");
 }
 
-const char* CalibMethodName(CalibMethod m) {
-  for (const CalibMethodInfo& i : kMethods)
-    if (i.method == m) return i.name.data();
-  return "";
-}
+const char* CalibMethodName(CalibMethod m) { return EntryOf(kMethods, &CalibMethodInfo::method, m).name.data(); }
 
-const char* CalibFlavorName(CalibFlavor f) {
-  for (const CalibFlavorInfo& i : kFlavors)
-    if (i.flavor == f) return i.name.data();
-  return "";
-}
+const char* CalibFlavorName(CalibFlavor f) { return EntryOf(kFlavors, &CalibFlavorInfo::flavor, f).name.data(); }
 
-// A tensor whose amax is 0 would give an input_scale of 0, which codes every activation of its layer as 0: kept in the
-// table (it is what the data say) with a warning, and refused by `lmkit quantize`.
 void AddCalibrationWarnings(CalibrationTable* t) {
   for (const TensorRange& r : t->tensors)
     if (r.amax == 0)

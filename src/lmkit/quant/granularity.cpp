@@ -46,15 +46,7 @@ Result<Granularity> ParseGranularity(std::string_view text) {
 }
 
 std::string GranularityName(const Granularity& g) {
-  switch (g.kind) {
-    case Granularity::Kind::kChannel:
-      return "channel";
-    case Granularity::Kind::kTensor:
-      return "tensor";
-    case Granularity::Kind::kGroup:
-      return "group:" + std::to_string(g.group_size);
-  }
-  return "";
+  return g.kind == Granularity::Kind::kGroup ? "group:" + std::to_string(g.group_size) : StrategyName(g);
 }
 
 const char* StrategyName(const Granularity& g) {

@@ -1,14 +1,6 @@
 // The CPU reference INT8 quantizer for 2-D weights: per-channel (row), per-tensor or per-group symmetric scales, with
 // the error metrics of the report computed in the same pass. This code is the definition of the formats lmkit writes;
 // the CUDA kernels are tested against it bit for bit.
-//
-// Contract: QuantizeMatrix reads `rows x cols` elements of `dtype` (F32, F16 or BF16, little-endian, row-major,
-// possibly unaligned, e.g. straight from a memory map), and writes rows*cols codes and the scales (as floats whose
-// values are exactly representable in `scale_dtype`, i.e. what a file stores). Scale = absmax / divisor of the
-// convention, rounded up to `scale_dtype` (int8_format.h). Zero rows/groups/tensors get scale 0 and codes 0.
-// Any NaN or +-inf in the input is kInvalidInput "non-finite value at [row, col]" (no subject: the caller names the
-// tensor). Deterministic: same bytes and stats for any thread count (rows are reduced in index order). `pool` may be
-// null (single-threaded). Thread-safe (no shared state).
 #pragma once
 
 #include <cstdint>
@@ -46,9 +38,13 @@ struct QuantizeMatrixOptions {
   io::DType scale_dtype = io::DType::kF32;
 };
 
-// See the file comment. `codes` must hold rows*cols, `scales` granularity.ScaleCount(rows, cols) floats. `stats`
-// (optional) receives the error metrics over the whole matrix. kInvalidInput for a group size that does not divide
-// cols, an unsupported dtype, or non-finite input.
+// Reads `rows x cols` elements of `dtype` (F32, F16 or BF16, little-endian, row-major, possibly unaligned, e.g. from
+// a memory map) and writes rows*cols `codes` (formats/int8.h) and granularity.ScaleCount(rows, cols) `scales`
+// (StoredScale of each row's, group's or the tensor's absmax: values exactly representable in the scale dtype); zero
+// rows/groups/tensors get scale 0 and codes 0. `stats` (optional) receives the error metrics of the whole matrix.
+// Errors, kInvalidInput without a subject (the caller names the tensor): "non-finite value at [row, col]", a weight
+// whose code lo times its scale overflows the scale dtype (DequantizesFinite), a group size that does not divide cols,
+// an unsupported dtype. Same bytes and stats for any thread count; `pool` may be null. Thread-safe (no shared state).
 Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t cols,
                       const QuantizeMatrixOptions& options, ThreadPool* pool, int8_t* codes, float* scales,
                       ErrorStats* stats);

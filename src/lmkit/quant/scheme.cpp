@@ -3,6 +3,8 @@
 #include <array>
 #include <vector>
 
+#include "lmkit/quant/name_table.h"
+
 namespace lmkit::quant {
 namespace {
 
@@ -27,52 +29,22 @@ constexpr std::array<FormatInfo, 2> kFormats = {{
     {QuantFormat::kGgufQ8_0, "gguf-q8_0", "one llama.cpp GGUF file (Q8_0 blocks) from a Llama-family model directory"},
 }};
 
-template <typename Table>
-std::string ChoicesOf(const Table& table) {
-  std::vector<std::string_view> names;
-  for (const auto& e : table) names.push_back(e.name);
-  return JoinChoices(names);
-}
-
 }  // namespace
-
-std::string JoinChoices(std::span<const std::string_view> names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
-    out += names[i];
-  }
-  return out;
-}
 
 std::span<const SchemeInfo> Schemes() { return kSchemes; }
 
-const SchemeInfo& InfoOf(QuantScheme s) {
-  for (const SchemeInfo& i : kSchemes)
-    if (i.scheme == s) return i;
-  return kSchemes[0];
-}
+const SchemeInfo& InfoOf(QuantScheme s) { return EntryOf(kSchemes, &SchemeInfo::scheme, s); }
 
 Result<QuantScheme> ParseQuantScheme(std::string_view name) {
-  for (const SchemeInfo& i : kSchemes)
-    if (i.name == name) return i.scheme;
-  return Status::InvalidArgument(Field("scheme") + " must be " + ChoicesOf(kSchemes) + ", not '" + std::string(name) +
-                                 "'");
+  return ParseByName(kSchemes, &SchemeInfo::scheme, name, "scheme");
 }
 
 std::span<const FormatInfo> Formats() { return kFormats; }
 
-const FormatInfo& InfoOf(QuantFormat f) {
-  for (const FormatInfo& i : kFormats)
-    if (i.format == f) return i;
-  return kFormats[0];
-}
+const FormatInfo& InfoOf(QuantFormat f) { return EntryOf(kFormats, &FormatInfo::format, f); }
 
 Result<QuantFormat> ParseQuantFormat(std::string_view name) {
-  for (const FormatInfo& i : kFormats)
-    if (i.name == name) return i.format;
-  return Status::InvalidArgument(Field("format") + " must be " + ChoicesOf(kFormats) + ", not '" + std::string(name) +
-                                 "'");
+  return ParseByName(kFormats, &FormatInfo::format, name, "format");
 }
 
 }  // namespace lmkit::quant

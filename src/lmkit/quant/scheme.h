@@ -47,7 +47,4 @@ const FormatInfo& InfoOf(QuantFormat f);
 // kInvalidArgument naming Field("format") for a name not in Formats().
 Result<QuantFormat> ParseQuantFormat(std::string_view name);
 
-// "a, b or c" over `names` (help texts and messages).
-std::string JoinChoices(std::span<const std::string_view> names);
-
 }  // namespace lmkit::quant
