@@ -103,8 +103,10 @@ std::string_view LoaderName(Loader l) {
 Support CheckSupport(QuantScheme scheme, QuantFormat format, const Granularity& g, bool static_activations) {
   if (format == QuantFormat::kCompressedTensors) return CompressedTensors(scheme, g, static_activations);
   Support s;
+  // vLLM and transformers: from their documentation (GGUF Q8_0 of the llama architecture), not loaded here.
   s.loaders[0] = Verdict(Loader::kVllm, true, "its GGUF loader (Q8_0; tokenizer from the Hugging Face directory)");
-  s.loaders[1] = Verdict(Loader::kTransformers, true, "from_pretrained(gguf_file=...) dequantizes Q8_0 to float");
+  s.loaders[1] = Verdict(Loader::kTransformers, true,
+                         "from_pretrained(dir, gguf_file=...) dequantizes Q8_0 to float (needs accelerate)");
   s.loaders[2] = Verdict(Loader::kLlamaCpp, true, "native Q8_0 (llama architecture)");
   return s;
 }
