@@ -16,13 +16,13 @@ using namespace lmkit::quant;
 
 namespace {
 
-struct Out {
+struct Fp8Out {
   std::vector<uint8_t> codes;
   std::vector<float> scales;
   ErrorStats stats;
 };
 
-Status RunFp8(const std::vector<float>& x, uint64_t rows, uint64_t cols, Granularity g, Out* o,
+Status RunFp8(const std::vector<float>& x, uint64_t rows, uint64_t cols, Granularity g, Fp8Out* o,
               io::DType scale_dtype = io::DType::kF32, ThreadPool* pool = nullptr) {
   o->codes.assign(rows * cols, 0xaa);
   o->scales.assign(g.ScaleCount(rows, cols), -1.0f);
@@ -30,7 +30,7 @@ Status RunFp8(const std::vector<float>& x, uint64_t rows, uint64_t cols, Granula
                            o->codes.data(), o->scales.data(), &o->stats);
 }
 
-std::vector<float> Gaussian(uint64_t n, uint32_t seed, float sigma = 0.02f) {
+std::vector<float> Fp8Gaussian(uint64_t n, uint32_t seed, float sigma = 0.02f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, sigma);
   std::vector<float> v(n);
@@ -38,20 +38,20 @@ std::vector<float> Gaussian(uint64_t n, uint32_t seed, float sigma = 0.02f) {
   return v;
 }
 
-const Granularity kChannel{};
-const Granularity kTensor{Granularity::Kind::kTensor, 0};
+const Granularity kFp8Channel{};
+const Granularity kFp8Tensor{Granularity::Kind::kTensor, 0};
 
 }  // namespace
 
 TEST_CASE("fp8 quantizer: codes are E4M3 of x / s with s = absmax / 448 rounded up, zero rows stay zero",
           "[quant][fp8]") {
   const uint64_t rows = 5, cols = 37;
-  std::vector<float> x = Gaussian(rows * cols, 3);
+  std::vector<float> x = Fp8Gaussian(rows * cols, 3);
   x[7] = 0.5f;                                              // an outlier sets row 0's scale
   for (uint64_t c = 0; c < cols; ++c) x[2 * cols + c] = 0;  // a zero row
   for (io::DType sd : {io::DType::kF32, io::DType::kBF16, io::DType::kF16}) {
-    Out o;
-    REQUIRE(RunFp8(x, rows, cols, kChannel, &o, sd).ok());
+    Fp8Out o;
+    REQUIRE(RunFp8(x, rows, cols, kFp8Channel, &o, sd).ok());
     double x2 = 0, e2 = 0;
     for (uint64_t r = 0; r < rows; ++r) {
       float absmax = 0;
@@ -83,9 +83,9 @@ TEST_CASE("fp8 quantizer: codes are E4M3 of x / s with s = absmax / 448 rounded 
 
 TEST_CASE("fp8 quantizer: per-tensor scale, same bytes for any thread count and through streams", "[quant][fp8]") {
   const uint64_t rows = 67, cols = 50;
-  const std::vector<float> x = Gaussian(rows * cols, 9);
-  for (const Granularity& g : {kChannel, kTensor}) {
-    Out one;
+  const std::vector<float> x = Fp8Gaussian(rows * cols, 9);
+  for (const Granularity& g : {kFp8Channel, kFp8Tensor}) {
+    Fp8Out one;
     REQUIRE(RunFp8(x, rows, cols, g, &one).ok());
     if (g.kind == Granularity::Kind::kTensor) {
       float absmax = 0;
@@ -95,7 +95,7 @@ TEST_CASE("fp8 quantizer: per-tensor scale, same bytes for any thread count and 
     }
     for (unsigned threads : {2u, 3u}) {
       ThreadPool pool(threads);
-      Out many;
+      Fp8Out many;
       REQUIRE(RunFp8(x, rows, cols, g, &many, io::DType::kF32, &pool).ok());
       CHECK(many.codes == one.codes);
       CHECK(many.scales == one.scales);
@@ -124,30 +124,30 @@ TEST_CASE("fp8 quantizer: per-tensor scale, same bytes for any thread count and 
 }
 
 TEST_CASE("fp8 quantizer: NaN, weights whose dequantized code overflows and group scales are errors", "[quant][fp8]") {
-  std::vector<float> x = Gaussian(4 * 8, 1);
+  std::vector<float> x = Fp8Gaussian(4 * 8, 1);
   x[2 * 8 + 5] = std::numeric_limits<float>::quiet_NaN();
-  Out o;
-  Status st = RunFp8(x, 4, 8, kChannel, &o);
+  Fp8Out o;
+  Status st = RunFp8(x, 4, 8, kFp8Channel, &o);
   CHECK(st.code() == ErrorCode::kInvalidInput);
   CHECK(st.message() == "non-finite value at [2, 5]");
-  st = RunFp8(x, 4, 8, kTensor, &o);
+  st = RunFp8(x, 4, 8, kFp8Tensor, &o);
   CHECK(st.message() == "non-finite value at [2, 5]");
   // |w| = 3.4e38 codes in F32: 448 * s is about |w| (INT8's code -128 is what overflows there, quantizer_test.cpp).
-  std::vector<float> big = Gaussian(2 * 8, 2);
+  std::vector<float> big = Fp8Gaussian(2 * 8, 2);
   big[8 + 3] = 3.4e38f;
-  REQUIRE(RunFp8(big, 2, 8, kChannel, &o).ok());
+  REQUIRE(RunFp8(big, 2, 8, kFp8Channel, &o).ok());
   CHECK(std::isfinite(o.stats.SqnrDb()));
   CHECK(std::isfinite(o.stats.max_abs_err));
-  CHECK(RunFp8(big, 2, 8, kTensor, &o).ok());
+  CHECK(RunFp8(big, 2, 8, kFp8Tensor, &o).ok());
   // F16's range ends at 65504 and its scales are coarse: 65504 / 448 rounds up to 146.25, and 448 * 146.25 = 65520.
-  std::vector<float> h = Gaussian(8, 4);
+  std::vector<float> h = Fp8Gaussian(8, 4);
   h[0] = 65504.0f;
-  st = RunFp8(h, 1, 8, kChannel, &o, io::DType::kF16);
+  st = RunFp8(h, 1, 8, kFp8Channel, &o, io::DType::kF16);
   CHECK(st.code() == ErrorCode::kInvalidInput);
   CHECK(st.message() ==
         "|w| = 65504 in row 0: 448 times its FP8 scale is beyond the range of F16, so a loader would "
         "dequantize it to inf");
   h[0] = 60000.0f;
-  CHECK(RunFp8(h, 1, 8, kChannel, &o, io::DType::kF16).ok());
+  CHECK(RunFp8(h, 1, 8, kFp8Channel, &o, io::DType::kF16).ok());
   CHECK(RunFp8(x, 4, 8, Granularity{Granularity::Kind::kGroup, 4}, &o).code() == ErrorCode::kInvalidInput);
 }

@@ -27,11 +27,11 @@ using namespace lmkit::quant;
 namespace {
 
 // ---- vLLM's _get_scheme_from_parts for a Linear with one config group -------------------------------------------
-std::string Str(const Json& j, const char* k) {
+std::string JsonStr(const Json& j, const char* k) {
   return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "";
 }
-bool True(const Json& j, const char* k) { return j.contains(k) && j[k].is_boolean() && j[k].get<bool>(); }
-int Int(const Json& j, const char* k) { return j.contains(k) && j[k].is_number_integer() ? j[k].get<int>() : -1; }
+bool JsonTrue(const Json& j, const char* k) { return j.contains(k) && j[k].is_boolean() && j[k].get<bool>(); }
+int JsonInt(const Json& j, const char* k) { return j.contains(k) && j[k].is_number_integer() ? j[k].get<int>() : -1; }
 
 // The vLLM scheme class chosen for the config group, or "" (NotImplementedError: "No compressed-tensors compatible
 // scheme was found", or a WNA16 constructor/kernel refusal).
@@ -39,13 +39,14 @@ std::string VllmScheme(const Json& qc) {
   const Json& g = qc["config_groups"]["group_0"];
   const Json& w = g["weights"];
   const Json in = g.contains("input_activations") ? g["input_activations"] : Json();
-  const std::string format = g.contains("format") && g["format"].is_string() ? Str(g, "format") : Str(qc, "format");
-  const std::string ws = Str(w, "strategy");
+  const std::string format =
+      g.contains("format") && g["format"].is_string() ? JsonStr(g, "format") : JsonStr(qc, "format");
+  const std::string ws = JsonStr(w, "strategy");
   // _is_wNa16_group_channel: weight-only, channel or group, static weights.
-  if (in.is_null() && (ws == "channel" || ws == "group") && !True(w, "dynamic")) {
-    if (format == "pack-quantized" && (Int(w, "num_bits") == 4 || Int(w, "num_bits") == 8)) {
+  if (in.is_null() && (ws == "channel" || ws == "group") && !JsonTrue(w, "dynamic")) {
+    if (format == "pack-quantized" && (JsonInt(w, "num_bits") == 4 || JsonInt(w, "num_bits") == 8)) {
       // CompressedTensorsWNA16: group_size None needs channel; Marlin takes group sizes -1, 32, 64, 128.
-      const int gs = w["group_size"].is_null() ? -1 : Int(w, "group_size");
+      const int gs = w["group_size"].is_null() ? -1 : JsonInt(w, "group_size");
       if (gs == -1 && ws != "channel") return "";
       if (gs != -1 && gs != 32 && gs != 64 && gs != 128) return "";
       return "CompressedTensorsWNA16";
@@ -54,19 +55,20 @@ std::string VllmScheme(const Json& qc) {
   // is_activation_quantization_format: naive-, int-, float-quantized (and nvfp4).
   const bool act_format = format == "naive-quantized" || format == "int-quantized" || format == "float-quantized";
   if (!act_format || in.is_null()) return "";
-  const bool w8 = Int(w, "num_bits") == 8 && Int(in, "num_bits") == 8;
+  const bool w8 = JsonInt(w, "num_bits") == 8 && JsonInt(in, "num_bits") == 8;
   const bool wtc = ws == "tensor" || ws == "channel";
   // _is_fp8_w8a8
-  if (Str(w, "type") == "float" && Str(in, "type") == "float" && True(w, "symmetric") && !True(w, "dynamic") &&
-      (wtc || ws == "block")) {
-    if (True(in, "dynamic") || (True(in, "symmetric") && Str(in, "strategy") == "tensor"))
+  if (JsonStr(w, "type") == "float" && JsonStr(in, "type") == "float" && JsonTrue(w, "symmetric") &&
+      !JsonTrue(w, "dynamic") && (wtc || ws == "block")) {
+    if (JsonTrue(in, "dynamic") || (JsonTrue(in, "symmetric") && JsonStr(in, "strategy") == "tensor"))
       return "CompressedTensorsW8A8Fp8";
   }
   // _is_static_tensor_w8a8 / _is_dynamic_token_w8a8
-  if (w8 && wtc && True(w, "symmetric") && Str(in, "strategy") == "tensor" && !True(w, "dynamic") &&
-      !True(in, "dynamic"))
+  if (w8 && wtc && JsonTrue(w, "symmetric") && JsonStr(in, "strategy") == "tensor" && !JsonTrue(w, "dynamic") &&
+      !JsonTrue(in, "dynamic"))
     return "CompressedTensorsW8A8Int8";
-  if (w8 && wtc && True(w, "symmetric") && Str(in, "strategy") == "token" && !True(w, "dynamic") && True(in, "dynamic"))
+  if (w8 && wtc && JsonTrue(w, "symmetric") && JsonStr(in, "strategy") == "token" && !JsonTrue(w, "dynamic") &&
+      JsonTrue(in, "dynamic"))
     return "CompressedTensorsW8A8Int8";
   return "";
 }
@@ -76,11 +78,11 @@ std::string InferredFormat(const Json& g) {
   const Json& w = g["weights"];
   const Json in = g.contains("input_activations") ? g["input_activations"] : Json();
   // COMPRESSION_FORMAT_PRIORITY after the mx/nv formats: int-quantized, pack-quantized, float-quantized, naive.
-  if (!in.is_null() && Str(w, "type") == "int") return "int-quantized";
-  if ((in.is_null() || Str(in, "type") != "float") && Str(w, "type") == "int" && Int(w, "num_bits") >= 1 &&
-      Int(w, "num_bits") <= 8)
+  if (!in.is_null() && JsonStr(w, "type") == "int") return "int-quantized";
+  if ((in.is_null() || JsonStr(in, "type") != "float") && JsonStr(w, "type") == "int" && JsonInt(w, "num_bits") >= 1 &&
+      JsonInt(w, "num_bits") <= 8)
     return "pack-quantized";
-  if (!in.is_null() && Str(w, "type") == "float") return "float-quantized";
+  if (!in.is_null() && JsonStr(w, "type") == "float") return "float-quantized";
   return "naive-quantized";
 }
 
@@ -91,26 +93,26 @@ std::set<std::string> ParamNames(const std::string& format, const Json& g) {
                                 ? std::set<std::string>{"weight_packed", "weight_scale", "weight_shape"}
                                 : std::set<std::string>{"weight", "weight_scale"};
   const Json in = g.contains("input_activations") ? g["input_activations"] : Json();
-  if (!in.is_null() && !True(in, "dynamic")) n.insert("input_scale");
+  if (!in.is_null() && !JsonTrue(in, "dynamic")) n.insert("input_scale");
   return n;
 }
 
 // ---- llama.cpp's convert_hf_to_gguf.py ------------------------------------------------------------------------
 bool LlamaCppConverts(const Json& qc) {
   const Json& w = qc["config_groups"]["group_0"]["weights"];
-  const std::string f = Str(qc, "format"), s = Str(w, "strategy");
+  const std::string f = JsonStr(qc, "format"), s = JsonStr(w, "strategy");
   if (f == "float-quantized" || f == "int-quantized" || f == "naive-quantized")
     return (s == "channel" || s == "block") && w["group_size"].is_null();
-  if (f == "pack-quantized") return s == "group" && Str(w, "type") == "int";
+  if (f == "pack-quantized") return s == "group" && JsonStr(w, "type") == "int";
   return false;
 }
 
 // ---- a toy Llama layer, written once ------------------------------------------------------------------------
-struct Toy {
+struct LoaderToy {
   test::TempDir dir;
   std::string model, calib;
   std::map<std::string, std::vector<uint64_t>> linears;  // module -> shape
-  Toy() {
+  LoaderToy() {
     model = dir.file("model");
     std::filesystem::create_directory(model);
     linears = {{"model.layers.0.self_attn.q_proj", {64, 64}}, {"model.layers.0.self_attn.k_proj", {32, 64}},
@@ -148,7 +150,7 @@ struct Toy {
 
 TEST_CASE("loader rules: what lmkit writes is what vLLM, compressed-tensors and llama.cpp read, as loader_rules says",
           "[quant][loaders]") {
-  static Toy toy;
+  static LoaderToy toy;
   int written = 0;
   for (const SchemeInfo& info : Schemes()) {
     for (const char* gname : {"channel", "tensor", "group:32", "group:16"}) {
@@ -179,8 +181,8 @@ TEST_CASE("loader rules: what lmkit writes is what vLLM, compressed-tensors and 
         const Json& grp = qc["config_groups"]["group_0"];
         // The format lmkit declares is the one compressed-tensors would infer (its loader then needs no override)
         // and the scheme's, in both places vLLM and compressed-tensors read it.
-        CHECK(Str(qc, "format") == info.ct_format);
-        CHECK(Str(grp, "format") == info.ct_format);
+        CHECK(JsonStr(qc, "format") == info.ct_format);
+        CHECK(JsonStr(grp, "format") == info.ct_format);
         CHECK(InferredFormat(grp) == info.ct_format);
         // vLLM: a scheme class exactly where loader_rules says it serves.
         const std::string vllm = VllmScheme(qc);
@@ -223,7 +225,7 @@ TEST_CASE("loader rules: what lmkit writes is what vLLM, compressed-tensors and 
           } else {
             const io::TensorInfo* w = f->Find(m + ".weight");
             REQUIRE(w);
-            CHECK(w->dtype == (Str(grp["weights"], "type") == "float" ? io::DType::kF8E4M3 : io::DType::kI8));
+            CHECK(w->dtype == (JsonStr(grp["weights"], "type") == "float" ? io::DType::kF8E4M3 : io::DType::kI8));
             CHECK(w->shape == shape);
           }
           if (names.count("input_scale")) CHECK(f->Find(m + ".input_scale")->shape == std::vector<uint64_t>{1});
