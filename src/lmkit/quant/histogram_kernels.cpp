@@ -1,20 +1,19 @@
 // Performance notes: AbsHistogram::Add is the hot loop of `lmkit calibrate --flavor nvidia`. The bin must be
 // torch.histc's trunc((v / amax) * bins) bit for bit; the vector kernels (AVX-512 and AVX2 clones chosen at run time)
 // get it from a multiply and divide only the rare vectors where that could differ (FastBinning below). Increments go
-// to four interleaved 32-bit tables (histogram.h) placed a quarter page apart: in the AVX2 kernel from an L1 buffer of
-// slots while the next values are prefetched (kSlots below), in the AVX-512 kernel software-pipelined, with pairs of
-// small bins counted by one increment (kPairBins, kLag). 1e8 Laplace samples on the build VM (Intel Xeon, 2 cores),
-// the histogram pass alone: 0.107 s on one thread and 0.059 s on two with the division and per-lane extraction,
+// to four interleaved 32-bit tables (histogram_kernels.h) placed a quarter page apart: in the AVX2 kernel from an L1
+// buffer of slots while the next values are prefetched (kSlots below), in the AVX-512 kernel software-pipelined, with
+// pairs of small bins counted by one increment (kPairBins, kLag). 1e8 Laplace samples on the build VM (Intel Xeon, 2
+// cores), the histogram pass alone: 0.107 s on one thread and 0.059 s on two with the division and per-lane extraction,
 // 0.060 s and 0.031 s in rounds; on a Zen 5 VM, 2 threads: 16.1 ms in rounds, 12-13.5 ms pipelined with pairs.
-// SpeculativeAbsHistogram (after AbsHistogram below) counts in the max pass already: docs/quant.md, "One read where the
-// data allow". The ORT classes follow numpy's algorithm step by step; their binning (HistogramUniform's literal
+// The ORT classes follow numpy's algorithm step by step; their binning (HistogramUniform's literal
 // loop) is computed by HistogramUniformFast, which takes the same kernels' shape with a provable error margin
 // (UniformBinner) and hands values near an edge to the literal rule: 1e8 values 0.25 s on one thread -> 0.024 s on two.
 // The AVX2 kernels (AddAvx2, UniformAvx2) share the round structure, and the AVX-512 ones (AddAvx512, UniformAvx512)
 // the pipeline, line for line; they are not factored out because the intrinsics of a lambda or functor do not inline
 // under the caller's target attribute in GCC 12, and an out-of-line call from AVX-512 code is what once lost a
 // vzeroupper (see IncrementSlots; shared AVX-512 pieces are always_inline functions with the target, as RangeLanes).
-#include "lmkit/quant/histogram.h"
+#include "lmkit/quant/histogram_kernels.h"
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as the unused merge source, which -Wmaybe-uninitialized
 // and -Wuninitialized report at every use (a known false positive of the header, not of this code).
@@ -26,27 +25,26 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 
-#include "lmkit/common/thread_pool.h"
+#include "lmkit/formats/histogram_bins.h"
 
-namespace lmkit::quant {
-
-namespace {
-
-constexpr uint32_t kTables = 4;
-// Largest block one kernel call takes: with pending_ checked before each block, no 32-bit slot can overflow.
-constexpr uint64_t kMaxBlock = uint64_t{1} << 30;
+namespace lmkit::quant::kernels {
 
 // Slots between the starts of two tables: at least bins + 1, and 256 more than a multiple of 1024 so that the tables
 // start a quarter of a 4 KiB page apart. With stride bins + 1 = 2049, slot b of one table and slot b + 1 of the next
 // shared their address bits below 4 KiB, and the CPU's store-to-load check treats such "4K aliased" accesses as
 // dependent: the increments of a peaked histogram, all in a few low bins, stalled on each other across tables.
 uint32_t TableStride(uint32_t bins) { return bins + 1 + ((256u - (bins + 1) % 1024u) + 1024u) % 1024u; }
+
+uint32_t PairBase(uint32_t bins) { return kTables * TableStride(bins); }
+size_t TableSlots(uint32_t bins) { return size_t{PairBase(bins)} + size_t{kPairBins} * kPairBins; }
+
+namespace {
+
+std::atomic<int> g_forced_level{-1};
 
 // Every kernel computes, per value v: a = |v| (sign bit cleared); keep = a <= amax (false for NaN and values above
 // amax); bin = min((int)((a / amax) * bins), bins - 1) in fp32 (AbsBin), or the drop slot `bins` when !keep; value i
@@ -55,7 +53,7 @@ void AddBase(const float* x, uint64_t n, float amax, uint32_t bins, uint32_t* t)
   const uint32_t stride = TableStride(bins);
   for (uint64_t i = 0; i < n; ++i) {
     const float a = std::fabs(x[i]);
-    const uint32_t b = a <= amax ? AbsBin(a, amax, bins) : bins;
+    const uint32_t b = a <= amax ? formats::AbsBin(a, amax, bins) : bins;
     ++t[(i % kTables) * stride + b];
   }
 }
@@ -137,15 +135,6 @@ __attribute__((target("avx2"))) void AddAvx2(const float* x, uint64_t n, float a
   }
   AddBase(x + i, n - i, amax, bins, t);
 }
-
-// Pairs: two consecutive values whose bins are both below kPairBins (nearly every pair of a peaked histogram) take one
-// increment in a table of kPairBins^2 slots, indexed by both bins, instead of two; Flush adds each pair slot to both
-// of its bins. The increments are what bound the AVX-512 kernel (about one per cycle, load + add + store on two
-// scattered addresses), so halving them is most of its gain; 64 x 64 x 4 bytes stays in L1 next to the tables.
-constexpr uint32_t kPairBins = 64;
-constexpr uint32_t kPairSlots = kPairBins * kPairBins;
-uint32_t PairBase(uint32_t bins) { return kTables * TableStride(bins); }
-size_t TableSlots(uint32_t bins) { return size_t{PairBase(bins)} + kPairSlots; }
 
 // The AVX-512 kernel is software-pipelined: each step bins 16 values and increments the slots that were binned
 // kLag steps earlier (a ring of slot vectors in L1), so the vector binning and the scalar increments run side by side
@@ -270,14 +259,6 @@ __attribute__((target("avx512f"))) void AddAvx512(const float* x, uint64_t n, fl
   if constexpr (kScan) RangeLanesFinish(lanes, steps, x + steps * 16, n - steps * 16, range);
 }
 
-std::atomic<int> g_forced_level{-1};
-
-int KernelLevel() {
-  static const int best = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-  const int forced = g_forced_level.load(std::memory_order_relaxed);
-  return forced < 0 ? best : std::min(forced, best);
-}
-
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"  // the vector helpers below are always inlined into their callers
 
@@ -362,64 +343,6 @@ __attribute__((target("avx2"))) void ScanAvx2(const float* x, uint64_t n, Sample
 void ScanBase(const float* x, uint64_t n, SampleRange* r) { ScanImpl<4>(x, n, r); }
 
 #pragma GCC diagnostic pop
-
-// HistogramUniform's rule for one value v in [first, last] (numpy's index from the affine map, then corrected
-// against the edges). With non-decreasing edges the loops end at the one k with edges[k] <= v < edges[k + 1] (k =
-// nb - 1 for v = last), whatever the first guess: the fast kernels below rely on that.
-struct UniformEdges {
-  const float* e;
-  int64_t nb;
-  float first, last, denom;
-  explicit UniformEdges(const std::vector<float>& edges)
-      : e(edges.data()),
-        nb(static_cast<int64_t>(edges.size()) - 1),
-        first(edges.front()),
-        last(edges.back()),
-        denom(edges.back() - edges.front()) {}
-};
-
-uint32_t NumpyBin(float v, const UniformEdges& u) {
-  // numpy: ((v - first) / denom * nbins) in the array's precision, truncated, then fixed up against the edges.
-  float f = u.denom > 0 ? (v - u.first) / u.denom * static_cast<float>(u.nb) : 0.0f;
-  // Edges near +-FLT_MAX overflow `denom` (or v - first) to inf and make f NaN, whose cast to an integer is
-  // undefined (it indexed far outside `counts`); fp64 cannot overflow here and the fix-up below corrects it.
-  if (!(f >= 0.0f && f < static_cast<float>(u.nb)))
-    f = static_cast<float>((static_cast<double>(v) - u.first) / (static_cast<double>(u.last) - u.first) * u.nb);
-  int64_t k = f >= 0.0f ? std::min<int64_t>(static_cast<int64_t>(std::min(f, static_cast<float>(u.nb))), u.nb - 1) : 0;
-  while (k > 0 && v < u.e[k]) --k;
-  while (k < u.nb - 1 && v >= u.e[k + 1]) ++k;
-  return static_cast<uint32_t>(k);
-}
-
-// The fast guess and when to trust it. For v in [first, last] the kernels compute f = fl(fl(v - first) * c) with c =
-// fl(nb / fl(last - first)): four fp32 roundings, so |f - r| <= 4.0001 * 2^-24 * nb where r = (v - first) / (last -
-// first) * nb in exact arithmetic. Edge i sits at r_i = r(edges[i]), within `dev` of i (measured from the edges in fp64
-// when the binner is built: linspace edges are within 2^-24-ish of uniform, grown ones drift further). If the fraction
-// of f is in (margin, 1 - margin) with margin >= err + dev, r lies strictly between r_k and r_k+1 for k = trunc(f),
-// i.e. edges[k] < v < edges[k + 1]: k is NumpyBin's answer. Other values take NumpyBin. Degenerate edges (duplicates,
-// overflowing ranges) give a margin that excludes everything, and every value takes NumpyBin.
-struct UniformBinner {
-  UniformEdges u;
-  float c = 0, margin = 1;
-  bool fast = false;
-  explicit UniformBinner(const std::vector<float>& edges) : u(edges) {
-    if (!(u.nb >= 1 && u.nb <= (int64_t{1} << 24) && std::isnormal(u.denom) && u.denom > 0)) return;
-    c = static_cast<float>(u.nb) / u.denom;
-    if (!std::isnormal(c)) return;
-    const double span = static_cast<double>(u.last) - u.first;
-    double dev = 0;
-    for (int64_t i = 0; i <= u.nb; ++i)
-      dev = std::max(dev, std::fabs((static_cast<double>(u.e[i]) - u.first) / span * static_cast<double>(u.nb) -
-                                    static_cast<double>(i)));
-    // 1e-6 bins of slack covers the fp64 rounding of `dev` itself (~1e-16 * nb), an underflowing product (2^-150) and
-    // the fp32 rounding of 1 - margin in the kernels' test (<= 2^-25).
-    const double m = 4.0001 * 0x1p-24 * static_cast<double>(u.nb) + dev + 1e-6;
-    if (m >= 0.25) return;
-    margin = static_cast<float>(m) * (1 + 0x1p-20f);  // rounded up: the test below must not be looser than m
-    fast = true;
-  }
-};
-
 void UniformBase(const float* x, uint64_t n, const UniformBinner& b, bool absolute, uint32_t* t) {
   const uint32_t stride = TableStride(static_cast<uint32_t>(b.u.nb)), drop = static_cast<uint32_t>(b.u.nb);
   for (uint64_t i = 0; i < n; ++i) {
@@ -524,491 +447,79 @@ __attribute__((target("avx512f"))) void UniformAvx512(const float* x, uint64_t n
   UniformBase(x + steps * 16, n - steps * 16, b, absolute, t);
   if constexpr (kScan) RangeLanesFinish(lanes, steps, x + steps * 16, n - steps * 16, range);
 }
-
 }  // namespace
+
+int KernelLevel() {
+  static const int best = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  const int forced = g_forced_level.load(std::memory_order_relaxed);
+  return forced < 0 ? best : std::min(forced, best);
+}
 
 void SetAbsHistogramKernelForTesting(int level) { g_forced_level.store(level, std::memory_order_relaxed); }
 
-void SampleRange::Merge(const SampleRange& o) {
-  finite = finite && o.finite;
-  min = std::min(min, o.min);
-  max = std::max(max, o.max);
-  abs_min = std::min(abs_min, o.abs_min);
-  abs_max = std::max(abs_max, o.abs_max);
+void CountAbs(const float* x, uint64_t n, float amax, uint32_t bins, uint32_t* tables, SampleRange* range) {
+  const int level = KernelLevel();
+  if (level == 2 && range) {
+    AddAvx512<true>(x, n, amax, bins, tables, range);
+  } else if (level == 2) {
+    AddAvx512<false>(x, n, amax, bins, tables, nullptr);
+  } else {
+    (level == 1 ? AddAvx2 : AddBase)(x, n, amax, bins, tables);
+    if (range) ScanRange(x, n, range);  // from cache, right after the count
+  }
 }
+
+uint32_t NumpyBin(float v, const UniformEdges& u) {
+  // numpy: ((v - first) / denom * nbins) in the array's precision, truncated, then fixed up against the edges.
+  float f = u.denom > 0 ? (v - u.first) / u.denom * static_cast<float>(u.nb) : 0.0f;
+  // Edges near +-FLT_MAX overflow `denom` (or v - first) to inf and make f NaN, whose cast to an integer is
+  // undefined (it indexed far outside `counts`); fp64 cannot overflow here and the fix-up below corrects it.
+  if (!(f >= 0.0f && f < static_cast<float>(u.nb)))
+    f = static_cast<float>((static_cast<double>(v) - u.first) / (static_cast<double>(u.last) - u.first) * u.nb);
+  int64_t k = f >= 0.0f ? std::min<int64_t>(static_cast<int64_t>(std::min(f, static_cast<float>(u.nb))), u.nb - 1) : 0;
+  while (k > 0 && v < u.e[k]) --k;
+  while (k < u.nb - 1 && v >= u.e[k + 1]) ++k;
+  return static_cast<uint32_t>(k);
+}
+
+UniformBinner::UniformBinner(const std::vector<float>& edges) : u(edges) {
+  if (!(u.nb >= 1 && u.nb <= (int64_t{1} << 24) && std::isnormal(u.denom) && u.denom > 0)) return;
+  c = static_cast<float>(u.nb) / u.denom;
+  if (!std::isnormal(c)) return;
+  const double span = static_cast<double>(u.last) - u.first;
+  double dev = 0;
+  for (int64_t i = 0; i <= u.nb; ++i)
+    dev = std::max(dev, std::fabs((static_cast<double>(u.e[i]) - u.first) / span * static_cast<double>(u.nb) -
+                                  static_cast<double>(i)));
+  // 1e-6 bins of slack covers the fp64 rounding of `dev` itself (~1e-16 * nb), an underflowing product (2^-150) and
+  // the fp32 rounding of 1 - margin in the kernels' test (<= 2^-25).
+  const double m = 4.0001 * 0x1p-24 * static_cast<double>(u.nb) + dev + 1e-6;
+  if (m >= 0.25) return;
+  margin = static_cast<float>(m) * (1 + 0x1p-20f);  // rounded up: the test below must not be looser than m
+  fast = true;
+}
+
+void CountUniform(const float* x, uint64_t n, const UniformBinner& b, bool absolute, uint32_t* tables,
+                  SampleRange* range) {
+  const int level = KernelLevel();
+  if (b.fast && level == 2 && range) {
+    UniformAvx512<true>(x, n, b, absolute, tables, range);
+  } else if (b.fast && level == 2) {
+    UniformAvx512<false>(x, n, b, absolute, tables, nullptr);
+  } else {
+    (b.fast && level == 1 ? UniformAvx2 : UniformBase)(x, n, b, absolute, tables);
+    // The piece is still in cache: its scan costs no second read from memory.
+    if (range) ScanRange(x, n, range);
+  }
+}
+
+}  // namespace lmkit::quant::kernels
+
+namespace lmkit::quant {
 
 void ScanRange(const float* x, uint64_t n, SampleRange* r) {
-  const int level = KernelLevel();
-  (level == 2 ? ScanAvx512 : level == 1 ? ScanAvx2 : ScanBase)(x, n, r);
-}
-
-namespace {
-// Work items of the parallel scans and histograms: fixed pieces, so each worker's partial is a sum over whole items
-// (integer counts and min/max: the merged result cannot depend on which worker took which item).
-constexpr uint64_t kItem = uint64_t{1} << 16;
-}  // namespace
-
-SampleRange ScanSamples(const float* x, uint64_t n, ThreadPool* pool) {
-  const uint64_t items = (n + kItem - 1) / kItem;
-  if (!pool || pool->size() == 1 || items <= 1) {
-    SampleRange r;
-    ScanRange(x, n, &r);
-    return r;
-  }
-  std::vector<SampleRange> parts(pool->size());
-  pool->ParallelFor(items,
-                    [&](size_t c, unsigned w) { ScanRange(x + c * kItem, std::min(kItem, n - c * kItem), &parts[w]); });
-  SampleRange r;
-  for (const SampleRange& p : parts) r.Merge(p);
-  return r;
-}
-
-void HistogramUniformFast(const float* x, uint64_t n, const std::vector<float>& edges, std::vector<uint64_t>& counts,
-                          bool absolute, ThreadPool* pool, SampleRange* range) {
-  if (range) *range = SampleRange{};
-  if (edges.size() < 2 || n == 0) return;
-  const UniformBinner b(edges);
-  const int level = KernelLevel();
-  const auto kernel = !b.fast ? UniformBase : level == 1 ? UniformAvx2 : UniformBase;  // level 2: UniformAvx512
-  const uint32_t nb = static_cast<uint32_t>(b.u.nb), stride = TableStride(nb);
-  const unsigned workers = pool ? pool->size() : 1;
-  // Per worker: kTables 32-bit tables (flushed into 64-bit partial counts before any slot could pass 2^32) and the
-  // partial counts themselves.
-  struct Worker {
-    std::vector<uint32_t> tables;
-    std::vector<uint64_t> counts;
-    uint64_t pending = 0;
-    SampleRange range;
-  };
-  std::vector<Worker> ws(workers);
-  auto flush = [&](Worker& w) {
-    for (uint32_t t = 0; t < kTables; ++t)
-      for (uint32_t k = 0; k < nb; ++k) w.counts[k] += w.tables[t * stride + k];
-    std::fill(w.tables.begin(), w.tables.end(), 0u);
-    w.pending = 0;
-  };
-  auto run = [&](size_t item, unsigned wi) {
-    Worker& w = ws[wi];
-    if (w.tables.empty()) {
-      w.tables.assign(size_t{kTables} * stride, 0);
-      w.counts.assign(nb, 0);
-    }
-    const uint64_t begin = item * kItem, m = std::min(kItem, n - begin);
-    if (w.pending + m > std::numeric_limits<uint32_t>::max()) flush(w);
-    if (b.fast && level == 2 && range) {
-      UniformAvx512<true>(x + begin, m, b, absolute, w.tables.data(), &w.range);
-    } else if (b.fast && level == 2) {
-      UniformAvx512<false>(x + begin, m, b, absolute, w.tables.data(), nullptr);
-    } else {
-      kernel(x + begin, m, b, absolute, w.tables.data());
-      // The piece (256 KiB) is still in L2: its scan costs no second read from memory.
-      if (range) ScanRange(x + begin, m, &w.range);
-    }
-    w.pending += m;
-  };
-  const uint64_t items = (n + kItem - 1) / kItem;
-  if (workers == 1 || items == 1) {
-    for (uint64_t c = 0; c < items; ++c) run(c, 0);
-  } else {
-    pool->ParallelFor(items, run);
-  }
-  for (Worker& w : ws) {
-    if (w.tables.empty()) continue;
-    flush(w);
-    for (uint32_t k = 0; k < nb; ++k) counts[k] += w.counts[k];
-    if (range) range->Merge(w.range);
-  }
-}
-
-AbsHistogram::AbsHistogram(uint32_t bins, float amax) : counts_(bins, 0), amax_(amax) {}
-
-void AbsHistogram::Add(const float* x, uint64_t n, SampleRange* range) {
-  const uint32_t bins = this->bins();
-  if (!(amax_ > 0)) {  // all samples zero: everything is in bin 0
-    for (uint64_t i = 0; i < n; ++i) counts_[0] += std::fabs(x[i]) <= amax_;
-    if (range) ScanRange(x, n, range);
-    return;
-  }
-  if (tables_.empty()) tables_.assign(TableSlots(bins), 0);
-  const int level = KernelLevel();
-  while (n > 0) {
-    const uint64_t block = std::min(n, kMaxBlock);
-    if (pending_ + block > std::numeric_limits<uint32_t>::max()) Flush();
-    if (level == 2 && range) {
-      AddAvx512<true>(x, block, amax_, bins, tables_.data(), range);
-    } else if (level == 2) {
-      AddAvx512<false>(x, block, amax_, bins, tables_.data(), nullptr);
-    } else {
-      (level == 1 ? AddAvx2 : AddBase)(x, block, amax_, bins, tables_.data());
-      if (range) ScanRange(x, block, range);  // from cache, right after the count
-    }
-    pending_ += block;
-    x += block;
-    n -= block;
-  }
-}
-
-void AbsHistogram::Flush() const {
-  if (pending_ == 0) return;
-  const uint32_t bins = this->bins(), stride = TableStride(bins);
-  for (uint32_t t = 0; t < kTables; ++t)
-    for (uint32_t b = 0; b < bins; ++b) counts_[b] += tables_[t * stride + b];
-  const uint32_t* pairs = tables_.data() + PairBase(bins);
-  const uint32_t paired = std::min(kPairBins, bins);  // the kernel pairs only bins below this
-  for (uint32_t first = 0; first < paired; ++first)
-    for (uint32_t second = 0; second < paired; ++second) {
-      const uint32_t c = pairs[first * kPairBins + second];
-      counts_[first] += c;
-      counts_[second] += c;
-    }
-  std::fill(tables_.begin(), tables_.end(), 0u);
-  pending_ = 0;
-}
-
-const std::vector<uint64_t>& AbsHistogram::counts() const {
-  Flush();
-  return counts_;
-}
-
-std::vector<uint64_t>& AbsHistogram::mutable_counts() {
-  Flush();
-  return counts_;
-}
-
-void AbsHistogram::Merge(const AbsHistogram& other) {
-  Flush();
-  const std::vector<uint64_t>& c = other.counts();
-  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += c[i];
-}
-
-double AbsHistogram::Edge(uint32_t i) const { return static_cast<float>(static_cast<double>(amax_) * i / bins()); }
-
-uint64_t AbsHistogram::total() const {
-  const std::vector<uint64_t>& c = counts();
-  return std::accumulate(c.begin(), c.end(), uint64_t{0});
-}
-
-namespace {
-// A stretch of the stream and the maximum it was counted under in pass 0; r < 0: not counted (pass 1 counts it).
-struct Run {
-  uint64_t begin, end;
-  float r;
-};
-// Appends [begin, end) under r, extending the last run when it is contiguous with the same r.
-void AppendRun(std::vector<Run>& runs, uint64_t begin, uint64_t end, float r) {
-  if (!runs.empty() && runs.back().end == begin && runs.back().r == r)
-    runs.back().end = end;
-  else
-    runs.push_back({begin, end, r});
-}
-}  // namespace
-
-struct SpeculativeAbsHistogram::State {
-  struct Worker {
-    std::unique_ptr<AbsHistogram> hist;  // the counts of this worker's pieces under `r` (pass 0), or under amax (1)
-    float r = -1;
-    std::vector<Run> runs;  // pass 0 records since the last Compact
-  };
-  uint32_t bins;
-  std::vector<Worker> workers;
-  // Running max|x| of the pieces scanned so far, as float bits (for non-negative floats the integer order is the
-  // float order, so an atomic integer max is a float max).
-  std::atomic<uint32_t> running{0};
-  std::atomic<bool> stop{false};  // a non-finite sample (the caller fails the tensor) or too many records
-  std::vector<Run> runs;          // folded records, in stream order
-  bool second = false;
-  std::unique_ptr<AbsHistogram> kept;  // pass 0 counts that stand
-  std::vector<Run> recount;            // pass 1's stretches (sorted, disjoint)
-  bool recount_all = false;
-  std::atomic<uint64_t> recounted{0};
-  State(uint32_t b, unsigned w) : bins(b), workers(std::max(1u, w)) {}
-
-  float Running() const { return std::bit_cast<float>(running.load(std::memory_order_acquire)); }
-  void RaiseRunning(float v) {
-    const uint32_t bits = std::bit_cast<uint32_t>(v);
-    uint32_t cur = running.load(std::memory_order_relaxed);
-    while (bits > cur && !running.compare_exchange_weak(cur, bits, std::memory_order_acq_rel)) {
-    }
-  }
-};
-
-SpeculativeAbsHistogram::SpeculativeAbsHistogram(uint32_t bins, unsigned workers)
-    : s_(std::make_unique<State>(bins, workers)) {}
-SpeculativeAbsHistogram::~SpeculativeAbsHistogram() = default;
-SpeculativeAbsHistogram::SpeculativeAbsHistogram(SpeculativeAbsHistogram&&) noexcept = default;
-SpeculativeAbsHistogram& SpeculativeAbsHistogram::operator=(SpeculativeAbsHistogram&&) noexcept = default;
-
-void SpeculativeAbsHistogram::AddFirst(uint64_t offset, const float* x, uint64_t n, unsigned worker,
-                                       SampleRange* range) {
-  State& s = *s_;
-  if (n == 0) return;
-  State::Worker& w = s.workers.at(worker);
-  SampleRange local;
-  float r = s.Running();
-  const bool speculating = !s.stop.load(std::memory_order_relaxed);
-  // Stopped, or nothing scanned yet: scan this piece first (then, in the second case, count it from cache under its
-  // own max rather than under max 0).
-  const bool scanned = !speculating || !(r > 0);
-  if (scanned) {
-    ScanRange(x, n, &local);
-    if (local.finite) r = std::max(r, local.abs_max);
-  }
-  const bool count = speculating && (!scanned || local.finite);
-  if (count) {
-    if (!w.hist || w.r != r) {  // a new running max: the worker's earlier counts can no longer be the final ones
-      w.hist = std::make_unique<AbsHistogram>(s.bins, r);
-      w.r = r;
-    }
-    w.hist->Add(x, n, scanned ? nullptr : &local);  // the scan in the same pass (one read of the piece)
-  }
-  // r < 0: not counted, or not finite (the caller fails the tensor); pass 1 counts it. With recount_all it counts
-  // everything and keeps no record.
-  if (!s.recount_all) AppendRun(w.runs, offset, offset + n, count && local.finite ? r : -1.0f);
-  if (!local.finite)
-    s.stop = true;
-  else if (speculating)
-    s.RaiseRunning(local.abs_max);
-  range->Merge(local);
-}
-
-void SpeculativeAbsHistogram::Compact() {
-  State& s = *s_;
-  if (s.second) return;
-  std::vector<Run> fresh;
-  for (State::Worker& w : s.workers) {
-    fresh.insert(fresh.end(), w.runs.begin(), w.runs.end());
-    w.runs.clear();
-  }
-  std::sort(fresh.begin(), fresh.end(), [](const Run& a, const Run& b) { return a.begin < b.begin; });
-  // Counts under a maximum below the running one are final-wrong already: mark them, then merge neighbours.
-  const float now = s.Running();
-  std::vector<Run> folded;
-  auto fold = [&](const Run& run) { AppendRun(folded, run.begin, run.end, run.r < now ? -1.0f : run.r); };
-  for (const Run& run : s.runs) fold(run);
-  for (const Run& run : fresh) fold(run);
-  s.runs = std::move(folded);
-  if (s.runs.size() > kMaxRuns) {
-    // Pathological streams (a new maximum in piece after piece, interleaved): stop speculating; pass 1 counts all.
-    s.stop = true;
-    s.recount_all = true;
-    s.runs.clear();
-    for (State::Worker& w : s.workers) w.hist.reset();
-  }
-}
-
-void SpeculativeAbsHistogram::BeginSecond(float amax) {
-  State& s = *s_;
-  Compact();
-  s.second = true;
-  s.kept = std::make_unique<AbsHistogram>(s.bins, amax);
-  for (State::Worker& w : s.workers) {
-    // Only counts made under the final maximum stand (the maximum never decreases, so r == amax is that test).
-    if (w.hist && w.r == amax && !s.recount_all) s.kept->Merge(*w.hist);
-    w.hist = std::make_unique<AbsHistogram>(s.bins, amax);
-    w.r = amax;
-  }
-  if (!s.recount_all)
-    for (const Run& run : s.runs)
-      if (run.r != amax) AppendRun(s.recount, run.begin, run.end, -1.0f);
-  s.runs.clear();
-}
-
-std::vector<std::pair<uint64_t, uint64_t>> SpeculativeAbsHistogram::Recount(uint64_t offset, uint64_t n) const {
-  const State& s = *s_;
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  if (n == 0) return out;
-  if (s.recount_all) return {{offset, offset + n}};
-  // The recount stretches that meet [offset, offset + n): the first whose end is past offset, and on.
-  auto it = std::upper_bound(s.recount.begin(), s.recount.end(), offset,
-                             [](uint64_t o, const Run& run) { return o < run.end; });
-  for (; it != s.recount.end() && it->begin < offset + n; ++it)
-    out.emplace_back(std::max(it->begin, offset), std::min(it->end, offset + n));
-  return out;
-}
-
-bool SpeculativeAbsHistogram::Covered(uint64_t offset, uint64_t n) const { return Recount(offset, n).empty(); }
-
-void SpeculativeAbsHistogram::AddSecond(uint64_t offset, const float* x, uint64_t n, unsigned worker) {
-  State& s = *s_;
-  AbsHistogram& h = *s.workers.at(worker).hist;
-  for (const auto& [lo, hi] : Recount(offset, n)) {
-    h.Add(x + (lo - offset), hi - lo);
-    s.recounted += hi - lo;
-  }
-}
-
-AbsHistogram SpeculativeAbsHistogram::Finish() {
-  State& s = *s_;
-  AbsHistogram out = *s.kept;
-  for (State::Worker& w : s.workers) out.Merge(*w.hist);
-  return out;
-}
-
-uint64_t SpeculativeAbsHistogram::recounted() const { return s_->recounted; }
-
-std::vector<float> LinspaceEdges(float first, float last, uint32_t bins) {
-  std::vector<float> e(bins + 1);
-  const double a = first, b = last, step = (b - a) / bins;
-  for (uint32_t i = 0; i <= bins; ++i) e[i] = static_cast<float>(i * step + a);
-  e[bins] = last;
-  return e;
-}
-
-namespace {
-
-// np.histogram's edges for range (lo, hi): an empty range is widened to +-0.5 around it first.
-std::vector<float> NumpyRangeEdges(float lo, float hi, uint32_t bins) {
-  if (lo == hi) {
-    lo -= 0.5f;
-    hi += 0.5f;
-  }
-  return LinspaceEdges(lo, hi, bins);
-}
-
-}  // namespace
-
-void HistogramUniform(const float* x, uint64_t n, const std::vector<float>& edges, std::vector<uint64_t>& counts,
-                      bool absolute) {
-  if (edges.size() < 2) return;
-  const UniformEdges u(edges);
-  for (uint64_t i = 0; i < n; ++i) {
-    const float v = absolute ? std::fabs(x[i]) : x[i];
-    if (v >= u.first && v <= u.last) ++counts[NumpyBin(v, u)];
-  }
-}
-
-bool OrtSignedHistogram::AddBatch(const float* x, uint64_t n, const SampleRange& range, ThreadPool* pool) {
-  // An empty batch has min = max = 0, as numpy's min/max of ORT's batch would have been replaced by.
-  const float mn = n ? range.min : 0.0f, mx = n ? range.max : 0.0f;
-  const float t = std::max(std::fabs(mn), std::fabs(mx));
-  if (counts_.empty()) {
-    // np.histogram(data, num_bins, range=(-t, t)).
-    edges_ = NumpyRangeEdges(-t, t, initial_bins_);
-    counts_.assign(initial_bins_, 0);
-    HistogramUniformFast(x, n, edges_, counts_, false, pool);
-    threshold_ = t;
-    min_ = mn;
-    max_ = mx;
-    return true;
-  }
-  if (t <= threshold_) {
-    min_ = std::min(min_, mn);
-    max_ = std::max(max_, mx);
-    HistogramUniformFast(x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())), counts_,
-                         false, pool);
-    return true;  // ORT keeps the old edges
-  }
-  const uint32_t old_bins = static_cast<uint32_t>(counts_.size());
-  if (threshold_ == 0) {
-    min_ = std::min(min_, mn);
-    max_ = std::max(max_, mx);
-    edges_ = LinspaceEdges(-t, t, old_bins);
-    std::vector<uint64_t> h(old_bins, 0);
-    HistogramUniformFast(x, n, edges_, h, false, pool);
-    for (size_t i = 0; i < h.size(); ++i) h[i] += counts_[i];
-    counts_ = std::move(h);
-    threshold_ = t;
-    return true;
-  }
-  // fp32 arithmetic as numpy does it on float32 scalars.
-  const float stride = 2.0f * threshold_ / static_cast<float>(old_bins);
-  const float half_f = std::floor((t - threshold_) / stride) + 1.0f;
-  // Checked before any cast: a NaN/inf or huge half_f made the casts undefined and the vector below gigantic.
-  if (!(half_f >= 1.0f && static_cast<double>(old_bins) + 2.0 * half_f <= OrtMaxBins(initial_bins_))) return false;
-  const uint32_t half = static_cast<uint32_t>(half_f);
-  const uint32_t new_bins = old_bins + 2 * half;
-  const float new_t = static_cast<float>(half) * stride + threshold_;
-  if (!std::isfinite(new_t)) return false;
-  min_ = std::min(min_, mn);
-  max_ = std::max(max_, mx);
-  edges_ = LinspaceEdges(-new_t, new_t, new_bins);
-  std::vector<uint64_t> h(new_bins, 0);
-  HistogramUniformFast(x, n, edges_, h, false, pool);
-  for (uint32_t i = 0; i < old_bins; ++i) h[half + i] += counts_[i];
-  counts_ = std::move(h);
-  threshold_ = new_t;
-  return true;
-}
-
-namespace {
-
-// AddIfWithinRange's body for both ORT histograms (non-empty, n > 0): bins the batch over `edges` into a scratch copy
-// while scanning it, and adds that to `counts` (and the batch's extremes to min/max) when the scan shows it fits.
-template <typename Fits>
-bool AddScratchIfFits(const float* x, uint64_t n, const std::vector<float>& edges, bool absolute, ThreadPool* pool,
-                      SampleRange* range, Fits fits, std::vector<uint64_t>& counts, float& mn, float& mx) {
-  std::vector<uint64_t> add(counts.size(), 0);
-  HistogramUniformFast(x, n, edges, add, absolute, pool, range);
-  if (!range->finite || !fits(*range)) return false;
-  for (size_t i = 0; i < add.size(); ++i) counts[i] += add[i];
-  mn = std::min(mn, range->min);
-  mx = std::max(mx, range->max);
-  return true;
-}
-
-}  // namespace
-
-bool OrtSignedHistogram::AddIfWithinRange(const float* x, uint64_t n, ThreadPool* pool, SampleRange* range) {
-  if (counts_.empty() || n == 0) {
-    *range = ScanSamples(x, n, pool);
-    return false;
-  }
-  // The edges and the test AddBatch uses for a batch within the range.
-  return AddScratchIfFits(
-      x, n, NumpyRangeEdges(-threshold_, threshold_, static_cast<uint32_t>(counts_.size())), false, pool, range,
-      [&](const SampleRange& r) { return std::max(std::fabs(r.min), std::fabs(r.max)) <= threshold_; }, counts_, min_,
-      max_);
-}
-
-bool OrtAbsHistogram::AddIfWithinRange(const float* x, uint64_t n, ThreadPool* pool, SampleRange* range) {
-  if (counts_.empty() || n == 0) {
-    *range = ScanSamples(x, n, pool);
-    return false;
-  }
-  return AddScratchIfFits(
-      x, n, edges_, true, pool, range, [&](const SampleRange& r) { return r.abs_max <= edges_.back(); }, counts_, min_,
-      max_);
-}
-
-bool OrtAbsHistogram::AddBatch(const float* x, uint64_t n, const SampleRange& range, ThreadPool* pool) {
-  const float mn = n ? range.min : 0.0f, mx = n ? range.max : 0.0f;
-  const float amin = n ? range.abs_min : 0.0f, amax = n ? range.abs_max : 0.0f;
-  if (counts_.empty()) {
-    // np.histogram(|x|, bins=num_bins): range = [min|x|, max|x|] of this batch.
-    edges_ = NumpyRangeEdges(amin, amax, initial_bins_);
-    counts_.assign(initial_bins_, 0);
-    HistogramUniformFast(x, n, edges_, counts_, true, pool);
-    min_ = mn;
-    max_ = mx;
-    return true;
-  }
-  if (amax > edges_.back()) {
-    // np.arange(last + width, amax + width, width) in float32: length from the fp32 difference, values
-    // start + i * delta with delta = (start + width) - start (numpy's float fill).
-    const float width = edges_[1] - edges_[0];
-    const float start = edges_.back() + width, stop = amax + width;
-    const double len_f = std::ceil(static_cast<double>((stop - start) / width));
-    // Checked before the cast: inf (stop overflowed) or billions of bins for one far outlier.
-    if (!(std::isfinite(start) && std::isfinite(stop) && len_f >= 0 &&
-          static_cast<double>(counts_.size()) + len_f <= OrtMaxBins(initial_bins_)))
-      return false;
-    const uint64_t len = static_cast<uint64_t>(len_f);
-    const float second = start + width;
-    const float delta = second - start;
-    for (uint64_t i = 0; i < len; ++i)
-      edges_.push_back(i == 0 ? start : i == 1 ? second : start + static_cast<float>(i) * delta);
-  }
-  min_ = std::min(min_, mn);
-  max_ = std::max(max_, mx);
-  if (edges_.size() - 1 == counts_.size()) {
-    HistogramUniformFast(x, n, edges_, counts_, true, pool);
-    return true;
-  }
-  std::vector<uint64_t> h(edges_.size() - 1, 0);
-  HistogramUniformFast(x, n, edges_, h, true, pool);
-  for (size_t i = 0; i < counts_.size(); ++i) h[i] += counts_[i];
-  counts_ = std::move(h);
-  return true;
+  const int level = kernels::KernelLevel();
+  (level == 2 ? kernels::ScanAvx512 : level == 1 ? kernels::ScanAvx2 : kernels::ScanBase)(x, n, r);
 }
 
 }  // namespace lmkit::quant

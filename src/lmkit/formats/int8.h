@@ -1,8 +1,6 @@
-// Symmetric INT8 formats: the element-level definition shared by the CPU reference and the CUDA kernels.
-//
-// Contract: everything here is a pure function of its arguments, usable from host and device code (.cu files include
-// this header), and the CPU quantizer (quantizer.h) and the CUDA kernels (lmkit/cuda/quant_kernels.h) call exactly
-// these functions, so their codes agree bit for bit. docs/quant.md lists the conventions and their sources.
+// Symmetric INT8 coding: the element-level definition shared by the CPU quantizer (quant/quantizer.h) and the CUDA
+// kernels (cuda/quant_kernels.h), so that their codes agree bit for bit. Pure functions, host and device; docs/quant.md
+// lists the conventions and their sources.
 //
 // A code is q = clamp(rint(x * inv_scale), lo, hi) where inv_scale = 1 / scale is computed once per scale in fp32
 // (IEEE division) and rint rounds half to even (the default FP environment). The multiply by the reciprocal instead
@@ -14,13 +12,9 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define LMKIT_HD __host__ __device__ __forceinline__
-#else
-#define LMKIT_HD inline
-#endif
+#include "lmkit/formats/host_device.h"
 
-namespace lmkit::quant {
+namespace lmkit::formats {
 
 // Which symmetric convention a format follows (reference/quant.md's table).
 enum class Int8Convention : uint8_t {
@@ -38,6 +32,7 @@ struct Int8Range {
   float hi;
 };
 
+// The divisor and code range of convention `c`.
 LMKIT_HD Int8Range RangeOf(Int8Convention c) {
   return c == Int8Convention::kHalfStep ? Int8Range{127.5f, -128.0f, 127.0f} : Int8Range{127.0f, -127.0f, 127.0f};
 }
@@ -54,19 +49,20 @@ LMKIT_HD float RoundedUnclamped(float x, float scale, float inv) {
   return rintf(DivideByScale(inv) ? x / scale : x * inv);
 }
 
+// The code of x under `scale` (with inv = InverseScale(scale)) in the range [lo, hi].
 LMKIT_HD int8_t QuantizeValue(float x, float scale, float inv, float lo, float hi) {
   float v = RoundedUnclamped(x, scale, inv);
   v = fminf(fmaxf(v, lo), hi);
   return static_cast<int8_t>(static_cast<int>(v));
 }
 
-// Scales stored in 16-bit dtypes are rounded UP (toward +inf) from absmax/divisor, so that absmax / stored_scale never
-// exceeds the divisor: the dequantization error of every element stays within stored_scale / 2 (rounding to nearest
-// could shrink the scale by 2^-9 relative in BF16 and push +absmax to 127.75 -> saturation error 0.75 scale).
-// These take and return fp32 bit patterns of non-negative finite values.
+// BF16 bits of a non-negative finite fp32 value (given as bits), rounded UP (toward +inf). Scales stored in 16-bit
+// dtypes are rounded up from absmax/divisor so that absmax / stored_scale never exceeds the divisor: the dequantization
+// error of every element stays within stored_scale / 2 (rounding to nearest could shrink the scale by 2^-9 relative in
+// BF16 and push +absmax to 127.75 -> saturation error 0.75 scale).
 LMKIT_HD uint16_t Bf16RoundUp(uint32_t f32_bits) {
   uint32_t hi = f32_bits >> 16;
   return static_cast<uint16_t>((f32_bits & 0xffffu) != 0 ? hi + 1 : hi);  // carries into the exponent correctly
 }
 
-}  // namespace lmkit::quant
+}  // namespace lmkit::formats
