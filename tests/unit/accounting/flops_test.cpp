@@ -218,7 +218,7 @@ TEST_CASE("flops: bad options and overflow are errors", "[accounting][flops]") {
 }
 
 // Issue #26 items 2 and 3: what recomputation runs again.
-TEST_CASE("flops: full recomputation excludes the LM head; selective recomputes the attention core",
+TEST_CASE("flops: full recomputation excludes the LM head, selective recomputes the attention core",
           "[accounting][flops]") {
   FlopsOptions o;
   o.seq_len = 1024;

@@ -30,7 +30,7 @@ const RooflineRow& Row(const Roofline& r, const std::string& name) {
 
 // Issue #26 item 1: MFU divides model FLOPs (PaLM, torchtitan), so recomputation lengthens nothing at a given MFU;
 // the HFU it implies is reported beside it.
-TEST_CASE("roofline: the step time at an MFU counts model FLOPs; HFU counts recomputation", "[accounting][roofline]") {
+TEST_CASE("roofline: the step time at an MFU counts model FLOPs, HFU counts recomputation", "[accounting][roofline]") {
   FlopsRequest req;
   req.source.model = "llama-3-8b";
   req.options.seq_len = 8192;
