@@ -18,7 +18,7 @@ int64_t Mlp(const ModelSpec& m, int64_t d_ff) {
   return Linear(d, d_ff, m.mlp_bias) + Linear(d_ff, d, m.mlp_bias);
 }
 
-int64_t Attention(const ModelSpec& m) {
+int64_t AttentionParams(const ModelSpec& m) {
   int64_t d = m.d_model;
   if (m.mla) {
     const MlaSpec& a = m.mla_spec;
@@ -74,7 +74,7 @@ ParameterCounts CountParameters(const ModelSpec& m) {
   int64_t d = m.d_model;
   c.embedding = m.vocab * d + m.learned_positions * d;
   c.lm_head = m.tied ? 0 : m.vocab * d + (m.lm_head_bias ? m.vocab : 0);
-  int64_t attn = Attention(m);
+  int64_t attn = AttentionParams(m);
   int64_t norms = m.norms_per_layer * Norm(m, d);
   int64_t total = c.embedding + c.lm_head + Norm(m, d) /* final norm */;
   int64_t active = total;

@@ -13,8 +13,6 @@ namespace {
 
 std::string Where(const PlanModel& pm) { return "models[" + std::to_string(pm.index) + "] '" + pm.name + "'"; }
 
-std::string B(double v) { return Human(v, "B"); }
-
 }  // namespace
 
 Result<Footprint> ModelFootprint(const PlanModel& pm, const GpuSpec& gpu, double usable, double runtime) {
@@ -77,8 +75,9 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
   r.usable_bytes = std::floor(capacity - margin - plan.reserved_bytes);
   if (r.usable_bytes <= 0)
     return Status::InvalidInput(subject, "reserved_gib and fragmentation leave no usable memory on " + r.gpu.name);
-  const std::string usable_text = B(r.usable_bytes) + " usable on one " + r.gpu.name + " (" + B(capacity) +
-                                  " - reserved " + B(plan.reserved_bytes) + " - margin " + B(margin) + ")";
+  const std::string usable_text = HumanBytes(r.usable_bytes) + " usable on one " + r.gpu.name + " (" +
+                                  HumanBytes(capacity) + " - reserved " + HumanBytes(plan.reserved_bytes) +
+                                  " - margin " + HumanBytes(margin) + ")";
 
   std::map<std::string, int> group_of;
   for (size_t i = 0; i < plan.models.size(); ++i) {
@@ -148,22 +147,24 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
       e.unplaced_reason = "needs " + std::to_string(pm.tp) + " GPUs (tp " + std::to_string(pm.tp) + "); the plan has " +
                           std::to_string(r.gpus);
     } else if (fixed > r.usable_bytes) {
-      e.unplaced_reason = "no GPU fits it: its weights alone take " + B(static_cast<double>(e.memory.weights)) +
-                          (pm.tp > 1 ? " per GPU" : "") + ", more than the " + usable_text +
+      e.unplaced_reason = "no GPU fits it: its weights alone take " +
+                          HumanBytes(static_cast<double>(e.memory.weights)) + (pm.tp > 1 ? " per GPU" : "") +
+                          ", more than the " + usable_text +
                           "; use a smaller dtype, tensor parallelism or a larger GPU";
     } else if (fp->budget_short) {
       e.unplaced_reason = "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " gives it " +
-                          B(static_cast<double>(e.footprint)) + " per GPU, less than its weights, activations and " +
-                          "runtime (" + B(static_cast<double>(e.memory.total - e.memory.kv_cache)) + ")";
+                          HumanBytes(static_cast<double>(e.footprint)) +
+                          " per GPU, less than its weights, activations and " + "runtime (" +
+                          HumanBytes(static_cast<double>(e.memory.total - e.memory.kv_cache)) + ")";
     } else if (static_cast<double>(e.footprint) > r.usable_bytes) {
-      e.unplaced_reason = pm.gpu_memory_utilization > 0
-                              ? "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " x " + B(capacity) +
-                                    " = " + B(static_cast<double>(e.footprint)) + " is more than the " + usable_text
-                              : "impossible batch: batch " + std::to_string(pm.batch) + " x " +
-                                    std::to_string(pm.seq_len) + " tokens needs " +
-                                    B(static_cast<double>(e.footprint)) + (pm.tp > 1 ? " per GPU" : "") +
-                                    ", more than the " + usable_text + "; the largest batch that fits alone is " +
-                                    std::to_string(e.max_batch_alone);
+      e.unplaced_reason =
+          pm.gpu_memory_utilization > 0
+              ? "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " x " + HumanBytes(capacity) + " = " +
+                    HumanBytes(static_cast<double>(e.footprint)) + " is more than the " + usable_text
+              : "impossible batch: batch " + std::to_string(pm.batch) + " x " + std::to_string(pm.seq_len) +
+                    " tokens needs " + HumanBytes(static_cast<double>(e.footprint)) + (pm.tp > 1 ? " per GPU" : "") +
+                    ", more than the " + usable_text + "; the largest batch that fits alone is " +
+                    std::to_string(e.max_batch_alone);
     } else {
       e.fits_alone = true;
     }
@@ -219,10 +220,10 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
     if (!m.gpus.empty()) continue;
     r.unplaced.push_back(static_cast<int>(i));
     if (m.fits_alone)
-      m.unplaced_reason = "fits an empty GPU (" + B(static_cast<double>(m.footprint)) +
+      m.unplaced_reason = "fits an empty GPU (" + HumanBytes(static_cast<double>(m.footprint)) +
                           (m.entry.tp > 1 ? " on each of " + std::to_string(m.entry.tp) : "") +
-                          ") but not beside the others: the most free memory left on a GPU is " + B(most_free) + " (" +
-                          pk.method + ")";
+                          ") but not beside the others: the most free memory left on a GPU is " +
+                          HumanBytes(most_free) + " (" + pk.method + ")";
   }
   r.plan = std::move(plan);
   if (what_if)

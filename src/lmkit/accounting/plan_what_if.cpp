@@ -9,8 +9,6 @@
 namespace lmkit::accounting {
 namespace {
 
-std::string B(double v) { return Human(v, "B"); }
-
 // The free bytes of the GPUs after the placement, largest first.
 std::vector<double> FreeDescending(const PlanResult& r) {
   std::vector<double> free;
@@ -41,7 +39,7 @@ std::vector<WhatIf> CheapestChanges(const PlanResult& r, size_t i) {
     auto fp = ModelFootprint(v, gpu, usable, runtime);
     if (!fp.ok() || fp->budget_short || static_cast<double>(fp->footprint) > usable) return false;
     if (!Fits(room, fp->footprint, v.tp)) return false;
-    out.push_back({change, B(static_cast<double>(fp->footprint)) + " per GPU" +
+    out.push_back({change, HumanBytes(static_cast<double>(fp->footprint)) + " per GPU" +
                                (v.tp > 1 ? " on " + std::to_string(v.tp) + " GPUs" : "")});
     return true;
   };

@@ -2,7 +2,7 @@
 
 namespace lmkit::accounting {
 namespace {
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t SplitUp(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 Result<ModelSpec> ShardForTensorParallel(const ModelSpec& m, int64_t tp, const std::string& field) {
@@ -18,10 +18,10 @@ Result<ModelSpec> ShardForTensorParallel(const ModelSpec& m, int64_t tp, const s
   s.heads = m.heads / tp;
   // MLA caches one latent per token that every GPU holds whole; its heads split like any other.
   s.kv_heads = m.mla ? s.heads : m.kv_heads >= tp ? m.kv_heads / tp : 1;
-  s.d_ff = CeilDiv(m.d_ff, tp);
-  s.moe.expert_d_ff = CeilDiv(m.moe.expert_d_ff, tp);
-  s.moe.shared_d_ff = CeilDiv(m.moe.shared_d_ff, tp);
-  s.vocab = CeilDiv(m.vocab, tp);
+  s.d_ff = SplitUp(m.d_ff, tp);
+  s.moe.expert_d_ff = SplitUp(m.moe.expert_d_ff, tp);
+  s.moe.shared_d_ff = SplitUp(m.moe.shared_d_ff, tp);
+  s.vocab = SplitUp(m.vocab, tp);
   return s;
 }
 

@@ -36,6 +36,12 @@ std::string Human(double v, const char* unit) {
   return Fixed(v, a >= 100 ? 1 : 2) + " " + kPrefix[i] + unit;
 }
 
+std::string HumanBytes(double bytes) { return Human(bytes, "B"); }
+
+double ShareOf(uint64_t part, uint64_t whole) {
+  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0;
+}
+
 std::string Percent(double fraction) { return Fixed(100.0 * fraction, 2) + "%"; }
 
 std::string Seconds(double s) {

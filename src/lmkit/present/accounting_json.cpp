@@ -104,10 +104,6 @@ Json ComponentsJson(const uint64_t (&component)[kComponentCount]) {
   return j;
 }
 
-double Share(uint64_t part, uint64_t whole) {
-  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0;
-}
-
 }  // namespace
 
 Json FlopsJson(const FlopsResult& r) {
@@ -154,7 +150,7 @@ Json FlopsJson(const FlopsResult& r) {
                     {"n", x.n},
                     {"count", x.count},
                     {"flops", x.flops},
-                    {"share", Share(x.flops, rep.forward)}});
+                    {"share", ShareOf(x.flops, rep.forward)}});
   j["matmuls"] = rows;
   j["components"] = ComponentsJson(rep.component);
   j["totals"] = {{"forward", rep.forward},

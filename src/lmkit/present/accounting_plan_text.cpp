@@ -12,8 +12,8 @@ using namespace accounting;  // NOLINT: this file prints accounting's types and 
 
 // A free-text line: a comment in CSV; in Markdown it ends in a hard line break so consecutive lines stay lines.
 std::string PlanLine(const std::string& s, Format f) { return TextLine(s, f, true); }
-std::string B(double v) { return Human(v, "B"); }
-std::string B(uint64_t v) { return Human(static_cast<double>(v), "B"); }
+std::string B(double v) { return HumanBytes(v); }
+std::string B(uint64_t v) { return HumanBytes(static_cast<double>(v)); }
 std::string Rate(double bytes_per_s) { return Fixed(bytes_per_s / 1e9, 2) + " GB/s"; }
 
 std::string HostLine(const HostFacts& h) {

@@ -70,7 +70,7 @@ std::string PlanMemoryMapSvg(const accounting::PlanResult& r) {
   // the shares chart is the memory map.
   StackedColumns c;
   c.title = "GPU memory map: " + std::to_string(r.gpus) + " x " + r.gpu.name + " (" +
-            accounting::Human(static_cast<double>(r.gpu.memory_bytes), "B") + " each; share of capacity)";
+            accounting::HumanBytes(static_cast<double>(r.gpu.memory_bytes)) + " each; share of capacity)";
   c.series.resize(1);
   c.series[0].name = "reserved (context, workspaces)";
   c.series[0].role = Role::kReserved;

@@ -9,10 +9,6 @@ namespace {
 
 using namespace accounting;  // NOLINT: this file prints accounting's types and nothing else
 
-double Share(uint64_t part, uint64_t whole) {
-  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0;
-}
-
 std::string ConventionsLine(const FlopsOptions& o) {
   std::string s = "conventions: FLOP = 2 x MAC";
   s += o.macs ? " (rows show MACs)" : "";
@@ -88,7 +84,8 @@ std::string FlopsSweepText(const FlopsResult& r, Format f) {
   for (const auto& p : r.sweep) {
     std::vector<std::string> row = {p.label, Grouped(p.report.tokens), Grouped(p.report.forward),
                                     Grouped(p.report.training)};
-    for (Component c : comps) row.push_back(Percent(Share(p.report.component[static_cast<int>(c)], p.report.forward)));
+    for (Component c : comps)
+      row.push_back(Percent(ShareOf(p.report.component[static_cast<int>(c)], p.report.forward)));
     if (timed && p.step) {
       row.push_back(Seconds(p.step->seconds));
       row.push_back(Grouped(static_cast<uint64_t>(std::llround(p.step->tokens_per_s))));
@@ -121,7 +118,7 @@ std::string RenderFlops(const FlopsResult& r, Format f) {
   mm.numeric = {false, false, true, true, true, true, true, true};
   for (const auto& x : rep.matmuls)
     mm.Add({x.layer_kind, x.name, std::to_string(x.m), std::to_string(x.k), std::to_string(x.n),
-            std::to_string(x.count), Grouped(o.macs ? x.flops / 2 : x.flops), Percent(Share(x.flops, rep.forward))});
+            std::to_string(x.count), Grouped(o.macs ? x.flops / 2 : x.flops), Percent(ShareOf(x.flops, rep.forward))});
   out += BlockGap(f) + RenderTable(mm, f);
 
   Table comp;
@@ -132,7 +129,7 @@ std::string RenderFlops(const FlopsResult& r, Format f) {
     if (static_cast<Component>(c) == Component::kSoftmax && !o.softmax_flops) continue;
     if (static_cast<Component>(c) == Component::kRouter && rep.component[c] == 0) continue;
     comp.Add({ComponentName(static_cast<Component>(c)), Grouped(o.macs ? rep.component[c] / 2 : rep.component[c]),
-              Percent(Share(rep.component[c], rep.forward))});
+              Percent(ShareOf(rep.component[c], rep.forward))});
   }
   out += BlockGap(f) + RenderTable(comp, f);
 
