@@ -448,17 +448,10 @@ IdFormat IdFormatFromPath(const std::string& path) {
   return IdFormat::kBin;
 }
 
-Result<IdDtype> IdDtypeFromName(std::string_view name) {
-  if (name == "auto") return IdDtype::kAuto;
-  if (name == "uint16" || name == "u16") return IdDtype::kU16;
-  if (name == "uint32" || name == "u32") return IdDtype::kU32;
-  return Status::InvalidArgument("unknown dtype '" + std::string(name) + "' (expected auto, uint16 or uint32)");
-}
-
-Result<IdDtype> ResolveDtype(IdDtype requested, const Tokenizer& tokenizer) {
+Result<io::TokenDtype> ResolveDtype(io::TokenDtype requested, const Tokenizer& tokenizer) {
   const bool fits16 = tokenizer.id_limit() <= 65536;
-  if (requested == IdDtype::kAuto) return fits16 ? IdDtype::kU16 : IdDtype::kU32;
-  if (requested == IdDtype::kU16 && !fits16)
+  if (requested == io::TokenDtype::kAuto) return io::ResolveAuto(requested, tokenizer.id_limit());
+  if (requested == io::TokenDtype::kU16 && !fits16)
     return Status::InvalidArgument("--dtype uint16 cannot hold this tokenizer's ids (up to " +
                                    std::to_string(tokenizer.id_limit() - 1) + "); use uint32 or auto");
   return requested;
@@ -570,7 +563,7 @@ class TokenWriterSink final : public TokenSink {
 // bin, json or text into a ByteOutput.
 class FormattedSink final : public TokenSink {
  public:
-  FormattedSink(ByteOutput out, IdFormat format, IdDtype dtype, const Tokenizer& tok)
+  FormattedSink(ByteOutput out, IdFormat format, io::TokenDtype dtype, const Tokenizer& tok)
       : out_(std::move(out)), format_(format), dtype_(dtype), tok_(tok) {}
   Status Write(const uint32_t* ids, size_t count) override {
     buf_.clear();
@@ -579,7 +572,7 @@ class FormattedSink final : public TokenSink {
       const uint32_t id = ids[i];
       switch (format_) {
         case IdFormat::kBin:
-          if (dtype_ == IdDtype::kU16) {
+          if (dtype_ == io::TokenDtype::kU16) {
             const uint16_t v = static_cast<uint16_t>(id);
             buf_.append(reinterpret_cast<const char*>(&v), 2);
           } else {
@@ -613,7 +606,7 @@ class FormattedSink final : public TokenSink {
  private:
   ByteOutput out_;
   IdFormat format_;
-  IdDtype dtype_;
+  io::TokenDtype dtype_;
   const Tokenizer& tok_;
   std::string buf_;
   bool first_ = true;
@@ -673,10 +666,10 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
   const double c1 = cpu_now();
   StreamStats stats;
   if ((rep.format == IdFormat::kBin || rep.format == IdFormat::kNpy) && !req.output.empty()) {
-    LMKIT_ASSIGN_OR_RETURN(io::TokenWriter w,
-                           io::TokenWriter::Create(
-                               req.output, rep.format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
-                               rep.dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
+    LMKIT_ASSIGN_OR_RETURN(
+        io::TokenWriter w,
+        io::TokenWriter::Create(
+            req.output, rep.format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin, rep.dtype));
     TokenWriterSink sink(std::move(w));
     LMKIT_ASSIGN_OR_RETURN(stats, EncodeStream(*tok, source, sink, opts, progress));
     LMKIT_RETURN_IF_ERROR(sink.Commit());
@@ -718,12 +711,12 @@ class OwnedIdOutput final : public IdOutput {
 }  // namespace
 
 Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& req, const Tokenizer& tok, IdFormat format,
-                                               IdDtype dtype) {
+                                               io::TokenDtype dtype) {
   if ((format == IdFormat::kBin || format == IdFormat::kNpy) && !req.output.empty()) {
     LMKIT_ASSIGN_OR_RETURN(
         io::TokenWriter w,
         io::TokenWriter::Create(req.output, format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
-                                dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
+                                dtype));
     return std::unique_ptr<IdOutput>(new OwnedIdOutput<TokenWriterSink>(TokenWriterSink(std::move(w))));
   }
   if (format == IdFormat::kNpy)

@@ -39,6 +39,7 @@
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
+#include "lmkit/io/token_dtype.h"
 
 namespace lmkit::bpe {
 
@@ -219,15 +220,13 @@ bool IsPatternSafeCut(std::string_view text, size_t c);
 // Id file formats. bin: raw little-endian ids; npy: a 1-D .npy array; json: one array `[1,2,3]` and a newline;
 // text: one token per line, `id<TAB>bytes` with the bytes written as a quoted string (docs/bpe-encoding.md).
 enum class IdFormat { kBin, kNpy, kJson, kText };
-enum class IdDtype { kAuto, kU16, kU32 };
 
 Result<IdFormat> IdFormatFromName(std::string_view name);  // bin | npy | json | text; kInvalidArgument otherwise
 std::string_view IdFormatName(IdFormat f);
 // .npy → npy, .json → json, .txt → text, anything else → bin.
 IdFormat IdFormatFromPath(const std::string& path);
-Result<IdDtype> IdDtypeFromName(std::string_view name);  // auto | uint16 | uint32
 // auto: uint16 when every id of the tokenizer fits, else uint32. Errors: kInvalidArgument for uint16 with larger ids.
-Result<IdDtype> ResolveDtype(IdDtype requested, const Tokenizer& tokenizer);
+Result<io::TokenDtype> ResolveDtype(io::TokenDtype requested, const Tokenizer& tokenizer);
 
 // The token's bytes as a double-quoted string: printable ASCII as is (\" and \\ escaped), \n \r \t, other
 // control bytes as \u00XX, valid UTF-8 sequences as is, any other byte as \xNN. Used by --format text.
@@ -256,7 +255,7 @@ struct EncodeRequest {
   std::string output;  // empty: write to stdout_fd
   int stdout_fd = 1;
   std::optional<IdFormat> format;  // default: from the output's extension, json on stdout
-  IdDtype dtype = IdDtype::kAuto;
+  io::TokenDtype dtype = io::TokenDtype::kAuto;
   unsigned threads = 1;
   size_t chunk_bytes = 0;
 };
@@ -266,7 +265,7 @@ struct EncodeReport {
   std::string input;
   std::string output;
   IdFormat format = IdFormat::kJson;
-  IdDtype dtype = IdDtype::kU32;
+  io::TokenDtype dtype = io::TokenDtype::kU32;
   unsigned threads = 1;
   uint64_t bytes = 0;
   uint64_t tokens = 0;
@@ -293,6 +292,6 @@ class IdOutput : public TokenSink {
 // Opens request.output (or request.stdout_fd when it is empty) for `format` and `dtype` exactly as EncodeFile does,
 // so ids written here give the same bytes. Errors: as EncodeFile's for its output.
 Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& request, const Tokenizer& tokenizer,
-                                               IdFormat format, IdDtype dtype);
+                                               IdFormat format, io::TokenDtype dtype);
 
 }  // namespace lmkit::bpe
