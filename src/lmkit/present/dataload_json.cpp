@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "lmkit/present/dataload.h"
+#include "lmkit/present/dataload_units.h"
 
 namespace lmkit::present {
 namespace {
@@ -12,10 +13,6 @@ using dataload::DataloadReport;
 using dataload::LoaderConfig;
 using dataload::RunResult;
 using dataload::StageStats;
-
-std::string TokenDtypeOf(unsigned token_bytes) {
-  return std::string(io::TokenDtypeName(io::TokenDtypeOfBytes(token_bytes)));
-}
 
 Json StageJson(const StageStats& s) {
   Json j;

@@ -15,10 +15,6 @@ using dataload::StageStats;
 
 std::string Bytes(double b) { return FormatBytes(b); }  // one byte formatter for every report
 
-std::string TokenDtypeOf(unsigned token_bytes) {
-  return std::string(io::TokenDtypeName(io::TokenDtypeOfBytes(token_bytes)));
-}
-
 std::string StageRow(const char* name, const StageStats& s) {
   char b[160];
   std::snprintf(b, sizeof b, "  %-16s %10s %10s %10s %10s %10s\n", name, Time(s.mean_s).c_str(), Time(s.p50_s).c_str(),

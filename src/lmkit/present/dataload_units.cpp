@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "lmkit/io/token_dtype.h"
+
 namespace lmkit::present {
 
 std::string Fmt(const char* format, double value) {
@@ -38,5 +40,9 @@ std::string Grouped(uint64_t v) {
 }
 
 std::string Ratio(double x) { return Fmt(x >= 10 ? "%.0fx" : "%.2fx", x); }
+
+std::string TokenDtypeOf(unsigned token_bytes) {
+  return std::string(io::TokenDtypeName(io::TokenDtypeOfBytes(token_bytes)));
+}
 
 }  // namespace lmkit::present

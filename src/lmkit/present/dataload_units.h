@@ -1,4 +1,4 @@
-// Number formats shared by the dataload reports (text, advice, trace): times, shares, rates, ratios.
+// Number formats shared by the dataload reports (text, JSON, advice, trace): times, shares, rates, ratios, dtypes.
 //
 // Contract: pure functions, thread-safe; the exact formats the reports have always printed.
 #pragma once
@@ -15,5 +15,6 @@ std::string Pct(double share);                      // "12.3%"
 std::string Tokens(double tokens_per_s);            // "1.2 M tokens/s", "3.4 k tokens/s", "56 tokens/s"
 std::string Grouped(uint64_t v);                    // "1,234,567"
 std::string Ratio(double x);                        // "476x" from 10 up, else "0.59x"
+std::string TokenDtypeOf(unsigned token_bytes);     // "uint16" / "uint32"
 
 }  // namespace lmkit::present
