@@ -7,8 +7,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "commands.h"
+#include "lmkit/common/atomic_file.h"
 #include "lmkit/dataload/profile.h"
 #include "lmkit/dataload/trace.h"
 
@@ -190,12 +192,25 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
 struct TraceFlags {
   std::string path;
   std::string fail_on;
+  std::string svg;
 };
 
 int RunTraceCommand(const TraceFlags& f, const GlobalOptions& g) {
   const std::string cmd = "dataload trace";
+  if (Status st = CheckOutputIsNotAnInput({f.path}, f.svg, "--svg"); !st.ok()) return ReportError(cmd, st);
+  std::optional<AtomicFile> svg;
+  if (!f.svg.empty()) {
+    auto made = AtomicFile::Create(f.svg);
+    if (!made.ok()) return ReportError(cmd, made.status());
+    svg = std::move(*made);
+  }
   auto report = dataload::RunTrace(f.path);
   if (!report.ok()) return ReportError(cmd, report.status());
+  if (svg) {
+    Status st = svg->Write(present::TraceSvg(*report));
+    if (st.ok()) st = svg->Commit();
+    if (!st.ok()) return ReportError(cmd, st);
+  }
   for (const auto& n : report->notes) Note(g, cmd, n);
   if (g.json) {
     PrintJson(present::TraceJson(*report));
@@ -221,6 +236,7 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
       ->required();
   trace->add_option("--fail-on", t->fail_on, "exit 3 when the verdict is at least moderately/highly input-bound")
       ->check(CLI::IsMember({"moderate", "high"}));
+  trace->add_option("--svg", t->svg, "write a per-step chart (data wait, host-to-device copy, rest) to this SVG file");
   sub.add_option("paths", f->paths, "token files: flat .bin (dtype by --dtype) or .npy (dtype from its header)");
   std::vector<std::string> dtypes;
   for (const auto& e : io::TokenDtypeTable()) dtypes.emplace_back(e.name);

@@ -3,6 +3,7 @@
 
 #include "lmkit/common/json.h"
 #include "support/run_lmkit.h"
+#include "support/svg_check.h"
 
 using lmkit::test::RunLmkit;
 using lmkit::test::TempDir;
@@ -54,4 +55,30 @@ TEST_CASE("dataload trace cli: bad input", "[dataload][trace][cli]") {
   CHECK(empty.exit_code == 1);
   CHECK(empty.err.find(": no ProfilerStep#N events: profile with a schedule") != std::string::npos);
   CHECK(RunLmkit({"dataload", "trace"}).exit_code == 2);
+}
+
+TEST_CASE("dataload trace cli: --svg draws one stacked column per step", "[dataload][trace][cli][charts]") {
+  TempDir dir;
+  const std::string svg = dir.file("steps.svg");
+  auto r = RunLmkit(
+      {"--quiet", "dataload", "trace", TestData("dataload/traces/few-workers.torch2.15.json.gz"), "--svg", svg});
+  REQUIRE(r.exit_code == 0);
+  lmkit::test::CheckSvgFile(svg);
+  const std::string s = lmkit::test::ReadAll(svg);
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+    return n;
+  };
+  // CPU-only trace: two series (no host-to-device copies), 12 steps #8..#19.
+  CHECK(count("data-series=\"data wait (DataLoader __next__)\"") == 1);
+  CHECK(count("data-series=\"rest of the step\"") == 1);
+  CHECK(count("host-to-device") == 0);
+  CHECK(count("data-point=\"#8\"") == 2);
+  CHECK(count("data-point=\"#19\"") == 2);
+  CHECK(s.find("HIGHLY input-bound") != std::string::npos);
+  CHECK(s.find("(knob: num_workers)") != std::string::npos);
+  // The chart must not replace its input.
+  auto same = RunLmkit({"dataload", "trace", svg, "--svg", svg});
+  CHECK(same.exit_code == 2);
 }

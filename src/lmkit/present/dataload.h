@@ -33,6 +33,8 @@ std::string DataloadRecommendation(const dataload::DataloadReport& report);
 
 std::string TraceText(const dataload::TraceReport& report);
 Json TraceJson(const dataload::TraceReport& report);
+// The per-step chart: stacked data wait, host-to-device copy (with GPU events) and rest, in ms (an SVG document).
+std::string TraceSvg(const dataload::TraceReport& report);
 // The advice of a trace: why the step waits (or not) and the DataLoader knob to turn, with its evidence.
 std::string TraceReason(const dataload::TraceReport& report);
 std::string TraceKnob(const dataload::TraceReport& report);
