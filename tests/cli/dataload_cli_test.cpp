@@ -23,14 +23,14 @@ TEST_CASE("dataload cli: text report with stages, storage and verdict", "[datalo
   CHECK(r.err.empty());
 }
 
-TEST_CASE("dataload cli: --json is one lmkit.dataload/1 document", "[dataload][cli]") {
+TEST_CASE("dataload cli: --json is one lmkit.dataload/2 document", "[dataload][cli]") {
   TempDir dir;
   const std::string f = WriteTokenFile(dir, 50000, 50257);
   auto r = RunLmkit({"--json", "dataload", f, "--steps", "10", "-t", "256", "--seed", "3", "--step-time-ms", "100"});
   REQUIRE(r.exit_code == 0);
   auto j = lmkit::ParseJson(r.out, "stdout");
   REQUIRE(j.ok());
-  CHECK((*j)["schema"] == "lmkit.dataload/1");
+  CHECK((*j)["schema"] == "lmkit.dataload/2");
   CHECK((*j)["files"][0]["tokens"] == 50000);
   CHECK((*j)["files"][0]["dtype"] == "uint16");
   const auto& run = (*j)["runs"][0];

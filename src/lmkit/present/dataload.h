@@ -1,4 +1,4 @@
-// How dataload results read: the text report of `lmkit dataload`, its JSON document (schema lmkit.dataload/1), the
+// How dataload results read: the text report of `lmkit dataload`, its JSON document (schema lmkit.dataload/2), the
 // advice lines (the "why" and the knob) and the same for `lmkit dataload trace` (schema lmkit.dataload.trace/1).
 //
 // Contract: pure functions of the report, thread-safe. Request fields named inside results (Field(), see
@@ -19,7 +19,7 @@ namespace lmkit::present {
 using FieldNamer = std::function<std::string(std::string_view)>;
 std::string BareField(std::string_view field);
 
-inline constexpr const char* kDataloadSchema = "lmkit.dataload/1";
+inline constexpr const char* kDataloadSchema = "lmkit.dataload/2";
 inline constexpr const char* kDataloadTraceSchema = "lmkit.dataload.trace/1";
 
 std::string DataloadText(const dataload::DataloadReport& report, const FieldNamer& field);

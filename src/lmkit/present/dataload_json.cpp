@@ -1,4 +1,4 @@
-// The JSON document of `lmkit dataload` (schema lmkit.dataload/1, docs/dataload.md).
+// The JSON document of `lmkit dataload` (schema lmkit.dataload/2, docs/dataload.md).
 #include <cinttypes>
 #include <cstdio>
 

@@ -121,7 +121,7 @@ TEST_CASE("profile: a sweep runs the cartesian product and recommends one point"
   const std::string text = lmkit::present::DataloadText(*rep, lmkit::present::BareField);
   CHECK(text.find("recommended threads=1 prefetch=1") != std::string::npos);
   lmkit::Json j = lmkit::present::DataloadJson(*rep, lmkit::present::BareField);
-  CHECK(j["schema"] == "lmkit.dataload/1");
+  CHECK(j["schema"] == "lmkit.dataload/2");
   CHECK(j["runs"].size() == 4);
   CHECK(j["recommended"] == 0);
   CHECK(j["sweep"][0] == "threads");
