@@ -6,7 +6,7 @@
 namespace lmkit::io {
 namespace {
 
-constexpr std::array<TokenDtypeEntry, 3> kTable = {{
+constexpr std::array<TokenDtypeEntry, 3> kTokenDtypes = {{
     {TokenDtype::kAuto, "auto"},
     {TokenDtype::kU16, "uint16"},
     {TokenDtype::kU32, "uint32"},
@@ -14,12 +14,12 @@ constexpr std::array<TokenDtypeEntry, 3> kTable = {{
 
 }  // namespace
 
-std::span<const TokenDtypeEntry> TokenDtypeTable() { return kTable; }
+std::span<const TokenDtypeEntry> TokenDtypeTable() { return kTokenDtypes; }
 
-std::string_view TokenDtypeName(TokenDtype t) { return kTable[static_cast<size_t>(t)].name; }
+std::string_view TokenDtypeName(TokenDtype t) { return kTokenDtypes[static_cast<size_t>(t)].name; }
 
 Result<TokenDtype> ParseTokenDtype(std::string_view name) {
-  for (const auto& e : kTable)
+  for (const auto& e : kTokenDtypes)
     if (e.name == name) return e.dtype;
   if (name == "u16") return TokenDtype::kU16;
   if (name == "u32") return TokenDtype::kU32;
