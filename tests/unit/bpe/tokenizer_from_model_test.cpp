@@ -13,7 +13,8 @@ using namespace lmkit::bpe;
 
 namespace {
 
-std::vector<uint32_t> Enc(const Tokenizer& t, std::string_view s) {
+// (Not Enc: tokenizer_files_test.cpp has one, and a unity build may batch the two files.)
+std::vector<uint32_t> EncodeIds(const Tokenizer& t, std::string_view s) {
   Encoder e(t);
   std::vector<uint32_t> ids;
   e.Encode(s, &ids);
@@ -39,7 +40,7 @@ TEST_CASE("tokenizer from model: a trained model encodes as its written files do
   REQUIRE(trained.ok());
   auto tok = TokenizerFromModel(ModelOf(trained->model, {"<|endoftext|>"}));
   REQUIRE(tok.ok());
-  const auto ids = Enc(**tok, text);
+  const auto ids = EncodeIds(**tok, text);
   // Every merge applies as trained: the ids decode back, and the special keeps id 0.
   std::string back;
   for (uint32_t id : ids) {
@@ -63,7 +64,7 @@ TEST_CASE("tokenizer from model: specials outside the vocabulary get the next id
   m.special_tokens = {"<s>", "<s><s>"};
   auto tok = TokenizerFromModel(m);
   REQUIRE(tok.ok());
-  CHECK(Enc(**tok, "ab<s><s>ab<s>") == std::vector<uint32_t>{256, 258, 256, 257});
+  CHECK(EncodeIds(**tok, "ab<s><s>ab<s>") == std::vector<uint32_t>{256, 258, 256, 257});
 }
 
 TEST_CASE("tokenizer from model: a merge outside the vocabulary is named", "[bpe][tokenizer_from_model]") {
