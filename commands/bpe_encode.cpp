@@ -101,14 +101,14 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
       if (!fmt.ok()) return ReportError(cmd, fmt.status());
       req.format = *fmt;
     }
-    auto dtype = bpe::IdDtypeFromName(f->dtype);
+    auto dtype = io::ParseTokenDtype(f->dtype);
     if (!dtype.ok()) return ReportError(cmd, dtype.status());
     req.dtype = *dtype;
     // The JSON and text formats write decimal ids: a --dtype there was accepted and changed nothing.
     const bpe::IdFormat resolved = req.format          ? *req.format
                                    : f->output.empty() ? bpe::IdFormat::kJson
                                                        : bpe::IdFormatFromPath(f->output);
-    if (*dtype != bpe::IdDtype::kAuto && (resolved == bpe::IdFormat::kJson || resolved == bpe::IdFormat::kText))
+    if (*dtype != io::TokenDtype::kAuto && (resolved == bpe::IdFormat::kJson || resolved == bpe::IdFormat::kText))
       return UsageError(cmd,
                         "--dtype applies to the bin and npy formats, not " + std::string(bpe::IdFormatName(resolved)));
     req.threads = g.ResolvedThreads();
@@ -143,7 +143,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     const double secs = rep->encode_seconds;
     const double mbps = secs > 0 ? static_cast<double>(rep->bytes) / 1e6 / secs : 0.0;
     const double bpt = rep->tokens ? static_cast<double>(rep->bytes) / static_cast<double>(rep->tokens) : 0.0;
-    const char* dtype_name = rep->dtype == bpe::IdDtype::kU16 ? "uint16" : "uint32";
+    const std::string dtype_name(io::TokenDtypeName(rep->dtype));
     if (g.json) {
       Json j;
       j["tokenizer"] = rep->tokenizer;
@@ -198,14 +198,14 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
       if (*fmt == bpe::IdFormat::kText) return UsageError(cmd, "--format for decode is bin, npy or json");
       req.format = *fmt;
     }
-    auto dtype = bpe::IdDtypeFromName(f->dtype);
+    auto dtype = io::ParseTokenDtype(f->dtype);
     if (!dtype.ok()) return ReportError(cmd, dtype.status());
     req.dtype = *dtype;
     // A .npy header carries its dtype and JSON ids are decimal: only raw .bin ids need --dtype.
     bpe::IdFormat in_format = req.format ? *req.format : bpe::IdFormat::kBin;
     if (!req.format && !f->input.empty() && f->input != "-") in_format = bpe::IdFormatFromPath(f->input);
     if (in_format == bpe::IdFormat::kText) in_format = bpe::IdFormat::kBin;  // decode reads only .npy/.json by name
-    if (*dtype != bpe::IdDtype::kAuto && in_format != bpe::IdFormat::kBin)
+    if (*dtype != io::TokenDtype::kAuto && in_format != bpe::IdFormat::kBin)
       return UsageError(cmd, "--dtype applies to bin input, not " + std::string(bpe::IdFormatName(in_format)) +
                                  " (its ids carry their own type)");
     if (g.json && f->output.empty())

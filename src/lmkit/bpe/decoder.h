@@ -31,7 +31,7 @@ struct DecodeRequest {
   std::string output;  // empty: write to stdout_fd
   int stdout_fd = 1;
   std::optional<IdFormat> format;  // default: from the input's extension (.npy, .json), else bin
-  IdDtype dtype = IdDtype::kAuto;
+  io::TokenDtype dtype = io::TokenDtype::kAuto;
 };
 
 struct DecodeReport {

@@ -11,11 +11,13 @@
 
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/common/status.h"
+#include "lmkit/io/token_dtype.h"
 
 namespace lmkit::bpe {
 
 enum class IdFormat { kBin, kNpy, kJson, kText };
-enum class IdDtype { kAuto, kU16, kU32 };
+// The id width of bin/npy files is the token file's (io/token_dtype.h), so `dataload` and `eval` read what we write.
+using IdDtype = io::TokenDtype;
 
 struct IdFormatEntry {
   std::string_view name;

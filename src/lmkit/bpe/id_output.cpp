@@ -145,7 +145,7 @@ Result<std::unique_ptr<IdOutput>> OpenIdOutput(const EncodeRequest& req, const T
     LMKIT_ASSIGN_OR_RETURN(
         io::TokenWriter w,
         io::TokenWriter::Create(req.output, format == IdFormat::kNpy ? io::TokenFormat::kNpy : io::TokenFormat::kBin,
-                                dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
+                                dtype));
     return std::unique_ptr<IdOutput>(new OwnedIdOutput<TokenWriterSink>(TokenWriterSink(std::move(w))));
   }
   LMKIT_RETURN_IF_ERROR(CheckIdOutput(req, format));

@@ -593,7 +593,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
   Status encoded = Status::Ok();  // the first encoding error of this rank; later pieces are claimed, not encoded
   auto encode_piece = [&](uint64_t k, Piece* piece) {
     piece->Clear();
-    piece->narrow = rep.dtype == bpe::IdDtype::kU16;
+    piece->narrow = rep.dtype == io::TokenDtype::kU16;
     piece->failed = !encoded.ok();
     if (piece->failed) return;
     const std::vector<std::string> inputs = {req.input};
@@ -766,7 +766,7 @@ Result<MpiEncodeResult> EncodePieces(const bpe::EncodeRequest& req, ProgressSink
         busy = true;
         auto p = take_spare();
         p->Clear();
-        p->narrow = rep.dtype == bpe::IdDtype::kU16;
+        p->narrow = rep.dtype == io::TokenDtype::kU16;
         p->failed = head[1] == UINT64_MAX;
         p->Resize(p->failed ? 0 : head[1]);
         p->stats = bpe::StreamStats{head[2], p->size(), head[3], head[4]};

@@ -32,7 +32,7 @@ std::vector<uint32_t> GoldenTokens(double* nll = nullptr) {
 
 std::string WriteTokens(const TempDir& d, const std::string& name, const std::vector<uint32_t>& ids) {
   const std::string p = d.file(name);
-  auto w = io::TokenWriter::Create(p, io::TokenFormatFromPath(p), io::DType::kU16);
+  auto w = io::TokenWriter::Create(p, io::TokenFormatFromPath(p), io::TokenDtype::kU16);
   REQUIRE(w.ok());
   REQUIRE(w->Append(ids).ok());
   REQUIRE(w->Commit().ok());
