@@ -38,7 +38,7 @@ TEST_CASE("pipeline: batches reach the consumer in order, each once", "[dataload
   }
 }
 
-TEST_CASE("pipeline: the consumer stops it; a produce error is returned after the batches before it",
+TEST_CASE("pipeline: the consumer stops it, and a produce error is returned after the batches before it",
           "[dataload][pipeline]") {
   std::vector<uint64_t> seen;
   Status st = RunOrderedBatches(
