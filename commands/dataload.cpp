@@ -40,7 +40,7 @@ int Gate(const std::string& cmd, const std::string& fail_on, dataload::InputBoun
                         ? level == dataload::InputBound::kHighly
                         : (level == dataload::InputBound::kModerately || level == dataload::InputBound::kHighly);
   if (!fail) return kExitOk;
-  std::fprintf(stderr, "lmkit %s: gate failed: %s (--fail-on %s)\n", cmd.c_str(), dataload::InputBoundPhrase(level),
+  std::fprintf(CliErr(), "lmkit %s: gate failed: %s (--fail-on %s)\n", cmd.c_str(), dataload::InputBoundPhrase(level),
                fail_on.c_str());
   return kExitGate;
 }

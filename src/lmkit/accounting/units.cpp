@@ -6,18 +6,6 @@
 
 namespace lmkit::accounting {
 
-std::string Grouped(uint64_t v) {
-  std::string s = std::to_string(v), out;
-  int n = 0;
-  for (auto it = s.rbegin(); it != s.rend(); ++it) {
-    if (n && n % 3 == 0) out.push_back(',');
-    out.push_back(*it);
-    ++n;
-  }
-  std::reverse(out.begin(), out.end());
-  return out;
-}
-
 std::string Fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);

@@ -4,9 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include "lmkit/common/grouped.h"  // Grouped(): 1234567 -> "1,234,567"
+
 namespace lmkit::accounting {
 
-std::string Grouped(uint64_t v);                // 1234567 -> "1,234,567"
 std::string Human(double v, const char* unit);  // 4.51e12, "FLOP" -> "4.51 TFLOP"; bytes use GB (1e9) steps
 std::string HumanBytes(double bytes);           // Human(bytes, "B")
 double ShareOf(uint64_t part, uint64_t whole);  // part / whole, 0 when whole is 0

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 namespace lmkit {
 namespace {
@@ -43,9 +44,9 @@ std::vector<std::string> DataDirCandidates() {
   if (!HostDataDir().empty()) out.push_back(HostDataDir());
   std::string exe = ExeDir();
   if (!exe.empty()) {
-    out.push_back(exe + "/../share/lmkit");
-    out.push_back(exe + "/../data");
-    out.push_back(exe + "/../../data");
+    // /proc/self/exe has no symlinks, so dropping ".." lexically names the same folder, as the reports print it.
+    for (const char* rel : {"/../share/lmkit", "/../data", "/../../data"})
+      out.push_back(std::filesystem::path(exe + rel).lexically_normal().string());
   }
 #ifdef LMKIT_SOURCE_DATA_DIR
   out.emplace_back(LMKIT_SOURCE_DATA_DIR);

@@ -28,17 +28,6 @@ std::string Tokens(double tps) {
   return Fmt("%.0f tokens/s", tps);
 }
 
-std::string Grouped(uint64_t v) {
-  const std::string digits = std::to_string(v);
-  std::string out;
-  out.reserve(digits.size() + digits.size() / 3);
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
 std::string Ratio(double x) { return Fmt(x >= 10 ? "%.0fx" : "%.2fx", x); }
 
 std::string TokenDtypeOf(unsigned token_bytes) {

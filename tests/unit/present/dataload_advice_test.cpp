@@ -58,7 +58,7 @@ TEST_CASE("dataload units: the report's number formats", "[present][dataload]") 
   CHECK(Pct(0.0321) == "3.2%");
   CHECK(Tokens(218.9e6) == "218.9 M tokens/s");
   CHECK(Tokens(460.2e3) == "460.2 k tokens/s");
-  CHECK(Grouped(46749208) == "46,749,208");
+  CHECK(lmkit::Grouped(46749208) == "46,749,208");
   CHECK(Ratio(475.61) == "476x");
   CHECK(Ratio(0.59) == "0.59x");
   CHECK(TokenDtypeOf(4) == "uint32");
