@@ -1,82 +1,96 @@
 #!/bin/bash
-# BPE training benchmark: lmkit against HF tokenizers (and sentencepiece), run back to back in one invocation so that
-# the ratios survive a noisy shared machine. Writes docs/benchmarks/bpe.md, then runs bench/bpe_encode.sh if present.
+# BPE training benchmark: lmkit against HF tokenizers' Python BpeTrainer (pip, native Rust) and sentencepiece (Debian),
+# run back to back in one invocation so that the ratios survive a noisy shared machine. Writes docs/benchmarks/bpe.md
+# (OUT). Encoding speed is bench/bpe_encode.sh.
 #
-# usage: bench/bpe.sh            env: LMKIT (default build/lmkit), CORPORA (default /tmp/lmkit-corpora),
-#                                     SPM=0 skips sentencepiece (~2-3 min), BIG=1 adds the 2 GB run (debmix x16, stdin)
-# Needs: ../shared/bench/corpora.sh (builds debmix.txt once) and peers.sh setup (HF via node, sentencepiece).
+# usage: bench/bpe.sh [--quick]   --quick: the first 20 MB of debmix.txt instead of all 130 MB (a smoke run)
+# env: LMKIT (binary), LMKIT_CORPORA (/tmp/lmkit-corpora), LMKIT_PEERS (/tmp/lmkit-peers), OUT, SPM=0 skips
+#      sentencepiece (~2-3 min), BIG=1 adds the 2 GB run (debmix x16 through stdin).
+# Needs: ../shared/bench/corpora.sh (builds debmix.txt once) and peers.sh setup (pip peers; run here when missing).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-SHARED=${LMKIT_SHARED:-$repo/../shared}
-LMKIT=${LMKIT:-$repo/build/lmkit}
-C=${CORPORA:-/tmp/lmkit-corpora}
-PEERS=${LMKIT_PEERS:-/tmp/lmkit-peers}
+. "$(dirname "$0")/lib.sh"
+quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in --quick) quick=1 ;; *) sed -n '2,10p' "$0"; exit 2 ;; esac; shift
+done
+OUT=${OUT:-$REPO/docs/benchmarks/bpe.md}
 SPM=${SPM:-1}
 BIG=${BIG:-0}
-OUT=$repo/docs/benchmarks/bpe.md
-[ -x "$LMKIT" ] || { echo "build lmkit first (ninja -C build)" >&2; exit 1; }
-[ -f "$C/debmix.txt" ] || "$SHARED/bench/corpora.sh" "$C"
-[ -d "$PEERS/node_modules/tokenizers" ] && { [ "$SPM" = 0 ] || command -v spm_train >/dev/null; } || "$SHARED/bench/peers.sh" setup
-CORPUS_EN=$repo/tests/data/bpe/corpus.en
-T=$(mktemp -d /tmp/lmkit-bpe-bench.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+bench_need_lmkit
+bench_need_corpora
+bench_pip_peers
+[ "$SPM" = 0 ] || command -v spm_train >/dev/null || bash "$SHARED_BENCH/peers.sh" setup >&2
+HF=$(peer_label tokenizers)
+SP=$(peer_label sentencepiece)
+CORPUS_EN=$REPO/tests/data/bpe/corpus.en
+BENCH_TMP=$(mktemp -d /tmp/lmkit-bpe-bench.XXXXXX)
+trap 'rm -rf "$BENCH_TMP"' EXIT
+input=$CORPORA/debmix.txt
+if [ $quick = 1 ]; then head -c 20000000 "$input" >"$BENCH_TMP/debmix20M.txt"; input=$BENCH_TMP/debmix20M.txt; fi
+in_label="$(basename "$input") ($(awk -v b="$(stat -c %s "$input")" 'BEGIN {printf "%.0f", b/1e6}') MB)"
+EOT='<|endoftext|>'
 
-# run NAME CMD...: runs under /usr/bin/time -v; sets WALL (s) and RSS (MB); keeps stdout in $T/NAME.out
-run() {
-  local name=$1; shift
-  echo ">> $name" >&2
-  /usr/bin/time -v "$@" > "$T/$name.out" 2> "$T/$name.time" || { tail -20 "$T/$name.time" >&2; exit 1; }
-  WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$T/$name.time")
-  RSS=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$T/$name.time")
-  CPU=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f", u+s}' "$T/$name.time")
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }
 rows=()
 add() { rows+=("| $1 | $2 | $3 s | $4 s | $5 MB | $6 |"); }
-
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# 1. debmix.txt, vocab 30,000, 2 threads (HF's node binding always trains to 30,000).
-run hf30k env RAYON_NUM_THREADS=2 "$SHARED/bench/peers.sh" hf-train "$C/debmix.txt" 30000 "$T/hf30k"
-hf_wall=$WALL; hf_rss=$RSS; hf_cpu=$CPU
-run lm30k "$LMKIT" bpe train "$C/debmix.txt" --vocab-size 30000 --special-token '<|endoftext|>' -o "$T/lm30k" --threads 2 --json --quiet
-add "debmix.txt (130 MB), vocab 30,000, 2 threads" "HF tokenizers 0.23.2 (node)" "$hf_wall" "$hf_cpu" "$hf_rss" "$(ratio "$hf_wall" "$hf_wall")"
-add "" "**lmkit**" "$WALL" "$CPU" "$RSS" "**$(ratio "$WALL" "$hf_wall")**"
-lm30k_json=$(cat "$T/lm30k.out")
+# 1. debmix, vocab 30,000, 2 threads; HF with the same vocab size and special token as lmkit.
+timed hf30k env RAYON_NUM_THREADS=2 "$PEERS_PY" "$SHARED_BENCH/py/peer_hf_train.py" "$input" 30000 "$BENCH_TMP/hf30k" --special "$EOT"
+hf_wall=$WALL; hf_cpu=$CPU; hf_rss=$RSS_MB; hf_vocab=$(jget "['final_vocab']" <"$BENCH_TMP/hf30k.out")
+timed lm30k "$LMKIT" bpe train "$input" --vocab-size 30000 --special-token "$EOT" -o "$BENCH_TMP/lm30k" --threads 2 --json --quiet
+add "$in_label, vocab 30,000, 2 threads" "$HF (final vocab $hf_vocab)" "$hf_wall" "$hf_cpu" "$hf_rss" "1.00"
+add "" "**lmkit**" "$WALL" "$CPU" "$RSS_MB" "**$(ratio "$WALL" "$hf_wall")**"
+summary_row "BPE train, vocab 30,000, 2 threads" "$in_label" "$HF: ${hf_wall} s, ${hf_rss} MB" \
+  "**$(ratio "$WALL" "$hf_wall")×** the wall time (${WALL} s), ${RSS_MB} MB peak RSS" "≤ 0.1×, RSS below HF"
+lm30k_json=$(cat "$BENCH_TMP/lm30k.out")
 
 # 2. corpus.en (CS336 fixture), vocab 500.
-run hf500 env RAYON_NUM_THREADS=2 "$SHARED/bench/peers.sh" hf-train "$CORPUS_EN" 500 "$T/hf500"
-hf_wall=$WALL; hf_rss=$RSS; hf_cpu=$CPU
-hf_train_s=$(sed -n 's/.*"train_s":\([0-9.]*\).*/\1/p' "$T/hf500.out")
-run lm500 "$LMKIT" bpe train "$CORPUS_EN" --vocab-size 500 --special-token '<|endoftext|>' -o "$T/lm500" --threads 2 --json --quiet
-lm_train_s=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["seconds"]; print(round(d["read"]+d["pretokenize_count"]+d["merge"],4))' "$T/lm500.out")
-add "corpus.en (133 kB), vocab 500" "HF tokenizers (process; train() alone ${hf_train_s} s)" "$hf_wall" "$hf_cpu" "$hf_rss" "1.000"
-add "" "**lmkit** (process; training alone ${lm_train_s} s)" "$WALL" "$CPU" "$RSS" "**$(ratio "$WALL" "$hf_wall")**"
-golden=$(diff <(tail -n +2 "$T/lm500/merges.txt") "$repo/tests/data/bpe/train-bpe-reference-merges.txt" >/dev/null && echo "identical to the CS336 reference" || echo "DIFFERENT from the CS336 reference")
+timed hf500 env RAYON_NUM_THREADS=2 "$PEERS_PY" "$SHARED_BENCH/py/peer_hf_train.py" "$CORPUS_EN" 500 "$BENCH_TMP/hf500" --special "$EOT"
+hf_wall=$WALL; hf_cpu=$CPU; hf_rss=$RSS_MB; hf_train_s=$(jget "['train_s']" <"$BENCH_TMP/hf500.out")
+timed lm500 "$LMKIT" bpe train "$CORPUS_EN" --vocab-size 500 --special-token "$EOT" -o "$BENCH_TMP/lm500" --threads 2 --json --quiet
+lm_train_s=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["seconds"]; print(round(d["read"]+d["pretokenize_count"]+d["merge"],4))' "$BENCH_TMP/lm500.out")
+add "corpus.en (133 kB), vocab 500" "$HF (process; train() alone ${hf_train_s} s)" "$hf_wall" "$hf_cpu" "$hf_rss" "1.00"
+add "" "**lmkit** (process; training alone ${lm_train_s} s)" "$WALL" "$CPU" "$RSS_MB" "**$(ratio "$WALL" "$hf_wall")**"
+summary_row "BPE train, vocab 500" "corpus.en (133 kB)" "$HF: train() ${hf_train_s} s, process ${hf_wall} s" \
+  "training ${lm_train_s} s, process ${WALL} s (**$(ratio "$WALL" "$hf_wall")×**)" "≤ 0.05 s"
+golden=$(diff <(tail -n +2 "$BENCH_TMP/lm500/merges.txt") "$REPO/tests/data/bpe/train-bpe-reference-merges.txt" >/dev/null &&
+         echo "identical to the CS336 reference" || echo "DIFFERENT from the CS336 reference")
 
-# 3. sentencepiece, debmix, vocab 10,000 (its closest-to-GPT-2 flags; all cores).
+# 3. vocab 10,000 on all cores: sentencepiece (its closest-to-GPT-2 flags), HF, lmkit.
+threads=$(nproc)
 if [ "$SPM" != 0 ]; then
-  run spm10k "$SHARED/bench/peers.sh" spm-train "$C/debmix.txt" 10000 "$T/spm10k"
-  sp_wall=$WALL; sp_rss=$RSS; sp_cpu=$CPU
-  run lm10k "$LMKIT" bpe train "$C/debmix.txt" --vocab-size 10000 --special-token '<|endoftext|>' -o "$T/lm10k" --threads "$(nproc)" --json --quiet
-  add "debmix.txt, vocab 10,000, $(nproc) threads" "sentencepiece (spm_train, BPE)" "$sp_wall" "$sp_cpu" "$sp_rss" "1.000"
-  add "" "**lmkit**" "$WALL" "$CPU" "$RSS" "**$(ratio "$WALL" "$sp_wall")**"
+  timed spm10k bash "$SHARED_BENCH/peers.sh" spm-train "$input" 10000 "$BENCH_TMP/spm10k"
+  sp_wall=$WALL; sp_cpu=$CPU; sp_rss=$RSS_MB
 fi
+timed hf10k env RAYON_NUM_THREADS="$threads" "$PEERS_PY" "$SHARED_BENCH/py/peer_hf_train.py" "$input" 10000 "$BENCH_TMP/hf10k" --special "$EOT"
+hf_wall=$WALL; hf_cpu=$CPU; hf_rss=$RSS_MB
+timed lm10k "$LMKIT" bpe train "$input" --vocab-size 10000 --special-token "$EOT" -o "$BENCH_TMP/lm10k" --threads "$threads" --json --quiet
+if [ "$SPM" != 0 ]; then
+  add "$in_label, vocab 10,000, $threads threads" "$SP" "$sp_wall" "$sp_cpu" "$sp_rss" "$(ratio "$sp_wall" "$hf_wall")"
+  summary_row "BPE train, vocab 10,000, $threads threads" "$in_label" "$SP: ${sp_wall} s, ${sp_rss} MB" \
+    "**$(ratio "$WALL" "$sp_wall")×** the wall time, ${RSS_MB} MB" ""
+fi
+add "$in_label, vocab 10,000, $threads threads" "$HF" "$hf_wall" "$hf_cpu" "$hf_rss" "1.00"
+add "" "**lmkit**" "$WALL" "$CPU" "$RSS_MB" "**$(ratio "$WALL" "$hf_wall")**"
+summary_row "BPE train, vocab 10,000, $threads threads" "$in_label" "$HF: ${hf_wall} s, ${hf_rss} MB" \
+  "**$(ratio "$WALL" "$hf_wall")×** the wall time (${WALL} s)" ""
 
-# 4. 2 GB: debmix.txt x16 through stdin, vocab 10,000, 2 threads.
+# 4. 2 GB: debmix.txt x16 through stdin, vocab 10,000, 2 threads (lmkit alone).
 if [ "$BIG" = 1 ]; then
-  run big bash -c "for i in \$(seq 16); do cat '$C/debmix.txt'; done | '$LMKIT' bpe train - --vocab-size 10000 --special-token '<|endoftext|>' -o '$T/big' --threads 2 --json --quiet"
-  add "debmix.txt x16 (2.08 GB) via stdin, vocab 10,000, 2 threads" "**lmkit** (targets: 20 s, 1 GB)" "$WALL" "$CPU" "$RSS" ""
-  big_json=$(cat "$T/big.out")
+  timed big bash -c "for i in \$(seq 16); do cat '$CORPORA/debmix.txt'; done | '$LMKIT' bpe train - --vocab-size 10000 --special-token '$EOT' -o '$BENCH_TMP/big' --threads 2 --json --quiet"
+  add "debmix.txt x16 (2.08 GB) via stdin, vocab 10,000, 2 threads" "**lmkit** (targets: 20 s, 1 GB)" "$WALL" "$CPU" "$RSS_MB" ""
+  summary_row "BPE train, vocab 10,000, 2 GB on stdin, 2 threads" "debmix ×16" "—" "${WALL} s wall, ${RSS_MB} MB peak RSS" "≤ 20 s, ≤ 1 GB"
+  big_json=$(cat "$BENCH_TMP/big.out")
 fi
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 {
   echo "# BPE training benchmarks"
   echo
-  echo "Produced by \`bench/bpe.sh\` on $(date -u +%Y-%m-%d) ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))."
-  echo "Peers and lmkit run back to back in one invocation; the machine is shared, so absolute times vary (load average"
-  echo "at start: $load0, at end: $load1) and the **ratio** (lmkit wall / peer wall, lower is better) is the figure to read."
+  echo "Produced by \`bench/bpe.sh$([ $quick = 1 ] && echo ' --quick')\` on $(date -u '+%Y-%m-%d %H:%M') UTC, lmkit $(git -C "$REPO" describe --always --dirty 2>/dev/null) ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))."
+  [ $quick = 1 ] && echo "**Smoke run on a 20 MB input (--quick): it shows the script works, not the speed.**"
+  echo "Peers and lmkit run back to back in one invocation; the machine may be shared, so absolute times vary (load average"
+  echo "at start: $load0, at end: $load1) and the **ratio** (wall time / the first peer's wall time, lower is better) is the figure to read."
   echo "Wall time and peak RSS are from \`/usr/bin/time -v\` over the whole process; CPU = user + system."
   echo
   echo "| run | tool | wall | CPU | peak RSS | ratio |"
@@ -84,14 +98,15 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
   printf '%s\n' "${rows[@]}"
   echo
   echo "Notes"
-  echo "- HF's node binding cannot set the vocabulary size or special tokens: it always trains to 30,000 with"
-  echo "  \`<|endoftext|>\` left in the text (see ../shared/bench/peers/hf_train.js); lmkit splits it out, as CS336 does."
+  echo "- HF: \`tokenizers.trainers.BpeTrainer(vocab_size, special_tokens=['<|endoftext|>'], min_frequency=0)\` over the 256 byte"
+  echo "  symbols with the GPT-2 ByteLevel pre-tokenizer (../shared/bench/py/peer_hf_train.py), RAYON_NUM_THREADS threads."
+  echo "  HF breaks ties between equally frequent pairs differently from CS336, so its merges may differ in order."
+  echo "- sentencepiece: spm_train BPE with byte fallback and the flags closest to GPT-2 byte-level BPE (peers.sh spm-train)."
   echo "- corpus.en at vocab 500: lmkit's merges are $golden."
-  echo "- lmkit --json summary of the debmix run: \`$(echo "$lm30k_json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("pretokens_total","pretokens_unique","merges","seconds","peak_rss_bytes")}))')\`"
+  echo "- lmkit --json summary of the vocab-30,000 run: \`$(echo "$lm30k_json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("pretokens_total","pretokens_unique","merges","seconds","peak_rss_bytes")}))')\`"
   if [ "$BIG" = 1 ]; then
     echo "- 2 GB run summary: \`$(echo "$big_json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("input_bytes","pretokens_unique","merges","seconds","peak_rss_bytes","longest_token")}))')\`"
   fi
-} > "$OUT"
+  summary_block
+} >"$OUT"
 cat "$OUT"
-
-if [ -x "$repo/bench/bpe_encode.sh" ]; then "$repo/bench/bpe_encode.sh"; fi

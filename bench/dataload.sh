@@ -2,40 +2,49 @@
 # lmkit dataload side by side with nanoGPT's get_batch and torch's DataLoader (../shared/bench/py), on GPT-2 token ids
 # of debmix.txt. Writes docs/benchmarks/dataload.md and leaves the raw outputs in $WORK.
 #
-#   bench/dataload.sh [LMKIT_BINARY]        (default build/lmkit; needs python3-numpy and python3-torch, CPU build)
+#   bench/dataload.sh [--quick] [LMKIT_BINARY]   (default $LMKIT or build/release/lmkit; needs python3-numpy and
+#                                                 python3-torch; --quick: 20 MB of debmix, fewer steps - a smoke run)
 #
-# Token file: `lmkit bpe encode -t gpt2` when this lmkit has it, else the tiktoken peer (`peers.sh tiktoken-encode`,
-# the same GPT-2 ids) narrowed to uint16. The cold runs use the same bytes repeated to >= 2 GB and evict them per batch
+# Token file: `lmkit bpe encode -t gpt2` when this lmkit has it, else pip's tiktoken (`peers.sh tiktoken-encode`, the
+# same GPT-2 ids) narrowed to uint16. Peers: Debian's numpy and PyTorch (CPU), named with their versions in the page. The cold runs use the same bytes repeated to >= 2 GB and evict them per batch
 # with posix_fadvise(DONTNEED) (only that file; the global page cache is never dropped).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-LMKIT=$(realpath "${1:-build/lmkit}")
-SHARED=${LMKIT_SHARED:-$(realpath ../shared 2>/dev/null || echo /work/shared)}
-CORPORA=${LMKIT_CORPORA:-/tmp/lmkit-corpora}
-WORK=${LMKIT_BENCH_WORK:-/tmp/lmkit-dataload-bench}
+. "$(dirname "$0")/lib.sh"
+cd "$REPO"
+quick=0
+[ "${1:-}" = --quick ] && { quick=1; shift; }
+[ -n "${1:-}" ] && LMKIT=$(realpath "$1")
+bench_need_lmkit
+# Steps per measurement: get_batch, DataLoader, lmkit warm seconds, lmkit cold steps, cold mmap steps, memmap_cold.
+if [ $quick = 1 ]; then N_GB=200 N_DL=60 DUR=1s N_COLD=50 N_COLDN=10 N_MMN=10 N_MMR=20
+else N_GB=2000 N_DL=400 DUR=3s N_COLD=200 N_COLDN=30 N_MMN=30 N_MMR=60; fi
+SHARED=$(dirname "$SHARED_BENCH")
+WORK=${LMKIT_BENCH_WORK:-/tmp/lmkit-dataload-bench$([ $quick = 1 ] && echo -quick)}
 PY=/usr/bin/python3
 mkdir -p "$WORK"
 [ -f "$CORPORA/debmix.txt" ] || bash "$SHARED/bench/corpora.sh" "$CORPORA" >&2
 $PY -c 'import numpy, torch' 2>/dev/null || { echo "needs python3-numpy and python3-torch (apt-get install python3-torch)" >&2; exit 1; }
 
 TOK=$WORK/debmix.gpt2.u16.bin
+SRC=$CORPORA/debmix.txt
+if [ $quick = 1 ]; then SRC=$WORK/debmix20M.txt; [ -s "$SRC" ] || head -c 20000000 "$CORPORA/debmix.txt" >"$SRC"; fi
 if [ ! -s "$TOK" ]; then
   if "$LMKIT" bpe encode --help 2>&1 | grep -q -- "--tokenizer"; then
     echo "tokens: lmkit bpe encode -t gpt2" >&2
-    "$LMKIT" bpe encode -t gpt2 --special-token '<|endoftext|>' --format bin --dtype uint16 -o "$TOK" "$CORPORA/debmix.txt"
+    "$LMKIT" bpe encode -t gpt2 --special-token '<|endoftext|>' --format bin --dtype uint16 -o "$TOK" "$SRC"
     echo "lmkit bpe encode -t gpt2 (uint16)" > "$WORK/token_source"
   else
     echo "tokens: tiktoken peer (lmkit bpe encode is not in this build)" >&2
-    [ -d "${LMKIT_PEERS:-/tmp/lmkit-peers}/node_modules" ] || bash "$SHARED/bench/peers.sh" setup >&2
-    bash "$SHARED/bench/peers.sh" tiktoken-encode "$CORPORA/debmix.txt" --out "$WORK/ids.u32" >&2
+    bench_pip_peers
+    bash "$SHARED/bench/peers.sh" tiktoken-encode "$SRC" --out "$WORK/ids.u32" >&2
     $PY -c "import numpy as np,sys; a=np.fromfile(sys.argv[1],dtype='<u4'); assert a.max()<65536; a.astype('<u2').tofile(sys.argv[2])" \
       "$WORK/ids.u32" "$TOK"
     rm -f "$WORK/ids.u32"
-    echo "tiktoken 1.0.22 GPT-2 (the peer in ../shared/bench), narrowed to uint16" > "$WORK/token_source"
+    echo "$(peer_label tiktoken) GPT-2 (the peer in ../shared/bench), narrowed to uint16" > "$WORK/token_source"
   fi
 fi
 BIG=$WORK/debmix.gpt2.u16.x22.bin
-if [ ! -s "$BIG" ] || [ "$(stat -c %s "$BIG")" -lt 2000000000 ]; then
+if [ ! -s "$BIG" ] || [ "$(stat -c %s "$BIG")" -lt "$((22 * $(stat -c %s "$TOK")))" ]; then
   rm -f "$BIG"; for _ in $(seq 22); do cat "$TOK" >> "$BIG"; done; sync "$BIG"
 fi
 
@@ -62,9 +71,9 @@ dd if="$BIG" of=/dev/null bs=8M count=128 skip=64 iflag=direct 2>&1 | tail -1 | 
 # ---- warm page cache, 12x1024 ------------------------------------------------------------------------------------
 note "## warm"
 cat "$TOK" > /dev/null
-for mode in nanogpt persistent vectorized; do $PY "$PYB/getbatch_bench.py" "$TOK" $mode 12 1024 2000 >>"$R" 2>&1; done
+for mode in nanogpt persistent vectorized; do $PY "$PYB/getbatch_bench.py" "$TOK" $mode 12 1024 $N_GB >>"$R" 2>&1; done
 for w in 0 1 2; do
-  for m in map batch; do timeout 300 $PY "$PYB/dataloader_bench.py" "$TOK" 12 1024 $w 400 $m >>"$R" 2>&1 || echo "DataLoader mode=$m workers=$w failed" >>"$R"; done
+  for m in map batch; do timeout 300 $PY "$PYB/dataloader_bench.py" "$TOK" 12 1024 $w $N_DL $m >>"$R" 2>&1 || echo "DataLoader mode=$m workers=$w failed" >>"$R"; done
 done
 lm() {  # label, then lmkit args; records tokens/s, p50 produce, read amplification
   local label=$1; shift
@@ -74,29 +83,30 @@ print('LMKIT', sys.argv[1], round(r['throughput']['tokens_per_s']/1e6,3), round(
       round(r['stages']['gather']['p50_us'],1), round(r['storage']['read_amplification'],2), r['throughput']['steady_batches'])" "$label" >>"$R"
 }
 for t in 1 2; do
-  lm "warm-mmap-t$t" --threads $t dataload "$TOK" --cache warm --duration 3s --prefetch 4
-  lm "warm-pread-t$t" --threads $t dataload "$TOK" --cache warm --duration 3s --access pread --prefetch 4
+  lm "warm-mmap-t$t" --threads $t dataload "$TOK" --cache warm --duration $DUR --prefetch 4
+  lm "warm-pread-t$t" --threads $t dataload "$TOK" --cache warm --duration $DUR --access pread --prefetch 4
 done
-lm "warm-mmap-t1-uint16" --threads 1 dataload "$TOK" --cache warm --duration 3s --out-dtype uint16 --prefetch 4
+lm "warm-mmap-t1-uint16" --threads 1 dataload "$TOK" --cache warm --duration $DUR --out-dtype uint16 --prefetch 4
 
 # ---- cold: the 2 GB file evicted before every batch --------------------------------------------------------------
 note "## cold-each"
 for t in 1 2; do
-  lm "cold-mmap-random-t$t" --threads $t dataload "$BIG" --cache cold-each --advice random --steps 200 --prefetch 4
-  lm "cold-pread-random-t$t" --threads $t dataload "$BIG" --cache cold-each --access pread --advice random --steps 200 --prefetch 4
+  lm "cold-mmap-random-t$t" --threads $t dataload "$BIG" --cache cold-each --advice random --steps $N_COLD --prefetch 4
+  lm "cold-pread-random-t$t" --threads $t dataload "$BIG" --cache cold-each --access pread --advice random --steps $N_COLD --prefetch 4
 done
-lm "cold-direct-t1" --threads 1 dataload "$BIG" --cache cold-each --access direct --steps 200
-lm "cold-mmap-normal-t1" --threads 1 dataload "$BIG" --cache cold-each --steps 30 --warmup 2
-$PY "$PYB/memmap_cold.py" "$BIG" 12 1024 30 normal >>"$R" 2>&1
-$PY "$PYB/memmap_cold.py" "$BIG" 12 1024 60 random >>"$R" 2>&1
+lm "cold-direct-t1" --threads 1 dataload "$BIG" --cache cold-each --access direct --steps $N_COLD
+lm "cold-mmap-normal-t1" --threads 1 dataload "$BIG" --cache cold-each --steps $N_COLDN --warmup 2
+$PY "$PYB/memmap_cold.py" "$BIG" 12 1024 $N_MMN normal >>"$R" 2>&1
+$PY "$PYB/memmap_cold.py" "$BIG" 12 1024 $N_MMR random >>"$R" 2>&1
 # The example report in docs/dataload.md.
-"$LMKIT" dataload "$TOK" --cache warm --duration 3s --model gpt2 --gpu H200 --mfu 0.4 > "$WORK/example_warm.txt"
+"$LMKIT" dataload "$TOK" --cache warm --duration $DUR --model gpt2 --gpu H200 --mfu 0.4 > "$WORK/example_warm.txt"
 "$LMKIT" dataload "$BIG" --cache cold-each --steps 30 --warmup 2 --model gpt2 --gpu H200 --mfu 0.4 > "$WORK/example_cold.txt" || true
 "$LMKIT" dataload "$BIG" --cache cold-each --steps 200 --access pread --advice random --model gpt2 --gpu H200 --mfu 0.4 \
   > "$WORK/example_cold_pread.txt" || true
 fi
 
-$PY - "$R" "$WORK/token_source" "$TOK" "$BIG" "$(nproc)" > docs/benchmarks/dataload.md <<'PY'
+QUICK=$quick PEERS_LABEL="$(peer_label debian-numpy) + $(peer_label debian-torch)" \
+$PY - "$R" "$WORK/token_source" "$TOK" "$BIG" "$(nproc)" > "${OUT:-docs/benchmarks/dataload.md}" <<'PY'
 import re, sys, os, datetime
 R, srcf, tok, big, ncpu = sys.argv[1:6]
 text = open(R).read()
@@ -123,10 +133,12 @@ ng = py["nanogpt"] or float("nan")
 out = []
 w = out.append
 w("# lmkit dataload — benchmarks\n")
-w(f"Generated by `bench/dataload.sh` on {datetime.date.today()} ({ncpu} vCPU VM shared with other jobs; figures vary up to 2x run to run).")
+w(f"Generated by `bench/dataload.sh{' --quick' if os.environ['QUICK'] == '1' else ''}` on {datetime.date.today()} ({ncpu} vCPU VM; on a shared machine figures vary up to 2x run to run).")
+if os.environ["QUICK"] == "1":
+    w("**Smoke run on 20 MB of text and few steps (--quick): it shows the script works, not the speed.**")
 w(f"Token file: debmix.txt ({os.path.getsize(tok)//2:,} GPT-2 ids, uint16, {os.path.getsize(tok)/1e6:.1f} MB) from {open(srcf).read().strip()}.")
 w(f"Cold runs: the same bytes repeated 22x ({os.path.getsize(big)/1e9:.2f} GB), windows evicted before every batch (`--cache cold-each`).")
-w("Peers: `../shared/bench/py/` (numpy 1.24 + torch 1.13 CPU, Debian's /usr/bin/python3). B = 12, T = 1024 (nanoGPT's GPT-2 setup).\n")
+w(f"Peers: `../shared/bench/py/` ({os.environ['PEERS_LABEL']}, /usr/bin/python3). B = 12, T = 1024 (nanoGPT's GPT-2 setup).\n")
 w("## This machine's limits\n")
 w("| limit | measured | how |\n|---|---|---|")
 w(f"| memcpy | {memcpy:.1f} GB/s | numpy copyto of 256 MiB, best of 5 |")
@@ -180,8 +192,18 @@ if seq:
              f"({mn['tps']*1e6/1024*2050*mn['amp']/1e6/seq*100:.0f}% of the dd sequential figure) — bandwidth spent on bytes nobody uses; "
              "with pread + random advice the same batches need 3x the useful bytes.")
 w("\n## Raw output\n\n```")
+summary = [f"| get_batch 12×1024, warm cache | debmix tokens | nanoGPT get_batch {ng:.1f} M tok/s; best torch DataLoader "
+           f"{dl_best:.1f} M | **{best_warm/ng:.0f}×** nanoGPT; {lm['warm-mmap-t1']['tps']/dl_best:.0f}× the best DataLoader "
+           f"setting | ≥ 10×, ≥ DataLoader |",
+           f"| get_batch 12×1024, cold per batch, random advice | {os.path.getsize(big)/1e9:.2f} GB | numpy memmap cold "
+           f"{max((v[0] for v in cold_py.values()), default=float('nan')):.2f} M tok/s | **{rnd:.1f} M tok/s** | ≥ 5 M tok/s |"]
 w(text.strip())
 w("```")
+w("\n<!-- summary: rows for docs/benchmarks.md (bench/summary.py) -->")
+w("| task | input | peer | lmkit vs peer | target |")
+w("|---|---|---|---|---|")
+w("\n".join(summary))
+w("<!-- /summary -->")
 print("\n".join(out))
 PY
-echo "wrote docs/benchmarks/dataload.md" >&2
+echo "wrote ${OUT:-docs/benchmarks/dataload.md}" >&2

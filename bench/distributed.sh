@@ -6,16 +6,15 @@
 #   bench/distributed.sh [--quick] [--reps N]
 #     --quick   first 20 MB of debmix
 #     --reps N  alternate the two configurations N times (default 2) and keep each one's fastest run
-# Env: LMKIT (binary, default build/lmkit), LMKIT_CORPORA (/tmp/lmkit-corpora), OUT (docs/benchmarks/distributed.md).
+# Env: LMKIT (binary, default build/release/lmkit), LMKIT_CORPORA (/tmp/lmkit-corpora), OUT (docs/benchmarks/distributed.md).
 # Times are wall clock of the whole command (process start, MPI start-up, reading, writing included). The machine is
 # shared: the ratios come from runs made back to back in this script.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-LMKIT=${LMKIT:-$here/build/lmkit}
-CORPORA=${LMKIT_CORPORA:-/tmp/lmkit-corpora}
+. "$(dirname "$0")/lib.sh"
+here=$REPO
 OUT=${OUT:-$here/docs/benchmarks/distributed.md}
-SHARED=$here/../shared/bench
-[ -d "$SHARED" ] || SHARED=/work/shared/bench
+SHARED=$SHARED_BENCH
+bench_need_lmkit
 quick=0; reps=2
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -118,5 +117,8 @@ rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "?")
   echo "| pre-tokenize + count, wall | $count_s s |"
   echo "| merges (30,000 vocab), wall | $merge_s s |"
   echo "| MPI reduction of 2 ranks' counts (rank 0) | $reduce_s s |"
+  summary_row "\`mpirun -n 2\` vs 1 process × 2 threads" "debmix.txt$([ $quick = 1 ] && echo ", first 20 MB")" "—" \
+    "train **$ovt %** wall, encode **$ove %** wall (fastest of $reps alternated runs); fixed cost of an MPI command $fixed s; outputs identical" "≤ 10%"
+  summary_block
 } > "$OUT"
 cat "$OUT"

@@ -10,18 +10,21 @@
 #      flavour), and with dynamic per-token activations.
 #   4. `lmkit eval FLOAT --compare QUANTIZED`: perplexity delta, mean and p99 per-token KL(float || quantized), top-1
 #      agreement.
-# Environment: LMKIT (default build/lmkit), MODEL (default tests/data/model/stories260K), SAMPLES (64), NEW (256),
-# CALIB_SAMPLES (16), WORK (default a temp dir), THREADS (2).
+# Environment: LMKIT (default build/release/lmkit), MODEL (default tests/data/model/stories260K), SAMPLES (64),
+# NEW (256), CALIB_SAMPLES (16), WORK (default a temp dir), THREADS (2), OUT (the page holding the markers; default
+# docs/quant.md; another path starts as a copy of it).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-LMKIT=${LMKIT:-build/lmkit}
+. "$(dirname "$0")/lib.sh"
+cd "$REPO"
+OUT=${OUT:-docs/quant.md}
+[ -f "$OUT" ] || cp docs/quant.md "$OUT"
 MODEL=${MODEL:-tests/data/model/stories260K}
 SAMPLES=${SAMPLES:-64}
 NEW=${NEW:-256}
 CALIB_SAMPLES=${CALIB_SAMPLES:-16}
 THREADS=${THREADS:-2}
 WORK=${WORK:-$(mktemp -d)}
-[ -x "$LMKIT" ] || { echo "bench/quant_accuracy.sh: build lmkit first (ninja -C build)" >&2; exit 1; }
+bench_need_lmkit
 command -v python3 >/dev/null || { echo "bench/quant_accuracy.sh: needs python3 (for the table)" >&2; exit 1; }
 mkdir -p "$WORK"
 trap 'rm -rf "$WORK"' EXIT
@@ -52,12 +55,12 @@ done
 lm quantize "$MODEL" -o "$WORK/w8a8-dynamic" --scheme w8a8 --granularity channel >/dev/null
 add w8a8-dynamic w8a8 "per-channel" "dynamic per-token" "-"
 
-python3 - "$SAMPLES" "$SEQ" "$CALIB_SAMPLES" "${rows[@]}" <<'PY'
+python3 - "$OUT" "$SAMPLES" "$SEQ" "$CALIB_SAMPLES" "${rows[@]}" <<'PY'
 import json, re, sys
-samples, seq, calib = sys.argv[1:4]
+out, samples, seq, calib = sys.argv[1:5]
 lines = []
 base = None
-for row in sys.argv[4:]:
+for row in sys.argv[5:]:
     scheme, w, a, c, path = row.split("|")
     j = json.load(open(path))
     base = base or j
@@ -71,12 +74,12 @@ head = (f"Float model: perplexity {base['perplexity']:.4f} (mean NLL {base['mean
         "| scheme | weights | activations | calibration | ppl | ppl delta | mean KL | p99 KL | top-1 agreement |\n"
         "|---|---|---|---|---|---|---|---|---|\n")
 table = head + "\n".join(lines) + "\n"
-doc = open("docs/quant.md").read()
+doc = open(out).read()
 begin, end = "<!-- quant-accuracy:begin (bench/quant_accuracy.sh) -->\n", "<!-- quant-accuracy:end -->"
 if begin not in doc:
-    sys.exit("docs/quant.md has no quant-accuracy markers")
+    sys.exit(out + " has no quant-accuracy markers")
 pre, rest = doc.split(begin, 1)
 post = rest.split(end, 1)[1]
-open("docs/quant.md", "w").write(pre + begin + table + end + post)
+open(out, "w").write(pre + begin + table + end + post)
 print(table)
 PY

@@ -7,6 +7,8 @@
 #include "corpus_flags.h"
 #include "lmkit/bpe/decoder.h"
 #include "lmkit/bpe/encode_file.h"
+#include "lmkit/bpe/special_policy.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::cli {
 namespace {
@@ -14,6 +16,8 @@ namespace {
 struct EncodeFlags {
   std::string tokenizer;
   std::vector<std::string> specials;
+  std::string allowed_special = "all";
+  std::string disallowed_special = "all";
   std::vector<std::string> inputs;  // encode: none = stdin
   std::string input = "-";          // decode
   std::string output;
@@ -59,13 +63,25 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  const std::string sets = NameList(bpe::kSpecialSetNames, &bpe::SpecialSetEntry::kind) + " | T[,T...]";
+  sub.add_option("--allowed-special", f->allowed_special,
+                 sets + ": specials in the text encoded as their ids (tiktoken's allowed_special; default all)");
+  sub.add_option("--disallowed-special", f->disallowed_special,
+                 sets +
+                     ": specials in the text that are an error (tiktoken's disallowed_special; default all, i.e. "
+                     "those not allowed); others are encoded as text");
   sub.add_option("inputs", f->inputs,
                  "corpus files to encode, read in order as one stream: text, JSONL or Parquet (default: - = stdin)");
   sub.add_option("-o,--output", f->output, "write ids here (atomically); default: stdout");
   sub.add_option("--format", f->format,
-                 "bin | npy | json | text (default: from -o's extension: .npy, .json, .txt, else bin; json on stdout)");
-  sub.add_option("--dtype", f->dtype, "auto | uint16 | uint32 for bin/npy (auto: uint16 when the vocabulary fits)");
-  sub.add_option("--pattern", f->pattern, "pre-tokenization pattern for rank files: gpt2 | cl100k | o200k");
+                 NameList(bpe::kIdFormatNames, &bpe::IdFormatEntry::format) +
+                     " (default: from -o's extension: .npy, .json, .txt, else bin; json on stdout)");
+  sub.add_option(
+      "--dtype", f->dtype,
+      NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype) + " for bin/npy (auto: uint16 when the vocabulary fits)");
+  sub.add_option(
+      "--pattern", f->pattern,
+      "pre-tokenization pattern for rank files: " + NameList(bpe::kPatternNames, &bpe::PatternEntry::pattern));
   sub.add_option("--chunk-bytes", f->chunk_bytes, "input bytes per parallel chunk (default: 1 MiB)")
       ->transform(DecimalCount())
       ->group("");  // for tests and experiments
@@ -77,6 +93,11 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     req.tokenizer = f->tokenizer;
     if (Status st = TokenizerOptionsFrom(f->pattern, f->specials, &req.tokenizer_options); !st.ok())
       return ReportError(cmd, st);
+    auto allowed = bpe::SpecialSetFromText(f->allowed_special, "allowed_special");
+    if (!allowed.ok()) return ReportError(cmd, allowed.status());
+    auto disallowed = bpe::SpecialSetFromText(f->disallowed_special, "disallowed_special");
+    if (!disallowed.ok()) return ReportError(cmd, disallowed.status());
+    req.specials = {*allowed, *disallowed};
     const std::vector<std::string> inputs = f->inputs.empty() ? std::vector<std::string>{"-"} : f->inputs;
     auto corpus = CorpusOptionsFrom(f->corpus, inputs);
     if (!corpus.ok()) return ReportError(cmd, corpus.status(), BpeFlagNames());
@@ -87,7 +108,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
       if (!fmt.ok()) return ReportError(cmd, fmt.status());
       req.format = *fmt;
     }
-    auto dtype = bpe::IdDtypeFromName(f->dtype);
+    auto dtype = io::ParseTokenDtype(f->dtype);
     if (!dtype.ok()) return ReportError(cmd, dtype.status());
     req.dtype = *dtype;
     req.threads = g.ResolvedThreads();
@@ -109,7 +130,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     const double secs = rep->encode_seconds;
     const double mbps = secs > 0 ? static_cast<double>(rep->bytes) / 1e6 / secs : 0.0;
     const double bpt = rep->tokens ? static_cast<double>(rep->bytes) / static_cast<double>(rep->tokens) : 0.0;
-    const char* dtype_name = rep->dtype == bpe::IdDtype::kU16 ? "uint16" : "uint32";
+    const std::string dtype_name(io::TokenDtypeName(rep->dtype));
     if (g.json) {
       Json j;
       j["tokenizer"] = rep->tokenizer;
@@ -147,7 +168,9 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("input", f->input, "id file (.bin, .npy, .json), or - for stdin (default)");
   sub.add_option("-o,--output", f->output, "write the bytes here (atomically); default: stdout");
   sub.add_option("--format", f->format, "bin | npy | json (default: from the input's extension, else bin)");
-  sub.add_option("--dtype", f->dtype, "auto | uint16 | uint32 for bin (auto: uint16 when the vocabulary fits)");
+  sub.add_option(
+      "--dtype", f->dtype,
+      NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype) + " for bin (auto: uint16 when the vocabulary fits)");
   sub.add_option("--pattern", f->pattern, "pattern of a rank file (decoding does not use it)")->group("");
   return [f, &g]() -> int {
     const std::string cmd = "bpe decode";
@@ -162,14 +185,14 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
       if (*fmt == bpe::IdFormat::kText) return UsageError(cmd, "--format for decode is bin, npy or json");
       req.format = *fmt;
     }
-    auto dtype = bpe::IdDtypeFromName(f->dtype);
+    auto dtype = io::ParseTokenDtype(f->dtype);
     if (!dtype.ok()) return ReportError(cmd, dtype.status());
     req.dtype = *dtype;
     // A .npy header carries its dtype and JSON ids are decimal: only raw .bin ids need --dtype.
     bpe::IdFormat in_format = req.format ? *req.format : bpe::IdFormat::kBin;
     if (!req.format && !f->input.empty() && f->input != "-") in_format = bpe::IdFormatFromPath(f->input);
     if (in_format == bpe::IdFormat::kText) in_format = bpe::IdFormat::kBin;  // decode reads only .npy/.json by name
-    if (*dtype != bpe::IdDtype::kAuto && in_format != bpe::IdFormat::kBin)
+    if (*dtype != io::TokenDtype::kAuto && in_format != bpe::IdFormat::kBin)
       return UsageError(cmd, "--dtype applies to bin input, not " + std::string(bpe::IdFormatName(in_format)) +
                                  " (its ids carry their own type)");
     if (g.json && f->output.empty())

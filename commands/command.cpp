@@ -25,9 +25,28 @@ std::string FlagFor(std::string_view field, const FlagNames& names) {
   return flag;
 }
 
+namespace {
+std::FILE* cli_out = nullptr;  // nullptr: stdout
+std::FILE* cli_err = nullptr;  // nullptr: stderr
+std::atomic<ErrorCode> last_reported{ErrorCode::kOk};
+}  // namespace
+
+std::FILE* CliOut() { return cli_out != nullptr ? cli_out : stdout; }
+std::FILE* CliErr() { return cli_err != nullptr ? cli_err : stderr; }
+ScopedCliStreams::ScopedCliStreams(std::FILE* out, std::FILE* err) : saved_out_(cli_out), saved_err_(cli_err) {
+  cli_out = out;
+  cli_err = err;
+}
+ScopedCliStreams::~ScopedCliStreams() {
+  cli_out = saved_out_;
+  cli_err = saved_err_;
+}
+ErrorCode LastReportedCode() { return last_reported.load(); }
+
 int ReportError(const std::string& command, const Status& status, const FlagNames& names) {
+  last_reported.store(status.code());
   const std::string text = status.ToString([&](std::string_view f) { return FlagFor(f, names); });
-  std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), text.c_str());
+  std::fprintf(CliErr(), "lmkit %s: %s\n", command.c_str(), text.c_str());
   if (status.code() == ErrorCode::kInvalidArgument) return kExitUsage;
   if (status.code() == ErrorCode::kCancelled) return kExitInterrupted;
   return kExitFailure;
@@ -61,9 +80,9 @@ int UsageError(const std::string& command, const std::string& message) {
   for (char& c : m)
     if (c == '\n') c = ' ';
   if (command.empty()) {
-    std::fprintf(stderr, "lmkit: %s\n", m.c_str());
+    std::fprintf(CliErr(), "lmkit: %s\n", m.c_str());
   } else {
-    std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), m.c_str());
+    std::fprintf(CliErr(), "lmkit %s: %s\n", command.c_str(), m.c_str());
   }
   return kExitUsage;
 }
@@ -140,7 +159,7 @@ std::vector<std::string> TokenizerInputFiles(const std::string& tokenizer) {
 
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message) {
   if (g.quiet) return;
-  std::fprintf(stderr, "lmkit %s: %s\n", command.c_str(), message.c_str());
+  std::fprintf(CliErr(), "lmkit %s: %s\n", command.c_str(), message.c_str());
 }
 
 void NoteCpuFallbackOnce(const GlobalOptions& g, const std::string& command, const std::string& why) {
@@ -156,7 +175,7 @@ std::atomic<int> stdout_errno{0};
 
 void PrintText(const std::string& text) {
   errno = 0;
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+  if (std::fwrite(text.data(), 1, text.size(), CliOut()) != text.size() || std::fflush(CliOut()) != 0) {
     int expected = 0;
     stdout_errno.compare_exchange_strong(expected, errno != 0 ? errno : EIO);
   }
@@ -169,6 +188,11 @@ void PrintJson(const Json& doc) {
 }
 
 int StdoutWriteError() { return stdout_errno.load(); }
+
+void ResetCliState() {
+  last_reported.store(ErrorCode::kOk);
+  stdout_errno.store(0);
+}
 
 std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g) {
   return std::make_unique<TerminalProgress>(STDERR_FILENO, !g.quiet);

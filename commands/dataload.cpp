@@ -1,14 +1,49 @@
 // `lmkit dataload PATH...`: can this token-file pipeline keep the GPU fed, and if not, why? Binds the flags into
-// DataloadOptions, calls dataload::RunDataload once and prints the report (text or JSON). Exit codes: 0, 1 (bad input,
-// ids out of --vocab-size), 2 (usage), 3 (--fail-on gate: the verdict is at least as bad as asked).
+// DataloadOptions, calls dataload::RunDataload once and prints the report (text or JSON).
+// `lmkit dataload trace TRACE`: the same question about a PyTorch loop, from its torch.profiler trace
+// (dataload::RunTrace). Exit codes: 0, 1 (bad input, ids out of --vocab-size), 2 (usage), 3 (--fail-on gate: the
+// verdict is at least as bad as asked).
+#include "lmkit/present/dataload.h"
+
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "commands.h"
+#include "lmkit/common/atomic_file.h"
 #include "lmkit/dataload/profile.h"
+#include "lmkit/dataload/trace.h"
 
 namespace lmkit::cli {
 namespace {
+
+// The request fields whose flag is not the field's name with '-' for '_' and a "--" prefix.
+const FlagNames kFlags = {{"step_time_s", "--step-time-ms"}, {"duration_s", "--duration"}};
+
+std::string Flag(std::string_view field) { return FlagFor(field, kFlags); }
+
+template <typename E>
+CLI::IsMember Member(std::span<const dataload::NamedValue<E>> table) {
+  return CLI::IsMember(dataload::NamesOf(table));
+}
+
+std::string Knobs() {
+  std::string s;
+  for (const char* k : dataload::SweepKnobs()) s += (s.empty() ? "" : ", ") + std::string(k);
+  return s;
+}
+
+// Exit 3 when `level` is at least what --fail-on asks for.
+int Gate(const std::string& cmd, const std::string& fail_on, dataload::InputBound level) {
+  if (fail_on.empty()) return kExitOk;
+  const bool fail = fail_on == "high"
+                        ? level == dataload::InputBound::kHighly
+                        : (level == dataload::InputBound::kModerately || level == dataload::InputBound::kHighly);
+  if (!fail) return kExitOk;
+  std::fprintf(CliErr(), "lmkit %s: gate failed: %s (--fail-on %s)\n", cmd.c_str(), dataload::InputBoundPhrase(level),
+               fail_on.c_str());
+  return kExitGate;
+}
 
 struct DataloadFlags {
   std::vector<std::string> paths;
@@ -62,12 +97,10 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
     }
   }
   if (o.paths.empty()) return UsageError(cmd, "no token files given (see 'lmkit dataload --help')");
-  o.dtype = f.dtype == "uint16"   ? dataload::TokenDtype::kUint16
-            : f.dtype == "uint32" ? dataload::TokenDtype::kUint32
-                                  : dataload::TokenDtype::kAuto;
+  o.dtype = *io::ParseTokenDtype(f.dtype);  // CLI11 checked it against the table
   dataload::LoaderConfig& c = o.config;
   c.batch_size = f.batch_size;
-  c.context = f.context;
+  c.context_length = f.context;
   for (auto [name, value] : {std::pair<const char*, const std::string*>{"access", &f.access},
                              {"advice", &f.advice},
                              {"cache", &f.cache},
@@ -125,7 +158,7 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
   }
   for (const auto& a : axes) {
     auto axis = dataload::ParseSweepAxis(a);
-    if (!axis.ok()) return ReportError(cmd, axis.status());
+    if (!axis.ok()) return ReportError(cmd, axis.status(), kFlags);
     if (axis->name == "memory" && !o.cuda)
       return UsageError(cmd, "--sweep memory=... applies to --device cuda (the host-to-device staging)");
     o.sweep.push_back(*axis);
@@ -135,43 +168,80 @@ int Run(const DataloadFlags& f, const GlobalOptions& g) {
 
   auto progress = MakeProgress(g);
   auto report = dataload::RunDataload(o, progress.get());
-  if (!report.ok()) return ReportError(cmd, report.status());
-  for (const auto& n : report->notes) Note(g, cmd, n);
+  if (!report.ok()) return ReportError(cmd, report.status(), kFlags);
+  for (const auto& n : report->notes) Note(g, cmd, RenderFields(n, Flag));
   if (g.json) {
-    PrintJson(dataload::ReportToJson(*report));
+    PrintJson(present::DataloadJson(*report, Flag));
   } else {
-    PrintText(dataload::ReportToText(*report));
+    PrintText(present::DataloadText(*report, Flag));
   }
   for (const auto& r : report->runs) {
-    if (r.vocab.out_of_range > 0) {
-      return ReportError(
-          cmd, Status::InvalidInput(r.vocab_first_bad_where,
-                                    "token id " + std::to_string(r.vocab.first_bad_id) + " is not below --vocab-size " +
-                                        std::to_string(f.vocab_size) + " (" + std::to_string(r.vocab.out_of_range) +
-                                        " out-of-range ids in the sampled windows)"));
+    const dataload::VocabResult& v = r.vocab;
+    if (v.out_of_range > 0) {
+      return ReportError(cmd, Status::InvalidInput(
+                                  v.first_bad_where,
+                                  "token id " + std::to_string(v.first_bad_id) + " is not below --vocab-size " +
+                                      std::to_string(f.vocab_size) + " (" + (v.out_of_range_capped ? "at least " : "") +
+                                      std::to_string(v.out_of_range) + " out-of-range " +
+                                      (v.out_of_range == 1 ? "position" : "positions") + " in the sampled windows)"));
     }
   }
-  if (!f.fail_on.empty()) {
-    const dataload::InputBound level = dataload::GateLevel(*report);
-    const bool fail = f.fail_on == "high"
-                          ? level == dataload::InputBound::kHighly
-                          : (level == dataload::InputBound::kModerately || level == dataload::InputBound::kHighly);
-    if (fail) {
-      std::fprintf(stderr, "lmkit dataload: gate failed: %s (--fail-on %s)\n", dataload::InputBoundPhrase(level),
-                   f.fail_on.c_str());
-      return kExitGate;
-    }
+  return Gate(cmd, f.fail_on, dataload::GateLevel(*report));
+}
+
+struct TraceFlags {
+  std::string path;
+  std::string fail_on;
+  std::string svg;
+};
+
+int RunTraceCommand(const TraceFlags& f, const GlobalOptions& g) {
+  const std::string cmd = "dataload trace";
+  if (Status st = CheckOutputIsNotAnInput({f.path}, f.svg, "--svg"); !st.ok()) return ReportError(cmd, st);
+  std::optional<AtomicFile> svg;
+  if (!f.svg.empty()) {
+    auto made = AtomicFile::Create(f.svg);
+    if (!made.ok()) return ReportError(cmd, made.status());
+    svg = std::move(*made);
   }
-  return kExitOk;
+  auto report = dataload::RunTrace(f.path);
+  if (!report.ok()) return ReportError(cmd, report.status());
+  if (svg) {
+    Status st = svg->Write(present::TraceSvg(*report));
+    if (st.ok()) st = svg->Commit();
+    if (!st.ok()) return ReportError(cmd, st);
+  }
+  for (const auto& n : report->notes) Note(g, cmd, n);
+  if (g.json) {
+    PrintJson(present::TraceJson(*report));
+  } else {
+    PrintText(present::TraceText(*report));
+  }
+  return Gate(cmd, f.fail_on, report->level);
 }
 
 }  // namespace
 
 RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
   auto f = std::make_shared<DataloadFlags>();
+  auto t = std::make_shared<TraceFlags>();
+  CLI::App* trace = sub.add_subcommand("trace",
+                                       "is a PyTorch training loop waiting for its DataLoader? (from a "
+                                       "torch.profiler trace)");
+  trace->fallthrough();
+  trace
+      ->add_option("trace", t->path,
+                   "a torch.profiler Chrome trace: .json or .json.gz (export_chrome_trace, "
+                   "tensorboard_trace_handler)")
+      ->required();
+  trace->add_option("--fail-on", t->fail_on, "exit 3 when the verdict is at least moderately/highly input-bound")
+      ->check(CLI::IsMember({"moderate", "high"}));
+  trace->add_option("--svg", t->svg, "write a per-step chart (data wait, host-to-device copy, rest) to this SVG file");
   sub.add_option("paths", f->paths, "token files: flat .bin (dtype by --dtype) or .npy (dtype from its header)");
+  std::vector<std::string> dtypes;
+  for (const auto& e : io::TokenDtypeTable()) dtypes.emplace_back(e.name);
   sub.add_option("--dtype", f->dtype, "token dtype of .bin files (auto: uint16, or uint32 when --vocab-size > 65536)")
-      ->check(CLI::IsMember({"auto", "uint16", "uint32"}));
+      ->check(CLI::IsMember(dtypes));
   sub.add_option("-b,--batch-size", f->batch_size, "windows per batch (nanoGPT GPT-2: 12)")->check(PositiveFinite());
   sub.add_option("-t,--context-length", f->context, "tokens per window, T (nanoGPT GPT-2: 1024)")
       ->check(PositiveFinite());
@@ -181,20 +251,20 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
   dur->excludes(steps);
   sub.add_option("--warmup", f->warmup, "batches before the steady state (timed apart)");
   sub.add_option("--access", f->access, "how windows are read: mmap, pread, direct (O_DIRECT)")
-      ->check(CLI::IsMember({"mmap", "pread", "direct"}));
+      ->check(Member(dataload::AccessValues()));
   sub.add_option("--advice", f->advice,
                  "read-ahead advice: normal, random (no read-ahead; a batch's windows requested together)")
-      ->check(CLI::IsMember({"normal", "random"}));
+      ->check(Member(dataload::AdviceValues()));
   sub.add_option("--cache", f->cache,
                  "page cache before the run: as-is, warm (read the files), cold (evict them), cold-each (evict each "
                  "batch's windows: a dataset larger than RAM)")
-      ->check(CLI::IsMember({"as-is", "warm", "cold", "cold-each"}));
+      ->check(Member(dataload::CacheModeValues()));
   sub.add_option("--prefetch", f->prefetch,
                  "batches produced ahead of the consumer (loader threads: global --threads, "
                  "default 1)")
       ->check(PositiveFinite());
   sub.add_option("--out-dtype", f->out_dtype, "dtype of x and y: int64 (torch LongTensor), int32, uint16")
-      ->check(CLI::IsMember({"int64", "int32", "uint16"}));
+      ->check(Member(dataload::OutDtypeValues()));
   sub.add_option("--device", f->device, "cpu, or cuda[:N] to add pinned staging and the host->device copy");
   auto* pinned = sub.add_flag("--pinned", f->pinned, "stage batches in pinned memory before the copy (default)");
   auto* pageable = sub.add_flag("--pageable", f->pageable, "copy to the device straight from pageable memory");
@@ -206,14 +276,12 @@ RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g) {
       ->check(PositiveFinite());
   sub.add_option("--step-time-ms", f->step_time_ms, "demand: milliseconds per B x T training step")
       ->check(PositiveFinite());
-  sub.add_option("--sweep", f->sweep,
-                 "knobs to sweep, each NAME=V1,V2 (threads, prefetch, access, advice, cache, batch-size, "
-                 "context-length, out-dtype, memory=pinned,pageable)");
+  sub.add_option("--sweep", f->sweep, "knobs to sweep, each NAME=V1,V2 (" + Knobs() + "=pinned,pageable)");
   sub.add_option("--fail-on", f->fail_on, "exit 3 when the verdict is at least moderately/highly input-bound")
       ->check(CLI::IsMember({"moderate", "high"}));
   sub.add_option("--vocab-size", f->vocab_size, "check that every sampled id is below V (exit 1 otherwise)");
   sub.add_option("--seed", f->seed, "sampler seed: the same seed gives the same batches");
-  return [f, &g] { return Run(*f, g); };
+  return [f, t, trace, &g] { return trace->parsed() ? RunTraceCommand(*t, g) : Run(*f, g); };
 }
 
 }  // namespace lmkit::cli

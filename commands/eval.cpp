@@ -35,7 +35,7 @@ RunFn SetupEval(CLI::App& sub, const GlobalOptions& g) {
     const std::string& t = a->o.tokens;
     if (dtype->count() > 0 && t.size() >= 4 && t.compare(t.size() - 4, 4, ".npy") == 0)
       return UsageError("eval", "--dtype applies to .bin token files (a .npy header gives its own dtype)");
-    a->o.bin_dtype = a->dtype == "u16" ? io::DType::kU16 : io::DType::kU32;
+    a->o.bin_dtype = a->dtype == "u16" ? io::TokenDtype::kU16 : io::TokenDtype::kU32;
     if (!a->svg.empty() && a->o.compare.empty())
       return UsageError("eval", "--svg needs --compare (the chart is the KL divergence by position)");
     if (Status st = CheckOutputIsNotAnInput({a->o.model, a->o.compare, a->o.tokens}, a->svg, "--svg"); !st.ok())

@@ -64,7 +64,7 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
     if (!r.ok()) return ReportError("generate", r.status(), {{"prompt", "--prompt-ids"}});
     if (!a->output.empty()) {
       auto w = io::TokenWriter::Create(a->output, io::TokenFormatFromPath(a->output),
-                                       r->vocab <= 65536 ? io::DType::kU16 : io::DType::kU32);
+                                       io::ResolveAuto(io::TokenDtype::kAuto, r->vocab));
       if (!w.ok()) return ReportError("generate", w.status());
       for (const auto& s : r->sequences) {
         Status st = w->Append(s);

@@ -1,9 +1,10 @@
-// `lmkit plan`: many models on a few GPUs — memory by component, latency and its bound, load/switch time, a packing.
+// `lmkit plan`: many models on a few GPUs — memory by component, latency and its bound, load/switch time, a placement.
 #include "lmkit/accounting/plan.h"
 
 #include "commands.h"
-#include "lmkit/common/atomic_file.h"
+#include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
+#include "model_args.h"
 
 namespace lmkit::cli {
 
@@ -12,13 +13,18 @@ const char* kPlanFooter = R"(PLAN.json (docs/plan.md has the full schema):
   {"gpu": "h100", "gpus": 2, "reserved_gib": 1, "fragmentation": 0.05,
    "host": {"disk_gb_s": 2, "pcie_pinned_gb_s": 25, "pcie_pageable_gb_s": 10, "pinned": true},
    "models": [{"name": "chat", "model": "llama-2-7b", "dtype": "bf16", "batch": 8, "seq_len": 4096,
-               "output_tokens": 256, "requests_per_s": 2, "count": 1}]}
-Memory per model is `lmkit memory --mode inference` (weights, KV cache, prefill working set); latency is the
-roofline of `lmkit flops --gpu` (prefill + output_tokens decode steps at the mean context); cold load = weights over
-disk then host->device, switch = host->device only. Models are packed first-fit decreasing, then by an exact search
-when that leaves some out. Defaults: reserved 1 GiB per GPU, margin 5% of capacity, disk 2 GB/s, PCIe 25 GB/s pinned,
-10 GB/s pageable. Exit codes: 0 planned (models that fit alone but not together are listed), 1 invalid plan (unknown
-model, malformed JSON, a model that fits no empty GPU at its batch), 2 bad flags.)";
+               "output_tokens": 256, "requests_per_s": 2, "count": 1, "tp": 1, "kv_dtype": "fp8",
+               "kv_tokens": 65536 or "gpu_memory_utilization": 0.45}]}
+Memory per model is `lmkit memory --mode inference` (weights, KV cache, prefill working set) per GPU of its
+tensor-parallel degree; the KV budget is batch x seq_len unless kv_tokens or gpu_memory_utilization (vLLM's) sets it.
+Latency is the roofline of `lmkit flops --gpu` on one GPU's slice (prefill + output_tokens decode steps at the mean
+context) plus the tensor-parallel all-reduces over the GPU's interconnect; cold load = weights over disk then
+host->device, switch = host->device only. Placement holds the most models: branch and bound (exact up to 24 models
+on 16 GPUs), else first-fit decreasing, and the report says which. --what-if names, for each model left out, the
+cheapest single change that places it (smaller batch, fp8 KV cache, 8-bit weights, tensor parallelism, more GPUs, a
+larger GPU). Defaults: reserved 1 GiB per GPU, margin 5% of capacity, disk 2 GB/s, PCIe 25 GB/s pinned, 10 GB/s
+pageable, 10 us per all-reduce. Exit codes: 0 planned (models that do not fit are listed with the reason and the
+largest batch that would fit), 1 invalid plan (unknown model, malformed JSON, a bad value), 2 bad flags.)";
 }  // namespace
 
 RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
@@ -29,27 +35,34 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
   auto st = std::make_shared<State>();
   sub.add_option("PLAN", st->req.plan_path, "plan file (JSON; '-' = stdin)")->required();
   sub.add_option("--gpu", st->req.gpu, "GPU from data/gpus.json (overrides the plan's \"gpu\")");
+  sub.add_option("--gpu-spec", st->req.gpu_spec, "a JSON file describing the GPU (a gpus.json entry), instead");
   sub.add_option("--gpus", st->req.gpus, "number of GPUs (overrides the plan's \"gpus\"; default 1)")
       ->transform(DecimalInteger())
       ->check(CLI::Range(1, 4096));
-  sub.add_option("--format", st->format, "table, md, csv or json [table]");
+  sub.add_flag("--what-if", st->req.what_if, "for each model left out, the cheapest change that places it");
+  sub.add_option("--format", st->format, EnumChoices(present::FormatNames()) + " [table]");
   sub.add_option("--svg", st->req.svg_path, "write the GPU memory map (models stacked per GPU) to this SVG file");
   sub.footer(kPlanFooter);
   return [st, &g]() -> int {
+    auto fail = [](const Status& s) { return ReportError("plan", s, {{"plan_path", "PLAN"}}); };
     // The chart replaces its destination: not the plan file it is drawn from.
-    if (Status s = CheckOutputIsNotAnInput({st->req.plan_path}, st->req.svg_path, "--svg"); !s.ok())
-      return ReportError("plan", s);
-    auto fmt = accounting::ParseFormat(g.json ? "json" : st->format);
-    if (!fmt.ok()) return ReportError("plan", fmt.status());
+    if (Status s = CheckOutputIsNotAnInput({st->req.plan_path}, st->req.svg_path, "--svg"); !s.ok()) return fail(s);
+    auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st->format, "format");
+    if (!fmt.ok()) return fail(fmt.status());
     auto res = accounting::RunPlan(st->req);
-    if (!res.ok()) return ReportError("plan", res.status());
-    if (!res->svg_path.empty())
-      if (Status s = WriteFileAtomically(res->svg_path, present::PlanMemoryMapSvg(*res)); !s.ok())
-        return ReportError("plan", s);
-    if (*fmt == accounting::Format::kJson) {
-      PrintJson(accounting::PlanToJson(*res));
+    if (!res.ok()) return fail(res.status());
+    if (!res->svg_path.empty()) {
+      // ... nor a model config the plan reads.
+      std::vector<std::string> configs;
+      for (const auto& m : res->plan.models)
+        if (!m.config_file.empty()) configs.push_back(m.config_file);
+      if (Status s = CheckOutputIsNotAnInput(configs, res->svg_path, "--svg"); !s.ok()) return fail(s);
+      if (Status w = WriteChart(res->svg_path, present::PlanMemoryMapSvg(*res)); !w.ok()) return fail(w);
+    }
+    if (*fmt == present::Format::kJson) {
+      PrintJson(present::PlanJson(*res));
     } else {
-      PrintText(accounting::RenderPlan(*res, *fmt));
+      PrintText(AsFlags(present::RenderPlan(*res, *fmt)));
     }
     return kExitOk;
   };

@@ -1,51 +1,87 @@
-// `lmkit quantize`: INT8 weights (compressed-tensors, or GGUF Q8_0) from a safetensors checkpoint; prints the error
-// report.
+// `lmkit quantize`: options -> quant::Quantize -> the report (present/quant.h).
 #include "lmkit/quant/quantize.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <optional>
 
 #include "commands.h"
-#include "lmkit/common/atomic_file.h"
+#include "lmkit/present/quant.h"
 #include "lmkit/present/quant_svg.h"
 
 namespace lmkit::cli {
+namespace {
+
+// How quantize spells the request's fields where the default (--field-name) does not apply.
+const FlagNames kQuantizeFlags = {{"input", "INPUT"}, {"output", "OUTPUT"}};
+
+std::string SchemeHelp() {
+  std::string out = "what the Linear layers compute with:";
+  for (const quant::SchemeInfo& s : quant::Schemes()) out += fmt::format(" {}: {};", s.name, s.summary);
+  out.pop_back();
+  return out + " (default w8a16; --list-schemes shows which loaders serve each)";
+}
+
+std::string FormatHelp() {
+  std::string out;
+  for (const quant::FormatInfo& f : quant::Formats())
+    out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", f.name, f.summary);
+  return out + " (default compressed-tensors)";
+}
+
+}  // namespace
 
 RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
     quant::QuantizeOptions o;
     std::string scheme = "w8a16", granularity, format = "compressed-tensors", report, svg;
+    bool list_schemes = false;
   };
   auto a = std::make_shared<Args>();
   sub.description(
-      "Quantize the Linear weights of a .safetensors file or Hugging Face model directory to INT8 "
-      "(compressed-tensors, symmetric; or GGUF Q8_0 for llama.cpp) and report per-tensor error");
-  sub.add_option("INPUT", a->o.input, "a .safetensors file or a model directory (config.json + shards)")->required();
-  sub.add_option("-o,--output", a->o.output, "output file (file input) or directory (directory input)")->required();
-  sub.add_option("--scheme", a->scheme, "w8a16 (weights only) or w8a8 (INT8 activations too)");
+      "Quantize the Linear weights of a .safetensors file or Hugging Face model directory (INT8 or FP8 in "
+      "compressed-tensors for vLLM and transformers; or GGUF Q8_0 for llama.cpp) and report per-tensor error");
+  sub.add_option("INPUT", a->o.input, "a .safetensors file or a model directory (config.json + shards)");
+  sub.add_option("-o,--output", a->o.output, "output file (file input) or directory (directory input)");
+  sub.add_option("--scheme", a->scheme, SchemeHelp());
   sub.add_option("--granularity", a->granularity,
-                 "channel (default), tensor or group:N; gguf-q8_0 is always group:32 (its Q8_0 blocks)");
-  sub.add_option("--calibration", a->o.calibration, "CALIB.json from `lmkit calibrate` (static w8a8 input scales)");
+                 "weights per scale: " + std::string(quant::GranularityChoices()) +
+                     "; default: the scheme's (channel; tensor for fp8-static); gguf-q8_0 is always group:32");
+  sub.add_option("--calibration", a->o.calibration,
+                 "CALIB.json from `lmkit calibrate`: static input scales (w8a8: optional, fp8-static: required)");
   sub.add_option("--include", a->o.include, "regex: quantize only matching 2-D weights (repeatable)")
       ->allow_extra_args(false);
   sub.add_option("--exclude", a->o.exclude, "regex: never quantize matching tensors (repeatable)")
       ->allow_extra_args(false);
-  sub.add_option("--format", a->format,
-                 "compressed-tensors (default; a directory for a directory INPUT) or gguf-q8_0 (one llama.cpp GGUF "
-                 "file from a Llama-family model directory)");
+  sub.add_flag("--split-fused", a->o.split_fused,
+               "write a checkpoint that quantizes only part of q/k/v or gate/up (vLLM fuses them and refuses it)");
+  sub.add_option("--format", a->format, FormatHelp());
   sub.add_option("--report", a->report, "also write the JSON report to this file");
   sub.add_option("--svg", a->svg,
                  "also write a chart of SQNR and max error per layer (or per tensor) to this SVG file");
+  sub.add_flag("--list-schemes", a->list_schemes,
+               "list every scheme x format x granularity and what vLLM, transformers and llama.cpp do with it "
+               "(with --json: a stable document for scripts), then exit");
   return [a, &g] {
+    if (a->list_schemes) {
+      if (g.json)
+        PrintJson(present::SchemeListJson());
+      else
+        PrintText(present::SchemeListText());
+      return static_cast<int>(kExitOk);
+    }
+    if (a->o.input.empty() || a->o.output.empty())
+      return UsageError("quantize", "INPUT and -o OUTPUT are required (or --list-schemes)");
     auto scheme = quant::ParseQuantScheme(a->scheme);
-    if (!scheme.ok()) return ReportError("quantize", scheme.status());
+    if (!scheme.ok()) return ReportError("quantize", scheme.status(), kQuantizeFlags);
     auto format = quant::ParseQuantFormat(a->format);
-    if (!format.ok()) return ReportError("quantize", format.status());
+    if (!format.ok()) return ReportError("quantize", format.status(), kQuantizeFlags);
     const bool gguf = *format == quant::QuantFormat::kGgufQ8_0;
-    auto gran = quant::ParseGranularity(a->granularity.empty() ? (gguf ? "group:32" : "channel") : a->granularity);
-    if (!gran.ok()) return ReportError("quantize", gran.status());
+    const std::string gran_text = !a->granularity.empty() ? a->granularity
+                                  : gguf                  ? std::string("group:32")
+                                                          : std::string(quant::InfoOf(*scheme).default_granularity);
+    auto gran = quant::ParseGranularity(gran_text);
+    if (!gran.ok()) return ReportError("quantize", gran.status(), kQuantizeFlags);
     a->o.scheme = *scheme;
     a->o.granularity = *gran;
     a->o.format = *format;
@@ -57,46 +93,26 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     if (Status st = CheckOutputIsNotAnInput(ins, a->report, "--report"); !st.ok()) return ReportError("quantize", st);
     if (Status st = CheckOutputIsNotAnInput(ins, a->svg, "--svg"); !st.ok()) return ReportError("quantize", st);
     std::error_code ec;
-    if (!a->report.empty() && std::filesystem::weakly_canonical(std::filesystem::absolute(a->report, ec), ec) ==
-                                  std::filesystem::weakly_canonical(std::filesystem::absolute(a->o.output, ec), ec))
-      return UsageError("quantize", "-o and --report name the same file");
-    for (const std::string* other : {&a->o.output, &a->report})
-      if (!a->svg.empty() && std::filesystem::weakly_canonical(std::filesystem::absolute(a->svg, ec), ec) ==
-                                 std::filesystem::weakly_canonical(std::filesystem::absolute(*other, ec), ec))
-        return UsageError(
-            "quantize", std::string("--svg and ") + (other == &a->report ? "--report" : "-o") + " name the same file");
-    // The report file is opened before quantizing, so an unwritable --report fails before any output is written
-    // instead of after (exit 1 with the quantized model already in place).
-    std::optional<AtomicFile> report_file;
-    if (!a->report.empty()) {
-      auto f = AtomicFile::Create(a->report);
-      if (!f.ok()) return ReportError("quantize", f.status());
-      report_file = std::move(*f);
-    }
-    std::optional<AtomicFile> svg_file;
-    if (!a->svg.empty()) {
-      auto f = AtomicFile::Create(a->svg);
-      if (!f.ok()) return ReportError("quantize", f.status());
-      svg_file = std::move(*f);
-    }
+    auto same = [&](const std::string& x, const std::string& y) {
+      return !x.empty() && std::filesystem::weakly_canonical(std::filesystem::absolute(x, ec), ec) ==
+                               std::filesystem::weakly_canonical(std::filesystem::absolute(y, ec), ec);
+    };
+    if (same(a->report, a->o.output)) return UsageError("quantize", "-o and --report name the same file");
+    if (same(a->svg, a->o.output)) return UsageError("quantize", "--svg and -o name the same file");
+    if (same(a->svg, a->report)) return UsageError("quantize", "--svg and --report name the same file");
+    if (!a->report.empty())
+      a->o.extra_outputs.push_back(
+          {a->report, [](const quant::QuantizeReport& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; }});
+    if (!a->svg.empty()) a->o.extra_outputs.push_back({a->svg, present::QuantizeSvg});
     auto progress = MakeProgress(g);
     auto rep = quant::Quantize(a->o, progress.get());
-    if (!rep.ok()) return ReportError("quantize", rep.status());
-    Json j = quant::QuantizeReportToJson(*rep);
-    if (report_file) {
-      Status st = report_file->Write(DumpJson(j) + "\n");
-      if (st.ok()) st = report_file->Commit();
-      if (!st.ok()) return ReportError("quantize", st);
-    }
-    if (svg_file) {
-      Status st = svg_file->Write(present::QuantizeSvg(*rep));
-      if (st.ok()) st = svg_file->Commit();
-      if (!st.ok()) return ReportError("quantize", st);
-    }
+    if (!rep.ok()) return ReportError("quantize", rep.status(), kQuantizeFlags);
+    for (const std::string& w : rep->warnings)
+      Note(g, "quantize", "warning: " + RenderFields(w, [](std::string_view f) { return FlagFor(f, kQuantizeFlags); }));
     if (g.json)
-      PrintJson(j);
+      PrintJson(present::QuantizeReportJson(*rep));
     else
-      PrintText(quant::QuantizeReportToText(*rep));
+      PrintText(present::QuantizeReportText(*rep));
     return static_cast<int>(kExitOk);
   };
 }

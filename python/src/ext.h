@@ -39,5 +39,6 @@ inline nb::list IdList(const std::vector<uint32_t>& ids) { return IdList(ids.dat
 std::string_view Utf8(nb::handle str);
 
 void RegisterBpe(nb::module_& m);
+void RegisterCli(nb::module_& m);
 
 }  // namespace lmkit::py

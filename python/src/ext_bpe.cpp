@@ -15,6 +15,8 @@
 #include "lmkit/bpe/decoder.h"
 #include "lmkit/bpe/encode_file.h"
 #include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/id_format.h"
+#include "lmkit/bpe/safe_cut.h"
 #include "lmkit/bpe/special_tokens.h"
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/bpe/tokenizer_files.h"
@@ -363,7 +365,7 @@ void RegisterBpe(nb::module_& m) {
         req.corpus.inputs = {input};
         req.output = output;
         if (format) req.format = Take(bpe::IdFormatFromName(*format));
-        req.dtype = Take(bpe::IdDtypeFromName(dtype));
+        req.dtype = Take(io::ParseTokenDtype(dtype));
         req.threads = threads;
         Result<bpe::EncodeReport> rep = Status::Internal("not encoded");
         {
@@ -375,7 +377,7 @@ void RegisterBpe(nb::module_& m) {
         d["input"] = r.input;
         d["output"] = r.output;
         d["format"] = std::string(bpe::IdFormatName(r.format));
-        d["dtype"] = r.dtype == bpe::IdDtype::kU16 ? "uint16" : "uint32";
+        d["dtype"] = std::string(io::TokenDtypeName(r.dtype));
         d["bytes"] = r.bytes;
         d["tokens"] = r.tokens;
         d["threads"] = r.threads;

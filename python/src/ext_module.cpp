@@ -65,4 +65,5 @@ NB_MODULE(_lmkit, m) {
       "_set_data_dir", [](const std::string& dir) { lmkit::SetHostDataDir(dir); },
       "Where the package's copy of lmkit's data/ lives (tokenizers, presets, GPU table).");
   lmkit::py::RegisterBpe(m);
+  lmkit::py::RegisterCli(m);
 }

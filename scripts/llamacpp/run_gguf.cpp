@@ -1,6 +1,6 @@
 // Loads a GGUF with llama.cpp's C API and prints, as one JSON line, the greedy continuation of a prompt (token ids in,
 // token ids out: no tokenizer is involved, so a GGUF without one works) and the next-position logits after the whole
-// prompt + continuation. Built and run by scripts/llamacpp-check.sh against node-llama-cpp's prebuilt libraries.
+// prompt + continuation. Built by scripts/llamacpp/build.sh against llama.cpp from PyPI's llama-cpp-python sdist.
 //
 // Usage: run_gguf MODEL.gguf BACKEND_DIR N_NEW ID...
 #include <cstdio>
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   const int n_new = std::atoi(argv[3]);
   std::vector<llama_token> ids;
   for (int i = 4; i < argc; ++i) ids.push_back(static_cast<llama_token>(std::atoi(argv[i])));
-  ggml_backend_load_all_from_path(argv[2]);  // the CPU backends ship as separate libraries
+  ggml_backend_load_all_from_path(argv[2]);  // backends built as loadable libraries (GGML_BACKEND_DL); else linked in
   llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();

@@ -11,6 +11,7 @@ using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
 using lmkit::test::StdoutJson;
 using lmkit::test::TempDir;
+using lmkit::test::TestData;
 using lmkit::test::WriteAll;
 
 namespace {
@@ -38,7 +39,8 @@ TEST_CASE("flops cli: CS336 GPT-2 XL golden numbers in table and JSON", "[accoun
   auto j2 = StdoutJson(RunLmkit({"flops", "nanogpt-gpt2-124m", "--format", "json"}));
   CHECK(j2["totals"]["forward"].get<uint64_t>() == 291648307200ULL);
   CHECK(j2["totals"]["training"].get<uint64_t>() == 874944921600ULL);
-  CHECK(j2["totals"]["palm"].get<double>() == 879894724608.0);
+  // PaLM's N without the position table (nanoGPT's estimate_mfu): 123,551,232.
+  CHECK(j2["totals"]["palm"].get<double>() == 875062886400.0);
 }
 
 TEST_CASE("flops cli: explicit dimensions equal the preset", "[accounting][cli]") {
@@ -324,4 +326,83 @@ TEST_CASE("flops: --dtype without --gpu is a usage error, as --mfu is", "[cli][a
   CHECK(bf["gpu"]["dtype"] == "bf16");
   CHECK(f8["gpu"]["dtype"] == "fp8");
   CHECK(f8["gpu"]["peak_flops"].get<double>() == Approx(2 * bf["gpu"]["peak_flops"].get<double>()).epsilon(1e-3));
+}
+
+// #31: a given --mfu of 0 is refused (it used to be read as "no --mfu" and print no step time, silently).
+TEST_CASE("flops cli: --mfu 0 is a usage error, and roofline options need --gpu", "[cli][accounting]") {
+  auto r = RunLmkit({"flops", "gpt2", "--gpu", "h100", "--mfu", "0"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "lmkit flops: --mfu must be in (0, 1] (got 0)\n");
+  auto kv = RunLmkit({"flops", "gpt2", "--kv-dtype", "fp8"});
+  CHECK(kv.exit_code == 2);
+  CHECK(kv.err == "lmkit flops: --kv-dtype needs --gpu (it sets the roofline's KV cache bytes)\n");
+  auto at = RunLmkit({"flops", "gpt2", "--gpu", "h100", "--attention", "paged"});
+  CHECK(at.exit_code == 2);
+  CHECK(at.err == "lmkit flops: --attention must be fused or unfused (got 'paged')\n");
+  auto both = RunLmkit({"flops", "gpt2", "--gpu", "h100", "--gpu-spec", "x.json"});
+  CHECK(both.exit_code == 2);
+  CHECK(both.err == "lmkit flops: give either --gpu or --gpu-spec, not both\n");
+}
+
+TEST_CASE("flops cli: MFU and HFU, fused attention, the conventions in --help", "[cli][accounting]") {
+  auto r = RunLmkit({"flops", "llama-3-8b", "--gpu", "h100", "--mfu", "0.4", "--training", "--seq-len", "8192",
+                     "--recompute", "full"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("training step at MFU 0.40: 1.20 s per step") != std::string::npos);
+  CHECK(r.out.find("; HFU 0.53 (recomputation counted)") != std::string::npos);
+  CHECK(r.out.find("full recomputation runs the layers' forward again (not the LM head)") != std::string::npos);
+  CHECK(r.out.find("attention (fused)") != std::string::npos);
+  CHECK(r.out.find("--attention unfused materialises QK^T") != std::string::npos);
+  auto help = RunLmkit({"flops", "--help"});
+  for (const char* s : {"MFU divides model FLOPs", "HFU", "not the LM head", "--recompute selective",
+                        "excludes the input tables", "--attention unfused", "--quant-scope all", "--kv-dtype"})
+    CHECK(help.out.find(s) != std::string::npos);
+  auto mhelp = RunLmkit({"memory", "--help"});
+  for (const char* s : {"Linear layers", "--kv-dtype", "replicated, as vLLM does", "must\n    divide the heads"})
+    CHECK(mhelp.out.find(s) != std::string::npos);
+}
+
+TEST_CASE("memory cli: tensor parallelism, fp8 Linear layers and the KV cache dtype", "[cli][accounting]") {
+  auto bad = RunLmkit({"memory", "llama-3-8b", "--mode", "inference", "--gpus", "3"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err ==
+        "lmkit memory: --gpus (3) must divide the attention heads (32): tensor parallelism splits whole "
+        "heads\n");
+  auto tp = StdoutJson(RunLmkit({"memory", "--json", "llama-3-8b", "--mode", "inference", "--gpus", "16"}));
+  CHECK(tp["memory"]["kv_heads_per_gpu"] == 1);
+  CHECK(tp["memory"]["kv_bytes_per_token_gpu"] == 131072 / 8);
+  auto fp8 = StdoutJson(RunLmkit({"memory", "--json", TestData("accounting/llama-3-70b.json"), "--mode", "inference",
+                                  "--dtype", "fp8", "--overhead-gib", "0"}));
+  CHECK(fp8["memory"]["weights"] == 72669806592ULL);
+  auto all = StdoutJson(RunLmkit({"memory", "--json", TestData("accounting/llama-3-70b.json"), "--mode", "inference",
+                                  "--dtype", "fp8", "--quant-scope", "all", "--overhead-gib", "0"}));
+  CHECK(all["memory"]["weights"] == 70567397888ULL);
+  auto kv = StdoutJson(
+      RunLmkit({"memory", "--json", "llama-3-8b", "--mode", "inference", "--kv-dtype", "fp8", "--seq-len", "1000"}));
+  CHECK(kv["memory"]["kv_cache"] == 1000 * 65536);
+  // Inference-only choices in training mode get the note training-only ones get in inference.
+  auto note = RunLmkit({"memory", "gpt2", "--kv-dtype", "fp8"});
+  REQUIRE(note.exit_code == 0);
+  CHECK(note.err == "lmkit memory: note: --kv-dtype only apply to --mode inference; ignored\n");
+  // --gpu-spec gives the capacity.
+  TempDir dir;
+  WriteAll(dir.file("g.json"), R"({"name": "Tiny", "memory_gb": 1, "bandwidth_tb_s": 1, "dense_tflops": {"bf16": 1}})");
+  auto spec = StdoutJson(RunLmkit({"memory", "--json", "gpt2", "--gpu-spec", dir.file("g.json")}));
+  CHECK(spec["gpu"]["name"] == "Tiny");
+  CHECK(spec["memory"]["fits"] == false);
+}
+
+TEST_CASE("flops cli: an unsupported model_type points to the explicit dimensions", "[cli][accounting]") {
+  TempDir dir;
+  std::string f = dir.file("rwkv.json");
+  WriteAll(f, R"({"model_type": "rwkv", "hidden_size": 64})");
+  auto r = RunLmkit({"flops", f});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("; describe it by explicit dimensions instead (--layers, --d-model, --heads, --vocab ...)\n") !=
+        std::string::npos);
+  // A new family through the binary: Gemma-2-9B's published count.
+  auto j = StdoutJson(RunLmkit({"flops", "--json", TestData("accounting/gemma-2-9b.json")}));
+  CHECK(j["params"]["total"] == 9241705984LL);
+  CHECK(j["model"]["attn_logit_softcap"] == 50.0);
 }

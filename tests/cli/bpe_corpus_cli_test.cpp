@@ -22,7 +22,7 @@ using lmkit::test::WriteAll;
 namespace {
 
 const std::string kEot = "<|endoftext|>";
-const char* const kFiles[] = {"vocab.json", "merges.txt", "tokenizer.json"};
+const char* const kCorpusTokenizerFiles[] = {"vocab.json", "merges.txt", "tokenizer.json"};
 
 std::vector<std::string> WriteCorpora(const TempDir& dir) {
   if (!lmkit::io::ParquetBuilt()) LMKIT_SKIP_PART("this lmkit was built without Parquet: its Parquet cases");
@@ -40,8 +40,8 @@ void Train(const std::vector<std::string>& inputs, const std::string& out, std::
   REQUIRE(r.exit_code == 0);
 }
 
-void CheckSameFiles(const std::string& a, const std::string& b) {
-  for (const char* f : kFiles) {
+void CheckSameCorpusFiles(const std::string& a, const std::string& b) {
+  for (const char* f : kCorpusTokenizerFiles) {
     INFO(b << "/" << f);
     const std::string x = ReadAll(a + "/" + f);
     REQUIRE(!x.empty());
@@ -73,13 +73,13 @@ TEST_CASE("bpe corpus cli: training on JSONL, .gz, .zst and Parquet equals train
   for (size_t i = 0; i < corpora.size(); ++i) {
     const std::string out = dir.file("out" + std::to_string(i));
     Train({corpora[i]}, out, {"--threads", i % 2 ? "2" : "1"});
-    CheckSameFiles(dir.file("text"), out);
+    CheckSameCorpusFiles(dir.file("text"), out);
   }
   // Two JSONL files are one list of documents, joined across the files as well.
   WriteAll(dir.file("twice.txt"), ReadAll(dir.file("joined.txt")) + kEot + ReadAll(dir.file("joined.txt")));
   Train({dir.file("twice.txt")}, dir.file("twice"));
   Train({dir.file("c.jsonl.gz"), dir.file("c.jsonl")}, dir.file("two"));
-  CheckSameFiles(dir.file("twice"), dir.file("two"));
+  CheckSameCorpusFiles(dir.file("twice"), dir.file("two"));
 }
 
 TEST_CASE("bpe corpus cli: --text-field, --doc-separator and --input-format", "[cli][bpe][corpus]") {
@@ -97,11 +97,11 @@ TEST_CASE("bpe corpus cli: --text-field, --doc-separator and --input-format", "[
   train({dir.file("para.txt"), "-o", dir.file("text")});
   train({dir.file("body.data"), "--input-format", "jsonl", "--text-field", "body", "--doc-separator", "\n\n", "-o",
          dir.file("jsonl")});
-  CheckSameFiles(dir.file("text"), dir.file("jsonl"));
+  CheckSameCorpusFiles(dir.file("text"), dir.file("jsonl"));
   if (lmkit::io::ParquetBuilt()) {
     train({TestData("corpora/docs_large.parquet"), "--text-field", "content", "--doc-separator", "\n\n", "-o",
            dir.file("parquet")});
-    CheckSameFiles(dir.file("text"), dir.file("parquet"));
+    CheckSameCorpusFiles(dir.file("text"), dir.file("parquet"));
   }
 }
 
@@ -133,6 +133,36 @@ TEST_CASE("bpe corpus cli: encoding JSONL, .gz, .zst and Parquet equals encoding
   auto j = lmkit::test::StdoutJson(json);
   CHECK(j["bytes"] == ReadAll(dir.file("joined.txt")).size());  // bytes of text encoded, documents joined
   CHECK(j["input"] == dir.file("c.jsonl.gz"));
+}
+
+TEST_CASE("bpe corpus cli: --allowed-special and --disallowed-special apply to the joined documents",
+          "[cli][bpe][corpus]") {
+  TempDir dir;
+  lmkit::test::WriteCorpusForms(dir.path());
+  auto encode = [&](const std::string& input, const std::string& out, std::vector<std::string> policy) {
+    std::vector<std::string> args = {"bpe", "encode",  "-t",  "gpt2", "--special-token",
+                                     kEot,  "--quiet", input, "-o",   out};
+    args.insert(args.end(), policy.begin(), policy.end());
+    auto r = RunLmkit(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return ReadAll(out);
+  };
+  // Neither allowed nor disallowed: the separator between documents is ordinary text, as in the joined file.
+  const std::vector<std::string> ordinary = {"--allowed-special", "none", "--disallowed-special", "none"};
+  const std::string want = encode(dir.file("joined.txt"), dir.file("text.bin"), ordinary);
+  CHECK(encode(dir.file("c.jsonl.zst"), dir.file("zst.bin"), ordinary) == want);
+  CHECK(encode(dir.file("c.jsonl.zst"), dir.file("all.bin"), {}) != want);  // the default makes it the special id
+  // Disallowed (tiktoken's default): the first separator is an error at its offset in the joined text.
+  const std::string joined = ReadAll(dir.file("joined.txt"));
+  TempDir out;
+  CheckFails(out,
+             {"bpe", "encode", "-t", "gpt2", "--special-token", kEot, dir.file("c.jsonl"), "--allowed-special", "none",
+              "-o", out.file("ids.bin")},
+             1,
+             "lmkit bpe encode: " + dir.file("c.jsonl") + ": byte " + std::to_string(joined.find(kEot)) +
+                 ": the text is the special token \"<|endoftext|>\", which is disallowed (--allowed-special encodes "
+                 "it as a special, --disallowed-special none as ordinary text)\n");
 }
 
 TEST_CASE("bpe corpus cli: bad corpora are one-line errors naming the file and line, with nothing written",

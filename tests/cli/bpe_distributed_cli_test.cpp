@@ -22,10 +22,10 @@ using lmkit::test::TestData;
 
 namespace {
 
-const char* const kFiles[] = {"vocab.json", "merges.txt", "tokenizer.json"};
+const char* const kDistTokenizerFiles[] = {"vocab.json", "merges.txt", "tokenizer.json"};
 
-void CheckSameFiles(const std::string& a, const std::string& b) {
-  for (const char* f : kFiles) {
+void CheckSameDistFiles(const std::string& a, const std::string& b) {
+  for (const char* f : kDistTokenizerFiles) {
     INFO(f);
     const std::string x = ReadAll(a + "/" + f);
     REQUIRE(!x.empty());
@@ -105,7 +105,7 @@ TEST_CASE("cli bpe count/train --counts: N shard jobs give the plain training's 
     auto t = RunLmkit(args);
     INFO("N = " << n << "\n" << t.err);
     REQUIRE(t.exit_code == 0);
-    CheckSameFiles(dir.file("plain"), dir.file("sharded"));
+    CheckSameDistFiles(dir.file("plain"), dir.file("sharded"));
   }
 }
 
@@ -121,13 +121,13 @@ TEST_CASE("cli bpe train --counts part-*.counts: a shell glob passes all the sha
                                  "' bpe train --counts part-*.counts --vocab-size 500 -o glob --quiet");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
-  CheckSameFiles(dir.file("plain"), dir.file("glob"));
+  CheckSameDistFiles(dir.file("plain"), dir.file("glob"));
   // The glob may come last too, after the other flags.
   r = lmkit::test::RunShell("cd '" + dir.path() + "' && '" + LMKIT_BINARY +
                             "' bpe train --vocab-size 500 -o glob2 --quiet --counts part-*.counts");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
-  CheckSameFiles(dir.file("plain"), dir.file("glob2"));
+  CheckSameDistFiles(dir.file("plain"), dir.file("glob2"));
 }
 
 // Shards of JSONL and Parquet corpora are cut at document (line) and row-group boundaries; their counts give the
@@ -165,7 +165,7 @@ TEST_CASE("cli bpe count --shard on JSONL, .gz, .zst and Parquet: the counts giv
       auto t = RunLmkit(args);
       INFO(corpora[c] << " N = " << n << "\n" << t.err);
       REQUIRE(t.exit_code == 0);
-      CheckSameFiles(dir.file("plain"), dir.file("sharded"));
+      CheckSameDistFiles(dir.file("plain"), dir.file("sharded"));
     }
   }
 }
@@ -227,7 +227,7 @@ TEST_CASE("cli bpe train --mpi: mpirun -n 1..3 writes the single-process files",
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("trained 243 merges") != std::string::npos);  // printed once, by rank 0
     CHECK(r.out.find("trained", r.out.find("trained") + 1) == std::string::npos);
-    CheckSameFiles(dir.file("plain"), dir.file("mpi"));
+    CheckSameDistFiles(dir.file("plain"), dir.file("mpi"));
   }
 }
 
@@ -264,6 +264,13 @@ TEST_CASE("cli bpe encode --mpi: mpirun -n 1..3 writes the single-process .bin",
   CHECK(no_out.exit_code == 2);
   CHECK((no_out.err.find("--mpi needs -o FILE") != std::string::npos ||
          no_out.err.find("built without MPI") != std::string::npos));
+  TempDir dir;
+  auto policy = RunLmkit({"bpe", "encode", "-t", "gpt2", in, "--mpi", "--allowed-special", "none", "-o",
+                          dir.file("ids.bin")});  // refused before MPI starts too
+  CHECK(policy.exit_code == 2);
+  CHECK((policy.err == "lmkit bpe encode: --allowed-special and --disallowed-special are not supported with --mpi\n" ||
+         policy.err.find("built without MPI") != std::string::npos));
+  CHECK(lmkit::test::ListDir(dir.path()).empty());
   CheckMpiEncode(".bin", {1, 2, 3}, "auto");  // uint16 ids
 }
 
@@ -288,7 +295,7 @@ TEST_CASE("cli bpe train|encode --mpi on JSONL, .gz, .zst and Parquet: the joine
                             "' --vocab-size 500 --special-token '<|endoftext|>' --mpi -o '" + dir.file("mpi") + "'");
     INFO(corpus << " ranks = " << n << "\n" << r.err);
     REQUIRE(r.exit_code == 0);
-    CheckSameFiles(dir.file("plain"), dir.file("mpi"));
+    CheckSameDistFiles(dir.file("plain"), dir.file("mpi"));
     r = Shell(dir, mpirun + std::to_string(n) + lmkit + "bpe encode -t gpt2 --special-token '<|endoftext|>' '" +
                        corpus + "' --mpi --chunk-bytes 8192 -o '" + dir.file("mpi.bin") + "'");
     INFO(r.err);

@@ -268,3 +268,50 @@ TEST_CASE("cli bpe encode, decode and train: outputs may not replace the tokeniz
   // Writing beside the tokenizer, into a file that is not one of its three, is fine.
   CHECK(RunLmkit({"bpe", "encode", "--tokenizer", tok, text, "-o", tok + "/ids.bin"}).exit_code == 0);
 }
+
+TEST_CASE("cli bpe encode: --allowed-special and --disallowed-special follow tiktoken", "[cli][bpe][encode]") {
+  // Default: every special of the tokenizer is matched.
+  CHECK(RunLmkit({"bpe", "encode", "-t", "gpt2"}, "a<|endoftext|>b").out == "[64,50256,65]\n");
+  // tiktoken's defaults (allowed none, disallowed all): special-token text is an error naming it and its offset.
+  TempDir dir;
+  WriteAll(dir.file("in.txt"), "hello <|endoftext|>");
+  auto r = RunLmkit(
+      {"bpe", "encode", "-t", "gpt2", "--allowed-special", "none", dir.file("in.txt"), "-o", dir.file("ids.bin")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err ==
+        "lmkit bpe encode: " + dir.file("in.txt") +
+            ": byte 6: the text is the special token \"<|endoftext|>\", which is disallowed (--allowed-special "
+            "encodes it as a special, --disallowed-special none as ordinary text)\n");
+  CHECK(lmkit::test::ListDir(dir.path()) == std::vector<std::string>{"in.txt"});  // no output is left
+  // Allowed none, disallowed none: tiktoken's encode_ordinary.
+  r = RunLmkit({"bpe", "encode", "-t", "gpt2", "--allowed-special", "none", "--disallowed-special", "none"},
+               "a<|endoftext|>b");
+  CHECK(r.out == "[64,27,91,437,1659,5239,91,29,65]\n");
+  // A list: only <|endoftext|> is a special; the other specials of cl100k_base are errors (disallowed: all the rest).
+  r = RunLmkit({"bpe", "encode", "-t", "cl100k_base", "--allowed-special", "<|endoftext|>,<|endofprompt|>"},
+               "x<|endoftext|>y");
+  CHECK(r.out == "[87,100257,88]\n");
+  r = RunLmkit({"bpe", "encode", "-t", "cl100k_base", "--allowed-special", "<|endoftext|>"}, "x<|fim_prefix|>");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("<stdin>: byte 1: the text is the special token \"<|fim_prefix|>\"") != std::string::npos);
+  // Names that are not specials of the tokenizer, and empty items, are usage errors.
+  r = RunLmkit({"bpe", "encode", "-t", "gpt2", "--allowed-special", "<|im_start|>"}, "x");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err ==
+        "lmkit bpe encode: --allowed-special: \"<|im_start|>\" is not a special token of this tokenizer (it has "
+        "\"<|endoftext|>\")\n");
+  r = RunLmkit({"bpe", "encode", "-t", "gpt2", "--disallowed-special", "a,,b"}, "x");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit bpe encode: --disallowed-special: empty special token in 'a,,b'\n");
+}
+
+TEST_CASE("cli bpe encode: a trained folder encodes its specials like its tokenizer.json (#32)", "[cli][bpe][encode]") {
+  TempDir dir;
+  auto t = RunLmkit({"bpe", "train", TestData("bpe/tinystories_sample.txt"), "--vocab-size", "300", "--special-token",
+                     "<|endoftext|>", "-o", dir.path()});
+  REQUIRE(t.exit_code == 0);
+  auto folder = RunLmkit({"bpe", "encode", "-t", dir.path()}, "a<|endoftext|>b");
+  auto json = RunLmkit({"bpe", "encode", "-t", dir.file("tokenizer.json")}, "a<|endoftext|>b");
+  CHECK(folder.out == "[98,0,99]\n");
+  CHECK(json.out == folder.out);
+}

@@ -14,6 +14,7 @@
 
 using namespace lmkit;
 using lmkit::test::CheckSvgFile;
+using lmkit::test::CountOf;
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
 using lmkit::test::StdoutJson;
@@ -23,12 +24,6 @@ using lmkit::test::TestData;
 namespace {
 
 const std::string kModel = TestData("model/stories260K");
-
-size_t Count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
 
 // The value in "<title>NAME: VALUE</title>" of a marker line.
 double MarkerValue(const std::string& svg, const std::string& name) {
@@ -55,8 +50,8 @@ TEST_CASE("charts: the plan memory map shows all 9 series in distinct colours, f
   const std::string s = ReadAll(svg);
   for (const char* name : {"reserved (context, workspaces)", "chat", "support#1", "support#2", "code", "embed",
                            "ranker", "fragmentation margin", "free"})
-    CHECK(Count(s, std::string("data-series=\"") + name + "\"") == 1);
-  CHECK(Count(s, "class=\"swatch\"") == 9);
+    CHECK(CountOf(s, std::string("data-series=\"") + name + "\"") == 1);
+  CHECK(CountOf(s, "class=\"swatch\"") == 9);
   CHECK(s.find("data-series=\"free\" fill=\"" + present::RoleColour(present::Role::kFree) + "\"") != std::string::npos);
   CHECK(s.find("data-series=\"reserved (context, workspaces)\" fill=\"" +
                present::RoleColour(present::Role::kReserved) + "\"") != std::string::npos);
@@ -73,7 +68,7 @@ TEST_CASE("charts: flops and memory sweeps", "[cli][charts]") {
   CheckSvgFile(d.file("f.svg"));
   RunOk({"flops", "--sweep", "model=gpt2,mixtral-8x7b-v0.1,llama-3-8b,qwen2.5-0.5b", "--svg", d.file("m.svg")});
   CheckSvgFile(d.file("m.svg"));
-  CHECK(Count(ReadAll(d.file("m.svg")), "data-series=\"router\"") == 1);
+  CHECK(CountOf(ReadAll(d.file("m.svg")), "data-series=\"router\"") == 1);
   RunOk({"memory", "llama-3-8b", "--gpu", "h100", "--sweep", "batch=1,2,4,8", "--svg", d.file("t.svg")});
   CheckSvgFile(d.file("t.svg"));
   // Inference has no gradients or optimizer state: those series are left out rather than drawn empty.
@@ -81,8 +76,8 @@ TEST_CASE("charts: flops and memory sweeps", "[cli][charts]") {
       {"memory", "llama-3-8b", "--mode", "inference", "--sweep", "seq-len=1024,8192,32768", "--svg", d.file("i.svg")});
   CheckSvgFile(d.file("i.svg"));
   const std::string i = ReadAll(d.file("i.svg"));
-  CHECK(Count(i, "data-series=\"gradients\"") == 0);
-  CHECK(Count(i, "data-series=\"KV cache\"") == 1);
+  CHECK(CountOf(i, "data-series=\"gradients\"") == 0);
+  CHECK(CountOf(i, "data-series=\"KV cache\"") == 1);
 }
 
 TEST_CASE("charts: calibrate --svg marks each method's threshold at the value the method computes", "[cli][charts]") {
@@ -94,7 +89,7 @@ TEST_CASE("charts: calibrate --svg marks each method's threshold at the value th
   CHECK(r.out.find("chart: " + svg + "\n") != std::string::npos);
   CheckSvgFile(svg);
   const std::string s = ReadAll(svg);
-  CHECK(Count(s, "class=\"panel\"") == 1);
+  CHECK(CountOf(s, "class=\"panel\"") == 1);
   CHECK(s.find("<path d=\"M") != std::string::npos);  // the histogram
   // The chart does not change the calibration: the table equals one written without --svg.
   RunOk({"calibrate", acts, "--method", "entropy", "-o", d.file("plain.json")});
@@ -108,7 +103,7 @@ TEST_CASE("charts: calibrate --svg marks each method's threshold at the value th
     const double amax = (*j)["tensors"]["laplace_acts"]["amax"].get<double>();
     INFO(method << " amax " << amax);
     CHECK(MarkerValue(s, marker) == Approx(amax).epsilon(5e-4));
-    CHECK(Count(s, "<title>" + marker + ": ") == 1);
+    CHECK(CountOf(s, "<title>" + marker + ": ") == 1);
   }
   // minmax with --svg keeps its CALIB.json (no bins) and still draws the histogram.
   RunOk({"calibrate", acts, "--method", "minmax", "-o", d.file("mm.json"), "--svg", d.file("mm.svg")});
@@ -133,8 +128,8 @@ TEST_CASE("charts: calibrate --model draws one panel per Linear input", "[cli][c
          "--svg", d.file("c.svg")});
   CheckSvgFile(d.file("c.svg"));
   const std::string s = ReadAll(d.file("c.svg"));
-  CHECK(Count(s, "class=\"panel\"") == 35);
-  CHECK(Count(s, "class=\"legend-entry\"") == 5);
+  CHECK(CountOf(s, "class=\"panel\"") == 35);
+  CHECK(CountOf(s, "class=\"legend-entry\"") == 5);
 }
 
 TEST_CASE("charts: quantize --svg draws SQNR and max error per layer", "[cli][charts]") {
@@ -143,10 +138,10 @@ TEST_CASE("charts: quantize --svg draws SQNR and max error per layer", "[cli][ch
   REQUIRE(r.exit_code == 0);
   CheckSvgFile(d.file("q.svg"));
   const std::string s = ReadAll(d.file("q.svg"));
-  CHECK(Count(s, "class=\"panel\"") == 2);
+  CHECK(CountOf(s, "class=\"panel\"") == 2);
   for (const char* kind : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
                            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
-    CHECK(Count(s, std::string("data-series=\"") + kind + "\"") == 2);  // one line per panel
+    CHECK(CountOf(s, std::string("data-series=\"") + kind + "\"") == 2);  // one line per panel
   // Each point's tooltip is "KIND: LAYER, VALUE": layer 3's q_proj SQNR is the report's.
   const Json j = StdoutJson(r);
   double db = 0;
@@ -168,9 +163,9 @@ TEST_CASE("charts: eval --compare --svg draws KL by position", "[cli][charts]") 
   RunOk({"eval", kModel, "--tokens", d.file("t.bin"), "--compare", d.file("q"), "--seq-len", "50", "--svg", svg});
   CheckSvgFile(svg);
   const std::string s = ReadAll(svg);
-  CHECK(Count(s, "data-series=\"mean over windows\"") == 1);
-  CHECK(Count(s, "data-series=\"max over windows\"") == 1);
-  CHECK(Count(s, "<circle ") == 2 * 49);  // positions 1..49, both series
+  CHECK(CountOf(s, "data-series=\"mean over windows\"") == 1);
+  CHECK(CountOf(s, "data-series=\"max over windows\"") == 1);
+  CHECK(CountOf(s, "<circle ") == 2 * 49);  // positions 1..49, both series
   auto no = RunLmkit({"eval", kModel, "--tokens", d.file("t.bin"), "--svg", d.file("n.svg")});
   CHECK(no.exit_code == 2);
   CHECK(no.err == "lmkit eval: --svg needs --compare (the chart is the KL divergence by position)\n");

@@ -23,14 +23,14 @@ TEST_CASE("dataload cli: text report with stages, storage and verdict", "[datalo
   CHECK(r.err.empty());
 }
 
-TEST_CASE("dataload cli: --json is one lmkit.dataload/1 document", "[dataload][cli]") {
+TEST_CASE("dataload cli: --json is one lmkit.dataload/2 document", "[dataload][cli]") {
   TempDir dir;
   const std::string f = WriteTokenFile(dir, 50000, 50257);
   auto r = RunLmkit({"--json", "dataload", f, "--steps", "10", "-t", "256", "--seed", "3", "--step-time-ms", "100"});
   REQUIRE(r.exit_code == 0);
   auto j = lmkit::ParseJson(r.out, "stdout");
   REQUIRE(j.ok());
-  CHECK((*j)["schema"] == "lmkit.dataload/1");
+  CHECK((*j)["schema"] == "lmkit.dataload/2");
   CHECK((*j)["files"][0]["tokens"] == 50000);
   CHECK((*j)["files"][0]["dtype"] == "uint16");
   const auto& run = (*j)["runs"][0];
@@ -138,4 +138,74 @@ TEST_CASE("dataload cli: --device cuda without a device skips the copy and says 
   size_t first = r.err.find("host->device stage skipped");
   CHECK(first != std::string::npos);
   CHECK(r.err.find("host->device stage skipped", first + 1) == std::string::npos);
+}
+
+TEST_CASE("dataload cli: a context length of 2^64 - 1 is not wrapped to 0", "[dataload][cli]") {
+  TempDir dir;
+  const std::string f = WriteTokenFile(dir, 5000, 1000);
+  // T + 1 wrapped: the error said a window "needs at least 0" tokens.
+  auto r = RunLmkit({"dataload", f, "--steps", "2", "-t", "18446744073709551615"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit dataload: " + f +
+                     ": has 5000 tokens; a window of context length 18446744073709551615 needs at least "
+                     "18446744073709551616\n");
+}
+
+TEST_CASE("dataload cli: a batch larger than memory is a usage error naming the flags", "[dataload][cli]") {
+  TempDir dir;
+  const std::string f = WriteTokenFile(dir, 5000, 1000);
+  // The buffers were allocated as asked: "lmkit: out of memory" from the top-level handler, exit 1.
+  auto r = RunLmkit({"dataload", f, "--steps", "2", "-b", "9999999999", "-t", "64"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("lmkit dataload: --batch-size 9999999999 with --context-length 64 and --prefetch 2 needs ") == 0);
+  CHECK(r.err.find("of batch buffers, more than this machine's ") != std::string::npos);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("dataload cli: the vocabulary check says what it checked and counts a position once", "[dataload][cli]") {
+  TempDir dir;
+  // 70 tokens, T = 64: six window starts, drawn 4 × 40 times, all of which cover token 30 — set out of range.
+  std::string bytes;
+  for (int i = 0; i < 70; ++i) {
+    const uint16_t id = i == 30 ? 999 : static_cast<uint16_t>(i);
+    bytes.append(reinterpret_cast<const char*>(&id), 2);
+  }
+  WriteAll(dir.file("t.bin"), bytes);
+  auto r = RunLmkit({"--json", "dataload", dir.file("t.bin"), "--steps", "38", "--warmup", "2", "-b", "4", "-t", "64",
+                     "--vocab-size", "500"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "lmkit dataload: " + dir.file("t.bin") +
+                     " token 30: token id 999 is not below --vocab-size 500 (1 out-of-range position in the sampled "
+                     "windows)\n");
+  auto j = lmkit::ParseJson(r.out, "stdout");
+  REQUIRE(j.ok());
+  const auto& v = (*j)["runs"][0]["vocab_check"];
+  CHECK(v["scope"] == "sampled windows");
+  CHECK(v["windows_checked"] == 160);
+  CHECK(v["ids_checked"] == 160 * 65);
+  CHECK(v["out_of_range"] == 1);  // 160 windows saw it; it is one position
+  auto text = RunLmkit(
+      {"dataload", dir.file("t.bin"), "--steps", "38", "--warmup", "2", "-b", "4", "-t", "64", "--vocab-size", "500"});
+  CHECK(text.out.find("vocab       10,400 ids of the 160 sampled windows checked (not the whole file), max id 999, "
+                      "1 position OUT OF RANGE (first: id 999 at " +
+                      dir.file("t.bin") + " token 30)\n") != std::string::npos);
+}
+
+TEST_CASE("dataload cli: capacity, verdict and why agree for any demand", "[dataload][cli]") {
+  TempDir dir;
+  const std::string f = WriteTokenFile(dir, 200000, 50257);
+  for (const char* demand : {"1e6", "1e8", "6e8", "1e10"}) {
+    INFO(demand);
+    auto r = RunLmkit({"--json", "dataload", f, "--steps", "300", "-b", "12", "-t", "1024", "--tokens-per-s", demand});
+    REQUIRE(r.exit_code == 0);
+    auto j = lmkit::ParseJson(r.out, "stdout");
+    REQUIRE(j.ok());
+    const auto& v = (*j)["runs"][0]["verdict"];
+    const double capacity = v["capacity_ratio"];
+    const std::string level = v["level"], reason = v["reason"];
+    if (capacity < 0.95) CHECK(level != "not");
+    if (capacity < 1) CHECK(v["wait_share"].get<double>() >= 1 - capacity - 0.02);
+    CHECK((level == "not") == (reason.find("the loader makes ") == 0));
+    CHECK((reason.find("slower than the step") != std::string::npos) == (level != "not" && capacity < 1));
+  }
 }

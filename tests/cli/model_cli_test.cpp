@@ -111,7 +111,7 @@ TEST_CASE("calibrate --model writes the same CALIB.json schema as file calibrati
 TEST_CASE("model commands: bad inputs are one-line errors", "[model][cli]") {
   TempDir d;
   {
-    auto w = io::TokenWriter::Create(d.file("big.bin"), io::TokenFormat::kBin, io::DType::kU16);
+    auto w = io::TokenWriter::Create(d.file("big.bin"), io::TokenFormat::kBin, io::TokenDtype::kU16);
     REQUIRE(w.ok());
     const std::vector<uint32_t> ids = {1, 2, 9999};
     REQUIRE(w->Append(ids).ok());
@@ -143,7 +143,7 @@ TEST_CASE("model commands: bad inputs are one-line errors", "[model][cli]") {
   CHECK(r.err == "lmkit generate: --logits needs --json (the logits go into the JSON)\n");
   CHECK(r.out.empty());
   {
-    auto w = io::TokenWriter::Create(d.file("ok.npy"), io::TokenFormat::kNpy, io::DType::kU16);
+    auto w = io::TokenWriter::Create(d.file("ok.npy"), io::TokenFormat::kNpy, io::TokenDtype::kU16);
     REQUIRE(w.ok());
     const std::vector<uint32_t> ids = {1, 2, 3, 4};
     REQUIRE(w->Append(ids).ok());

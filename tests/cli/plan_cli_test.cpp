@@ -37,7 +37,7 @@ void CheckOneLineError(const lmkit::test::RunResult& r, int code, const std::str
 
 TEST_CASE("plan cli: overfull plan, hand-checked packing and golden bytes in JSON", "[cli][plan]") {
   auto j = StdoutJson(RunLmkit({"plan", TestData("plan/overfull.json"), "--json"}));
-  CHECK(j["schema"] == "lmkit.plan/1");
+  CHECK(j["schema"] == "lmkit.plan/2");
   CHECK(j["gpu"]["name"] == "H100-SXM5-80GB");
   CHECK(j["usable_bytes_per_gpu"].get<double>() == 80e9 - 4e9 - 1073741824.0);
   REQUIRE(j["models"].size() == 3);
@@ -60,6 +60,9 @@ TEST_CASE("plan cli: overfull plan, hand-checked packing and golden bytes in JSO
   CHECK(j2["unplaced"].empty());
   CHECK(j2["assignment"][1]["models"] == lmkit::Json::array({"replica#3"}));
   CHECK(j2["assignment"][1]["free_bytes"].get<double>() == 80e9 - 4e9 - 1073741824.0 - 32637435904.0);
+  CHECK(j["packing"] ==
+        "first-fit decreasing placed 2 of 3; branch and bound proved that no placement holds more "
+        "(optimal)");
 }
 
 TEST_CASE("plan cli: table and markdown reports of the worked example, deterministic", "[cli][plan]") {
@@ -109,15 +112,43 @@ TEST_CASE("plan cli: SVG memory map, written atomically", "[cli][plan]") {
 TEST_CASE("plan cli: invalid plans are one-line errors with exit codes", "[cli][plan]") {
   CheckOneLineError(RunLmkit({"plan", TestData("plan/unknown_model.json")}), 1,
                     "unknown_model.json: models[0] 'chat': unknown model 'llama-2-7'");
-  CheckOneLineError(RunLmkit({"plan", TestData("plan/impossible_batch.json")}), 1,
-                    "impossible batch: batch 64 x 4096 tokens needs 166.8 GB");
-  CheckOneLineError(RunLmkit({"plan", TestData("plan/too_big.json")}), 1, "'moe': no GPU fits it");
   CheckOneLineError(RunLmkit({"plan", TestData("plan/malformed.json")}), 1, "malformed.json");
   CheckOneLineError(RunLmkit({"plan", TestData("plan/no_such_plan.json")}), 1, "no_such_plan.json");
   CheckOneLineError(RunLmkit({"plan", TestData("plan/overfull.json"), "--gpu", "h900"}), 1, "h900");
   CheckOneLineError(RunLmkit({"plan", TestData("plan/overfull.json"), "--format", "xml"}), 2, "--format");
   CheckOneLineError(RunLmkit({"plan", "-"}, R"({"models": [{"model": "llama-2-7b"}]})"), 2, "no GPU");
   CheckOneLineError(RunLmkit({"plan"}), 2, "PLAN");
+}
+
+// Issue #26 item 9: models that cannot fit are answers (the reason, the batch that would fit, with --what-if the
+// cheapest change), not the end of the plan.
+TEST_CASE("plan cli: a model that does not fit is listed and the plan goes on", "[cli][plan]") {
+  auto r = RunLmkit({"plan", TestData("plan/impossible_batch.json"), "--what-if"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK(
+      r.out.find("does not fit: chat: impossible batch: batch 64 x 4096 tokens needs 166.8 GB, more than the 74.93 GB "
+                 "usable on one H100-SXM5-80GB") != std::string::npos);
+  CHECK(r.out.find("the largest batch that fits alone is 25") != std::string::npos);
+  CHECK(r.out.find("what-if: chat: batch 64 -> 25 (") != std::string::npos);
+  auto j = StdoutJson(RunLmkit({"plan", TestData("plan/too_big.json"), "--json", "--what-if"}));
+  REQUIRE(j["unplaced"].size() == 1);
+  CHECK(j["unplaced"][0]["name"] == "moe");
+  CHECK(j["unplaced"][0]["reason"].get<std::string>().rfind("no GPU fits it: its weights alone take 4", 0) == 0);
+  CHECK(j["models"][1]["gpu"] == 0);  // the small model is placed
+  CHECK(j["models"][0]["what_if"][0]["change"].get<std::string>().rfind("gpu ", 0) == 0);
+}
+
+TEST_CASE("plan cli: --gpu-spec describes the GPU", "[cli][plan]") {
+  TempDir tmp;
+  lmkit::test::WriteAll(tmp.file("gpu.json"), R"({"name": "Lab-96", "memory_gb": 96, "bandwidth_tb_s": 4,
+                                                  "interconnect_gb_s": 400, "dense_tflops": {"bf16": 900}})");
+  auto j = StdoutJson(RunLmkit({"plan", TestData("plan/overfull.json"), "--gpu-spec", tmp.file("gpu.json"), "--json"}));
+  CHECK(j["gpu"]["name"] == "Lab-96");
+  CHECK(j["usable_bytes_per_gpu"].get<double>() == 96e9 * 0.95 - 1073741824.0);
+  auto both = RunLmkit({"plan", TestData("plan/overfull.json"), "--gpu", "h100", "--gpu-spec", tmp.file("gpu.json")});
+  CheckOneLineError(both, 2, "give either --gpu or --gpu-spec, not both");
 }
 
 TEST_CASE("plan cli: config paths next to the plan, CSV, stdin, overload warning", "[cli][plan]") {

@@ -111,14 +111,22 @@ TEST_CASE("quantize: stories260K round trip through an independent reader, SQNR 
     CHECK(t["cosine"].get<double>() <= 1.0);
     CHECK(t["max_abs_err"].get<double>() <= t["scale_max"].get<double>() * 0.50002);
   }
-  // compressed-tensors layout read back with lmkit's reader.
+  // compressed-tensors pack-quantized layout read back with lmkit's reader: int32 words of 4 codes, the shape beside.
   auto f = io::SafetensorsFile::Open(out + "/model.safetensors");
   REQUIRE(f.ok());
-  const io::TensorInfo* w = f->Find("model.layers.0.self_attn.q_proj.weight");
+  CHECK(f->Find("model.layers.0.self_attn.q_proj.weight") == nullptr);
+  const io::TensorInfo* w = f->Find("model.layers.0.self_attn.q_proj.weight_packed");
   const io::TensorInfo* s = f->Find("model.layers.0.self_attn.q_proj.weight_scale");
+  const io::TensorInfo* sh = f->Find("model.layers.0.mlp.down_proj.weight_shape");
   REQUIRE(w);
   REQUIRE(s);
-  CHECK(w->dtype == io::DType::kI8);
+  REQUIRE(sh);
+  CHECK(w->dtype == io::DType::kI32);
+  CHECK(w->shape == std::vector<uint64_t>{64, 16});
+  CHECK(f->Find("model.layers.0.mlp.down_proj.weight_packed")->shape == std::vector<uint64_t>{64, 43});
+  CHECK(sh->dtype == io::DType::kI64);
+  CHECK(ReadAll(out + "/model.safetensors").find(std::string("\x40\0\0\0\0\0\0\0\xac\0\0\0\0\0\0\0", 16)) !=
+        std::string::npos);  // [64, 172] as two little-endian int64
   CHECK(s->dtype == io::DType::kF32);
   CHECK(s->shape == std::vector<uint64_t>{64, 1});
   CHECK(f->Find("model.embed_tokens.weight")->dtype == io::DType::kF32);
@@ -126,7 +134,8 @@ TEST_CASE("quantize: stories260K round trip through an independent reader, SQNR 
   Json cfg = ParseOut(ReadAll(out + "/config.json"));
   const Json& qc = cfg["quantization_config"];
   CHECK(qc["quant_method"] == "compressed-tensors");
-  CHECK(qc["format"] == "int-quantized");
+  CHECK(qc["format"] == "pack-quantized");
+  CHECK(qc["config_groups"]["group_0"]["format"] == "pack-quantized");
   CHECK(qc["config_groups"]["group_0"]["weights"]["strategy"] == "channel");
   CHECK(qc["config_groups"]["group_0"]["input_activations"].is_null());
   CHECK(qc["ignore"] == Json::array({"lm_head", "model.embed_tokens"}));
@@ -152,10 +161,11 @@ TEST_CASE("quantize: BF16 and F16 inputs, every granularity, zero channel, scale
       REQUIRE(s);
       CHECK(s->dtype == dt);
       if (std::string(g) == "channel") {
-        // the zero channel (row 7) has scale 0 and codes 0
-        const io::TensorInfo* w = f->Find("model.layers.0.mlp.up_proj.weight");
+        // the zero channel (row 7) has scale 0 and codes 0 (packed as 0 + 128)
+        const io::TensorInfo* w = f->Find("model.layers.0.mlp.up_proj.weight_packed");
+        REQUIRE(w);
         auto codes = f->Data(*w);
-        for (int c = 0; c < 64; ++c) REQUIRE(codes[7 * 64 + c] == 0);
+        for (int c = 0; c < 64; ++c) REQUIRE(codes[7 * 64 + c] == 0x80);
         std::vector<float> sc(48);
         io::ConvertToF32(dt, f->Data(*s).data(), sc.data(), 48);
         CHECK(sc[7] == 0.0f);
@@ -696,4 +706,233 @@ TEST_CASE("quantize --format gguf-q8_0: inputs it cannot write are one-line erro
   r = RunLmkit({"quantize", toy, "-o", dir.path(), "--format", "gguf-q8_0"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "lmkit quantize: OUTPUT must be a file path with --format gguf-q8_0\n");
+}
+
+TEST_CASE("quantize: fp8 and fp8-static write float-quantized E4M3 that an independent reader dequantizes",
+          "[quant][cli][fp8]") {
+  TempDir dir;
+  const std::string out = dir.file("fp8");
+  auto r = RunLmkit({"quantize", kStories, "-o", out, "--scheme", "fp8", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  Json j = ParseOut(r.out);
+  CHECK(j["scheme"] == "fp8");
+  CHECK(j["granularity"] == "channel");
+  CHECK(j["totals"]["tensors_quantized"] == 35);
+  // 3 mantissa bits: the measured total SQNR of stories260K is 31.2 dB (per-channel INT8: 42.5 dB).
+  CHECK(j["totals"]["sqnr_db"].get<double>() > 30.0);
+  CHECK(j["totals"]["clipped_share"] == 0);
+  auto f = io::SafetensorsFile::Open(out + "/model.safetensors");
+  REQUIRE(f.ok());
+  CHECK(f->Find("model.layers.0.self_attn.q_proj.weight")->dtype == io::DType::kF8E4M3);
+  CHECK(f->Find("model.layers.0.self_attn.q_proj.weight_scale")->shape == std::vector<uint64_t>{64, 1});
+  CHECK(f->Find("model.embed_tokens.weight")->dtype == io::DType::kF32);
+  const Json qc = ParseOut(ReadAll(out + "/config.json"))["quantization_config"];
+  CHECK(qc["format"] == "float-quantized");
+  const Json& g = qc["config_groups"]["group_0"];
+  CHECK(g["weights"] == ParseOut(R"({"num_bits": 8, "type": "float", "symmetric": true, "strategy": "channel",
+                                      "group_size": null, "dynamic": false})"));
+  CHECK(g["input_activations"] ==
+        ParseOut(R"({"num_bits": 8, "type": "float", "symmetric": true, "strategy": "token", "dynamic": true})"));
+  CHECK(qc["ignore"] == Json::array({"lm_head", "model.embed_tokens"}));
+  REQUIRE_PYTHON_OK(kStories + " " + out + " --scheme fp8 --min-total-sqnr 30");
+
+  // fp8-static: per-tensor weights (llm-compressor's FP8 preset) and input_scale = amax / 448 rounded up.
+  const std::string in = dir.file("toy.safetensors");
+  WriteToyCheckpoint(in, io::DType::kBF16);
+  lmkit::test::WriteAll(dir.file("calib.json"), R"({"tensors": {"model.layers.0.mlp.up_proj": {"amax": 44.8}}})");
+  auto s = RunLmkit({"quantize", in, "-o", dir.file("s.safetensors"), "--scheme", "fp8-static", "--calibration",
+                     dir.file("calib.json")});
+  INFO(s.err);
+  REQUIRE(s.exit_code == 0);
+  auto sf = io::SafetensorsFile::Open(dir.file("s.safetensors"));
+  REQUIRE(sf.ok());
+  CHECK(sf->Find("model.layers.0.mlp.up_proj.weight_scale")->shape == std::vector<uint64_t>{1});
+  float v;
+  io::ConvertToF32(io::DType::kBF16, sf->Data(*sf->Find("model.layers.0.mlp.up_proj.input_scale")).data(), &v, 1);
+  CHECK(v == io::Bf16ToF32(0x3dcd));  // 44.8 / 448 = 0.1, rounded up to BF16
+  REQUIRE_PYTHON_OK(in + " " + dir.file("s.safetensors") + " --scheme fp8-static");
+  // Without a calibration table fp8-static has no activation scales.
+  auto no = RunLmkit({"quantize", in, "-o", dir.file("n.safetensors"), "--scheme", "fp8-static"});
+  CHECK(no.exit_code == 2);
+  CHECK(no.err == "lmkit quantize: --scheme fp8-static needs --calibration (its static activation scales)\n");
+}
+
+TEST_CASE("quantize: a combination vLLM cannot serve is refused, or written with a warning naming the loader",
+          "[quant][cli]") {
+  TempDir dir;
+  const std::string in = dir.file("toy.safetensors");
+  WriteToyCheckpoint(in, io::DType::kBF16);
+  auto g = RunLmkit({"quantize", in, "-o", dir.file("g.safetensors"), "--scheme", "w8a8", "--granularity", "group:16"});
+  CHECK(g.exit_code == 2);
+  CHECK(g.err ==
+        "lmkit quantize: vLLM cannot serve --scheme w8a8 with group:16 scales: its INT8 kernels take tensor or channel "
+        "weight scales, not group; use --granularity channel or tensor\n");
+  CHECK_FALSE(fs::exists(dir.file("g.safetensors")));
+  auto f = RunLmkit({"quantize", in, "-o", dir.file("f.safetensors"), "--scheme", "fp8", "--granularity", "group:16"});
+  CHECK(f.exit_code == 2);
+  CHECK(f.err.find("vLLM cannot serve --scheme fp8 with group:16 scales") != std::string::npos);
+  // w8a16 per-tensor: transformers loads it, vLLM's WNA16 path does not: one warning line, and it is written.
+  auto t = RunLmkit({"quantize", in, "-o", dir.file("t.safetensors"), "--granularity", "tensor", "--json"});
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.err ==
+        "lmkit quantize: warning: vLLM cannot serve --scheme w8a16 with tensor scales: its WNA16 path "
+        "(_is_wNa16_group_channel) takes channel or group weight scales, not tensor; transformers + "
+        "compressed-tensors loads it\n");
+  CHECK(ParseOut(t.out)["warnings"][0].get<std::string>().rfind("vLLM cannot serve scheme w8a16", 0) == 0);
+  REQUIRE_PYTHON_OK(in + " " + dir.file("t.safetensors"));
+  auto q = RunLmkit({"--quiet", "quantize", in, "-o", dir.file("q.safetensors"), "--granularity", "tensor"});
+  CHECK(q.exit_code == 0);
+  CHECK(q.err.empty());
+  // A group size Marlin does not take warns too; 32, 64 and 128 do not.
+  auto g48 = RunLmkit({"quantize", in, "-o", dir.file("g48.safetensors"), "--granularity", "group:16"});
+  CHECK(g48.exit_code == 0);
+  CHECK(g48.err.find("its Marlin kernels take group sizes 32, 64 and 128, not 16") != std::string::npos);
+  auto g32 = RunLmkit({"quantize", in, "-o", dir.file("g32.safetensors"), "--granularity", "group:32"});
+  CHECK(g32.exit_code == 0);
+  CHECK(g32.err.empty());
+}
+
+TEST_CASE("quantize: quantizing only part of q/k/v or gate/up is refused unless --split-fused", "[quant][cli]") {
+  TempDir dir;
+  auto r = RunLmkit({"quantize", kStories, "-o", dir.file("a"), "--exclude", "layers\\.2\\.self_attn\\.k_proj"});
+  CHECK(r.exit_code == 2);
+  CHECK(
+      r.err ==
+      "lmkit quantize: 'model.layers.2.self_attn.q_proj' is quantized but 'model.layers.2.self_attn.k_proj' is not, "
+      "and vLLM loads both as one layer (qkv_proj), which must have one scheme; quantize all of them or none, or pass "
+      "--split-fused to write it anyway\n");
+  CHECK_FALSE(fs::exists(dir.file("a")));
+  auto up = RunLmkit({"quantize", kStories, "-o", dir.file("b"), "--include", "gate_proj"});
+  CHECK(up.exit_code == 2);
+  CHECK(up.err.find("(gate_up_proj)") != std::string::npos);
+  // Excluding whole groups is fine; asking explicitly writes it with a warning.
+  CHECK(RunLmkit({"quantize", kStories, "-o", dir.file("c"), "--exclude", "self_attn"}).exit_code == 0);
+  auto s = RunLmkit({"quantize", kStories, "-o", dir.file("d"), "--exclude", "k_proj", "--split-fused"});
+  CHECK(s.exit_code == 0);
+  CHECK(s.err.find("lmkit quantize: warning: 'model.layers.0.self_attn.q_proj' is quantized but") == 0);
+  CHECK(s.err.find("vLLM will refuse this checkpoint (written as asked by --split-fused)") != std::string::npos);
+}
+
+TEST_CASE("quantize --list-schemes: every scheme and what each loader does with it, as text or one JSON document",
+          "[quant][cli]") {
+  auto r = RunLmkit({"quantize", "--list-schemes", "--json"});
+  REQUIRE(r.exit_code == 0);
+  Json j = ParseOut(r.out);
+  std::vector<std::string> names;
+  for (const Json& s : j["schemes"]) names.push_back(s["name"]);
+  CHECK(names == std::vector<std::string>{"w8a16", "w8a8", "fp8", "fp8-static"});
+  CHECK(j["schemes"][3]["calibration"] == "required");
+  CHECK(j["schemes"][1]["calibration"] == "optional");
+  // Each written combination says which loaders serve it; everything lmkit writes transformers loads.
+  int write = 0, warn = 0, refuse = 0;
+  for (const Json& c : j["checkpoints"]) {
+    const std::string p = c["policy"];
+    write += p == "write";
+    warn += p == "warn";
+    refuse += p == "refuse";
+    if (p != "refuse") CHECK(c["loaders"]["transformers"]["serves"] == true);
+    if (p == "write") CHECK(c["loaders"]["vLLM"]["serves"] == true);
+    if (p != "write") CHECK(c["message"].get<std::string>().rfind("vLLM cannot serve", 0) == 0);
+  }
+  CHECK(write >= 10);
+  CHECK(warn >= 2);
+  CHECK(refuse >= 6);
+  auto t = RunLmkit({"quantize", "--list-schemes"});
+  CHECK(t.exit_code == 0);
+  CHECK(t.out.find("fp8-static  FP8 E4M3 weights") != std::string::npos);
+  CHECK(RunLmkit({"quantize"}).exit_code == 2);
+}
+
+TEST_CASE("quantize: weights near the float maximum are a one-line error, not SQNR -inf", "[quant][cli]") {
+  TempDir dir;
+  const std::string in = dir.file("big.safetensors");
+  std::vector<float> w(16 * 64, 0.01f), e(8 * 64, 0.01f);
+  w[5 * 64 + 2] = -3.4e38f;
+  std::vector<io::TensorData> ts;
+  auto bytes = [](const std::vector<float>& v) {
+    return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4);
+  };
+  ts.push_back({"model.layers.0.mlp.up_proj.weight", io::DType::kF32, {16, 64}, bytes(w)});
+  ts.push_back({"model.embed_tokens.weight", io::DType::kF32, {8, 64}, bytes(e)});
+  REQUIRE(io::WriteSafetensors(in, ts).ok());
+  for (const char* scheme : {"w8a16", "w8a8"}) {
+    auto r = RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--scheme", scheme});
+    INFO(scheme);
+    CHECK(r.exit_code == 1);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("tensor 'model.layers.0.mlp.up_proj.weight': |w| = 3.4e+38") != std::string::npos);
+    CHECK(r.err.find("beyond the range of F32, so a loader would dequantize it to inf\n") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.file("o.safetensors")));
+  }
+  // FP8's largest code times its scale is about |w| itself, so the same weight codes there, with a finite report.
+  auto f = RunLmkit({"quantize", in, "-o", dir.file("f.safetensors"), "--scheme", "fp8", "--json"});
+  REQUIRE(f.exit_code == 0);
+  CHECK(ParseOut(f.out)["totals"]["sqnr_db"].is_number());
+  CHECK(std::isfinite(ParseOut(f.out)["totals"]["max_abs_err"].get<double>()));
+}
+
+TEST_CASE("calibrate and quantize: an amax of 0 is a warning in the table and refused as an input_scale",
+          "[quant][cli]") {
+  TempDir dir;
+  const std::string acts = dir.file("model.layers.0.mlp.up_proj.npy");
+  REQUIRE(io::WriteNpy(acts, io::DType::kF32, {2, 64}, std::vector<uint8_t>(2 * 64 * 4, 0)).ok());
+  auto c = RunLmkit({"calibrate", acts, "--method", "minmax", "-o", dir.file("calib.json")});
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.err ==
+        "lmkit calibrate: warning: tensor 'model.layers.0.mlp.up_proj': amax 0 (every sample is 0); a quantized layer "
+        "cannot take an input_scale of 0 from it\n");
+  const std::string in = dir.file("toy.safetensors");
+  WriteToyCheckpoint(in, io::DType::kBF16);
+  for (const char* scheme : {"w8a8", "fp8-static"}) {
+    auto q = RunLmkit(
+        {"quantize", in, "-o", dir.file("q.safetensors"), "--scheme", scheme, "--calibration", dir.file("calib.json")});
+    CHECK(q.exit_code == 1);
+    CHECK(q.err == "lmkit quantize: " + dir.file("calib.json") +
+                       ": amax 0 for 'model.layers.0.mlp.up_proj': its input_scale would be 0 and every activation of "
+                       "the layer would be coded as 0; calibrate on inputs that reach it, or exclude it\n");
+    CHECK_FALSE(fs::exists(dir.file("q.safetensors")));
+  }
+}
+
+TEST_CASE("calibrate --method mse near the float maximum gives the scaled threshold, not an overflow", "[quant][cli]") {
+  // Every step of the mse search scales by a power of two, so data scaled by 2^121 (max |x| 1.8e38, two adjacent
+  // histogram edges summing past FLT_MAX) must give the threshold scaled by 2^121.
+  TempDir dir;
+  auto src = io::NpyFile::Open(TestData("quant/laplace_acts.npy"));
+  REQUIRE(src.ok());
+  std::vector<float> x(src->header().num_bytes() / 4);
+  std::memcpy(x.data(), src->data().data(), x.size() * 4);
+  for (float& v : x) v = std::ldexp(v, 121);
+  std::vector<uint8_t> raw(x.size() * 4);
+  std::memcpy(raw.data(), x.data(), raw.size());
+  REQUIRE(io::WriteNpy(dir.file("big.npy"), io::DType::kF32, src->shape(), raw).ok());
+  auto a = RunLmkit({"calibrate", TestData("quant/laplace_acts.npy"), "--method", "mse", "-o", dir.file("a.json")});
+  auto b = RunLmkit({"calibrate", dir.file("big.npy"), "--method", "mse", "-o", dir.file("b.json")});
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const double small = ParseOut(ReadAll(dir.file("a.json")))["tensors"]["laplace_acts"]["amax"];
+  const double big = ParseOut(ReadAll(dir.file("b.json")))["tensors"]["big"]["amax"];
+  CHECK(std::isfinite(big));
+  CHECK(big == std::ldexp(small, 121));
+}
+
+TEST_CASE("quantize --report and calibrate --trt-cache are written before the main output is renamed into place",
+          "[quant][cli]") {
+  // /dev/full accepts the open and fails the write at commit (ENOSPC): the secondary output fails last of all its
+  // steps, and the main output must not be in place when it does.
+  if (!fs::exists("/dev/full")) {
+    WARN("no /dev/full: skipped");
+    return;
+  }
+  TempDir dir;
+  auto q = RunLmkit({"quantize", kStories, "-o", dir.file("q"), "--report", "/dev/full"});
+  CHECK(q.exit_code == 1);
+  CHECK(q.err.find("/dev/full") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("q")));
+  auto c = RunLmkit({"calibrate", TestData("quant/laplace_acts.npy"), "--method", "minmax", "-o", dir.file("c.json"),
+                     "--trt-cache", "/dev/full"});
+  CHECK(c.exit_code == 1);
+  CHECK_FALSE(fs::exists(dir.file("c.json")));
 }

@@ -131,7 +131,7 @@ std::string AbortMessage(Fn fn) {
 
 TEST_CASE("cuda-emu: __syncthreads orders shared memory within each block", "[cuda-emu]") {
   std::vector<unsigned> out(3 * 256, 0);
-  LMKIT_LAUNCH(3, 256, 0, RotateThroughShared)(out.data());
+  LMKIT_LAUNCH(3, 256, 0, nullptr, RotateThroughShared)(out.data());
   REQUIRE(cudaGetLastError() == cudaSuccess);
   for (unsigned b = 0; b < 3; ++b)
     for (unsigned t = 0; t < 256; ++t) CHECK(out[b * 256 + t] == ((t + 1) % 256) * 3 + b);
@@ -139,7 +139,7 @@ TEST_CASE("cuda-emu: __syncthreads orders shared memory within each block", "[cu
 
 TEST_CASE("cuda-emu: a missing __syncthreads shows in the reverse order of odd blocks", "[cuda-emu]") {
   std::vector<unsigned> out(2 * 64, 0);
-  LMKIT_LAUNCH(2, 64, 0, MissingBarrier)(out.data());
+  LMKIT_LAUNCH(2, 64, 0, nullptr, MissingBarrier)(out.data());
   for (unsigned t = 0; t < 64; ++t) CHECK(out[t] == 1);  // block 0, forward: thread 0 wrote before the others read
   CHECK(out[64] == 2);                                   // block 1, reverse: thread 0 runs last ...
   for (unsigned t = 1; t < 64; ++t) CHECK(out[64 + t] == 0xA5A5A5A5u);  // ... after the others read the poison
@@ -148,7 +148,7 @@ TEST_CASE("cuda-emu: a missing __syncthreads shows in the reverse order of odd b
 TEST_CASE("cuda-emu: shared variables start each block as poison, even in a one-block launch", "[cuda-emu]") {
   std::vector<unsigned> out(64, 0);
   for (int launch = 0; launch < 2; ++launch) {  // the second launch must not see the first one's count either
-    LMKIT_LAUNCH(1, 64, 0, UninitialisedCounter)(out.data());
+    LMKIT_LAUNCH(1, 64, 0, nullptr, UninitialisedCounter)(out.data());
     for (unsigned v : out) CHECK(v == 0xA5A5A5A5u + 64);
   }
 }
@@ -157,7 +157,7 @@ TEST_CASE("cuda-emu: warp shuffles and matches see all 32 lanes of their own war
   std::vector<float> in(64), max_out(64);
   std::vector<unsigned> peers(64);
   for (unsigned i = 0; i < 64; ++i) in[i] = static_cast<float>((i * 37) % 64);
-  LMKIT_LAUNCH(1, 64, 0, WarpOps)(in.data(), max_out.data(), peers.data());
+  LMKIT_LAUNCH(1, 64, 0, nullptr, WarpOps)(in.data(), max_out.data(), peers.data());
   for (unsigned i = 0; i < 64; ++i) {
     float want = 0;
     for (unsigned j = i / 32 * 32; j < i / 32 * 32 + 32; ++j) want = std::max(want, in[j]);
@@ -172,7 +172,7 @@ TEST_CASE("cuda-emu: warp shuffles and matches see all 32 lanes of their own war
 
 TEST_CASE("cuda-emu: returned threads no longer hold __syncthreads back", "[cuda-emu]") {
   std::vector<unsigned> out(256, 0);
-  LMKIT_LAUNCH(1, 256, 0, EarlyReturn)(out.data());
+  LMKIT_LAUNCH(1, 256, 0, nullptr, EarlyReturn)(out.data());
   for (unsigned t = 0; t < 200; ++t) CHECK(out[t] == 200);
   for (unsigned t = 200; t < 256; ++t) CHECK(out[t] == 0);
 }
@@ -180,32 +180,34 @@ TEST_CASE("cuda-emu: returned threads no longer hold __syncthreads back", "[cuda
 TEST_CASE("cuda-emu: dynamic shared memory is poisoned per block, and invalid launches fail without running",
           "[cuda-emu]") {
   std::vector<unsigned> out(64, 0);
-  LMKIT_LAUNCH(2, 64, 64 * sizeof(unsigned), ReadDynamicShared)(out.data());
+  LMKIT_LAUNCH(2, 64, 64 * sizeof(unsigned), nullptr, ReadDynamicShared)(out.data());
   REQUIRE(cudaGetLastError() == cudaSuccess);
   for (unsigned v : out) CHECK(v == 0xA5A5A5A5u);
   std::fill(out.begin(), out.end(), 1u);
-  LMKIT_LAUNCH(1, 64, 48 * 1024 + 4, ReadDynamicShared)(out.data());  // past the 48 KiB default limit
+  LMKIT_LAUNCH(1, 64, 48 * 1024 + 4, nullptr, ReadDynamicShared)(out.data());  // past the 48 KiB default limit
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
-  CHECK(cudaGetLastError() == cudaSuccess);                 // read and cleared
-  LMKIT_LAUNCH(1, 2048, 0, ReadDynamicShared)(out.data());  // more than 1024 threads
+  CHECK(cudaGetLastError() == cudaSuccess);                          // read and cleared
+  LMKIT_LAUNCH(1, 2048, 0, nullptr, ReadDynamicShared)(out.data());  // more than 1024 threads
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
   for (unsigned v : out) CHECK(v == 1u);
 }
 
 TEST_CASE("cuda-emu: barrier misuse aborts with a message instead of hanging", "[cuda-emu]") {
   std::vector<float> out(64, 0);
-  std::string err = AbortMessage([&] { LMKIT_LAUNCH(1, 64, 0, HalfAtSyncHalfAtShuffle)(out.data()); });
+  std::string err = AbortMessage([&] { LMKIT_LAUNCH(1, 64, 0, nullptr, HalfAtSyncHalfAtShuffle)(out.data()); });
   CHECK_THAT(err, Catch::Contains("deadlock in block 0: 32 threads wait at __syncthreads(), 32 at a warp operation"));
-  err = AbortMessage([&] { LMKIT_LAUNCH(1, 32, 0, DivergentWarpOps)(out.data()); });
+  err = AbortMessage([&] { LMKIT_LAUNCH(1, 32, 0, nullptr, DivergentWarpOps)(out.data()); });
   CHECK_THAT(err, Catch::Contains("meet at different warp operations"));
-  err = AbortMessage([&] { LMKIT_LAUNCH(1, 48, 0, RotateThroughShared)(reinterpret_cast<unsigned*>(out.data())); });
+  err = AbortMessage([&] {
+    LMKIT_LAUNCH(1, 48, 0, nullptr, RotateThroughShared)(reinterpret_cast<unsigned*>(out.data()));
+  });
   CHECK_THAT(err, Catch::Contains("not a multiple of 32"));
 }
 
 #if defined(__SANITIZE_ADDRESS__)
 TEST_CASE("cuda-emu: AddressSanitizer sees a kernel's stack overrun after a barrier", "[cuda-emu]") {
   int status = 0;
-  const std::string err = ChildStderr([] { LMKIT_LAUNCH(1, 32, 0, StackOverrunAfterBarrier)(); }, &status);
+  const std::string err = ChildStderr([] { LMKIT_LAUNCH(1, 32, 0, nullptr, StackOverrunAfterBarrier)(); }, &status);
   CHECK_THAT(err, Catch::Contains("stack-buffer-overflow"));
 }
 #endif

@@ -173,6 +173,12 @@ TempDir::~TempDir() {
 std::string TestData(const std::string& relative) { return std::string(LMKIT_TEST_DATA_DIR) + "/" + relative; }
 std::string RepoPath(const std::string& relative) { return std::string(LMKIT_REPO_DIR) + "/" + relative; }
 
+size_t CountOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

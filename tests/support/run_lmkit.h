@@ -54,6 +54,8 @@ std::string RepoPath(const std::string& relative);  // <repo>/<relative>
 std::string ReadAll(const std::string& path);       // whole file; "" when missing
 void WriteAll(const std::string& path, const std::string& content);
 std::vector<std::string> ListDir(const std::string& path);  // names, sorted
+// Occurrences of `needle` in `text`, overlapping ones included.
+size_t CountOf(const std::string& text, const std::string& needle);
 // Writes dir/t.bin: n little-endian uint16 ids, id i = (i * 7919) % modulo (every id below modulo appears when n
 // is large enough); returns its path.
 std::string WriteTokenFile(const TempDir& dir, uint64_t n, uint16_t modulo);

@@ -6,6 +6,7 @@
 
 #include "lmkit/common/json.h"
 #include "lmkit/present/chart.h"
+#include "support/skip.h"
 
 namespace lmkit::test {
 namespace {
@@ -34,7 +35,7 @@ void CheckSvgFile(const std::string& path) {
   const std::string py = Python();
   double w = 0, h = 0;  // the viewBox size, once parsed
   if (py.empty()) {
-    WARN("python3 not found (scripts/setup.sh installs it); XML and layout checks of " << path << " skipped");
+    LMKIT_SKIP_PART("python3 not found (scripts/setup.sh installs it): XML and layout checks of " << path);
   } else {
     const RunResult r = RunShell(py + " '" + RepoPath("tests/scripts/check_svg.py") + "' '" + path + "'");
     if (r.exit_code != 0) FAIL(r.out);
@@ -76,7 +77,7 @@ void CheckSvgFile(const std::string& path) {
     }
   }
   if (!HaveCommand("rsvg-convert")) {
-    WARN("rsvg-convert not found (scripts/setup.sh installs librsvg2-bin); rendering of " << path << " skipped");
+    LMKIT_SKIP_PART("rsvg-convert not found (scripts/setup.sh installs librsvg2-bin): rendering of " << path);
     return;
   }
   const std::string png = path + ".png";

@@ -57,7 +57,7 @@ class Builder {
   // An activation x activation product with explicit FLOPs (scores, attention x V) whose B operand (keys/values) is
   // shared by `b_reads` reads in total.
   void Act(const std::string& name, const LayerKind& k, Component comp, int64_t mm, int64_t kk, int64_t nn,
-           int64_t count, uint64_t flops, double b_reads) {
+           int64_t count, uint64_t flops, double b_reads, Operand b) {
     Matmul x;
     x.name = name;
     x.layer_kind = k.name;
@@ -68,6 +68,7 @@ class Builder {
     x.count = count;
     x.flops = flops;
     x.b_reads = b_reads;
+    x.b = b;
     out_.push_back(x);
   }
 
@@ -111,34 +112,22 @@ Status OverflowError() {
 }
 
 Status CheckOptions(int64_t batch, int64_t seq) {
-  if (batch <= 0) return Status::InvalidArgument("--batch must be positive");
-  if (seq <= 0) return Status::InvalidArgument("--seq-len must be positive");
+  if (batch <= 0) return Status::InvalidArgument(Field("batch") + " must be positive");
+  if (seq <= 0) return Status::InvalidArgument(Field("seq_len") + " must be positive");
   // Keeps batch x heads x layers and token counts exact in int64 (heads and layers are at most 2^14).
   if (batch > (int64_t{1} << 31) || seq > (int64_t{1} << 31) || batch * seq > (int64_t{1} << 40))
-    return Status::InvalidArgument("--batch x --seq-len is implausibly large (over 2^40 tokens)");
+    return Status::InvalidArgument(Field("batch") + " x " + Field("seq_len") +
+                                   " is implausibly large (over 2^40 tokens)");
   return Status::Ok();
 }
 
+constexpr EnumName<Recompute> kRecomputeNames[] = {
+    {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}};
+
 }  // namespace
 
-Result<Recompute> ParseRecompute(const std::string& name) {
-  if (name == "none") return Recompute::kNone;
-  if (name == "selective") return Recompute::kSelective;
-  if (name == "full") return Recompute::kFull;
-  return Status::InvalidArgument("--recompute must be none, selective or full (got '" + name + "')");
-}
-
-const char* RecomputeName(Recompute r) {
-  switch (r) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kFull:
-      return "full";
-  }
-  return "none";
-}
+std::span<const EnumName<Recompute>> RecomputeNames() { return kRecomputeNames; }
+const char* RecomputeName(Recompute r) { return EnumNameOf(RecomputeNames(), r).data(); }
 
 const char* ComponentName(Component c) {
   switch (c) {
@@ -191,14 +180,16 @@ Result<std::vector<Matmul>> BuildMatmuls(const ModelSpec& m, const FlopsOptions&
       b.Weight("v_proj", &k, Component::kAttnProj, bt, d, m.kv_dim());
     }
     b.Act("scores (QK^T)", k, Component::kAttnScores, t, qk_dim, keys, runs,
-          c.Mul(c.Mul(pairs2, static_cast<uint64_t>(qk_dim)), static_cast<uint64_t>(runs)), kv_reads);
+          c.Mul(c.Mul(pairs2, static_cast<uint64_t>(qk_dim)), static_cast<uint64_t>(runs)), kv_reads,
+          Operand::kActivation);
     if (o.softmax_flops) {
       // Chinchilla App. F: 3 FLOPs per score (exp, sum, divide).
       b.Act("softmax", k, Component::kSoftmax, t, 0, keys, runs,
-            c.Mul(c.Mul(pairs2, 3), static_cast<uint64_t>(runs)) / 2, 0.0);
+            c.Mul(c.Mul(pairs2, 3), static_cast<uint64_t>(runs)) / 2, 0.0, Operand::kActivation);
     }
     b.Act("attention x V", k, Component::kAttnValues, t, keys, v_dim, runs,
-          c.Mul(c.Mul(pairs2, static_cast<uint64_t>(v_dim)), static_cast<uint64_t>(runs)), kv_reads);
+          c.Mul(c.Mul(pairs2, static_cast<uint64_t>(v_dim)), static_cast<uint64_t>(runs)), kv_reads,
+          Operand::kActivation);
     b.Weight("o_proj", &k, Component::kAttnProj, bt, h * v_dim, d);
     b.Ffn(k, bt, bt);
   }
@@ -228,14 +219,14 @@ Result<std::vector<Matmul>> BuildDecodeMatmuls(const ModelSpec& m, int64_t batch
       b.Weight("kv_a_proj", &k, Component::kAttnProj, batch, d, lat + a.qk_rope_head_dim);
       int64_t per_head = k.count * h;
       b.Act("q absorb (W_UK)", k, Component::kAttnProj, batch, a.qk_nope_head_dim, lat, per_head,
-            c.Mul({2, batch, a.qk_nope_head_dim, lat, per_head}), static_cast<double>(per_head));
+            c.Mul({2, batch, a.qk_nope_head_dim, lat, per_head}), static_cast<double>(per_head), Operand::kWeight);
       int64_t runs = batch * k.count;
       b.Act("scores (latent)", k, Component::kAttnScores, h, lat + a.qk_rope_head_dim, keys, runs,
-            c.Mul({2, h, lat + a.qk_rope_head_dim, keys, runs}), static_cast<double>(runs));
+            c.Mul({2, h, lat + a.qk_rope_head_dim, keys, runs}), static_cast<double>(runs), Operand::kKvCache);
       b.Act("attention x latent", k, Component::kAttnValues, h, keys, lat, runs, c.Mul({2, h, keys, lat, runs}),
-            static_cast<double>(runs));
+            static_cast<double>(runs), Operand::kKvCache);
       b.Act("v absorb (W_UV)", k, Component::kAttnProj, batch, lat, a.v_head_dim, per_head,
-            c.Mul({2, batch, lat, a.v_head_dim, per_head}), static_cast<double>(per_head));
+            c.Mul({2, batch, lat, a.v_head_dim, per_head}), static_cast<double>(per_head), Operand::kWeight);
       b.Weight("o_proj", &k, Component::kAttnProj, batch, h * a.v_head_dim, d);
     } else {
       b.Weight("q_proj", &k, Component::kAttnProj, batch, d, m.q_dim());
@@ -244,9 +235,9 @@ Result<std::vector<Matmul>> BuildDecodeMatmuls(const ModelSpec& m, int64_t batch
       // The query heads of one GQA group share their cached keys/values: one (g x hd)·(hd x keys) product per group.
       int64_t g = h / m.kv_heads, runs = batch * m.kv_heads * k.count;
       b.Act("scores (QK^T)", k, Component::kAttnScores, g, m.head_dim, keys, runs,
-            c.Mul({2, g, m.head_dim, keys, runs}), static_cast<double>(runs));
+            c.Mul({2, g, m.head_dim, keys, runs}), static_cast<double>(runs), Operand::kKvCache);
       b.Act("attention x V", k, Component::kAttnValues, g, keys, m.head_dim, runs,
-            c.Mul({2, g, keys, m.head_dim, runs}), static_cast<double>(runs));
+            c.Mul({2, g, keys, m.head_dim, runs}), static_cast<double>(runs), Operand::kKvCache);
       b.Weight("o_proj", &k, Component::kAttnProj, batch, m.q_dim(), d);
     }
     b.Ffn(k, batch, batch);
@@ -267,8 +258,15 @@ Result<FlopsReport> ComputeFlops(const ModelSpec& m, const FlopsOptions& o) {
     r.forward = c.Add(r.forward, x.flops);
   }
   r.backward = c.Mul(r.forward, 2);
-  r.recompute = o.recompute == Recompute::kFull ? r.forward : 0;
-  r.training = c.Add(c.Add(r.forward, r.backward), r.recompute);
+  // Megatron and HF gradient checkpointing checkpoint the decoder layers only: full recomputation runs every layer's
+  // forward again but not the LM head. Selective recomputation (Korthikanti et al. 2022, sec. 5) recomputes the
+  // attention core: QKᵀ, softmax and attention × V.
+  const auto comp = [&](Component x) { return r.component[static_cast<int>(x)]; };
+  if (o.recompute == Recompute::kFull) r.recompute = r.forward - comp(Component::kLmHead);
+  if (o.recompute == Recompute::kSelective)
+    r.recompute = c.Add(c.Add(comp(Component::kAttnScores), comp(Component::kAttnValues)), comp(Component::kSoftmax));
+  r.model = c.Add(r.forward, r.backward);
+  r.training = c.Add(r.model, r.recompute);
   if (c.overflow) return OverflowError();
   r.tokens = static_cast<uint64_t>(o.batch) * static_cast<uint64_t>(o.seq_len);
   r.params = CountParameters(m);
@@ -280,8 +278,15 @@ Result<FlopsReport> ComputeFlops(const ModelSpec& m, const FlopsOptions& o) {
   return r;
 }
 
+int64_t PalmParameters(const ModelSpec& m) {
+  const ParameterCounts p = CountParameters(m);
+  // A tied token table is the LM head's weight, which a matmul does read.
+  const int64_t unread = m.tied ? m.learned_positions * m.d_model : p.embedding;
+  return p.active - unread;
+}
+
 double TrainingFlopsPerTokenPalm(const ModelSpec& m, int64_t seq_len) {
-  double n = static_cast<double>(CountParameters(m).active);
+  double n = static_cast<double>(PalmParameters(m));
   double qk = static_cast<double>(m.head_dim), v = static_cast<double>(m.mla ? m.mla_spec.v_head_dim : m.head_dim);
   // 12·L·H·Q·T = 6·L·H·T·(Q_k + Q_v): forward 2·T·Q per score and per value, times 3 for forward + backward.
   return 6.0 * n +

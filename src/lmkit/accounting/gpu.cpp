@@ -26,41 +26,78 @@ std::string Canonical(const std::string& s) {
   return out;
 }
 
-double Tera(const Json& peaks, const char* key) {
-  if (!peaks.contains(key) || !peaks[key].is_number()) return 0.0;
-  return peaks[key].get<double>() * 1e12;
+constexpr EnumName<Dtype> kDtypeNames[] = {{Dtype::kFp32, "fp32"},
+                                           {Dtype::kTf32, "tf32"},
+                                           {Dtype::kBf16, "bf16"},
+                                           {Dtype::kFp16, "fp16"},
+                                           {Dtype::kFp8, "fp8"},
+                                           {Dtype::kInt8, "int8"},
+                                           {Dtype::kFp32, "float32", true},
+                                           {Dtype::kBf16, "bfloat16", true},
+                                           {Dtype::kFp16, "float16", true}};
+
+// A number the entry must have: positive and finite once scaled (bandwidth_tb_s 1e300 becomes infinity in bytes).
+Result<double> Positive(const Json& g, const char* key, double scale, const std::string& file,
+                        const std::string& name) {
+  if (!g.contains(key) || !g[key].is_number())
+    return Status::InvalidInput(file, "GPU '" + name + "' lacks memory_gb, bandwidth_tb_s or dense_tflops");
+  const double v = g[key].get<double>() * scale;
+  // The roofline divides by the bandwidth and the fit verdict needs a capacity: a zero bandwidth printed
+  // "ridge inf FLOP/B" (null in JSON), a negative capacity silently dropped the verdict.
+  if (!(v > 0 && std::isfinite(v)))
+    return Status::InvalidInput(file, "GPU '" + name + "': memory_gb and bandwidth_tb_s must be positive numbers");
+  return v;
+}
+
+Result<double> Tera(const Json& peaks, const char* key, const std::string& file, const std::string& name) {
+  if (!peaks.contains(key)) return 0.0;
+  const double v = peaks[key].is_number() ? peaks[key].get<double>() * 1e12 : -1;
+  if (!(v >= 0 && std::isfinite(v)))
+    return Status::InvalidInput(file, "GPU '" + name + "': dense_tflops." + key + " must be a non-negative number");
+  return v;
+}
+
+Result<GpuSpec> ParseGpu(const Json& g, const std::string& file) {
+  GpuSpec s;
+  if (!g.is_object() || !g.contains("name") || !g["name"].is_string() || g["name"].get<std::string>().empty())
+    return Status::InvalidInput(file, "a GPU entry has no 'name'");
+  s.name = g["name"].get<std::string>();
+  if (g.contains("aliases") && g["aliases"].is_array())
+    for (const auto& a : g["aliases"])
+      if (a.is_string()) s.aliases.push_back(a.get<std::string>());
+  if (!g.contains("dense_tflops") || !g["dense_tflops"].is_object())
+    return Status::InvalidInput(file, "GPU '" + s.name + "' lacks memory_gb, bandwidth_tb_s or dense_tflops");
+  LMKIT_ASSIGN_OR_RETURN(s.memory_bytes, Positive(g, "memory_gb", 1e9, file, s.name));
+  LMKIT_ASSIGN_OR_RETURN(s.bandwidth_bytes_per_s, Positive(g, "bandwidth_tb_s", 1e12, file, s.name));
+  if (g.contains("interconnect_gb_s")) {
+    const Json& ic = g["interconnect_gb_s"];
+    const double v = ic.is_number() ? ic.get<double>() * 1e9 : -1;
+    if (!(v >= 0 && std::isfinite(v)))
+      return Status::InvalidInput(file, "GPU '" + s.name + "': interconnect_gb_s must be a non-negative number");
+    s.interconnect_bytes_per_s = v;
+  }
+  if (g.contains("interconnect") && g["interconnect"].is_string())
+    s.interconnect = g["interconnect"].get<std::string>();
+  const Json& p = g["dense_tflops"];
+  LMKIT_ASSIGN_OR_RETURN(s.peak_fp32, Tera(p, "fp32", file, s.name));
+  LMKIT_ASSIGN_OR_RETURN(s.peak_tf32, Tera(p, "tf32", file, s.name));
+  LMKIT_ASSIGN_OR_RETURN(s.peak_bf16, Tera(p, "bf16", file, s.name));
+  LMKIT_ASSIGN_OR_RETURN(s.peak_fp16, Tera(p, "fp16", file, s.name));
+  LMKIT_ASSIGN_OR_RETURN(s.peak_fp8, Tera(p, "fp8", file, s.name));
+  LMKIT_ASSIGN_OR_RETURN(s.peak_int8, Tera(p, "int8", file, s.name));
+  if (g.contains("source") && g["source"].is_string()) s.source = g["source"].get<std::string>();
+  return s;
 }
 
 }  // namespace
 
-Result<Dtype> ParseDtype(const std::string& name) {
-  std::string n = Lower(name);
-  if (n == "fp32" || n == "float32") return Dtype::kFp32;
-  if (n == "tf32") return Dtype::kTf32;
-  if (n == "bf16" || n == "bfloat16") return Dtype::kBf16;
-  if (n == "fp16" || n == "float16") return Dtype::kFp16;
-  if (n == "fp8") return Dtype::kFp8;
-  if (n == "int8") return Dtype::kInt8;
-  return Status::InvalidArgument("unknown dtype '" + name + "' (fp32, tf32, bf16, fp16, fp8, int8)");
+std::span<const EnumName<Dtype>> DtypeNames() { return kDtypeNames; }
+
+Result<Dtype> ParseDtype(const std::string& name, std::string_view field) {
+  return ParseEnum(DtypeNames(), Lower(name), field);
 }
 
-const char* DtypeName(Dtype d) {
-  switch (d) {
-    case Dtype::kFp32:
-      return "fp32";
-    case Dtype::kTf32:
-      return "tf32";
-    case Dtype::kBf16:
-      return "bf16";
-    case Dtype::kFp16:
-      return "fp16";
-    case Dtype::kFp8:
-      return "fp8";
-    case Dtype::kInt8:
-      return "int8";
-  }
-  return "";
-}
+const char* DtypeName(Dtype d) { return EnumNameOf(DtypeNames(), d).data(); }
 
 double DtypeBytes(Dtype d) {
   switch (d) {
@@ -102,37 +139,22 @@ Result<std::vector<GpuSpec>> LoadGpuTable(const std::string& path) {
   }
   LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(file));
   LMKIT_ASSIGN_OR_RETURN(Json j, ParseJson(text, file));
-  if (!j.contains("gpus") || !j["gpus"].is_array()) return Status::InvalidInput(file, "missing list 'gpus'");
+  if (!j.is_object() || !j.contains("gpus") || !j["gpus"].is_array())
+    return Status::InvalidInput(file, "missing list 'gpus'");
   std::vector<GpuSpec> out;
   for (const auto& g : j["gpus"]) {
-    GpuSpec s;
-    if (!g.contains("name") || !g["name"].is_string()) return Status::InvalidInput(file, "a GPU entry has no 'name'");
-    s.name = g["name"].get<std::string>();
-    if (g.contains("aliases") && g["aliases"].is_array())
-      for (const auto& a : g["aliases"])
-        if (a.is_string()) s.aliases.push_back(a.get<std::string>());
-    if (!g.contains("memory_gb") || !g["memory_gb"].is_number() || !g.contains("bandwidth_tb_s") ||
-        !g["bandwidth_tb_s"].is_number() || !g.contains("dense_tflops") || !g["dense_tflops"].is_object())
-      return Status::InvalidInput(file, "GPU '" + s.name + "' lacks memory_gb, bandwidth_tb_s or dense_tflops");
-    s.memory_bytes = g["memory_gb"].get<double>() * 1e9;
-    s.bandwidth_bytes_per_s = g["bandwidth_tb_s"].get<double>() * 1e12;
-    // The roofline divides by the bandwidth and the fit verdict needs a capacity: a zero bandwidth printed
-    // "ridge inf FLOP/B" (null in JSON), a negative capacity silently dropped the verdict. (bandwidth_tb_s 1e300
-    // becomes infinity once scaled to bytes, hence the isfinite.)
-    if (!(s.memory_bytes > 0 && std::isfinite(s.memory_bytes)) ||
-        !(s.bandwidth_bytes_per_s > 0 && std::isfinite(s.bandwidth_bytes_per_s)))
-      return Status::InvalidInput(file, "GPU '" + s.name + "': memory_gb and bandwidth_tb_s must be positive numbers");
-    const Json& p = g["dense_tflops"];
-    s.peak_fp32 = Tera(p, "fp32");
-    s.peak_tf32 = Tera(p, "tf32");
-    s.peak_bf16 = Tera(p, "bf16");
-    s.peak_fp16 = Tera(p, "fp16");
-    s.peak_fp8 = Tera(p, "fp8");
-    s.peak_int8 = Tera(p, "int8");
-    if (g.contains("source") && g["source"].is_string()) s.source = g["source"].get<std::string>();
+    LMKIT_ASSIGN_OR_RETURN(GpuSpec s, ParseGpu(g, file));
     out.push_back(std::move(s));
   }
   return out;
+}
+
+Result<GpuSpec> LoadGpuSpecFile(const std::string& path) {
+  LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  LMKIT_ASSIGN_OR_RETURN(Json j, ParseJson(text, path));
+  if (!j.is_object())
+    return Status::InvalidInput(path, "a GPU spec is a JSON object (the schema of a gpus.json entry)");
+  return ParseGpu(j, path);
 }
 
 Result<GpuSpec> FindGpu(const std::string& name, const std::string& table_path) {
@@ -164,6 +186,18 @@ Result<GpuSpec> FindGpu(const std::string& name, const std::string& table_path) 
       break;
     }
   return Status::NotFound(name, "unknown GPU" + hint + " (known: " + list + ")");
+}
+
+Result<std::optional<GpuSpec>> ResolveGpu(const std::string& name, const std::string& spec_file) {
+  if (!name.empty() && !spec_file.empty())
+    return Status::InvalidArgument("give either " + Field("gpu") + " or " + Field("gpu_spec") + ", not both");
+  if (!spec_file.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(GpuSpec g, LoadGpuSpecFile(spec_file));
+    return std::optional<GpuSpec>(std::move(g));
+  }
+  if (name.empty()) return std::optional<GpuSpec>();
+  LMKIT_ASSIGN_OR_RETURN(GpuSpec g, FindGpu(name));
+  return std::optional<GpuSpec>(std::move(g));
 }
 
 }  // namespace lmkit::accounting

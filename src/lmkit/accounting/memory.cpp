@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lmkit/accounting/tensor_parallel.h"
+
 namespace lmkit::accounting {
 namespace {
 
@@ -42,39 +44,40 @@ double KorthikantiLayer(double s, double b, double h, double a, Recompute r) {
   return s * b * h * (34.0 + 5.0 * a * s / h);
 }
 
-Status TooLarge() { return Status::InvalidArgument("the memory estimate exceeds 1e18 bytes; use a smaller batch or sequence"); }
+Status TooLarge() {
+  return Status::InvalidArgument("the memory estimate exceeds 1e18 bytes; use a smaller batch or sequence");
+}
+
+constexpr EnumName<Mode> kModeNames[] = {{Mode::kTraining, "training"},
+                                         {Mode::kInference, "inference"},
+                                         {Mode::kTraining, "train", true},
+                                         {Mode::kInference, "infer", true}};
+constexpr EnumName<Optimizer> kOptimizerNames[] = {{Optimizer::kAdamW, "adamw"},
+                                                   {Optimizer::kAdamW8bit, "adamw8bit"},
+                                                   {Optimizer::kSgd, "sgd"},
+                                                   {Optimizer::kAdamW, "adam", true},
+                                                   {Optimizer::kAdamW8bit, "adam8bit", true}};
+constexpr EnumName<ActivationModel> kActivationModelNames[] = {{ActivationModel::kKorthikanti, "korthikanti"},
+                                                               {ActivationModel::kCs336, "cs336"}};
 
 }  // namespace
 
-Result<Mode> ParseMode(const std::string& s) {
-  if (s == "training" || s == "train") return Mode::kTraining;
-  if (s == "inference" || s == "infer") return Mode::kInference;
-  return Status::InvalidArgument("--mode must be training or inference (got '" + s + "')");
+std::span<const EnumName<Mode>> ModeNames() { return kModeNames; }
+std::span<const EnumName<Optimizer>> OptimizerNames() { return kOptimizerNames; }
+std::span<const EnumName<ActivationModel>> ActivationModelNames() { return kActivationModelNames; }
+const char* ModeName(Mode m) { return EnumNameOf(ModeNames(), m).data(); }
+const char* OptimizerName(Optimizer o) { return EnumNameOf(OptimizerNames(), o).data(); }
+const char* ActivationModelName(ActivationModel a) { return EnumNameOf(ActivationModelNames(), a).data(); }
+
+uint64_t InferenceWeightBytes(const ModelSpec& m, Dtype dtype, QuantScope scope) {
+  const ParameterCounts p = CountParameters(m);
+  const double e = DtypeBytes(dtype);
+  if (dtype != Dtype::kInt8 && dtype != Dtype::kFp8) return Bytes(p.total, e);
+  if (scope == QuantScope::kAll) return Bytes(p.total, e) + 2ULL * static_cast<uint64_t>(OutputChannels(m));
+  // Linear scope: the decoder's Linear matrices at 1 byte with an fp16 scale per output channel; embeddings, LM head,
+  // routers, norms and biases at 16 bits.
+  return Bytes(p.linear, e) + Bytes(p.total - p.linear, 2.0) + 2ULL * static_cast<uint64_t>(p.linear_out_channels);
 }
-Result<Optimizer> ParseOptimizer(const std::string& s) {
-  if (s == "adamw" || s == "adam") return Optimizer::kAdamW;
-  if (s == "adamw8bit" || s == "adam8bit") return Optimizer::kAdamW8bit;
-  if (s == "sgd") return Optimizer::kSgd;
-  return Status::InvalidArgument("--optimizer must be adamw, adamw8bit or sgd (got '" + s + "')");
-}
-Result<ActivationModel> ParseActivationModel(const std::string& s) {
-  if (s == "korthikanti") return ActivationModel::kKorthikanti;
-  if (s == "cs336") return ActivationModel::kCs336;
-  return Status::InvalidArgument("--activations must be korthikanti or cs336 (got '" + s + "')");
-}
-const char* ModeName(Mode m) { return m == Mode::kTraining ? "training" : "inference"; }
-const char* OptimizerName(Optimizer o) {
-  switch (o) {
-    case Optimizer::kAdamW:
-      return "adamw";
-    case Optimizer::kAdamW8bit:
-      return "adamw8bit";
-    case Optimizer::kSgd:
-      return "sgd";
-  }
-  return "";
-}
-const char* ActivationModelName(ActivationModel a) { return a == ActivationModel::kCs336 ? "cs336" : "korthikanti"; }
 
 uint64_t KvCacheBytes(const ModelSpec& m, int64_t tokens, double bytes_per_element) {
   double total = 0;
@@ -88,12 +91,13 @@ uint64_t KvCacheBytes(const ModelSpec& m, int64_t tokens, double bytes_per_eleme
 }
 
 Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) {
-  if (o.batch <= 0) return Status::InvalidArgument("--batch must be positive");
-  if (o.seq_len <= 0) return Status::InvalidArgument("--seq-len must be positive");
-  if (o.gpus <= 0) return Status::InvalidArgument("--gpus must be positive");
-  if (o.zero < 0 || o.zero > 3) return Status::InvalidArgument("--zero must be 0, 1, 2 or 3");
+  if (o.batch <= 0) return Status::InvalidArgument(Field("batch") + " must be positive");
+  if (o.seq_len <= 0) return Status::InvalidArgument(Field("seq_len") + " must be positive");
+  if (o.gpus <= 0) return Status::InvalidArgument(Field("gpus") + " must be positive");
+  if (o.zero < 0 || o.zero > 3) return Status::InvalidArgument(Field("zero") + " must be 0, 1, 2 or 3");
   if (o.batch > (int64_t{1} << 31) || o.seq_len > (int64_t{1} << 31) || o.gpus > (int64_t{1} << 24))
-    return Status::InvalidArgument("--batch, --seq-len or --gpus is implausibly large");
+    return Status::InvalidArgument(Field("batch") + ", " + Field("seq_len") + " or " + Field("gpus") +
+                                   " is implausibly large");
   MemoryReport r;
   r.options = o;
   r.params = CountParameters(m);
@@ -104,7 +108,7 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
   if (o.mode == Mode::kTraining) {
     if (o.dtype == Dtype::kFp8 || o.dtype == Dtype::kInt8)
       return Status::InvalidArgument("training memory is modelled for fp32, bf16 and fp16 only (got " +
-                           std::string(DtypeName(o.dtype)) + ")");
+                                     std::string(DtypeName(o.dtype)) + ")");
     bool mixed = o.dtype != Dtype::kFp32 && o.dtype != Dtype::kTf32;
     r.weight_bytes_per_param = e;
     r.grad_bytes_per_param = e;
@@ -162,21 +166,26 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
     r.activations = r.per_sequence * static_cast<uint64_t>(o.batch);
     r.kv_cache = 0;  // training recomputes attention over the whole sequence; nothing is cached
   } else {
+    // Tensor parallelism: every GPU holds the same slice; the estimate is that slice's, on one GPU.
+    LMKIT_ASSIGN_OR_RETURN(const ModelSpec shard, ShardForTensorParallel(m, o.gpus, Field("gpus")));
+    const Precision prec{o.dtype, o.kv_dtype.value_or(AutoKvDtype(o.dtype)), o.quant_scope};
+    r.kv_dtype = prec.kv_dtype;
+    r.kv_heads_per_gpu = shard.kv_heads;
     r.weight_bytes_per_param = e;
-    r.weights = Bytes(p, e);
-    if (o.dtype == Dtype::kInt8 || o.dtype == Dtype::kFp8) r.weights += 2ULL * static_cast<uint64_t>(OutputChannels(m));
-    r.weights = CeilDiv(r.weights, n);
-    // The cache is kept in 16 bits unless the weights are 32-bit (fp8/int8 weights still cache in bf16).
-    double kv_e = e >= 2 ? e : 2.0;
-    r.kv_bytes_per_token = static_cast<uint64_t>(std::llround(static_cast<double>(KvCacheBytes(m, 1, 1.0)) * kv_e));
-    uint64_t kv_seq = CeilDiv(KvCacheBytes(m, o.seq_len, kv_e), n);
-    // Working activations of a prefill of one sequence (fused attention): residual + norm output (2·s·d), the widest
-    // MLP intermediate (gate and up, 2·s·F), and fp32 logits of the last position.
+    r.weights = InferenceWeightBytes(shard, o.dtype, o.quant_scope);
+    const double kv_e = prec.KvBytes();
+    r.kv_bytes_per_token = KvCacheBytes(m, 1, kv_e);
+    r.kv_bytes_per_token_gpu = KvCacheBytes(shard, 1, kv_e);
+    uint64_t kv_seq = KvCacheBytes(shard, o.seq_len, kv_e);
+    // Working activations of a prefill of one sequence (fused attention): residual + norm output (2·s·d, whole on
+    // every GPU), the widest MLP intermediate (gate and up, 2·s·F, split), and fp32 logits of the last position
+    // (vocabulary-parallel).
     double f = static_cast<double>(
-        std::max(m.d_ff, m.is_moe() ? std::max(m.moe.expert_d_ff * m.moe.top_k, m.moe.shared_d_ff) : int64_t{0}));
+        std::max(shard.d_ff, shard.is_moe() ? std::max(shard.moe.expert_d_ff * shard.moe.top_k, shard.moe.shared_d_ff)
+                                            : int64_t{0}));
     double s = static_cast<double>(o.seq_len), h = static_cast<double>(m.d_model);
-    double act_e = e >= 2 ? e : 2.0;
-    double act = (act_e * s * (2.0 * h + 2.0 * f) + 4.0 * static_cast<double>(m.vocab)) / static_cast<double>(n);
+    double act_e = prec.ActivationBytes();
+    double act = act_e * s * (2.0 * h + 2.0 * f) + 4.0 * static_cast<double>(shard.vocab);
     if (!(act < 1e18) || !(static_cast<double>(kv_seq) < 1e18)) return TooLarge();
     uint64_t act_seq = static_cast<uint64_t>(std::llround(act));
     r.kv_cache = kv_seq * static_cast<uint64_t>(o.batch);
@@ -185,6 +194,13 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
     r.activations_counted =
         "inference prefill working set (fused attention): residual and norm output 2*s*d, MLP gate/up 2*s*d_ff, fp32 "
         "logits of the last position";
+    if (o.dtype == Dtype::kFp8 || o.dtype == Dtype::kInt8)
+      r.weights_counted =
+          o.quant_scope == QuantScope::kLinear
+              ? std::string(DtypeName(o.dtype)) +
+                    " Linear layers (+ fp16 scale per output channel); embeddings, LM head, routers "
+                    "and norms 16-bit"
+              : std::string("every weight ") + DtypeName(o.dtype) + " (+ fp16 scale per output channel)";
   }
   if (static_cast<double>(r.per_sequence) * static_cast<double>(o.batch) > 1e18) return TooLarge();
   r.overhead = o.overhead_bytes;

@@ -1,6 +1,7 @@
 #include "lmkit/accounting/params.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace lmkit::accounting {
 namespace {
@@ -17,7 +18,7 @@ int64_t Mlp(const ModelSpec& m, int64_t d_ff) {
   return Linear(d, d_ff, m.mlp_bias) + Linear(d_ff, d, m.mlp_bias);
 }
 
-int64_t Attention(const ModelSpec& m) {
+int64_t AttentionParams(const ModelSpec& m) {
   int64_t d = m.d_model;
   if (m.mla) {
     const MlaSpec& a = m.mla_spec;
@@ -35,8 +36,35 @@ int64_t Attention(const ModelSpec& m) {
   }
   int64_t p =
       Linear(d, m.q_dim(), m.qkv_bias) + 2 * Linear(d, m.kv_dim(), m.qkv_bias) + Linear(m.q_dim(), d, m.out_bias);
-  if (m.qk_norm) p += 2 * m.head_dim;
+  if (m.qk_norm == QkNorm::kPerHead) p += 2 * m.head_dim;
+  if (m.qk_norm == QkNorm::kFullWidth) p += m.q_dim() + m.kv_dim();
   return p;
+}
+
+// Matrix elements and output channels of one layer's attention Linear layers (no biases, no norms).
+std::pair<int64_t, int64_t> AttentionLinear(const ModelSpec& m) {
+  const int64_t d = m.d_model;
+  if (!m.mla) return {2 * d * m.q_dim() + 2 * d * m.kv_dim(), m.q_dim() + 2 * m.kv_dim() + d};
+  const MlaSpec& a = m.mla_spec;
+  const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim, h = m.heads;
+  int64_t p = 0, ch = 0;
+  if (a.q_lora_rank > 0) {
+    p += d * a.q_lora_rank + a.q_lora_rank * h * qk;
+    ch += a.q_lora_rank + h * qk;
+  } else {
+    p += d * h * qk;
+    ch += h * qk;
+  }
+  p += d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * h * (a.qk_nope_head_dim + a.v_head_dim) +
+       h * a.v_head_dim * d;
+  ch += a.kv_lora_rank + a.qk_rope_head_dim + h * (a.qk_nope_head_dim + a.v_head_dim) + d;
+  return {p, ch};
+}
+
+// The same for an MLP of width `f`.
+std::pair<int64_t, int64_t> MlpLinear(const ModelSpec& m, int64_t f) {
+  const int64_t mats = m.ffn == FfnKind::kSwiGlu ? 3 : 2, outs = m.ffn == FfnKind::kSwiGlu ? 2 : 1;
+  return {mats * m.d_model * f, outs * f + m.d_model};
 }
 
 }  // namespace
@@ -46,8 +74,8 @@ ParameterCounts CountParameters(const ModelSpec& m) {
   int64_t d = m.d_model;
   c.embedding = m.vocab * d + m.learned_positions * d;
   c.lm_head = m.tied ? 0 : m.vocab * d + (m.lm_head_bias ? m.vocab : 0);
-  int64_t attn = Attention(m);
-  int64_t norms = 2 * Norm(m, d);
+  int64_t attn = AttentionParams(m);
+  int64_t norms = m.norms_per_layer * Norm(m, d);
   int64_t total = c.embedding + c.lm_head + Norm(m, d) /* final norm */;
   int64_t active = total;
   c.norms = Norm(m, d);
@@ -62,6 +90,24 @@ ParameterCounts CountParameters(const ModelSpec& m) {
     } else {
       ffn = ffn_active = Mlp(m, m.d_ff);
     }
+    auto [attn_lin, attn_ch] = AttentionLinear(m);
+    int64_t lin = attn_lin, ch = attn_ch;
+    if (k.moe) {
+      auto [e_lin, e_ch] = MlpLinear(m, m.moe.expert_d_ff);
+      lin += m.moe.routed_experts * e_lin;
+      ch += m.moe.routed_experts * e_ch;
+      if (m.moe.shared_d_ff > 0) {
+        auto [s_lin, s_ch] = MlpLinear(m, m.moe.shared_d_ff);
+        lin += s_lin;
+        ch += s_ch;
+      }
+    } else {
+      auto [f_lin, f_ch] = MlpLinear(m, m.d_ff);
+      lin += f_lin;
+      ch += f_ch;
+    }
+    c.linear += k.count * lin;
+    c.linear_out_channels += k.count * ch;
     int64_t layer = attn + norms + ffn + router;
     c.per_layer_max = std::max(c.per_layer_max, layer);
     total += k.count * layer;

@@ -1,13 +1,4 @@
-// Parameter counts of a ModelSpec, exactly as the Hugging Face modules hold them.
-//
-// Contract: CountParameters is exact integer arithmetic over the module shapes (weights, biases, norm weights, router,
-// DeepSeek-V3's e_score_correction_bias); it matches the HF parameter counts of the shipped configs (tests/unit/
-// accounting/params_test.cpp). DeepSeek-V3's multi-token-prediction layer is not counted (it is not part of inference).
-// Conventions: `embedding` = input token table + learned position table; `lm_head` = the untied output matrix (0 when
-// tied); `non_embedding` = total − embedding − lm_head (Kaplan et al. 2020's N, which excludes vocabulary and position
-// embeddings). `active` = parameters used per token: MoE layers count top_k routed experts plus shared experts and the
-// router; embeddings and LM head are included (the convention of Mixtral's and Qwen's "active" figures).
-// Thread-safe.
+// Parameter counts of a ModelSpec, exactly as the Hugging Face modules hold them (conventions: docs/accounting.md).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +20,18 @@ struct ParameterCounts {
   int64_t router = 0;
   int64_t norms = 0;
   int64_t per_layer_max = 0;  // largest single layer (used for ZeRO-3 gather buffers)
+  // The weight matrices of the decoder's Linear layers (attention projections, MLPs, experts; not routers, gates,
+  // biases, norms, embeddings or the LM head): what an fp8/int8 recipe quantizes, and their output channels (one scale
+  // each).
+  int64_t linear = 0;
+  int64_t linear_out_channels = 0;
 };
 
+// Exact integer arithmetic over the module shapes (weights, biases, norm weights, router, DeepSeek-V3's
+// e_score_correction_bias; not DeepSeek-V3's multi-token-prediction layer). `embedding` = token + learned position
+// tables; `lm_head` = the untied output matrix; `non_embedding` = total − embedding − lm_head (Kaplan et al. 2020);
+// `active` = per token: top_k routed + shared experts + router, embeddings and LM head included (Mixtral's and Qwen's
+// convention). Pure.
 ParameterCounts CountParameters(const ModelSpec& m);
 
 }  // namespace lmkit::accounting

@@ -1,4 +1,4 @@
-// The plan document and its evaluation: parse, estimate each model with the accounting code, pack, explain.
+// The plan document (docs/plan.md): every key checked, every entry resolved to a model.
 #include "lmkit/accounting/plan.h"
 
 #include <sys/stat.h>
@@ -8,9 +8,7 @@
 #include <filesystem>
 #include <map>
 
-#include "lmkit/accounting/flops.h"
-#include "lmkit/accounting/params.h"
-#include "lmkit/accounting/table.h"
+#include "lmkit/accounting/units.h"
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
 
@@ -75,6 +73,17 @@ class PlanFields {
     *out = v.get<std::string>();
     return Status::Ok();
   }
+  // A name from `table` (aliases accepted): "<key> must be a, b or c (got 'x')".
+  template <typename E>
+  Status Enum(const char* key, std::span<const EnumName<E>> table, E* out) const {
+    std::string name;
+    LMKIT_RETURN_IF_ERROR(Str(key, &name));
+    if (name.empty()) return Status::Ok();
+    auto v = FindEnum(table, name);
+    if (!v) return Err(std::string(key) + " must be " + EnumChoices(table) + " (got '" + name + "')");
+    *out = *v;
+    return Status::Ok();
+  }
   Status Bool(const char* key, bool* out) const {
     if (!Has(key)) return Status::Ok();
     const Json& v = obj_.at(key);
@@ -109,13 +118,8 @@ Result<Dimensions> ParseDims(const Json& j, const std::string& subject, const st
   LMKIT_RETURN_IF_ERROR(f.Int("window", 0, big, &d.window));
   LMKIT_RETURN_IF_ERROR(f.Bool("tied", &d.tied));
   LMKIT_RETURN_IF_ERROR(f.Bool("bias", &d.bias));
-  std::string ffn = "swiglu", norm = "rmsnorm";
-  LMKIT_RETURN_IF_ERROR(f.Str("ffn", &ffn));
-  LMKIT_RETURN_IF_ERROR(f.Str("norm", &norm));
-  if (ffn != "swiglu" && ffn != "gelu") return f.Err("ffn must be swiglu or gelu (got '" + ffn + "')");
-  if (norm != "rmsnorm" && norm != "layernorm") return f.Err("norm must be rmsnorm or layernorm (got '" + norm + "')");
-  d.ffn = ffn == "gelu" ? FfnKind::kGelu : FfnKind::kSwiGlu;
-  d.norm = norm == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  LMKIT_RETURN_IF_ERROR(f.Enum("ffn", FfnNames(), &d.ffn));
+  LMKIT_RETURN_IF_ERROR(f.Enum("norm", NormNames(), &d.norm));
   for (const char* k : {"layers", "d_model", "heads", "vocab"})
     if (!f.Has(k)) return f.Err(std::string("needs ") + k);
   return d;
@@ -151,7 +155,11 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     const Json& h = doc.at("host");
     if (!h.is_object()) return top.Err("host must be an object");
     PlanFields hf(h, subject, "host");
-    LMKIT_RETURN_IF_ERROR(hf.CheckKeys({"disk_gb_s", "pcie_pinned_gb_s", "pcie_pageable_gb_s", "pinned"}));
+    LMKIT_RETURN_IF_ERROR(
+        hf.CheckKeys({"disk_gb_s", "pcie_pinned_gb_s", "pcie_pageable_gb_s", "pinned", "allreduce_latency_us"}));
+    double latency_us = kAllReduceLatencyS * 1e6;
+    LMKIT_RETURN_IF_ERROR(hf.Num("allreduce_latency_us", 0, 1e6, false, &latency_us));
+    p.host.allreduce_latency_s = latency_us * 1e-6;
     double disk = 0, pin = 0, page = 0;
     LMKIT_RETURN_IF_ERROR(hf.Num("disk_gb_s", 0, 1e4, true, &disk));
     LMKIT_RETURN_IF_ERROR(hf.Num("pcie_pinned_gb_s", 0, 1e4, true, &pin));
@@ -178,8 +186,9 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     LMKIT_RETURN_IF_ERROR(f0.Str("model", &m.model));
     const std::string where = Where(i, name.empty() ? m.model : name);
     PlanFields f(e, subject, where);
-    LMKIT_RETURN_IF_ERROR(f.CheckKeys(
-        {"name", "model", "dims", "dtype", "batch", "seq_len", "output_tokens", "requests_per_s", "count"}));
+    LMKIT_RETURN_IF_ERROR(
+        f.CheckKeys({"name", "model", "dims", "dtype", "kv_dtype", "quant_scope", "batch", "seq_len", "output_tokens",
+                     "requests_per_s", "count", "tp", "kv_tokens", "gpu_memory_utilization"}));
     if (f.Has("model") == f.Has("dims"))
       return f.Err("give exactly one of \"model\" (preset or config path) or \"dims\"");
     const int64_t big = int64_t{1} << 31;
@@ -198,6 +207,20 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     if (!dt.ok() || *dt == Dtype::kTf32)
       return f.Err("dtype must be fp32, bf16, fp16, fp8 or int8 (got '" + dtype + "')");
     m.dtype = *dt;
+    if (f.Has("kv_dtype")) {
+      std::string kv;
+      LMKIT_RETURN_IF_ERROR(f.Str("kv_dtype", &kv));
+      auto k = ParseDtype(kv);
+      if (!k.ok() || *k == Dtype::kTf32)
+        return f.Err("kv_dtype must be fp32, bf16, fp16, fp8 or int8 (got '" + kv + "')");
+      m.kv_dtype = *k;
+    }
+    LMKIT_RETURN_IF_ERROR(f.Enum("quant_scope", QuantScopeNames(), &m.quant_scope));
+    LMKIT_RETURN_IF_ERROR(f.Int("tp", 1, 4096, &m.tp));
+    LMKIT_RETURN_IF_ERROR(f.Int("kv_tokens", 1, int64_t{1} << 40, &m.kv_tokens));
+    LMKIT_RETURN_IF_ERROR(f.Num("gpu_memory_utilization", 0, 1, true, &m.gpu_memory_utilization));
+    if (m.kv_tokens > 0 && m.gpu_memory_utilization > 0)
+      return f.Err("give kv_tokens or gpu_memory_utilization, not both (each sets the KV cache budget)");
 
     if (!m.model.empty()) {
       std::string arg = m.model;
@@ -240,144 +263,6 @@ Result<Plan> LoadPlan(const std::string& path) {
     dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   }
   return ParsePlan(doc, path, dir);
-}
-
-Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int64_t gpus_override) {
-  PlanResult r;
-  const std::string subject = plan.path;
-  std::string gpu_name = gpu_override.empty() ? plan.gpu : gpu_override;
-  if (gpu_name.empty()) return Status::InvalidArgument("no GPU: give --gpu NAME or \"gpu\" in the plan");
-  LMKIT_ASSIGN_OR_RETURN(r.gpu, FindGpu(gpu_name));
-  r.gpus = gpus_override > 0 ? gpus_override : plan.gpus > 0 ? plan.gpus : 1;
-  if (r.gpus > 4096) return Status::InvalidArgument("--gpus must be at most 4096");
-  const double capacity = r.gpu.memory_bytes;
-  const double margin = capacity * plan.fragmentation;
-  r.usable_bytes = std::floor(capacity - margin - plan.reserved_bytes);
-  if (r.usable_bytes <= 0)
-    return Status::InvalidInput(subject, "reserved_gib and fragmentation leave no usable memory on " + r.gpu.name);
-
-  std::map<std::string, int> group_of;
-  for (size_t i = 0; i < plan.models.size(); ++i) {
-    const PlanModel& pm = plan.models[i];
-    const std::string where = Where(pm.index, pm.name);
-    ModelEstimate e;
-    e.entry = pm;
-    if (r.gpu.PeakFlops(pm.dtype) <= 0)
-      return Status::InvalidInput(subject, where + ": " + r.gpu.name + " has no " + DtypeName(pm.dtype) +
-                                               " peak in the GPU table; choose another dtype or GPU");
-    MemoryOptions o;
-    o.mode = Mode::kInference;
-    o.dtype = pm.dtype;
-    o.batch = pm.batch;
-    o.seq_len = pm.seq_len;
-    o.overhead_bytes = static_cast<uint64_t>(plan.runtime_bytes_per_model);
-    o.capacity_bytes = r.usable_bytes;
-    auto mem = EstimateMemory(pm.spec, o);
-    if (!mem.ok()) return Status::InvalidInput(subject, where + ": " + mem.status().message());
-    e.memory = *mem;
-    e.runtime = e.memory.overhead;
-    e.footprint = e.memory.total;
-    e.max_batch_alone = e.memory.max_batch;
-    std::string usable = Human(r.usable_bytes, "B") + " usable on one " + r.gpu.name + " (" + Human(capacity, "B") +
-                         " - reserved " + Human(plan.reserved_bytes, "B") + " - margin " + Human(margin, "B") + ")";
-    if (static_cast<double>(e.memory.fixed) > r.usable_bytes)
-      return Status::InvalidInput(subject, where + ": no GPU fits it: its weights alone take " +
-                                               Human(static_cast<double>(e.memory.weights), "B") + ", more than the " +
-                                               usable + "; use a smaller dtype or a larger GPU");
-    if (static_cast<double>(e.footprint) > r.usable_bytes)
-      return Status::InvalidInput(subject, where + ": impossible batch: batch " + std::to_string(pm.batch) + " x " +
-                                               std::to_string(pm.seq_len) + " tokens needs " +
-                                               Human(static_cast<double>(e.footprint), "B") + ", more than the " +
-                                               usable + "; the largest batch that fits alone is " +
-                                               std::to_string(e.max_batch_alone));
-
-    // Speed: roofline of the prefill (or the single forward pass) plus output_tokens decode steps at the mean context.
-    FlopsOptions fo;
-    fo.batch = pm.batch;
-    fo.seq_len = pm.seq_len - pm.output_tokens;
-    auto ops = BuildMatmuls(pm.spec, fo);
-    if (!ops.ok()) return Status::InvalidInput(subject, where + ": " + ops.status().message());
-    LMKIT_ASSIGN_OR_RETURN(e.prefill, ComputeRoofline(*ops, r.gpu, pm.dtype));
-    e.prefill_s = e.prefill.time_s;
-    std::string pre_bound = e.prefill.compute_s >= e.prefill.memory_s ? "compute" : "memory";
-    e.bound = pre_bound;
-    e.bound_detail = (pm.output_tokens > 0 ? "prefill " : "forward ") + pre_bound + "-bound";
-    if (pm.output_tokens > 0) {
-      auto dec = BuildDecodeMatmuls(pm.spec, pm.batch, fo.seq_len + pm.output_tokens / 2);
-      if (!dec.ok()) return Status::InvalidInput(subject, where + ": " + dec.status().message());
-      LMKIT_ASSIGN_OR_RETURN(e.decode, ComputeRoofline(*dec, r.gpu, pm.dtype));
-      e.decode_s = e.decode.time_s * static_cast<double>(pm.output_tokens);
-      std::string dec_bound = e.decode.compute_s >= e.decode.memory_s ? "compute" : "memory";
-      e.bound_detail += ", decode " + dec_bound + "-bound";
-      if (e.decode_s > e.prefill_s) e.bound = dec_bound;
-    }
-    e.latency_s = e.prefill_s + e.decode_s;
-    const double w = static_cast<double>(e.memory.weights);
-    e.switch_s = w / plan.host.pcie_bytes_per_s();
-    e.cold_load_s = w / plan.host.disk_bytes_per_s + e.switch_s;
-    e.utilisation = pm.requests_per_s * e.latency_s / static_cast<double>(pm.batch);
-
-    e.architecture = DescribeModel(pm.spec) + "; " + Grouped(static_cast<uint64_t>(e.memory.params.total)) +
-                     " parameters; " + DtypeName(pm.dtype);
-    auto [it, fresh] = group_of.emplace(e.architecture, static_cast<int>(r.groups.size()));
-    if (fresh) r.groups.push_back(ArchGroup{e.architecture, {}, e.memory.weights});
-    e.group = it->second;
-    r.groups[static_cast<size_t>(e.group)].members.push_back(static_cast<int>(i));
-    r.models.push_back(std::move(e));
-  }
-
-  std::vector<uint64_t> sizes;
-  for (const auto& m : r.models) sizes.push_back(m.footprint);
-  Packing pk = PackItems(sizes, static_cast<uint64_t>(r.usable_bytes), static_cast<int>(r.gpus));
-  r.packing_method = pk.method;
-  r.gpu_use.resize(static_cast<size_t>(r.gpus));
-  for (size_t b = 0; b < r.gpu_use.size(); ++b) {
-    GpuUse& g = r.gpu_use[b];
-    g.capacity = capacity;
-    g.reserved = plan.reserved_bytes;
-    g.margin = margin;
-    g.models_bytes = pk.used[b];
-    g.free = std::max(0.0, capacity - margin - plan.reserved_bytes - static_cast<double>(pk.used[b]));
-  }
-  // Each GPU lists its models largest first (the order they were placed in), ties in plan order.
-  std::vector<size_t> order(r.models.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return r.models[a].footprint > r.models[b].footprint; });
-  double most_free = 0;
-  for (const auto& g : r.gpu_use) most_free = std::max(most_free, g.free);
-  for (size_t i : order) {
-    ModelEstimate& m = r.models[i];
-    m.gpu = pk.bin_of[i];
-    if (m.gpu >= 0) {
-      GpuUse& g = r.gpu_use[static_cast<size_t>(m.gpu)];
-      g.models.push_back(static_cast<int>(i));
-      g.utilisation += m.utilisation;
-    } else {
-      r.unplaced.push_back(static_cast<int>(i));
-      m.unplaced_reason = "fits an empty GPU (" + Human(static_cast<double>(m.footprint), "B") +
-                          ") but not beside the others: the most free memory left on a GPU is " +
-                          Human(most_free, "B") + " (" + pk.method + ")";
-    }
-  }
-  r.plan = std::move(plan);
-  return r;
-}
-
-Result<PlanResult> RunPlan(const PlanRequest& req) {
-  LMKIT_ASSIGN_OR_RETURN(Plan plan, LoadPlan(req.plan_path));
-  LMKIT_ASSIGN_OR_RETURN(PlanResult r, EvaluatePlan(std::move(plan), req.gpu, req.gpus));
-  if (!req.svg_path.empty()) {
-    // The chart replaces its destination: not a model config the plan reads (the command checks the plan file).
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(req.svg_path, ec))
-      for (const PlanModel& m : r.plan.models)
-        if (!m.config_file.empty() && std::filesystem::equivalent(m.config_file, req.svg_path, ec))
-          return Status::InvalidArgument(m.config_file + ": is also the output (--svg " + req.svg_path +
-                               "); writing it would destroy the input");
-    r.svg_path = req.svg_path;  // the caller draws the map (present/accounting_svg.h)
-  }
-  return r;
 }
 
 }  // namespace lmkit::accounting

@@ -1,20 +1,11 @@
-// `lmkit plan`: many models on a few identical GPUs — what each needs (memory by component, latency per request and
-// its bound, the largest batch that fits alone, cold-load and switch time), where each goes (a packing per GPU with
-// used/free memory, the fragmentation margin and the utilisation implied by requests/s), and what does not fit, why.
-//
-// Contract: LoadPlan / ParsePlan read the plan document (schema in docs/plan.md); every error is one line whose subject
-// is the plan file and whose message names the entry ("models[2] 'chat'") and the field: malformed JSON (with the byte
-// offset), unknown keys, wrong types, non-positive batch/seq_len, output_tokens >= seq_len, unknown model (kNotFound
-// from ResolveModel, with the nearest preset names). RunPlan resolves the GPU (request flags override the plan),
-// estimates every model with the accounting code (EstimateMemory, BuildMatmuls/BuildDecodeMatmuls + ComputeRoofline —
-// no second copy of that arithmetic), and packs the models (plan_packing.h). A model that cannot fit an empty GPU at
-// its batch is an error (kInvalidInput naming it, its need, the usable capacity and the largest batch that would fit);
-// models that fit alone but not together are reported in `unplaced` with the reason. An svg_path is checked not to
-// name a model config the plan reads and echoed in the result; the caller draws the memory map
-// (present/accounting_svg.h). Render/ToJson never fail and are deterministic. Thread-safe.
+// `lmkit plan`: many models on a few identical GPUs of a node — what each needs (memory by component, latency and its
+// bound, the largest batch that fits, load and switch time), where each goes (the placement that holds the most
+// models, tensor-parallel models across GPUs), what does not fit and why, and (what-if) the cheapest change that makes
+// it fit. The plan document's schema and every default's source: docs/plan.md.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +13,8 @@
 #include "lmkit/accounting/memory.h"
 #include "lmkit/accounting/model.h"
 #include "lmkit/accounting/plan_packing.h"
-#include "lmkit/accounting/report.h"
 #include "lmkit/accounting/roofline.h"
+#include "lmkit/accounting/tensor_parallel.h"
 #include "lmkit/common/json.h"
 
 namespace lmkit::accounting {
@@ -41,6 +32,7 @@ struct HostFacts {
   double pcie_pageable_bytes_per_s = kDefaultPciePageableBytesPerS;
   bool pinned = true;  // weights are staged in pinned host memory
   bool disk_from_plan = false, pinned_rate_from_plan = false, pageable_rate_from_plan = false;  // else the defaults
+  double allreduce_latency_s = kAllReduceLatencyS;  // per tensor-parallel all-reduce
   double pcie_bytes_per_s() const { return pinned ? pcie_pinned_bytes_per_s : pcie_pageable_bytes_per_s; }
 };
 
@@ -52,10 +44,15 @@ struct PlanModel {
   std::string config_file;  // the file read for it: the config path (a directory's config.json); "" for a preset
   ModelSpec spec;
   Dtype dtype = Dtype::kBf16;
+  std::optional<Dtype> kv_dtype;  // nullopt = AutoKvDtype(dtype)
+  QuantScope quant_scope = QuantScope::kLinear;
   int64_t batch = 1;          // sequences served together
   int64_t seq_len = 1024;     // context per sequence held in the KV cache (prompt + generated)
   int64_t output_tokens = 0;  // generated tokens per request; 0 = one forward pass over seq_len
   double requests_per_s = 0;
+  int64_t tp = 1;                     // tensor-parallel degree: GPUs the model spans
+  int64_t kv_tokens = 0;              // KV budget in tokens (a pool shared by the batch); 0 = batch x seq_len
+  double gpu_memory_utilization = 0;  // vLLM's: the share of each GPU it takes, the KV cache getting the rest; 0 = off
 };
 
 struct Plan {
@@ -69,28 +66,44 @@ struct Plan {
   std::vector<PlanModel> models;
 };
 
-// `base_dir` resolves relative config paths in "model" (a path that exists there wins over a preset name).
+// Every error is one line whose subject is the plan file and whose message names the entry ("models[2] 'chat'") and
+// the key: malformed JSON (with the byte offset), unknown keys, wrong types, out-of-range values, output_tokens >=
+// seq_len, kv_tokens beside gpu_memory_utilization, an unknown model (kNotFound from ResolveModel, with the nearest
+// preset names). `base_dir` resolves relative config paths in "model" (a path that exists there wins over a preset).
 Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::string& base_dir);
 Result<Plan> LoadPlan(const std::string& path);
 
+// A single change to one model that would let it be placed, the others staying where they are.
+struct WhatIf {
+  std::string change;  // "batch 64 -> 25", "dtype fp8", "kv_dtype fp8", "tp 2", "gpus 3", "gpu H200-SXM-141GB"
+  std::string detail;  // its footprint per GPU and what it costs
+};
+
 struct ModelEstimate {
   PlanModel entry;
-  std::string architecture;     // DescribeModel + parameter count + dtype: equal strings = same architecture
-  int group = -1;               // index into PlanResult::groups
-  MemoryReport memory;          // inference, overhead 0, capacity = usable per GPU
-  uint64_t runtime = 0;         // runtime_bytes_per_model
-  uint64_t footprint = 0;       // weights + KV cache + activations + runtime at the planned batch
-  int64_t max_batch_alone = 0;  // largest batch that fits an empty GPU (usable capacity)
-  Roofline prefill;             // batch x prompt tokens (or the one forward pass)
-  Roofline decode;              // one decode step at the mean context (only when output_tokens > 0)
-  double prefill_s = 0, decode_s = 0, latency_s = 0;
-  std::string bound;         // "compute" or "memory": the bound of the phase that takes longer
+  std::string architecture;       // DescribeModel + parameter count + dtype: equal strings = same architecture
+  int group = -1;                 // index into PlanResult::groups
+  MemoryReport memory;            // per GPU: inference, overhead = runtime_bytes_per_model, capacity = usable per GPU
+  uint64_t runtime = 0;           // runtime_bytes_per_model
+  uint64_t kv_budget = 0;         // per GPU: the KV cache held (batch x seq_len, kv_tokens, or what utilisation leaves)
+  uint64_t kv_budget_tokens = 0;  // tokens that budget holds
+  int64_t max_sequences = 0;      // sequences of seq_len the budget holds at once
+  uint64_t footprint = 0;         // per GPU: weights + KV budget + activations + runtime
+  int64_t max_batch_alone = 0;    // largest batch whose footprint fits empty GPUs (usable capacity), KV at seq_len
+  Roofline prefill;               // per GPU: batch x prompt tokens (or the one forward pass)
+  Roofline decode;                // per GPU: one decode step at the mean context (only when output_tokens > 0)
+  AllReduceCost prefill_comm, decode_comm;  // tensor-parallel all-reduces of the prefill and of one decode step
+  double prefill_s = 0, decode_s = 0, latency_s = 0;  // communication included
+  std::string bound;         // "compute", "memory" or "communication": what bounds the phase that takes longer
   std::string bound_detail;  // "prefill compute-bound, decode memory-bound"
-  double cold_load_s = 0;    // disk read + host->device copy of the weights
+  double cold_load_s = 0;    // disk read + host->device copy of the weights (all its GPUs in parallel)
   double switch_s = 0;       // host->device copy of the weights (host copy already resident)
   double utilisation = 0;    // requests_per_s x latency_s / batch
-  int gpu = -1;              // assigned GPU, -1 = not placed
+  bool fits_alone = false;   // its pieces fit empty GPUs of the plan
+  std::vector<int> gpus;     // where its pieces went; empty = not placed
   std::string unplaced_reason;
+  std::vector<WhatIf> what_if;        // with PlanRequest::what_if, for a model not placed: cheapest first
+  std::vector<std::string> warnings;  // e.g. a KV budget that holds fewer sequences than the batch
 };
 
 struct ArchGroup {
@@ -100,7 +113,7 @@ struct ArchGroup {
 };
 
 struct GpuUse {
-  std::vector<int> models;  // indices, in placement order (largest first)
+  std::vector<int> models;  // indices, largest first (ties in plan order)
   uint64_t models_bytes = 0;
   double reserved = 0, margin = 0, free = 0, capacity = 0;
   double utilisation = 0;
@@ -108,9 +121,11 @@ struct GpuUse {
 
 struct PlanRequest {
   std::string plan_path;
-  std::string gpu;   // overrides the plan's "gpu"
-  int64_t gpus = 0;  // overrides the plan's "gpus" when > 0
-  std::string svg_path;
+  std::string gpu;       // overrides the plan's "gpu"
+  std::string gpu_spec;  // a file describing the GPU instead
+  int64_t gpus = 0;      // overrides the plan's "gpus" when > 0
+  bool what_if = false;  // name the cheapest change that places each model left out
+  std::string svg_path;  // a memory map will be written here (by the caller)
 };
 
 struct PlanResult {
@@ -122,14 +137,19 @@ struct PlanResult {
   std::vector<ArchGroup> groups;
   std::vector<GpuUse> gpu_use;
   std::string packing_method;
+  bool packing_optimal = false;
   std::vector<int> unplaced;
   std::string svg_path;
 };
 
+// Evaluates every model and places as many as fit; models that cannot be placed (too large for empty GPUs, more
+// tensor-parallel GPUs than the plan has, no room beside the others) are listed with the reason and the largest batch
+// that would fit, and do not stop the plan. Errors: LoadPlan's; no GPU named (kInvalidArgument naming gpu); the GPU
+// lookup's; reserved and fragmentation leaving no usable memory; a dtype the GPU has no peak for (kInvalidInput
+// naming the entry).
 Result<PlanResult> RunPlan(const PlanRequest& req);
-// The same, on an already-parsed plan (tests).
-Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int64_t gpus_override);
-std::string RenderPlan(const PlanResult& r, Format f);
-Json PlanToJson(const PlanResult& r);
+// The same, on an already-parsed plan (tests). `gpu_spec` as PlanRequest's.
+Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int64_t gpus_override, bool what_if = false,
+                                const std::string& gpu_spec = "");
 
 }  // namespace lmkit::accounting

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lmkit/bpe/id_output.h"
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
 #include "lmkit/common/sysinfo.h"
@@ -107,7 +108,7 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
     return Status::InvalidArgument(
         "decode reads bin, npy or json ids (text output of encode is not meant to be read back)");
   rep.format = format;
-  LMKIT_ASSIGN_OR_RETURN(IdDtype dtype, ResolveDtype(req.dtype, *tok));
+  LMKIT_ASSIGN_OR_RETURN(io::TokenDtype dtype, ResolveDtype(req.dtype, *tok));
   const std::string subject = req.input == "-" ? "<stdin>" : req.input;
 
   ByteOutput out = ByteOutput::ToFd(req.stdout_fd, "stdout");
@@ -130,7 +131,7 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
         ParseJsonIds(text, subject, [&](const std::vector<uint32_t>& b) { return emit(b.data(), b.size()); }));
   } else if (req.input == "-") {
     if (format == IdFormat::kNpy) return Status::InvalidArgument("decoding .npy needs a file, not stdin");
-    const size_t width = dtype == IdDtype::kU16 ? 2 : 4;
+    const size_t width = dtype == io::TokenDtype::kU16 ? 2 : 4;
     std::string raw(kBlock * width, '\0');
     std::vector<uint32_t> ids;
     size_t have = 0;
@@ -160,8 +161,7 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
                                                " bytes (the size of one " + (width == 2 ? "uint16" : "uint32") +
                                                " id)");
   } else {
-    LMKIT_ASSIGN_OR_RETURN(io::TokenFile file,
-                           io::TokenFile::Open(req.input, dtype == IdDtype::kU16 ? io::DType::kU16 : io::DType::kU32));
+    LMKIT_ASSIGN_OR_RETURN(io::TokenFile file, io::TokenFile::Open(req.input, dtype));
     std::vector<uint32_t> ids;
     for (uint64_t start = 0; start < file.size(); start += kBlock) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, file.size() - start));
@@ -170,7 +170,7 @@ Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
       LMKIT_RETURN_IF_ERROR(emit(ids.data(), n));
       // Drop pages already decoded so a huge id file does not stay resident.
       if ((start / kBlock) % 64 == 63) {
-        const size_t width = file.dtype() == io::DType::kU16 ? 2 : 4;
+        const size_t width = file.dtype() == io::TokenDtype::kU16 ? 2 : 4;
         const size_t header = static_cast<size_t>(file.bytes().data() - file.mapped().data());
         file.mapped().Advise(MappedFile::Advice::kDontNeed, 0, header + (start + n) * width);
       }

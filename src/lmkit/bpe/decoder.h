@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/id_format.h"
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/bpe/tokenizer_files.h"
 #include "lmkit/common/status.h"
@@ -32,7 +32,7 @@ struct DecodeRequest {
   std::string output;  // empty: write to stdout_fd
   int stdout_fd = 1;
   std::optional<IdFormat> format;  // default: from the input's extension (.npy, .json), else bin
-  IdDtype dtype = IdDtype::kAuto;
+  io::TokenDtype dtype = io::TokenDtype::kAuto;
 };
 
 struct DecodeReport {

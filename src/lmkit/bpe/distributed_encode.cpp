@@ -14,6 +14,8 @@
 #include <mutex>
 #include <vector>
 
+#include "lmkit/bpe/encode_stream.h"
+#include "lmkit/bpe/id_output.h"
 #include "lmkit/bpe/shard.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_start.h"
@@ -167,7 +169,7 @@ Result<EncodeReport> EncodeFileMpi(const EncodeRequest& req, ProgressSink* progr
     c0 = ProcessCpuSeconds();  // CPU over the encode phase, as EncodeFile reports it
     pieces = static_cast<uint64_t>(size) * dist::kPiecesPerRank;
     if (rank == 0) {
-      LMKIT_ASSIGN_OR_RETURN(out, OpenIdOutput(req.output, req.stdout_fd, *tok, rep.format, rep.dtype));
+      LMKIT_ASSIGN_OR_RETURN(out, OpenIdOutput(req, *tok, rep.format, rep.dtype));
     }
     encode_piece(static_cast<uint64_t>(rank), &own);
     return encoded;

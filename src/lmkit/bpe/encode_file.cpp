@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "lmkit/bpe/distributed_encode.h"
+#include "lmkit/bpe/encode_stream.h"
+#include "lmkit/bpe/id_output.h"
 #include "lmkit/bpe/trainer.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/dist/comm.h"
@@ -21,15 +23,14 @@ Result<EncodeSetup> PrepareEncode(const EncodeRequest& req) {
   if (req.dtype != IdDtype::kAuto && (rep.format == IdFormat::kJson || rep.format == IdFormat::kText))
     return Status::InvalidArgument(Field("dtype") + " applies to the bin and npy formats, not " +
                                    std::string(IdFormatName(rep.format)));
-  if (rep.format == IdFormat::kNpy && req.output.empty())
-    return Status::InvalidArgument(Field("format") + " npy needs an output file (" + Field("output") +
-                                   "): its header holds the token count");
+  LMKIT_RETURN_IF_ERROR(CheckIdOutput(req, rep.format));
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(s.tokenizer, LoadTokenizer(req.tokenizer, req.tokenizer_options));
   rep.load_seconds = MonotonicSeconds() - t0;
   rep.tokenizer = s.tokenizer->description();
   for (const auto& in : req.corpus.inputs) rep.input += (rep.input.empty() ? "" : " ") + in;
   rep.output = req.output.empty() ? "-" : req.output;
+  LMKIT_ASSIGN_OR_RETURN(s.specials, SpecialRules::Resolve(*s.tokenizer, req.specials));
   LMKIT_ASSIGN_OR_RETURN(rep.dtype, ResolveDtype(req.dtype, *s.tokenizer));
   rep.threads = std::max(1u, req.threads);
   return s;
@@ -48,6 +49,10 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
     if (req.output.empty())
       return Status::InvalidArgument(Field("mpi") + " needs " + Field("output") +
                                      " FILE (rank 0 writes the one output)");
+    // A disallowed special's offset is counted from the start of the input, which no rank's piece knows.
+    if (req.specials.allowed.kind != SpecialSetKind::kAll || req.specials.disallowed.kind != SpecialSetKind::kAll)
+      return Status::InvalidArgument(Field("allowed_special") + " and " + Field("disallowed_special") +
+                                     " are not supported with " + Field("mpi"));
     return EncodeFileMpi(req, progress);
   }
   LMKIT_ASSIGN_OR_RETURN(EncodeSetup setup, PrepareEncode(req));
@@ -57,12 +62,15 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
   StreamOptions opts;
   opts.threads = rep.threads;
   opts.chunk_bytes = req.chunk_bytes;
+  opts.specials = &setup.specials;
   const double t1 = MonotonicSeconds();
   const double c1 = ProcessCpuSeconds();
-  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<IdOutput> out,
-                         OpenIdOutput(req.output, req.stdout_fd, *setup.tokenizer, rep.format, rep.dtype));
-  LMKIT_ASSIGN_OR_RETURN(StreamStats stats, EncodeStream(*setup.tokenizer, *source, *out, opts, progress));
+  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<IdOutput> out, OpenIdOutput(req, *setup.tokenizer, rep.format, rep.dtype));
+  Result<StreamStats> streamed = EncodeStream(*setup.tokenizer, *source, *out, opts, progress);
+  // Errors found in the text (a disallowed special) name no file: this is the input they are in.
+  if (!streamed.ok()) return streamed.status().WithSubject(rep.input == "-" ? "<stdin>" : rep.input);
   LMKIT_RETURN_IF_ERROR(out->Commit());
+  const StreamStats& stats = *streamed;
   rep.encode_seconds = MonotonicSeconds() - t1;
   rep.encode_cpu_seconds = ProcessCpuSeconds() - c1;
   rep.bytes = stats.bytes;

@@ -1,13 +1,18 @@
-// `lmkit bpe encode`: a corpus in (io/corpus.h: text, or JSONL/Parquet documents joined by a separator), a token file
-// out, in one process or by the ranks of an MPI job.
+// `lmkit bpe encode` as one core call: a tokenizer, a corpus in (io/corpus.h: text, or JSONL/Parquet documents joined
+// by a separator), an id file (or stdout) out, in one process or by the ranks of an MPI job.
 //
-// Contract: EncodeFile loads the tokenizer, reads the corpus with EncodeStream (encoder.h) and writes the ids through
-// OpenIdOutput; with `mpi` the same ids come from all ranks of an MPI job (distributed_encode.h; only rank 0's report
-// is meaningful, other ranks get root = false). Documents are joined by corpus.doc_separator, else by the first of
-// tokenizer_options.specials. The output is the same for every thread count, chunk size and rank count.
-// Errors: kInvalidArgument naming fields (a dtype for the json or text format, npy without an output file, mpi
-// without MPI or without an output file), the tokenizer loader's, the corpus' (named by file and line or row group)
-// and the output's; nothing is left at `output` on failure.
+// Contract: EncodeFile loads the tokenizer, resolves request.specials against it (special_policy.h), reads the corpus
+// with EncodeStream (encode_stream.h) and writes the ids through OpenIdOutput (id_output.h); with `mpi` the same ids
+// come from all ranks of an MPI job (distributed_encode.h; only rank 0's report is meaningful, other ranks get
+// root = false). Documents are joined by corpus.doc_separator, else by the first of tokenizer_options.specials. The
+// output is the same for every thread count, chunk size and rank count.
+// Errors: kInvalidArgument naming fields (a dtype for the json or text format, or uint16 for a larger vocabulary;
+// npy without an output file; mpi without MPI, without an output file or with a special-token policy other than the
+// default); the policy's (Field("allowed_special") / Field("disallowed_special") for a text that is not a special of
+// the tokenizer); the tokenizer loader's; the corpus' (named by file and line or row group); a disallowed special in
+// the text: kInvalidInput naming the input (the inputs, space-separated, when there are several) with the byte offset
+// of the special in the joined text; the output's. Nothing is left at `output` on failure. Thread-safe (no shared
+// state); `progress` may be null.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +20,9 @@
 #include <optional>
 #include <string>
 
-#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/id_format.h"
+#include "lmkit/bpe/special_policy.h"
+#include "lmkit/bpe/tokenizer.h"
 #include "lmkit/bpe/tokenizer_files.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
@@ -26,6 +33,7 @@ namespace lmkit::bpe {
 struct EncodeRequest {
   std::string tokenizer;
   TokenizerOptions tokenizer_options;
+  SpecialPolicy specials;    // default: every special of the tokenizer matched
   io::CorpusOptions corpus;  // inputs: "-" = stdin
   std::string output;        // empty: write to stdout_fd
   int stdout_fd = 1;
@@ -61,10 +69,11 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& request, ProgressSink* prog
 // The format the ids are written in: request.format, else from the output's extension, json on stdout.
 IdFormat ResolvedFormat(const EncodeRequest& request);
 
-// Checks the request, loads the tokenizer and fills the report's fixed fields (tokenizer, input, output, format,
-// dtype, threads, load_seconds).
+// Checks the request, loads the tokenizer, resolves the special-token policy against it and fills the report's fixed
+// fields (tokenizer, input, output, format, dtype, threads, load_seconds).
 struct EncodeSetup {
   std::unique_ptr<Tokenizer> tokenizer;
+  SpecialRules specials;
   EncodeReport report;
 };
 Result<EncodeSetup> PrepareEncode(const EncodeRequest& request);

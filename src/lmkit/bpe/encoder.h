@@ -1,52 +1,39 @@
-// Encoding text into token ids: per pre-token BPE (tiktoken-exact), and a streaming driver that encodes an input of
-// any size in chunks, in parallel, in bounded memory, with output identical to a whole-input encode.
+// Encoding text into token ids, one text at a time: per pre-token BPE, exactly tiktoken's.
 //
-// Contract:
-// - Encoder (one per thread; cheap to make; not thread-safe, shares the immutable Tokenizer):
-//   Encode(text) finds the tokenizer's enabled special tokens (leftmost occurrence first; among specials starting at
-//   the same byte, the longest), encodes the text between them with EncodeOrdinary, and emits each special's id.
-//   EncodeOrdinary cuts text into pre-tokens (pretokenizer.h, the tokenizer's pattern) and encodes each with
+// Contract: an Encoder is cheap to make, used by one thread at a time, and shares the immutable Tokenizer (which
+// must outlive it).
+// - Encode(text) finds the allowed special tokens (special_policy.h; by default all of the tokenizer's: leftmost
+//   occurrence first, among those starting at one byte the longest), encodes the text between them with
+//   EncodeOrdinary and emits each special's id. It does not look for disallowed specials: callers that have any ask
+//   SpecialRules::FindDisallowed first (EncodeStream does).
+// - EncodeOrdinary cuts text into pre-tokens (pretokenizer.h, the tokenizer's pattern) and encodes each with
 //   EncodePiece: a one-byte piece is its byte token; with the whole-piece shortcut a piece that is a token is that
 //   token; otherwise the lowest-ranked adjacent pair is merged, leftmost first, until no rule applies.
-//   Any bytes are accepted: byte-level BPE encodes invalid UTF-8 losslessly (decode gives the same bytes back); how
+// - Any bytes are accepted: byte-level BPE encodes invalid UTF-8 losslessly (decode gives the same bytes back); how
 //   the pre-tokenizer groups such bytes is documented in docs/bpe-encoding.md.
-// - EncodeStream reads `source` to its end, cuts it at safe points (LastSafeCut) into chunks of about
-//   `chunk_bytes`, encodes them on `threads` worker threads (up to 2 × threads chunks in flight; the calling thread
-//   reads and writes) and hands the ids to `sink` in input order, on the calling thread, so the output is the same
-//   for every thread count and chunk size. Memory: the chunks in flight and their ids (bounded by
-//   chunk_bytes × 2 × threads × ~2.5) plus any one stretch of input without a safe point (a single
-//   pre-token, e.g. megabytes of text with no space or newline, must be held whole). Errors: the source's or the
-//   sink's Status, unchanged.
-// - LastSafeCut(text, from) returns the largest c in [max(from, 2), text.size() - 2] at which the text may be cut —
-// encoding
-//   text[0,c) and text[c,end) separately gives exactly the ids of the whole — or 0 when there is none. The rules
-//   (proved for the gpt2, cl100k and o200k patterns in docs/bpe-encoding.md) look only at ASCII bytes:
-//     "X\n|Y" with X printable non-space ASCII and Y an ASCII letter or digit, or "x| y" with x, y ASCII letters;
-//   and no enabled special token occurrence may straddle c.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <memory>
-#include <optional>
-#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "lmkit/bpe/special_policy.h"
 #include "lmkit/bpe/tokenizer.h"
-#include "lmkit/bpe/tokenizer_files.h"
-#include "lmkit/common/atomic_file.h"
-#include "lmkit/common/progress.h"
-#include "lmkit/common/status.h"
-#include "lmkit/io/byte_source.h"
 
 namespace lmkit::bpe {
 
 class Encoder {
  public:
-  // `cache_slots` (a power of two) sizes the cache of merged pieces, 64 bytes a slot.
+  // `cache_slots` (a power of two) sizes the cache of merged pieces, 64 bytes a slot. Matches every special of the
+  // tokenizer until set_special_rules says otherwise.
   explicit Encoder(const Tokenizer& tokenizer, size_t cache_slots = kCacheSlots);
+
+  // The special-token rules Encode follows: `rules` (not owned; it must outlive their use), or with nullptr the
+  // tokenizer's own (all allowed).
+  void set_special_rules(const SpecialRules* rules) { rules_ = rules; }
+  const SpecialRules& special_rules() const { return rules_ != nullptr ? *rules_ : own_rules_; }
 
   void Encode(std::string_view text, std::vector<uint32_t>* out);
   void EncodeOrdinary(std::string_view text, std::vector<uint32_t>* out);
@@ -67,6 +54,8 @@ class Encoder {
   void CacheStore(std::string_view piece, uint64_t hash, const uint32_t* ids, size_t n);
 
   const Tokenizer& tok_;
+  SpecialRules own_rules_;
+  const SpecialRules* rules_ = nullptr;
   PretokPattern pattern_;
   bool shortcut_;
   std::vector<uint32_t> ids_;
@@ -97,139 +86,5 @@ class Encoder {
   };
   std::vector<HotEntry> hot_;
 };
-
-// Input for EncodeStream (io/byte_source.h).
-using io::ByteSource;
-using io::FdSource;
-using io::StringSource;
-
-// Output of EncodeStream: receives the ids in input order.
-class TokenSink {
- public:
-  virtual ~TokenSink() = default;
-  virtual Status Write(const uint32_t* ids, size_t count) = 0;
-  // Ids that fit uint16 (MPI pieces of a uint16 output); the default widens them for Write.
-  virtual Status Write16(const uint16_t* ids, size_t count);
-};
-
-class VectorSink final : public TokenSink {
- public:
-  Status Write(const uint32_t* ids, size_t count) override {
-    ids_.insert(ids_.end(), ids, ids + count);
-    return Status::Ok();
-  }
-  std::vector<uint32_t>& ids() { return ids_; }
-
- private:
-  std::vector<uint32_t> ids_;
-};
-
-// Encoders and stream buffers kept from one EncodeStream call to the next (StreamOptions::encoders), so that the
-// encoders' caches of merged pieces stay warm and the text and id buffers stay mapped: encoding 8 MiB pieces with a
-// fresh encoder each cost 40% more than one stream (MPI work pieces), and fresh buffers cost a page fault per 4 KiB
-// (about 17 us each on the benchmark VM).
-// Not thread-safe; one pool per caller, used by one EncodeStream at a time, with one tokenizer.
-class EncoderPool {
- public:
-  explicit EncoderPool(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
-  // Encoder i, made with `cache_slots` on first use (later calls keep its size).
-  Encoder& Get(size_t i, size_t cache_slots);
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
-
-  // One chunk in flight in EncodeStream. Cache-line aligned: workers push ids into neighbouring slots at the same
-  // time, and sharing a line between two of them cost a third more CPU with 2 threads (false sharing).
-  struct alignas(64) Slot {
-    std::string text;
-    std::vector<uint32_t> ids;
-  };
-  // At least n slots (kept, with their capacity, between calls; contents unspecified).
-  std::vector<Slot>& Slots(size_t n) {
-    if (slots_.size() < n) slots_.resize(n);
-    return slots_;
-  }
-  // The chunker's carry-over buffer (contents unspecified).
-  std::string& Carry() { return carry_; }
-
- private:
-  // Cache-line aligned: the workers of one stream update their encoders' scratch vectors at the same time.
-  struct alignas(64) Aligned {
-    Aligned(const Tokenizer& t, size_t slots) : encoder(t, slots) {}
-    Encoder encoder;
-  };
-  const Tokenizer* tokenizer_;
-  std::deque<Aligned> encoders_;  // a deque: references stay valid as it grows
-  std::vector<Slot> slots_;
-  std::string carry_;
-};
-
-struct StreamOptions {
-  unsigned threads = 1;
-  size_t chunk_bytes = 0;           // 0: 1 MiB, smaller with many threads so that chunks in flight stay under 16 MiB
-  EncoderPool* encoders = nullptr;  // optional: encoders to reuse (see EncoderPool)
-};
-
-struct StreamStats {
-  uint64_t bytes = 0;
-  uint64_t tokens = 0;
-  uint64_t chunks = 0;
-  uint64_t largest_chunk = 0;  // bytes; far above chunk_bytes means the input lacked safe cut points
-};
-
-Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source, TokenSink& sink,
-                                 const StreamOptions& options, ProgressSink* progress);
-
-size_t LastSafeCut(std::string_view text, size_t from, const std::vector<SpecialToken>& specials);
-
-// The pattern part of the rule above, without special tokens: true when 2 <= c, c + 1 < text.size() and the bytes
-// around c are "X\n|Y" or "x| y". Shared with the shard splitter (shard.h), which adds its own special-token rules.
-bool IsPatternSafeCut(std::string_view text, size_t c);
-
-// ---- token files: the formats `lmkit bpe encode` writes ----
-
-// Id file formats. bin: raw little-endian ids; npy: a 1-D .npy array; json: one array `[1,2,3]` and a newline;
-// text: one token per line, `id<TAB>bytes` with the bytes written as a quoted string (docs/bpe-encoding.md).
-enum class IdFormat { kBin, kNpy, kJson, kText };
-enum class IdDtype { kAuto, kU16, kU32 };
-
-Result<IdFormat> IdFormatFromName(std::string_view name);  // bin | npy | json | text; kInvalidArgument otherwise
-std::string_view IdFormatName(IdFormat f);
-// .npy → npy, .json → json, .txt → text, anything else → bin.
-IdFormat IdFormatFromPath(const std::string& path);
-Result<IdDtype> IdDtypeFromName(std::string_view name);  // auto | uint16 | uint32
-// auto: uint16 when every id of the tokenizer fits, else uint32. Errors: kInvalidArgument for uint16 with larger ids.
-Result<IdDtype> ResolveDtype(IdDtype requested, const Tokenizer& tokenizer);
-
-// The token's bytes as a double-quoted string: printable ASCII as is (\" and \\ escaped), \n \r \t, other
-// control bytes as \u00XX, valid UTF-8 sequences as is, any other byte as \xNN. Used by --format text.
-std::string QuoteTokenBytes(std::string_view bytes);
-
-// Where output bytes go: an AtomicFile (committed at the end) or a descriptor such as stdout (not owned).
-class ByteOutput {
- public:
-  static Result<ByteOutput> ToFile(const std::string& path);
-  static ByteOutput ToFd(int fd, std::string name);
-  Status Write(std::string_view bytes);
-  Status Commit();  // flushes; renames a file into place
-  const std::string& name() const { return name_; }
-
- private:
-  std::optional<AtomicFile> file_;
-  int fd_ = -1;
-  std::string name_;
-  std::string buffer_;
-};
-
-// The output of an encode (EncodeFile, and the MPI driver that produces the ids elsewhere): Write ids in order, then
-// Commit once.
-class IdOutput : public TokenSink {
- public:
-  virtual Status Commit() = 0;
-};
-
-// Opens `output` (or the descriptor `stdout_fd` when it is empty) for `format` and `dtype`: bin and npy through
-// io::TokenWriter, json and text through ByteOutput, so every driver writes the same bytes. Errors: the file's, and
-// kInvalidArgument naming Field("format") and Field("output") for npy without a file (its header holds the count).
-Result<std::unique_ptr<IdOutput>> OpenIdOutput(const std::string& output, int stdout_fd, const Tokenizer& tokenizer,
-                                               IdFormat format, IdDtype dtype);
 
 }  // namespace lmkit::bpe

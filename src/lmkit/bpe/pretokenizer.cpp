@@ -24,6 +24,7 @@
 #include <array>
 
 #include "lmkit/bpe/unicode_classes.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::bpe {
 
@@ -263,23 +264,12 @@ size_t O200kEnd(std::string_view t, size_t pos) {
 }  // namespace
 
 Result<PretokPattern> PatternFromName(std::string_view name) {
-  if (name == "gpt2") return PretokPattern::kGpt2;
-  if (name == "cl100k" || name == "cl100k_base") return PretokPattern::kCl100k;
-  if (name == "o200k" || name == "o200k_base") return PretokPattern::kO200k;
-  return Status::InvalidArgument("unknown pre-tokenizer pattern '" + std::string(name) + "' (expected gpt2, cl100k or o200k)");
+  if (const auto* e = FindByName(kPatternNames, name)) return e->pattern;
+  return Status::InvalidArgument("unknown pre-tokenizer pattern '" + std::string(name) +
+                                 "' (expected gpt2, cl100k or o200k)");
 }
 
-std::string_view PatternName(PretokPattern p) {
-  switch (p) {
-    case PretokPattern::kGpt2:
-      return "gpt2";
-    case PretokPattern::kCl100k:
-      return "cl100k";
-    case PretokPattern::kO200k:
-      return "o200k";
-  }
-  return "gpt2";
-}
+std::string_view PatternName(PretokPattern p) { return NameOf(kPatternNames, &PatternEntry::pattern, p, "gpt2"); }
 
 std::string_view PatternRegex(PretokPattern p) {
   switch (p) {

@@ -1,6 +1,6 @@
 // Pre-tokenization: cutting text into the pieces inside which BPE merges happen.
 //
-// Contract (interface fixed by the foundation; the bpe-train work implements it): the three OpenAI patterns, exactly
+// Contract: the three OpenAI patterns, exactly
 // as tiktoken publishes them (PatternRegex). NextPretokenEnd(p, text, pos) returns the end (exclusive, > pos) of the
 // pre-token that the pattern's leftmost-first match yields at `pos`, for 0 <= pos < text.size(), looking at the whole
 // of `text` (the lookahead `\s+(?!\S)` needs the character after the run). Pre-tokens are contiguous and cover the
@@ -15,6 +15,17 @@
 namespace lmkit::bpe {
 
 enum class PretokPattern { kGpt2, kCl100k, kO200k };
+
+// The accepted spellings, for parsing and help; the first of each pattern is its name.
+struct PatternEntry {
+  std::string_view name;
+  PretokPattern pattern;
+};
+inline constexpr PatternEntry kPatternNames[] = {{"gpt2", PretokPattern::kGpt2},
+                                                 {"cl100k", PretokPattern::kCl100k},
+                                                 {"o200k", PretokPattern::kO200k},
+                                                 {"cl100k_base", PretokPattern::kCl100k},
+                                                 {"o200k_base", PretokPattern::kO200k}};
 
 // "gpt2", "cl100k" (or "cl100k_base"), "o200k" (or "o200k_base"); kInvalidArgument otherwise.
 Result<PretokPattern> PatternFromName(std::string_view name);

@@ -8,7 +8,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/safe_cut.h"
 
 namespace lmkit::bpe {
 

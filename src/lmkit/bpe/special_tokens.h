@@ -1,12 +1,4 @@
 // Special-token splitting: cutting text into ordinary spans and special tokens before pre-tokenization.
-//
-// Contract: a SpecialTokenSplitter is built from a list of special tokens (exact byte strings). Empty strings are
-// ignored and duplicates collapse to their first occurrence; index() numbers refer to the list as given. Matching is
-// leftmost, then longest: scanning left to right, the first position where any special occurs is a match, and among
-// the specials that occur there the longest wins ("<|endoftext|><|endoftext|>" beats "<|endoftext|>"). After a match
-// scanning resumes at its end, so matches never overlap. No special matches when the list is empty.
-// Immutable after construction; all methods are const and thread-safe.
-//
 // Performance: candidates are found with memchr when all specials share one first byte (the usual "<|...|>" case),
 // else with a 256-entry first-byte table; only specials with that first byte, longest first, are compared.
 #pragma once
@@ -19,6 +11,9 @@
 
 namespace lmkit::bpe {
 
+// Matching is leftmost, then longest: scanning left to right, the first position where any special occurs is a match,
+// and among the specials that occur there the longest wins ("<|endoftext|><|endoftext|>" beats "<|endoftext|>");
+// scanning resumes at its end, so matches never overlap. Immutable after construction; thread-safe.
 class SpecialTokenSplitter {
  public:
   struct Match {
@@ -32,7 +27,9 @@ class SpecialTokenSplitter {
     int special_index = -1;
   };
 
-  SpecialTokenSplitter() = default;
+  SpecialTokenSplitter() = default;  // matches nothing
+  // Empty strings are ignored and duplicates collapse to their first occurrence; Match::index refers to the list as
+  // given.
   explicit SpecialTokenSplitter(const std::vector<std::string>& specials);
 
   bool empty() const { return specials_.empty(); }

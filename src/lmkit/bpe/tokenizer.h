@@ -1,21 +1,5 @@
 // A loaded byte-level BPE tokenizer: ordinary tokens (byte strings ⇄ ids), merge rules, special tokens and the
 // pre-tokenization pattern. The readers in tokenizer_files.h fill it; encoder.h and decoder.h use it.
-//
-// Contract:
-// - Ordinary tokens map byte strings to ids; every one of the 256 single bytes must be a token (byte-level BPE can
-//   then encode any input). Ids need not be dense; `id_limit()` is one past the largest id.
-// - Merges map an adjacent pair of ids (left, right) to (rank, result id); the encoder repeatedly applies the
-//   lowest-ranked pair, leftmost first. Merges-based files (GPT-2 vocab+merges, HF tokenizer.json) add their merge
-//   list as is (rank = line number). tiktoken rank files carry no merges: AddAllSplitsAsMerges() derives them, one
-//   rule per way of cutting a token into two tokens, ranked by the token's own rank — exactly tiktoken's rule
-//   "merge the adjacent pair whose concatenation has the lowest rank".
-// - whole_piece_shortcut: when true (tiktoken files), a pre-token that is itself a token encodes to that token without
-//   merging, as tiktoken does. Merges-based files keep it off unless the file asks for it (HF `ignore_merges`), because
-//   there the merge list alone defines the result.
-// - Special tokens: `known_specials()` are the ones the file or its metadata defines; `enabled_specials()` (longest
-//   first) are matched in the text by the encoder. EnableSpecial() turns on a known special or promotes an ordinary
-//   token (e.g. "<|endoftext|>" of a GPT-2 vocab.json).
-// - After Finish() the object is immutable and safe to share between threads.
 #pragma once
 
 #include <cstdint>
@@ -155,21 +139,31 @@ struct SpecialToken {
   uint32_t id = kNoId;
 };
 
+// Built by one thread (the Add* calls, then Finish); after Finish() immutable and safe to share between threads.
 class Tokenizer {
  public:
   // ---- building (tokenizer_files.cpp, tests) ----
   void ReserveTokens(size_t count);
-  // Errors: kInvalidInput when the bytes or the id is already an ordinary token, or the id is kNoId.
+  // An ordinary token. Every one of the 256 single bytes must be one (byte-level BPE then encodes any input); ids need
+  // not be dense. Errors: kInvalidInput when the bytes or the id is already an ordinary token, or the id is too large.
   Status AddToken(std::string_view bytes, uint32_t id);
-  // Errors: kInvalidInput when an id is not an ordinary token.
+  // The rule (left, right) → result with `rank`; the encoder applies the lowest-ranked pair, leftmost first.
+  // Merges-based files add their list as is (rank = line). Errors: kInvalidInput when an id is not an ordinary token
+  // or result is not left + right.
   Status AddMerge(uint32_t left, uint32_t right, uint32_t rank, uint32_t result);
-  // tiktoken semantics: for every token t and every cut t = x + y with x, y tokens, the rule (x, y) → t ranked id(t).
+  // For rank files, which carry no merges: for every token t and every cut t = x + y with x, y tokens, the rule
+  // (x, y) → t ranked id(t) — exactly tiktoken's "merge the adjacent pair whose concatenation has the lowest rank".
   void AddAllSplitsAsMerges();
-  // A special token defined by the file; `enabled` makes the encoder match it by default. Errors: empty text.
+  // A special token defined by the file; `enabled` makes it one of enabled_specials(). Errors: empty text, a text
+  // defined twice, an id too large.
   Status AddSpecial(std::string text, uint32_t id, bool enabled);
-  // Enables a known special, or an ordinary token used as one. Errors: kNotFound (names the token) otherwise.
+  // Enables a known special, or promotes an ordinary token (e.g. "<|endoftext|>" of a GPT-2 vocab.json) to one.
+  // Errors: kNotFound (names the token) otherwise.
   Status EnableSpecial(std::string_view text);
   void set_pattern(PretokPattern p) { pattern_ = p; }
+  // When on (tiktoken files), a pre-token that is itself a token encodes to that token without merging, as tiktoken
+  // does. Merges-based files keep it off unless they ask for it (HF `ignore_merges`): their merge list alone defines
+  // the result.
   void set_whole_piece_shortcut(bool on) { shortcut_ = on; }
   void set_description(std::string d) { description_ = std::move(d); }
   // Checks that every byte is a token and builds the decode table. Errors: kInvalidInput naming the missing byte,
@@ -192,7 +186,9 @@ class Tokenizer {
   size_t ordinary_count() const { return tokens_.size(); }
   size_t merge_count() const { return merges_.size(); }
   size_t max_token_bytes() const { return max_token_bytes_; }
+  // The specials the file or its metadata defines.
   const std::vector<SpecialToken>& known_specials() const { return known_specials_; }
+  // The specials the encoder may match (longest first): the tokenizer's special tokens as special_policy.h sees them.
   const std::vector<SpecialToken>& enabled_specials() const { return enabled_specials_; }
   // Matches enabled_specials() (index i of a match is enabled_specials()[i]).
   const SpecialTokenSplitter& splitter() const { return splitter_; }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <utility>
 #include <vector>
 
@@ -31,14 +32,40 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-std::string Printable(const BpeModel& m, size_t id) { return BytesToPrintable(m.vocab[id]); }
+// AppendJsonString of AppendPrintable's form without the intermediate string. The printable form has no control
+// characters, and the bytes '"' and '\\' stand for themselves there: they are the only ones to escape.
+void AppendPrintableJson(std::string& out, std::string_view bytes) {
+  size_t run = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] != '"' && bytes[i] != '\\') continue;
+    AppendPrintable(out, bytes.substr(run, i - run));
+    out.push_back('\\');
+    out.push_back(bytes[i]);
+    run = i + 1;
+  }
+  AppendPrintable(out, bytes.substr(run));
+}
 
-void AppendVocabObject(std::string& out, const BpeModel& m, const char* sep) {
+void AppendId(std::string& out, size_t id) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), id);
+  out.append(buf, r.ptr);
+}
+
+// {token: id} in id order. Ordinary tokens in GPT-2's printable form; specials too, unless `raw_specials`.
+void AppendVocabObject(std::string& out, const BpeModel& m, const char* sep, bool raw_specials) {
   out.push_back('{');
   for (size_t id = 0; id < m.vocab.size(); ++id) {
     if (id > 0) out += sep;
-    AppendJsonString(out, Printable(m, id));
-    out += fmt::format(": {}", id);
+    if (raw_specials && id < m.num_specials) {
+      AppendJsonString(out, m.vocab[id]);
+    } else {
+      out.push_back('"');
+      AppendPrintableJson(out, m.vocab[id]);
+      out.push_back('"');
+    }
+    out += ": ";
+    AppendId(out, id);
   }
   out.push_back('}');
 }
@@ -47,7 +74,7 @@ void AppendVocabObject(std::string& out, const BpeModel& m, const char* sep) {
 
 std::string RenderVocabJson(const BpeModel& model) {
   std::string out;
-  AppendVocabObject(out, model, ", ");
+  AppendVocabObject(out, model, ", ", /*raw_specials=*/false);
   out.push_back('\n');
   return out;
 }
@@ -82,15 +109,17 @@ std::string RenderTokenizerJson(const BpeModel& model) {
       "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": null,\n"
       "    \"continuing_subword_prefix\": null,\n    \"end_of_word_suffix\": null,\n    \"fuse_unk\": false,\n"
       "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": ";
-  AppendVocabObject(out, model, ",\n      ");
+  // Hugging Face looks an added token up in the model's vocabulary by its raw content (its BpeTrainer stores specials
+  // that way): a special in printable form ("[docĠbreak]") would be added a second time under a new id.
+  AppendVocabObject(out, model, ",\n      ", /*raw_specials=*/true);
   out += ",\n    \"merges\": [";
   for (size_t i = 0; i < model.merges.size(); ++i) {
     out += i == 0 ? "\n      " : ",\n      ";
-    std::string m;
-    AppendPrintable(m, model.vocab[model.merges[i].first]);
-    m.push_back(' ');
-    AppendPrintable(m, model.vocab[model.merges[i].second]);
-    AppendJsonString(out, m);
+    out.push_back('"');
+    AppendPrintableJson(out, model.vocab[model.merges[i].first]);
+    out.push_back(' ');
+    AppendPrintableJson(out, model.vocab[model.merges[i].second]);
+    out.push_back('"');
   }
   out += model.merges.empty() ? "]\n  }\n}\n" : "\n    ]\n  }\n}\n";
   return out;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "lmkit/common/sysinfo.h"
 
@@ -35,9 +36,9 @@ std::vector<std::string> DataDirCandidates() {
   if (!HostDataDir().empty()) out.push_back(HostDataDir());
   std::string exe = ExecutableDir();
   if (!exe.empty()) {
-    out.push_back(exe + "/../share/lmkit");
-    out.push_back(exe + "/../data");
-    out.push_back(exe + "/../../data");
+    // /proc/self/exe has no symlinks, so dropping ".." lexically names the same folder, as the reports print it.
+    for (const char* rel : {"/../share/lmkit", "/../data", "/../../data"})
+      out.push_back(std::filesystem::path(exe + rel).lexically_normal().string());
   }
 #ifdef LMKIT_SOURCE_DATA_DIR
   out.emplace_back(LMKIT_SOURCE_DATA_DIR);

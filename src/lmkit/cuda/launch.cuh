@@ -1,5 +1,6 @@
 // How lmkit's .cu files spell a kernel launch and a block's shared memory:
-//   LMKIT_LAUNCH(grid, block, shared_bytes, Kernel<T>)(args...);   // Kernel<T><<<grid, block, shared_bytes>>>(args...)
+//   LMKIT_LAUNCH(grid, block, shared_bytes, stream, Kernel<T>)(args...);  // Kernel<T><<<grid, block, shared_bytes,
+//                                                                          //           stream>>>(args...)
 //   LMKIT_DYNAMIC_SHARED(unsigned int, counters);                   // extern __shared__ unsigned int counters[];
 //   LMKIT_SHARED(float, scale);                                     // __shared__ float scale;
 //   LMKIT_SHARED_ARRAY(float, partial, 8);                          // __shared__ float partial[8];
@@ -10,7 +11,7 @@
 #pragma once
 
 #ifndef LMKIT_LAUNCH
-#define LMKIT_LAUNCH(grid, block, shared, ...) __VA_ARGS__<<<grid, block, shared>>>
+#define LMKIT_LAUNCH(grid, block, shared, stream, ...) __VA_ARGS__<<<grid, block, shared, stream>>>
 #endif
 #ifndef LMKIT_DYNAMIC_SHARED
 #define LMKIT_DYNAMIC_SHARED(type, name) extern __shared__ type name[]

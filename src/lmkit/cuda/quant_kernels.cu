@@ -12,7 +12,7 @@
 // - Bit-exactness with the CPU reference: IEEE division for the scale and its reciprocal (nvcc's default
 //   -prec-div=true; lmkit never builds with --use_fast_math), no contraction into FMA (--fmad=false, CMakeLists.txt;
 //   the CPU references are compiled with -ffp-contract=off), __float2half_ru / Bf16RoundUp for 16-bit scales,
-//   rintf (half-even), the same clamp order as int8_format.h, and the absmax as an integer max of sign-cleared bits,
+//   rintf (half-even), the same clamp order as formats/int8.h, and the absmax as an integer max of sign-cleared bits,
 //   which also finds NaN and inf as the CPU does.
 // - Shared memory is declared through LMKIT_SHARED / LMKIT_SHARED_ARRAY / LMKIT_DYNAMIC_SHARED and launches through
 //   LMKIT_LAUNCH (launch.cuh), so that the CPU emulator of tests/emu runs this file unchanged.
@@ -21,13 +21,14 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lmkit/cuda/check.cuh"
 #include "lmkit/cuda/launch.cuh"
 #include "lmkit/cuda/quant_kernels.h"
-#include "lmkit/quant/histogram.h"
-#include "lmkit/quant/int8_format.h"
+#include "lmkit/formats/histogram_bins.h"
+#include "lmkit/formats/int8.h"
 
 namespace lmkit::cuda {
 namespace {
@@ -53,7 +54,7 @@ __device__ __forceinline__ float StoredScaleDevice(float absmax, float divisor, 
   if (s < 1.17549435e-38f && static_cast<double>(s) * divisor < static_cast<double>(absmax))
     s = nextafterf(s, INFINITY);
   if (scale_type == ElemType::kBF16)
-    return __uint_as_float(static_cast<uint32_t>(quant::Bf16RoundUp(__float_as_uint(s))) << 16);
+    return __uint_as_float(static_cast<uint32_t>(formats::Bf16RoundUp(__float_as_uint(s))) << 16);
   if (scale_type == ElemType::kF16) return __half2float(__float2half_ru(s));
   return s;
 }
@@ -118,7 +119,7 @@ __global__ void QuantizeRowsKernel(const typename Tag::Storage* __restrict__ in,
   float inv;
   const float s = RowScale(m, warp_max, &s_scale, &scales[row], divisor, scale_type, &inv);
   for (uint64_t c = threadIdx.x; c < cols; c += kThreads)
-    out[c] = quant::QuantizeValue(Tag::ToF32(x[c]), s, inv, lo, hi);
+    out[c] = formats::QuantizeValue(Tag::ToF32(x[c]), s, inv, lo, hi);
 }
 
 // The max of m and AbsBits(x) over the 8 2-byte elements of one 16-byte piece.
@@ -151,8 +152,8 @@ __device__ __forceinline__ uint2 Code8(const uint4& v, float s, float inv, float
   for (int k = 0; k < 4; ++k) {
     const float v0 = Tag::ToF32(static_cast<uint16_t>(w[k] & 0xffffu)),
                 v1 = Tag::ToF32(static_cast<uint16_t>(w[k] >> 16));
-    const uint32_t q0 = static_cast<uint8_t>(quant::QuantizeValue(v0, s, inv, lo, hi));
-    const uint32_t q1 = static_cast<uint8_t>(quant::QuantizeValue(v1, s, inv, lo, hi));
+    const uint32_t q0 = static_cast<uint8_t>(formats::QuantizeValue(v0, s, inv, lo, hi));
+    const uint32_t q1 = static_cast<uint8_t>(formats::QuantizeValue(v1, s, inv, lo, hi));
     packed[k / 2] |= (q0 | (q1 << 8)) << (16 * (k % 2));
   }
   return make_uint2(packed[0], packed[1]);
@@ -219,31 +220,26 @@ enum class RowKernel { kAuto, kTwoReads };
 // kernel (kVecs 0) for longer rows and for kTwoReads.
 template <typename Tag>
 void LaunchVec8(const uint16_t* in, int8_t* codes, float* scales, uint64_t rows, uint64_t cols, float divisor, float lo,
-                float hi, ElemType scale_type, unsigned long long* first_bad, RowKernel kernel) {
+                float hi, ElemType scale_type, unsigned long long* first_bad, RowKernel kernel, cudaStream_t stream) {
   const uint64_t n8 = cols / 8;
   const dim3 grid(static_cast<unsigned>(rows));
   const bool regs = kernel == RowKernel::kAuto;
-  if (regs && n8 <= 1 * kThreads)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 1>)
-    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
-  else if (regs && n8 <= 2 * kThreads)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 2>)
-    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
-  else if (regs && n8 <= 4 * kThreads)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 4>)
-    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
-  else if (regs && n8 <= 8 * kThreads)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 8>)
-    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
-  else
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernelVec8<Tag, 0>)
-    (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+  if (regs && n8 <= 1 * kThreads) LMKIT_LAUNCH(grid, kThreads, 0, stream, QuantizeRowsKernelVec8<Tag, 1>)
+  (in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+  else if (regs && n8 <= 2 * kThreads) LMKIT_LAUNCH(grid, kThreads, 0, stream, QuantizeRowsKernelVec8<Tag, 2>)(
+      in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+  else if (regs && n8 <= 4 * kThreads) LMKIT_LAUNCH(grid, kThreads, 0, stream, QuantizeRowsKernelVec8<Tag, 4>)(
+      in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+  else if (regs && n8 <= 8 * kThreads) LMKIT_LAUNCH(grid, kThreads, 0, stream, QuantizeRowsKernelVec8<Tag, 8>)(
+      in, codes, scales, cols, divisor, lo, hi, scale_type, first_bad);
+  else LMKIT_LAUNCH(grid, kThreads, 0, stream, QuantizeRowsKernelVec8<Tag, 0>)(in, codes, scales, cols, divisor, lo, hi,
+                                                                               scale_type, first_bad);
 }
 
 __device__ __forceinline__ void CountAbs(float v, float amax, uint32_t bins, unsigned int* sh) {
   const float a = fabsf(v);
   if (!(a <= amax)) return;  // above the range, or NaN
-  atomicAdd(&sh[amax > 0.0f ? quant::AbsBin(a, amax, bins) : 0u], 1u);
+  atomicAdd(&sh[amax > 0.0f ? formats::AbsBin(a, amax, bins) : 0u], 1u);
 }
 
 // Warp-aggregated: the lanes of a (converged, full) warp whose values share a bin add their count with one atomic
@@ -253,7 +249,7 @@ __device__ __forceinline__ void CountAbs(float v, float amax, uint32_t bins, uns
 __device__ __forceinline__ void CountAbsWarp(float v, float amax, uint32_t bins, unsigned int* sh) {
   const float a = fabsf(v);
   const bool in = a <= amax;  // false above the range and for NaN
-  const uint32_t bin = in ? (amax > 0.0f ? quant::AbsBin(a, amax, bins) : 0u) : 0xffffffffu;
+  const uint32_t bin = in ? (amax > 0.0f ? formats::AbsBin(a, amax, bins) : 0u) : 0xffffffffu;
   const unsigned peers = __match_any_sync(0xffffffffu, bin);
   if (in && (threadIdx.x & 31) == static_cast<unsigned>(__ffs(peers) - 1)) atomicAdd(&sh[bin], __popc(peers));
 }
@@ -353,32 +349,36 @@ Status HaveDevice() {
 constexpr uint64_t kMaxRows = 0x7fffffffull;  // one block per row: gridDim.x's limit
 constexpr uint32_t kMaxBins = 12288;          // 48 KiB of shared counters: the default per-block limit
 
+Status TooManyRows() {
+  return Status::Unsupported("cuda", Field("rows") + " must be at most 2^31 - 1 (one block per row)");
+}
+
 // d_first_bad: one device word, all ones before the launch; afterwards the flat index of the first non-finite input
 // element, or still all ones.
-Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t cols, quant::Int8Convention conv,
+Status LaunchQuantize(const void* d_in, ElemType type, uint64_t rows, uint64_t cols, formats::Int8Convention conv,
                       ElemType scale_type, int8_t* d_codes, float* d_scales, unsigned long long* d_first_bad,
-                      RowKernel kernel = RowKernel::kAuto) {
-  const quant::Int8Range r = quant::RangeOf(conv);
+                      cudaStream_t stream, RowKernel kernel = RowKernel::kAuto) {
+  const formats::Int8Range r = formats::RangeOf(conv);
   if (rows == 0) return Status::Ok();
-  if (rows > kMaxRows) return Status::Unsupported("cuda", "more than 2^31 - 1 rows");
+  if (rows > kMaxRows) return TooManyRows();
   const dim3 grid(static_cast<unsigned>(rows));
   // 16-byte loads of the input, 8-byte stores of the codes.
   const bool vec = type != ElemType::kF32 && cols % 8 == 0 && reinterpret_cast<uintptr_t>(d_in) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(d_codes) % 8 == 0;
   const auto* in16 = static_cast<const uint16_t*>(d_in);
   if (vec && type == ElemType::kBF16)
-    LaunchVec8<Bf16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad, kernel);
+    LaunchVec8<Bf16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad, kernel,
+                        stream);
   else if (vec)
-    LaunchVec8<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad, kernel);
+    LaunchVec8<F16Tag>(in16, d_codes, d_scales, rows, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad, kernel,
+                       stream);
   else if (type == ElemType::kF32)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F32Tag>)
-    (static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
-  else if (type == ElemType::kBF16)
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<Bf16Tag>)
-    (in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
-  else
-    LMKIT_LAUNCH(grid, kThreads, 0, QuantizeRowsKernel<F16Tag>)
-    (in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
+    LMKIT_LAUNCH(grid, kThreads, 0, stream, QuantizeRowsKernel<F32Tag>)
+  (static_cast<const float*>(d_in), d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
+  else if (type == ElemType::kBF16) LMKIT_LAUNCH(grid, kThreads, 0, stream, QuantizeRowsKernel<Bf16Tag>)(
+      in16, d_codes, d_scales, cols, r.divisor, r.lo, r.hi, scale_type, d_first_bad);
+  else LMKIT_LAUNCH(grid, kThreads, 0, stream, QuantizeRowsKernel<F16Tag>)(in16, d_codes, d_scales, cols, r.divisor,
+                                                                           r.lo, r.hi, scale_type, d_first_bad);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -391,22 +391,22 @@ Status MultiprocessorCount(int* sms) {
 }
 
 Status CheckBins(uint32_t bins) {
-  if (bins == 0 || bins > kMaxBins) return Status::Unsupported("cuda", "histogram bins must be in [1, 12288]");
+  if (bins == 0 || bins > kMaxBins) return Status::Unsupported("cuda", Field("bins") + " must be in [1, 12288]");
   return Status::Ok();
 }
 
 // sms: the device's multiprocessor count, asked for by the caller (outside the benchmark's timed launches, where the
 // two runtime queries would add host time between the events at small sizes). d_x: fp32-aligned.
 Status LaunchHistogram(const float* d_x, uint64_t n, float amax, uint32_t bins, unsigned long long* d_counts, int sms,
-                       HistogramKernel kernel) {
+                       HistogramKernel kernel, cudaStream_t stream) {
   LMKIT_RETURN_IF_ERROR(CheckBins(bins));
   const uint64_t want = (n / 8 + kThreads - 1) / kThreads;  // 8 values per thread per step
   const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, 4ull * sms)));
   const size_t shared = bins * sizeof(unsigned int);
   if (kernel == HistogramKernel::kWarpAggregated)
-    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<true>)(d_x, n, amax, bins, d_counts);
+    LMKIT_LAUNCH(blocks, kThreads, shared, stream, AbsHistogramKernel<true>)(d_x, n, amax, bins, d_counts);
   else
-    LMKIT_LAUNCH(blocks, kThreads, shared, AbsHistogramKernel<false>)(d_x, n, amax, bins, d_counts);
+    LMKIT_LAUNCH(blocks, kThreads, shared, stream, AbsHistogramKernel<false>)(d_x, n, amax, bins, d_counts);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
@@ -415,11 +415,11 @@ Status LaunchHistogram(const float* d_x, uint64_t n, float amax, uint32_t bins, 
 // at the host data's offset from a 16-byte boundary, so the kernel that runs is the one device-resident data of that
 // alignment would get (and tests reach every path from the host API). Exact size (at least 1 byte: a 0-byte
 // cudaMalloc returns no pointer), so an overrun is not hidden by slack.
-Status CopyToDevice(const void* host, size_t bytes, DeviceBuffer* buf, void** dev) {
+Status CopyToDevice(const void* host, size_t bytes, DeviceBuffer* buf, void** dev, cudaStream_t stream) {
   const size_t offset = reinterpret_cast<uintptr_t>(host) % 16;
   LMKIT_CUDA_CHECK(cudaMalloc(&buf->p, offset + std::max<size_t>(bytes, 1)));
   *dev = static_cast<char*>(buf->p) + offset;
-  LMKIT_CUDA_CHECK(cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
+  LMKIT_CUDA_CHECK(cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyHostToDevice, stream));
   return Status::Ok();
 }
 
@@ -451,44 +451,66 @@ Result<KernelTiming> Time(Fn&& launch, double bytes, int iterations) {
 
 }  // namespace
 
-Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, uint64_t cols,
-                              quant::Int8Convention convention, ElemType scale_type, int8_t* codes, float* scales) {
+Result<OwnedStream> OwnedStream::Create() {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
-  if (rows > kMaxRows) return Status::Unsupported("cuda", "more than 2^31 - 1 rows");  // before allocating for them
+  OwnedStream o;
+  cudaStream_t s = nullptr;
+  LMKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  o.s_ = s;
+  return Result<OwnedStream>(std::move(o));
+}
+
+OwnedStream& OwnedStream::operator=(OwnedStream&& o) noexcept {
+  std::swap(s_, o.s_);
+  return *this;
+}
+
+OwnedStream::~OwnedStream() {
+  if (s_ != nullptr) cudaStreamDestroy(s_);
+}
+
+Status QuantizePerChannelHost(const void* data, ElemType type, uint64_t rows, uint64_t cols,
+                              formats::Int8Convention convention, ElemType scale_type, int8_t* codes, float* scales,
+                              Stream stream) {
+  LMKIT_RETURN_IF_ERROR(HaveDevice());
+  if (rows > kMaxRows) return TooManyRows();  // before allocating for them
   DeviceBuffer din, dcodes, dscales, dbad;
   void* d_in = nullptr;
-  LMKIT_RETURN_IF_ERROR(CopyToDevice(data, rows * cols * ElemSize(type), &din, &d_in));
+  LMKIT_RETURN_IF_ERROR(CopyToDevice(data, rows * cols * ElemSize(type), &din, &d_in, stream));
   LMKIT_CUDA_CHECK(cudaMalloc(&dcodes.p, std::max<size_t>(rows * cols, 1)));  // exact sizes, as CopyToDevice's
   LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, std::max<size_t>(rows * sizeof(float), 1)));
   LMKIT_CUDA_CHECK(cudaMalloc(&dbad.p, sizeof(unsigned long long)));
-  LMKIT_CUDA_CHECK(cudaMemset(dbad.p, 0xff, sizeof(unsigned long long)));
+  LMKIT_CUDA_CHECK(cudaMemsetAsync(dbad.p, 0xff, sizeof(unsigned long long), stream));
   auto* d_bad = static_cast<unsigned long long*>(dbad.p);
   LMKIT_RETURN_IF_ERROR(LaunchQuantize(d_in, type, rows, cols, convention, scale_type, static_cast<int8_t*>(dcodes.p),
-                                       static_cast<float*>(dscales.p), d_bad));
+                                       static_cast<float*>(dscales.p), d_bad, stream));
   unsigned long long first_bad = 0;
-  LMKIT_CUDA_CHECK(cudaMemcpy(&first_bad, d_bad, sizeof first_bad, cudaMemcpyDeviceToHost));
+  LMKIT_CUDA_CHECK(cudaMemcpyAsync(&first_bad, d_bad, sizeof first_bad, cudaMemcpyDeviceToHost, stream));
+  LMKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (first_bad != ~0ull)  // quant::QuantizeMatrix's error, word for word
     return Status::InvalidInput(
         "", "non-finite value at [" + std::to_string(first_bad / cols) + ", " + std::to_string(first_bad % cols) + "]");
-  LMKIT_CUDA_CHECK(cudaMemcpy(codes, dcodes.p, rows * cols, cudaMemcpyDeviceToHost));
-  LMKIT_CUDA_CHECK(cudaMemcpy(scales, dscales.p, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  LMKIT_CUDA_CHECK(cudaMemcpyAsync(codes, dcodes.p, rows * cols, cudaMemcpyDeviceToHost, stream));
+  LMKIT_CUDA_CHECK(cudaMemcpyAsync(scales, dscales.p, rows * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  LMKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   return Status::Ok();
 }
 
-Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* counts,
-                        HistogramKernel kernel) {
+Status AbsHistogramHost(const float* x, uint64_t n, float amax, uint32_t bins, uint64_t* counts, HistogramKernel kernel,
+                        Stream stream) {
   LMKIT_RETURN_IF_ERROR(HaveDevice());
   LMKIT_RETURN_IF_ERROR(CheckBins(bins));
   DeviceBuffer dx, dc;
   void* d_x = nullptr;
-  LMKIT_RETURN_IF_ERROR(CopyToDevice(x, n * sizeof(float), &dx, &d_x));
+  LMKIT_RETURN_IF_ERROR(CopyToDevice(x, n * sizeof(float), &dx, &d_x, stream));
   LMKIT_CUDA_CHECK(cudaMalloc(&dc.p, bins * sizeof(unsigned long long)));
-  LMKIT_CUDA_CHECK(cudaMemcpy(dc.p, counts, bins * sizeof(unsigned long long), cudaMemcpyHostToDevice));
+  LMKIT_CUDA_CHECK(cudaMemcpyAsync(dc.p, counts, bins * sizeof(unsigned long long), cudaMemcpyHostToDevice, stream));
   int sms = 0;
   LMKIT_RETURN_IF_ERROR(MultiprocessorCount(&sms));
   LMKIT_RETURN_IF_ERROR(LaunchHistogram(static_cast<const float*>(d_x), n, amax, bins,
-                                        static_cast<unsigned long long*>(dc.p), sms, kernel));
-  LMKIT_CUDA_CHECK(cudaMemcpy(counts, dc.p, bins * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+                                        static_cast<unsigned long long*>(dc.p), sms, kernel, stream));
+  LMKIT_CUDA_CHECK(cudaMemcpyAsync(counts, dc.p, bins * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+  LMKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   return Status::Ok();
 }
 
@@ -500,15 +522,16 @@ Result<KernelTiming> BenchQuantizePerChannel(uint64_t rows, uint64_t cols, int i
   LMKIT_CUDA_CHECK(cudaMalloc(&dscales.p, rows * sizeof(float)));
   LMKIT_CUDA_CHECK(cudaMalloc(&dbad.p, sizeof(unsigned long long)));
   LMKIT_CUDA_CHECK(cudaMemset(dbad.p, 0xff, sizeof(unsigned long long)));
-  LMKIT_LAUNCH(1024, kThreads, 0, FillKernel)(static_cast<uint16_t*>(din.p), rows * cols);
+  const cudaStream_t stream = nullptr;  // the default stream, which the timing events are recorded on
+  LMKIT_LAUNCH(1024, kThreads, 0, stream, FillKernel)(static_cast<uint16_t*>(din.p), rows * cols);
   LMKIT_CUDA_CHECK(cudaGetLastError());
   LMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   const double bytes = static_cast<double>(rows * cols * 3 + rows * 4);
   return Time(
       [&] {
-        return LaunchQuantize(din.p, ElemType::kBF16, rows, cols, quant::Int8Convention::kHalfStep, ElemType::kBF16,
+        return LaunchQuantize(din.p, ElemType::kBF16, rows, cols, formats::Int8Convention::kHalfStep, ElemType::kBF16,
                               static_cast<int8_t*>(dcodes.p), static_cast<float*>(dscales.p),
-                              static_cast<unsigned long long*>(dbad.p),
+                              static_cast<unsigned long long*>(dbad.p), stream,
                               two_reads ? RowKernel::kTwoReads : RowKernel::kAuto);
       },
       bytes, iterations);
@@ -521,7 +544,8 @@ Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations
   LMKIT_CUDA_CHECK(cudaMalloc(&dx.p, n * sizeof(float)));
   LMKIT_CUDA_CHECK(cudaMalloc(&dc.p, bins * sizeof(unsigned long long)));
   const bool laplace = data != BenchData::kUniform;
-  LMKIT_LAUNCH(1024, kThreads, 0, FillF32Kernel)(static_cast<float*>(dx.p), n, laplace);
+  const cudaStream_t stream = nullptr;  // the default stream, which the timing events are recorded on
+  LMKIT_LAUNCH(1024, kThreads, 0, stream, FillF32Kernel)(static_cast<float*>(dx.p), n, laplace);
   const float amax = data == BenchData::kUniform ? 4.0f : data == BenchData::kLaplace ? 16.7f : 1000.0f;
   LMKIT_CUDA_CHECK(cudaGetLastError());
   LMKIT_CUDA_CHECK(cudaMemset(dc.p, 0, bins * sizeof(unsigned long long)));
@@ -531,7 +555,7 @@ Result<KernelTiming> BenchAbsHistogram(uint64_t n, uint32_t bins, int iterations
   return Time(
       [&] {
         return LaunchHistogram(static_cast<const float*>(dx.p), n, amax, bins, static_cast<unsigned long long*>(dc.p),
-                               sms, kernel);
+                               sms, kernel, stream);
       },
       static_cast<double>(n * sizeof(float)), iterations);
 }

@@ -12,11 +12,11 @@
 
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_start.h"
+#include "lmkit/dataload/knobs.h"
 #include "lmkit/dataload/os_facts.h"
 #include "lmkit/dataload/sampler.h"
 
 namespace lmkit::dataload {
-namespace {}  // namespace
 
 StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
   StorageProbe p;

@@ -36,40 +36,24 @@ void Check(const Src* win, size_t batch, size_t context, uint64_t vocab, VocabCh
       bad += v >= vocab ? 1 : 0;
     }
     if (mx > c->max_id) c->max_id = mx;
-    if (bad > 0 && c->first_bad_row < 0) {
-      for (size_t t = 0; t < row; ++t) {
-        if (win[r * row + t] >= vocab) {
-          c->first_bad_row = static_cast<int64_t>(r);
-          c->first_bad_col = static_cast<int64_t>(t);
-          c->first_bad_id = win[r * row + t];
-          break;
-        }
+    // The positions are collected only for rows that have a bad id: the clean path stays a max/count pass.
+    for (size_t t = 0; bad > 0 && t < row; ++t) {
+      if (win[r * row + t] >= vocab) {
+        c->bad.push_back(r * row + t);
+        c->bad_ids.push_back(win[r * row + t]);
       }
     }
-    c->out_of_range += bad;
     c->ids_checked += row;
   }
 }
 
 }  // namespace
 
-const char* OutDtypeName(OutDtype d) {
-  switch (d) {
-    case OutDtype::kInt64:
-      return "int64";
-    case OutDtype::kInt32:
-      return "int32";
-    case OutDtype::kUint16:
-      return "uint16";
-  }
-  return "?";
-}
-
 unsigned OutDtypeBytes(OutDtype d) { return d == OutDtype::kInt64 ? 8 : d == OutDtype::kInt32 ? 4 : 2; }
 
 Status CheckOutDtype(OutDtype out, unsigned token_bytes) {
   if (out == OutDtype::kUint16 && token_bytes == 4) {
-    return Status::InvalidArgument("--out-dtype uint16 cannot hold uint32 token ids; use int32 or int64");
+    return Status::InvalidArgument(Field("out_dtype") + " uint16 cannot hold uint32 token ids; use int32 or int64");
   }
   return Status::Ok();
 }

@@ -17,7 +17,7 @@ Result<Demand> ResolveDemand(const DemandSpec& spec, uint64_t batch_tokens, uint
       return d;
     case DemandSpec::Kind::kTokensPerSecond:
       if (!(spec.tokens_per_s > 0) || !std::isfinite(spec.tokens_per_s))
-        return Status::InvalidArgument("--tokens-per-s must be a positive number");
+        return Status::InvalidArgument(Field("tokens_per_s") + " must be a positive number");
       d.given = true;
       d.source = "tokens-per-s";
       d.tokens_per_s = spec.tokens_per_s;
@@ -26,7 +26,7 @@ Result<Demand> ResolveDemand(const DemandSpec& spec, uint64_t batch_tokens, uint
       return d;
     case DemandSpec::Kind::kStepTime:
       if (!(spec.step_time_s > 0) || !std::isfinite(spec.step_time_s))
-        return Status::InvalidArgument("--step-time-ms must be a positive number");
+        return Status::InvalidArgument(Field("step_time_s") + " must be a positive number");
       d.given = true;
       d.source = "step-time";
       d.step_time_s = spec.step_time_s;
@@ -34,7 +34,8 @@ Result<Demand> ResolveDemand(const DemandSpec& spec, uint64_t batch_tokens, uint
       d.description = "given: step time per batch";
       return d;
     case DemandSpec::Kind::kModel: {
-      if (!(spec.mfu > 0 && spec.mfu <= 1)) return Status::InvalidArgument("--mfu must be in (0, 1], e.g. 0.4 for 40%");
+      if (!(spec.mfu > 0 && spec.mfu <= 1))
+        return Status::InvalidArgument(Field("mfu") + " must be in (0, 1], e.g. 0.4 for 40%");
       LMKIT_ASSIGN_OR_RETURN(accounting::ModelSpec m, accounting::ResolveModel(spec.model));
       LMKIT_ASSIGN_OR_RETURN(accounting::GpuSpec g, accounting::FindGpu(spec.gpu));
       // bf16 is the dtype LM training runs its matmuls in; the table's dense peak (no 2:4 sparsity).

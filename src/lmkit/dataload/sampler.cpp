@@ -1,6 +1,7 @@
 #include "lmkit/dataload/sampler.h"
 
 #include <algorithm>
+#include <string>
 
 namespace lmkit::dataload {
 namespace {
@@ -13,6 +14,9 @@ uint64_t SplitMix64(uint64_t& state) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
 }
+
+// n + 1 in decimal, also for n = 2^64 − 1 (a context length typed as the largest 64-bit number).
+std::string PlusOne(uint64_t n) { return n == UINT64_MAX ? "18446744073709551616" : std::to_string(n + 1); }
 
 }  // namespace
 
@@ -34,7 +38,7 @@ uint64_t UniformBelow(uint64_t& state, uint64_t bound) {
 
 Result<WindowSampler> WindowSampler::Create(const std::vector<uint64_t>& shard_tokens,
                                             const std::vector<std::string>& names, uint64_t context, uint64_t seed) {
-  if (context == 0) return Status::InvalidArgument("--context-length must be at least 1");
+  if (context == 0) return Status::InvalidArgument(Field("context_length") + " must be at least 1");
   if (shard_tokens.empty()) return Status::InvalidArgument("no token files given");
   WindowSampler s;
   s.context_ = context;
@@ -44,7 +48,7 @@ Result<WindowSampler> WindowSampler::Create(const std::vector<uint64_t>& shard_t
     if (shard_tokens[i] <= context) {
       return Status::InvalidInput(i < names.size() ? names[i] : "",
                                   "has " + std::to_string(shard_tokens[i]) + " tokens; a window of context length " +
-                                      std::to_string(context) + " needs at least " + std::to_string(context + 1));
+                                      std::to_string(context) + " needs at least " + PlusOne(context));
     }
     s.total_ += shard_tokens[i] - context;
     s.first_.push_back(s.total_);

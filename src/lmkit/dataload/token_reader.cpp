@@ -33,20 +33,6 @@ Status PreadFull(int fd, uint8_t* dst, uint64_t length, uint64_t offset, const s
 
 }  // namespace
 
-const char* AccessName(Access a) {
-  switch (a) {
-    case Access::kMmap:
-      return "mmap";
-    case Access::kPread:
-      return "pread";
-    case Access::kDirect:
-      return "direct";
-  }
-  return "?";
-}
-
-const char* AdviceName(Advice a) { return a == Advice::kRandom ? "random" : "normal"; }
-
 ReaderScratch::~ReaderScratch() { std::free(p_); }
 
 uint8_t* ReaderScratch::Reserve(size_t bytes) {
@@ -79,7 +65,8 @@ Result<std::unique_ptr<TokenReader>> TokenReader::Open(const std::vector<TokenSh
       if (dfd < 0) {
         int e = errno;
         if (e == EINVAL)
-          return Status::Unsupported(s.path, "the file system does not support O_DIRECT (--access direct)");
+          return Status::Unsupported(s.path,
+                                     "the file system does not support O_DIRECT (" + Field("access") + " direct)");
         return Status::FromErrno(s.path, "cannot open with O_DIRECT", e);
       }
       r->direct_fds_.push_back(dfd);

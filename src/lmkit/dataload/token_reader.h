@@ -11,7 +11,8 @@
 //
 // Contract: Open keeps one descriptor (and for mmap one mapping) per shard until the reader is destroyed. Read is
 // thread-safe given one ReaderScratch per thread. Errors name the file: kIo for a failed read or a short file,
-// kUnsupported when the file system refuses O_DIRECT. Evict* only request eviction (see os_facts.h).
+// kUnsupported when the file system refuses O_DIRECT. Names of the enums: knobs.h. Evict* only request eviction (see
+// os_facts.h).
 #pragma once
 
 #include <cstddef>
@@ -26,9 +27,6 @@ namespace lmkit::dataload {
 
 enum class Access { kMmap, kPread, kDirect };
 enum class Advice { kNormal, kRandom };
-
-const char* AccessName(Access a);
-const char* AdviceName(Advice a);
 
 // Per-thread scratch for O_DIRECT (page-aligned, grows on demand). Unused by mmap and pread.
 class ReaderScratch {

@@ -9,11 +9,15 @@
 #include "lmkit/io/token_file.h"
 
 namespace lmkit::dataload {
-namespace {}  // namespace
+namespace {
 
-const char* TokenDtypeName(unsigned token_bytes) { return token_bytes == 4 ? "uint32" : "uint16"; }
+std::string NameOfBytes(unsigned token_bytes) {
+  return std::string(io::TokenDtypeName(io::TokenDtypeOfBytes(token_bytes)));
+}
 
-Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& paths, TokenDtype dtype,
+}  // namespace
+
+Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& paths, io::TokenDtype dtype,
                                                 uint64_t vocab_size) {
   if (paths.empty()) return Status::InvalidArgument("no token files given");
   std::vector<TokenShard> shards;
@@ -35,22 +39,22 @@ Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& 
       const MappedFile& m = tf.mapped();
       LMKIT_ASSIGN_OR_RETURN(io::NpyHeader h, io::ParseNpyHeader(std::span<const uint8_t>(m.data(), m.size()), path));
       s.npy = true;
-      s.token_bytes = tf.dtype() == io::DType::kU32 ? 4 : 2;
+      s.token_bytes = io::TokenDtypeBytes(tf.dtype());
       s.data_offset = h.data_offset;
       s.tokens = tf.size();
-      const unsigned want = dtype == TokenDtype::kUint32 ? 4 : dtype == TokenDtype::kUint16 ? 2 : 0;
+      const unsigned want = io::TokenDtypeBytes(dtype);
       if (want != 0 && want != s.token_bytes) {
-        return Status::InvalidInput(path, std::string("holds ") + TokenDtypeName(s.token_bytes) +
-                                              " tokens (from its .npy header) but --dtype is " + TokenDtypeName(want));
+        return Status::InvalidInput(path, "holds " + NameOfBytes(s.token_bytes) +
+                                              " tokens (from its .npy header) but " + Field("dtype") + " is " +
+                                              NameOfBytes(want));
       }
     } else {
-      unsigned bytes = 2;
-      if (dtype == TokenDtype::kUint32 || (dtype == TokenDtype::kAuto && vocab_size > 65536)) bytes = 4;
+      const unsigned bytes = io::TokenDtypeBytes(io::ResolveAuto(dtype, vocab_size));
       s.token_bytes = bytes;
       s.data_offset = 0;
       if (s.file_bytes % bytes != 0) {
         return Status::InvalidInput(path, "size " + std::to_string(s.file_bytes) + " bytes is not a multiple of " +
-                                              std::to_string(bytes) + " (" + TokenDtypeName(bytes) + " tokens)");
+                                              std::to_string(bytes) + " (" + NameOfBytes(bytes) + " tokens)");
       }
       s.tokens = s.file_bytes / bytes;
     }
@@ -58,12 +62,12 @@ Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& 
   }
   for (const auto& s : shards) {
     if (s.token_bytes != shards[0].token_bytes) {
-      return Status::InvalidInput(s.path, std::string("holds ") + TokenDtypeName(s.token_bytes) + " tokens but " +
-                                              shards[0].path + " holds " + TokenDtypeName(shards[0].token_bytes));
+      return Status::InvalidInput(s.path, "holds " + NameOfBytes(s.token_bytes) + " tokens but " + shards[0].path +
+                                              " holds " + NameOfBytes(shards[0].token_bytes));
     }
     if (s.token_bytes == 2 && vocab_size > 65536) {
-      return Status::InvalidArgument("--vocab-size " + std::to_string(vocab_size) + " does not fit uint16 tokens (" + s.path +
-                           "); use --dtype uint32");
+      return Status::InvalidArgument(Field("vocab_size") + " " + std::to_string(vocab_size) +
+                                     " does not fit uint16 tokens (" + s.path + "); use " + Field("dtype") + " uint32");
     }
   }
   return shards;

@@ -4,8 +4,8 @@
 // lmkit/io). A `.npy` file gives its dtype in the header (uint16 or uint32, 1-D, little-endian); any other file is a
 // flat array whose dtype is `dtype` — kAuto means uint16 (nanoGPT's convention) unless `vocab_size` > 65,536, which
 // needs uint32. All shards must share one dtype. Errors name the file: kNotFound, kIo, kInvalidInput (size not a
-// multiple of the dtype, an .npy dtype other than uint16/uint32, a --dtype that contradicts the .npy header), kInvalidArgument
-// (vocab_size > 65,536 with uint16 tokens).
+// multiple of the dtype, an .npy dtype other than uint16/uint32, a `dtype` that contradicts the .npy header),
+// kInvalidArgument (vocab_size > 65,536 with uint16 tokens).
 #pragma once
 
 #include <cstdint>
@@ -13,10 +13,9 @@
 #include <vector>
 
 #include "lmkit/common/status.h"
+#include "lmkit/io/token_dtype.h"
 
 namespace lmkit::dataload {
-
-enum class TokenDtype { kAuto, kUint16, kUint32 };
 
 struct TokenShard {
   std::string path;
@@ -27,9 +26,7 @@ struct TokenShard {
   bool npy = false;
 };
 
-Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& paths, TokenDtype dtype,
+Result<std::vector<TokenShard>> OpenTokenShards(const std::vector<std::string>& paths, io::TokenDtype dtype,
                                                 uint64_t vocab_size);
-
-const char* TokenDtypeName(unsigned token_bytes);  // "uint16" / "uint32"
 
 }  // namespace lmkit::dataload

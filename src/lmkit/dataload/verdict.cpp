@@ -71,6 +71,7 @@ ConsumerSimulation SimulateConsumer(const std::vector<double>& produce_s, unsign
     if (wait > 1e-6) ++waited;
   }
   out.steps = steps;
+  out.period_s = (take[steps] - take[0]) / static_cast<double>(steps);
   const double busy = static_cast<double>(steps) * step_s;
   out.wait_share = wait_sum + busy > 0 ? wait_sum / (wait_sum + busy) : 0;
   out.steps_waited_share = static_cast<double>(waited) / static_cast<double>(steps);

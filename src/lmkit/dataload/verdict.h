@@ -7,7 +7,7 @@
 // may start only once the consumer has taken batch j − prefetch (at most `prefetch` batches in flight or ready); batch
 // j takes produce_s[j mod n] seconds; the consumer takes batch s as soon as it is ready and its previous step is done,
 // then computes for step_s. Step 0 (the first batch, an exposed start-up cost) is reported apart and excluded from the
-// steady-state shares.
+// steady-state shares. With step_s 0 the consumer is free-running, and period_s is the pipeline's time per batch.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,7 @@ struct ConsumerSimulation {
   double p99_wait_s = 0;
   double max_wait_s = 0;
   double first_batch_s = 0;  // wait for step 0
+  double period_s = 0;       // mean time between the consumer's takes after step 0 (with step_s 0: the capacity)
 };
 
 ConsumerSimulation SimulateConsumer(const std::vector<double>& produce_s, unsigned threads, unsigned prefetch,

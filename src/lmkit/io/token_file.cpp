@@ -13,20 +13,19 @@ TokenFormat TokenFormatFromPath(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0 ? TokenFormat::kNpy : TokenFormat::kBin;
 }
 
-Result<TokenFile> TokenFile::Open(const std::string& path, DType bin_dtype) {
+Result<TokenFile> TokenFile::Open(const std::string& path, TokenDtype bin_dtype) {
   TokenFile f;
   f.path_ = path;
   f.format_ = TokenFormatFromPath(path);
   if (f.format_ == TokenFormat::kBin) {
-    if (bin_dtype != DType::kU16 && bin_dtype != DType::kU32) {
-      return Status::InvalidArgument(fmt::format("token files hold uint16 or uint32 ids, not {}", DTypeName(bin_dtype)));
+    if (bin_dtype == TokenDtype::kAuto) {
+      return Status::InvalidArgument("token files hold uint16 or uint32 ids, not auto");
     }
     LMKIT_ASSIGN_OR_RETURN(f.map_, MappedFile::Open(path));
-    size_t elem = DTypeSize(bin_dtype);
+    size_t elem = TokenDtypeBytes(bin_dtype);
     if (f.map_.size() % elem != 0) {
-      return Status::InvalidInput(
-          path, fmt::format("size {} bytes is not a multiple of {} ({} token ids)", f.map_.size(), elem,
-                            bin_dtype == DType::kU16 ? "uint16" : "uint32"));
+      return Status::InvalidInput(path, fmt::format("size {} bytes is not a multiple of {} ({} token ids)",
+                                                    f.map_.size(), elem, TokenDtypeName(bin_dtype)));
     }
     f.dtype_ = bin_dtype;
     f.data_ = f.map_.data();
@@ -42,7 +41,7 @@ Result<TokenFile> TokenFile::Open(const std::string& path, DType bin_dtype) {
     return Status::InvalidInput(
         path, fmt::format("token .npy must be 1-D (or 2-D, read flat), got {} dimensions", h.shape.size()));
   }
-  f.dtype_ = h.dtype;
+  f.dtype_ = h.dtype == DType::kU16 ? TokenDtype::kU16 : TokenDtype::kU32;
   f.count_ = h.num_elements();
   const uint8_t* p = f.map_.data() + h.data_offset;
   if (h.data_offset % DTypeSize(h.dtype) != 0) {
@@ -54,12 +53,12 @@ Result<TokenFile> TokenFile::Open(const std::string& path, DType bin_dtype) {
 }
 
 std::span<const uint16_t> TokenFile::u16() const {
-  if (dtype_ != DType::kU16) return {};
+  if (dtype_ != TokenDtype::kU16) return {};
   return {reinterpret_cast<const uint16_t*>(data_), static_cast<size_t>(count_)};
 }
 
 std::span<const uint32_t> TokenFile::u32() const {
-  if (dtype_ != DType::kU32) return {};
+  if (dtype_ != TokenDtype::kU32) return {};
   return {reinterpret_cast<const uint32_t*>(data_), static_cast<size_t>(count_)};
 }
 
@@ -74,9 +73,9 @@ TokenWriter::TokenWriter(TokenWriter&&) noexcept = default;
 TokenWriter& TokenWriter::operator=(TokenWriter&&) noexcept = default;
 TokenWriter::~TokenWriter() = default;
 
-Result<TokenWriter> TokenWriter::Create(const std::string& path, TokenFormat format, DType dtype) {
-  if (dtype != DType::kU16 && dtype != DType::kU32) {
-    return Status::InvalidArgument(fmt::format("token files hold uint16 or uint32 ids, not {}", DTypeName(dtype)));
+Result<TokenWriter> TokenWriter::Create(const std::string& path, TokenFormat format, TokenDtype dtype) {
+  if (dtype == TokenDtype::kAuto) {
+    return Status::InvalidArgument("token files hold uint16 or uint32 ids, not auto");
   }
   TokenWriter w;
   w.impl_ = std::make_unique<Impl>();
@@ -85,7 +84,8 @@ Result<TokenWriter> TokenWriter::Create(const std::string& path, TokenFormat for
   if (format == TokenFormat::kBin) {
     LMKIT_ASSIGN_OR_RETURN(w.impl_->bin, AtomicFile::Create(path));
   } else {
-    LMKIT_ASSIGN_OR_RETURN(w.impl_->npy, NpyStreamWriter::Create(path, dtype));
+    LMKIT_ASSIGN_OR_RETURN(w.impl_->npy,
+                           NpyStreamWriter::Create(path, dtype == TokenDtype::kU16 ? DType::kU16 : DType::kU32));
   }
   return w;
 }
@@ -95,7 +95,7 @@ Status TokenWriter::Append(std::span<const uint32_t> ids) {
   if (ids.empty()) return Status::Ok();
   const void* data = ids.data();
   size_t bytes = ids.size() * sizeof(uint32_t);
-  if (dtype_ == DType::kU16) {
+  if (dtype_ == TokenDtype::kU16) {
     narrow_.resize(ids.size());
     // Narrow everything and check once (the loop vectorises); find the offending id only on failure.
     uint32_t all = 0;
@@ -116,7 +116,7 @@ Status TokenWriter::Append(std::span<const uint32_t> ids) {
 Status TokenWriter::Append16(std::span<const uint16_t> ids) {
   if (!impl_) return Status::Internal("TokenWriter used before Create");
   if (ids.empty()) return Status::Ok();
-  if (dtype_ == DType::kU16) return WriteRaw(ids.data(), ids.size() * sizeof(uint16_t), ids.size());
+  if (dtype_ == TokenDtype::kU16) return WriteRaw(ids.data(), ids.size() * sizeof(uint16_t), ids.size());
   wide_.assign(ids.begin(), ids.end());
   return WriteRaw(wide_.data(), wide_.size() * sizeof(uint32_t), ids.size());
 }

@@ -55,6 +55,8 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
     if (i % 7 == 0 || kGroupOf[i % 7] != kGroupOf[i % 7 - 1]) group_names.push_back(names[i]);
   LMKIT_ASSIGN_OR_RETURN(quant::StreamingCalibrator cal,
                          quant::StreamingCalibrator::Create(o.calib, group_names, o.model));
+  // The outputs are opened before the forward passes, so an unwritable path fails before the work.
+  LMKIT_ASSIGN_OR_RETURN(quant::CalibrationOutputs outputs, quant::CalibrationOutputs::Open(o.calib));
   ThreadPool pool(std::max(1u, o.calib.threads));
   KvCache cache = model.NewCache(T);
   std::vector<float> logits(V);
@@ -82,7 +84,9 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
     ranges.back().name = names[i];
   }
   table.tensors = std::move(ranges);
+  quant::AddCalibrationWarnings(&table);
   table.seconds = MonotonicSeconds() - t0;
+  LMKIT_RETURN_IF_ERROR(outputs.Commit(table));
   return table;
 }
 

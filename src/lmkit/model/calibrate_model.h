@@ -14,7 +14,7 @@
 
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
-#include "lmkit/io/dtype.h"
+#include "lmkit/io/token_dtype.h"
 #include "lmkit/quant/calibrate.h"
 
 namespace lmkit::model {
@@ -22,12 +22,14 @@ namespace lmkit::model {
 struct CalibrateModelOptions {
   std::string model;
   std::string tokens;
-  io::DType bin_dtype = io::DType::kU16;
+  io::TokenDtype bin_dtype = io::TokenDtype::kU16;
   uint32_t seq_len = 0;           // 0 = min(max_position_embeddings, 1024)
   uint64_t max_tokens = 0;        // 0 = the whole file
-  quant::CalibrateOptions calib;  // method, flavor, percentile, bins, threads (inputs unused)
+  quant::CalibrateOptions calib;  // method, flavor, percentile, bins, threads, output, trt_cache (inputs unused)
 };
 
+// Runs the model over the tokens, calibrates every Linear input and writes calib.output / calib.trt_cache as
+// quant::Calibrate does.
 Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& options, ProgressSink* progress);
 
 }  // namespace lmkit::model

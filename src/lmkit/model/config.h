@@ -1,12 +1,5 @@
-// The architecture of a Hugging Face Llama-family checkpoint (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM),
-// read from its config.json.
-//
-// Contract: ParseLlamaConfig reads the keys the forward pass needs and applies the defaults of transformers'
-// LlamaConfig where a key is absent (num_key_value_heads = num_attention_heads, rms_norm_eps = 1e-6, rope_theta =
-// 10000, tie_word_embeddings = false, head_dim = hidden_size / num_attention_heads). Errors are kInvalidInput naming
-// `subject` with one line naming the key (missing/non-positive dimensions, heads not divisible by kv heads, odd
-// head_dim), or kUnsupported for what this forward pass does not implement (another model_type or hidden_act, a
-// rope_scaling other than "default"). Pure; thread-safe.
+// The architecture of a Hugging Face Llama-family checkpoint (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM):
+// the runtime's view of the one config.json parser (io/hf_config.h).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +7,7 @@
 
 #include "lmkit/common/json.h"
 #include "lmkit/common/status.h"
+#include "lmkit/io/hf_config.h"
 
 namespace lmkit::model {
 
@@ -34,6 +28,11 @@ struct LlamaConfig {
   int64_t eos_token = -1;
 };
 
+// The forward pass's view of `c`: kUnsupported for what it does not implement (another model_type or hidden_act, a
+// rope_scaling other than "default"), kInvalidInput naming c.subject for an odd head_dim or no positions. Pure.
+Result<LlamaConfig> LlamaConfigFrom(const io::HfConfig& c);
+// ParseHfConfig (transformers' defaults: e.g. max_position_embeddings 2048 for llama, 131072 for mistral), then
+// LlamaConfigFrom. Errors name `subject` and the key, in one line.
 Result<LlamaConfig> ParseLlamaConfig(const Json& config, const std::string& subject);
 
 }  // namespace lmkit::model

@@ -7,9 +7,9 @@
 // averaged over scored tokens; perplexity = exp(mean NLL). With `compare`, both models see the same windows and, per
 // scored position, KL(P_model || P_compare) = sum_v p_v (log p_v - log q_v) over the full vocabulary (log-softmax in
 // double); mean and p99 (nearest rank) of those KLs, the share of positions whose arg-max (lowest index on ties)
-// agree, and ppl_delta = ppl(compare) - ppl(model). Errors: kInvalidArgument for seq_len < 2 or above max_position_embeddings;
-// kInvalidInput for a token id >= vocab_size (naming the token file and the position), models whose vocab sizes
-// differ, fewer than 2 tokens; load errors as LlamaModel::Load. Deterministic for any thread count.
+// agree, and ppl_delta = ppl(compare) - ppl(model). Errors: kInvalidArgument for seq_len < 2 or above
+// max_position_embeddings; kInvalidInput for a token id >= vocab_size (naming the token file and the position), models
+// whose vocab sizes differ, fewer than 2 tokens; load errors as LlamaModel::Load. Deterministic for any thread count.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include "lmkit/common/json.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
-#include "lmkit/io/dtype.h"
+#include "lmkit/io/token_dtype.h"
 
 namespace lmkit::model {
 
@@ -27,9 +27,9 @@ struct EvalOptions {
   std::string model;
   std::string compare;  // optional second checkpoint
   std::string tokens;
-  io::DType bin_dtype = io::DType::kU16;  // for headerless .bin token files
-  uint32_t seq_len = 0;                   // 0 = min(max_position_embeddings, 1024)
-  uint64_t max_tokens = 0;                // 0 = the whole file
+  io::TokenDtype bin_dtype = io::TokenDtype::kU16;  // for headerless .bin token files
+  uint32_t seq_len = 0;                             // 0 = min(max_position_embeddings, 1024)
+  uint64_t max_tokens = 0;                          // 0 = the whole file
   unsigned threads = 1;
 };
 

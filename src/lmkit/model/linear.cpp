@@ -10,7 +10,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "lmkit/quant/int8_format.h"
+#include "lmkit/formats/fp8.h"
+#include "lmkit/formats/int8.h"
 
 namespace lmkit::model {
 namespace {
@@ -26,9 +27,9 @@ int32_t DotI8(const int8_t* a, const int8_t* b, uint32_t n) {
 
 // Codes of one activation row with scale `s` (compressed-tensors convention, see linear.h).
 void QuantizeRow(const float* x, uint32_t n, float s, int8_t* q) {
-  const quant::Int8Range r = quant::RangeOf(quant::Int8Convention::kHalfStep);
-  const float inv = quant::InverseScale(s);
-  for (uint32_t i = 0; i < n; ++i) q[i] = quant::QuantizeValue(x[i], s, inv, r.lo, r.hi);
+  const formats::Int8Range r = formats::RangeOf(formats::Int8Convention::kHalfStep);
+  const float inv = formats::InverseScale(s);
+  for (uint32_t i = 0; i < n; ++i) q[i] = formats::QuantizeValue(x[i], s, inv, r.lo, r.hi);
 }
 
 }  // namespace
@@ -51,7 +52,24 @@ void Linear::Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) co
   // Activation codes and scales for the int8 kinds, computed once per row before the matmul.
   std::vector<int8_t> xq;
   std::vector<float> xs;
-  if (kind != Kind::kFloat) {
+  // FP8 kinds: the activations rounded through E4M3, then the float matmul.
+  std::vector<float> xf;
+  const bool fp8 = kind == Kind::kFp8Static || kind == Kind::kFp8Dynamic;
+  if (fp8) {
+    xf.resize(rows * in);
+    for (uint64_t r = 0; r < rows; ++r) {
+      const float* row = x + r * in;
+      float s = input_scale;
+      if (kind == Kind::kFp8Dynamic) {
+        float amax = 0;
+        for (uint32_t i = 0; i < in; ++i) amax = std::max(amax, std::fabs(row[i]));
+        s = amax / formats::kE4M3Max;
+      }
+      for (uint32_t i = 0; i < in; ++i)
+        xf[r * in + i] = s > 0 ? formats::E4M3ToF32(formats::E4M3FromF32(row[i] / s)) * s : 0.0f;
+    }
+    x = xf.data();
+  } else if (kind != Kind::kFloat) {
     xq.resize(rows * in);
     xs.resize(rows);
     for (uint64_t r = 0; r < rows; ++r) {
@@ -60,7 +78,7 @@ void Linear::Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) co
       if (kind == Kind::kInt8Dynamic) {
         float amax = 0;
         for (uint32_t i = 0; i < in; ++i) amax = std::max(amax, std::fabs(row[i]));
-        s = amax / quant::RangeOf(quant::Int8Convention::kHalfStep).divisor;
+        s = amax / formats::RangeOf(formats::Int8Convention::kHalfStep).divisor;
       }
       xs[r] = s;
       QuantizeRow(row, in, s, xq.data() + r * in);
@@ -79,7 +97,7 @@ void Linear::Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) co
     const uint64_t c0 = cb * col_block, c1 = std::min<uint64_t>(out, c0 + col_block);
     for (uint64_t r = r0; r < r1; ++r) {
       float* yr = y + r * out;
-      if (kind == Kind::kFloat) {
+      if (kind == Kind::kFloat || fp8) {
         const float* xr = x + r * in;
         for (uint64_t c = c0; c < c1; ++c) yr[c] = Dot(xr, weight.data() + c * in, in);
       } else {

@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
 #include "lmkit/common/json.h"
+#include "lmkit/formats/fp8.h"
+#include "lmkit/formats/pack_quantized.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/safetensors.h"
@@ -29,6 +32,10 @@ const char* WeightModeName(WeightMode m) {
       return "w8a8-static";
     case WeightMode::kW8A8Dynamic:
       return "w8a8-dynamic";
+    case WeightMode::kFp8Static:
+      return "fp8-static";
+    case WeightMode::kFp8Dynamic:
+      return "fp8-dynamic";
   }
   return "";
 }
@@ -56,6 +63,7 @@ struct ModelLoader {
   std::map<std::string, std::pair<const io::SafetensorsFile*, const io::TensorInfo*>> index;
   std::set<std::string> used;
   bool w8a8 = false, dynamic = false;
+  bool fp8 = false;  // float-quantized: E4M3 weights (and FP8 activations when w8a8 is set)
 
   Status AddFile(io::SafetensorsFile f) {
     files.push_back(std::make_unique<io::SafetensorsFile>(std::move(f)));
@@ -97,6 +105,79 @@ struct ModelLoader {
     return out;
   }
 
+  // The int8 codes of a pack-quantized weight: `m.weight_packed` I32 [out, ceil(in / 4)] with `m.weight_shape` I64
+  // [2] = {out, in}.
+  Result<std::vector<int8_t>> Unpacked(const std::string& m, uint32_t out, uint32_t in) {
+    const io::SafetensorsFile* pf = nullptr;
+    const io::SafetensorsFile* shf = nullptr;
+    const io::TensorInfo* p = Find(m + ".weight_packed", &pf);
+    const io::TensorInfo* sh = Find(m + ".weight_shape", &shf);
+    if (!sh) return Status::InvalidInput(subject, "missing tensor '" + m + ".weight_shape' for a packed weight");
+    if (sh->dtype != io::DType::kI64 || sh->num_elements() != 2)
+      return Status::InvalidInput(shf->path(), "tensor '" + m + ".weight_shape' must be two I64 values");
+    int64_t shape[2];
+    std::memcpy(shape, shf->Data(*sh).data(), sizeof shape);
+    if (shape[0] != out || shape[1] != in)
+      return Status::InvalidInput(shf->path(), fmt::format("tensor '{}.weight_shape' is [{}, {}]; config.json implies "
+                                                           "[{}, {}]",
+                                                           m, shape[0], shape[1], out, in));
+    const std::vector<uint64_t> want = {out, formats::PackedWords(in)};
+    if (p->dtype != io::DType::kI32 || p->shape != want)
+      return Status::InvalidInput(
+          pf->path(), fmt::format("tensor '{}.weight_packed' is {} {}; expected I32 {}", m, io::DTypeName(p->dtype),
+                                  ShapeText(p->shape), ShapeText(want)));
+    const uint8_t* bytes = pf->Data(*p).data();
+    const uint64_t row = formats::PackedWords(in) * 4;
+    std::vector<int8_t> codes(static_cast<size_t>(out) * in);
+    for (uint64_t r = 0; r < out; ++r)
+      for (uint64_t c = 0; c < in; ++c) codes[r * in + c] = formats::UnpackCode8(bytes + r * row, c);
+    return codes;
+  }
+
+  // One float scale tensor `name` of `count` finite non-negative values (1 or `out`).
+  Result<std::vector<float>> Scales(const std::string& name, uint32_t out) {
+    const io::SafetensorsFile* sf = nullptr;
+    const io::TensorInfo* s = Find(name, &sf);
+    if (!s) return Status::InvalidInput(subject, "missing tensor '" + name + "'");
+    const auto& ss = s->shape;
+    const bool tensor = s->num_elements() == 1, channel = ss.size() == 2 && ss[0] == out && ss[1] == 1;
+    if (!io::IsFloatDType(s->dtype) || !(tensor || channel))
+      return Status::InvalidInput(sf->path(), fmt::format("tensor '{}' is {} {}; expected a float [{}, 1] or [1]", name,
+                                                          io::DTypeName(s->dtype), ShapeText(ss), out));
+    std::vector<float> v(s->num_elements());
+    io::ConvertToF32(s->dtype, sf->Data(*s).data(), v.data(), v.size());
+    for (float x : v)
+      if (!std::isfinite(x) || x < 0)
+        return Status::InvalidInput(sf->path(), "tensor '" + name + "' has a negative or non-finite value");
+    return v;
+  }
+
+  // float-quantized (FP8 E4M3) weights: dequantized to fp32 (code * scale, as the loaders compute it), with the
+  // activations simulated in FP8 when the checkpoint quantizes them (Linear::Kind::kFp8*).
+  Status LoadFp8(const std::string& m, const io::SafetensorsFile& f, const io::TensorInfo& w, uint32_t out, uint32_t in,
+                 Linear* l) {
+    if (!fp8)
+      return Status::InvalidInput(f.path(),
+                                  "tensor '" + m + ".weight' is F8_E4M3 but the config is not float-quantized");
+    if (w.shape != std::vector<uint64_t>{out, in})
+      return Status::InvalidInput(f.path(), fmt::format("tensor '{}.weight' has shape {}; config.json implies {}", m,
+                                                        ShapeText(w.shape), ShapeText({out, in})));
+    LMKIT_ASSIGN_OR_RETURN(std::vector<float> scales, Scales(m + ".weight_scale", out));
+    const uint8_t* codes = f.Data(w).data();
+    l->weight.resize(static_cast<size_t>(out) * in);
+    for (uint64_t r = 0; r < out; ++r) {
+      const float s = scales.size() == 1 ? scales[0] : scales[r];
+      for (uint64_t c = 0; c < in; ++c) l->weight[r * in + c] = formats::E4M3ToF32(codes[r * in + c]) * s;
+    }
+    if (!w8a8) return Status::Ok();
+    l->kind = dynamic ? Linear::Kind::kFp8Dynamic : Linear::Kind::kFp8Static;
+    if (!dynamic) {
+      LMKIT_ASSIGN_OR_RETURN(std::vector<float> xs, Scales(m + ".input_scale", 1));
+      l->input_scale = xs[0];
+    }
+    return Status::Ok();
+  }
+
   Result<Linear> LoadLinear(const std::string& m, uint32_t out, uint32_t in) {
     Linear l;
     l.name = m;
@@ -104,12 +185,20 @@ struct ModelLoader {
     l.in = in;
     const io::SafetensorsFile* f = nullptr;
     const io::TensorInfo* w = Find(m + ".weight", &f);
-    if (!w) return Status::InvalidInput(subject, "missing tensor '" + m + ".weight'");
-    if (w->dtype != io::DType::kI8) {
+    // pack-quantized (formats/pack_quantized.h): the codes come packed into int32 words, with the original shape.
+    std::vector<int8_t> unpacked;
+    if (!w && index.count(m + ".weight_packed")) {
+      LMKIT_ASSIGN_OR_RETURN(unpacked, Unpacked(m, out, in));
+    } else if (!w) {
+      return Status::InvalidInput(subject, "missing tensor '" + m + ".weight'");
+    }
+    if (w && w->dtype == io::DType::kF8E4M3) {
+      LMKIT_RETURN_IF_ERROR(LoadFp8(m, *f, *w, out, in, &l));
+    } else if (w && w->dtype != io::DType::kI8) {
       used.erase(m + ".weight");
       LMKIT_ASSIGN_OR_RETURN(l.weight, Float(m + ".weight", {out, in}));
     } else {
-      if (w->shape != std::vector<uint64_t>{out, in})
+      if (w && w->shape != std::vector<uint64_t>{out, in})
         return Status::InvalidInput(f->path(), fmt::format("tensor '{}.weight' has shape {}; config.json implies {}", m,
                                                            ShapeText(w->shape), ShapeText({out, in})));
       const io::SafetensorsFile* sf = nullptr;
@@ -137,7 +226,7 @@ struct ModelLoader {
       for (float v : scales)
         if (!std::isfinite(v) || v < 0)
           return Status::InvalidInput(sf->path(), "tensor '" + m + ".weight_scale' has a negative or non-finite value");
-      const auto* codes = reinterpret_cast<const int8_t*>(f->Data(*w).data());
+      const auto* codes = w ? reinterpret_cast<const int8_t*>(f->Data(*w).data()) : unpacked.data();
       if (!w8a8) {
         l.weight.resize(static_cast<size_t>(out) * in);
         quant::DequantizeMatrix(codes, scales.data(), out, in, g, l.weight.data());
@@ -190,33 +279,39 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     const std::string method =
         q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>() : "";
     const std::string format = q.contains("format") && q["format"].is_string() ? q["format"].get<std::string>() : "";
-    if (method != "compressed-tensors" || format != "int-quantized")
+    if (method != "compressed-tensors" ||
+        (format != "int-quantized" && format != "pack-quantized" && format != "float-quantized"))
       return Status::Unsupported(config_path, "quantization_config '" + method + "' / '" + format +
-                                                  "' is not supported (compressed-tensors int-quantized only)");
+                                                  "' is not supported (compressed-tensors int-quantized, "
+                                                  "pack-quantized or float-quantized only)");
+    ld.fp8 = format == "float-quantized";
     if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].size() != 1)
       return Status::Unsupported(config_path, "quantization_config must have exactly one config group");
     const Json& g = q["config_groups"].begin().value();
     // Compared with ==, which never throws on a value of another type (value() would).
     auto field = [](const Json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : Json(); };
-    // The weights are read as symmetric 8-bit integer codes times a scale; any other scheme (4-bit, a zero point)
-    // would be read as that and give wrong numbers, so it is refused.
+    // The weights are read as symmetric 8-bit codes (int, or FP8 E4M3 when float-quantized) times a scale; any other
+    // scheme (4-bit, a zero point) would be read as that and give wrong numbers, so it is refused.
     const Json w = field(g, "weights");
+    const char* wtype = ld.fp8 ? "float" : "int";
     if (!w.is_null() &&
-        (!w.is_object() || field(w, "num_bits") != 8 || field(w, "type") != "int" || field(w, "symmetric") != true))
-      return Status::Unsupported(config_path, "weights must be symmetric 8-bit int (num_bits " +
+        (!w.is_object() || field(w, "num_bits") != 8 || field(w, "type") != wtype || field(w, "symmetric") != true))
+      return Status::Unsupported(config_path, std::string("weights must be symmetric 8-bit ") + wtype + " (num_bits " +
                                                   DumpJson(field(w, "num_bits"), -1) + ", type " +
                                                   DumpJson(field(w, "type"), -1) + ", symmetric " +
                                                   DumpJson(field(w, "symmetric"), -1) + ")");
     model.mode_ = WeightMode::kW8A16;
     if (g.is_object() && g.contains("input_activations") && !g["input_activations"].is_null()) {
       const Json& a = g["input_activations"];
-      if (!a.is_object() || field(a, "num_bits") != 8 || field(a, "type") != "int" || field(a, "symmetric") != true)
-        return Status::Unsupported(config_path, "input_activations must be symmetric 8-bit int");
+      const char* type = ld.fp8 ? "float" : "int";
+      if (!a.is_object() || field(a, "num_bits") != 8 || field(a, "type") != type || field(a, "symmetric") != true)
+        return Status::Unsupported(config_path, std::string("input_activations must be symmetric 8-bit ") + type);
       ld.w8a8 = true;
       ld.dynamic = field(a, "dynamic") == true;
       if (ld.dynamic && field(a, "strategy") != "token")
         return Status::Unsupported(config_path, "dynamic input_activations must use strategy \"token\"");
-      model.mode_ = ld.dynamic ? WeightMode::kW8A8Dynamic : WeightMode::kW8A8Static;
+      model.mode_ = ld.fp8 ? (ld.dynamic ? WeightMode::kFp8Dynamic : WeightMode::kFp8Static)
+                           : (ld.dynamic ? WeightMode::kW8A8Dynamic : WeightMode::kW8A8Static);
     }
   }
 

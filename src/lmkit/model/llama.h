@@ -37,8 +37,9 @@
 namespace lmkit::model {
 
 // How the Linear layers were loaded.
-enum class WeightMode : uint8_t { kFloat, kW8A16, kW8A8Static, kW8A8Dynamic };
-const char* WeightModeName(WeightMode m);  // float | w8a16 | w8a8-static | w8a8-dynamic
+enum class WeightMode : uint8_t { kFloat, kW8A16, kW8A8Static, kW8A8Dynamic, kFp8Static, kFp8Dynamic };
+// float | w8a16 | w8a8-static | w8a8-dynamic | fp8-static | fp8-dynamic
+const char* WeightModeName(WeightMode m);
 
 class KvCache {
  public:

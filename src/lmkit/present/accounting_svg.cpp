@@ -1,9 +1,10 @@
 #include "lmkit/present/accounting_svg.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "lmkit/accounting/table.h"
+#include "lmkit/accounting/units.h"
 #include "lmkit/present/chart.h"
 
 namespace lmkit::present {
@@ -69,13 +70,14 @@ std::string PlanMemoryMapSvg(const accounting::PlanResult& r) {
   // the shares chart is the memory map.
   StackedColumns c;
   c.title = "GPU memory map: " + std::to_string(r.gpus) + " x " + r.gpu.name + " (" +
-            accounting::Human(static_cast<double>(r.gpu.memory_bytes), "B") + " each; share of capacity)";
+            accounting::HumanBytes(static_cast<double>(r.gpu.memory_bytes)) + " each; share of capacity)";
   c.series.resize(1);
   c.series[0].name = "reserved (context, workspaces)";
   c.series[0].role = Role::kReserved;
-  std::vector<int> placed;
+  std::vector<int> placed;  // each model once, though a tensor-parallel one is on several GPUs
   for (const auto& g : r.gpu_use)
-    for (int i : g.models) placed.push_back(i);
+    for (int i : g.models)
+      if (std::find(placed.begin(), placed.end(), i) == placed.end()) placed.push_back(i);
   for (int i : placed) c.series.push_back({r.models[static_cast<size_t>(i)].entry.name});
   c.series.push_back({"fragmentation margin", Role::kMargin});
   c.series.push_back({"free", Role::kFree});
@@ -86,7 +88,8 @@ std::string PlanMemoryMapSvg(const accounting::PlanResult& r) {
     row[0] = u.reserved;
     for (size_t k = 0; k < placed.size(); ++k) {
       const accounting::ModelEstimate& m = r.models[static_cast<size_t>(placed[k])];
-      if (m.gpu == static_cast<int>(g)) row[k + 1] = static_cast<double>(m.footprint);
+      if (std::find(m.gpus.begin(), m.gpus.end(), static_cast<int>(g)) != m.gpus.end())
+        row[k + 1] = static_cast<double>(m.footprint);
     }
     row[c.series.size() - 2] = u.margin;
     row[c.series.size() - 1] = u.free;

@@ -6,7 +6,8 @@
 #include <string>
 
 #include "lmkit/accounting/plan.h"
-#include "lmkit/accounting/report.h"
+#include "lmkit/accounting/run_flops.h"
+#include "lmkit/accounting/run_memory.h"
 
 namespace lmkit::present {
 
@@ -15,8 +16,8 @@ namespace lmkit::present {
 std::string FlopsSweepSvg(const accounting::FlopsResult& r);
 // The same for per-GPU memory by component (weights, gradients, optimizer state, activations, KV cache, overhead).
 std::string MemorySweepSvg(const accounting::MemoryResult& r);
-// One 100% column per GPU: reserved (bottom), the placed models, the fragmentation margin and free memory (top), in
-// the semantic colours of chart.h for reserved, margin and free.
+// One 100% column per GPU: reserved (bottom), the placed models (a tensor-parallel model on each of its GPUs), the
+// fragmentation margin and free memory (top), in the semantic colours of chart.h for reserved, margin and free.
 std::string PlanMemoryMapSvg(const accounting::PlanResult& r);
 
 }  // namespace lmkit::present

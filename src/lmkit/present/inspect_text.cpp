@@ -4,20 +4,11 @@
 
 #include <algorithm>
 
+#include "lmkit/common/grouped.h"
 #include "lmkit/common/progress.h"
 
 namespace lmkit::present {
 namespace {
-
-std::string Grouped(uint64_t v) {
-  std::string digits = std::to_string(v);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
 
 std::string Shape(const std::vector<uint64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -12,14 +13,17 @@
 #include <optional>
 #include <variant>
 
+#include "lmkit/common/atomic_file.h"
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/npy.h"
 #include "lmkit/io/safetensors.h"
+#include "lmkit/quant/abs_histogram.h"
 #include "lmkit/quant/calibrators.h"
-#include "lmkit/quant/histogram.h"
+#include "lmkit/quant/name_table.h"
+#include "lmkit/quant/ort_histogram.h"
 
 namespace lmkit::quant {
 namespace {
@@ -264,8 +268,8 @@ Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const Sample
   if (!added)
     return Status::InvalidInput(
         file, fmt::format("tensor '{}': batch {} (|x| up to {:g}) would grow the ort flavour's histogram past {} bins "
-                          "or beyond the float range; use --flavor nvidia",
-                          name, st.r.batches + 1, range.abs_max, OrtMaxBins(o.bins)));
+                          "or beyond the float range; use {} nvidia",
+                          name, st.r.batches + 1, range.abs_max, OrtMaxBins(o.bins), Field("flavor")));
   NoteOrtBatch(st, range, be);
   return Status::Ok();
 }
@@ -342,15 +346,19 @@ Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segm
 // The option checks shared by file and streaming calibration; returns the percentile to use.
 Result<double> CheckOptions(const CalibrateOptions& o) {
   if (o.method == CalibMethod::kMse && o.flavor == CalibFlavor::kOrt)
-    return Status::InvalidArgument("--method mse exists only in the nvidia flavour (ONNX Runtime has no MSE calibrator)");
+    return Status::InvalidArgument(Field("method") +
+                                   " mse exists only in the nvidia flavour (ONNX Runtime has no MSE calibrator)");
   // A percentile given to another method was accepted and changed nothing.
   if (o.percentile && o.method != CalibMethod::kPercentile)
-    return Status::InvalidArgument("--percentile applies to --method percentile only");
+    return Status::InvalidArgument(Field("percentile") + " applies to " + Field("method") + " percentile only");
   const double percentile = o.percentile.value_or(o.flavor == CalibFlavor::kNvidia ? 99.99 : 99.999);
-  if (!(percentile > 0 && percentile <= 100)) return Status::InvalidArgument("--percentile must be in (0, 100]");
-  if (o.method != CalibMethod::kMinMax && o.bins < 2) return Status::InvalidArgument("--bins must be at least 2");
+  if (!(percentile > 0 && percentile <= 100))
+    return Status::InvalidArgument(Field("percentile") + " must be in (0, 100]");
+  if (o.method != CalibMethod::kMinMax && o.bins < 2)
+    return Status::InvalidArgument(Field("bins") + " must be at least 2");
   if (o.method == CalibMethod::kEntropy && o.bins < o.quantized_bins)
-    return Status::InvalidArgument(fmt::format("--bins must be at least {} for the entropy method", o.quantized_bins));
+    return Status::InvalidArgument(
+        fmt::format("{} must be at least {} for the entropy method", Field("bins"), o.quantized_bins));
   if (o.survey && o.flavor == CalibFlavor::kOrt && o.method != CalibMethod::kMinMax)
     return Status::InvalidArgument(
         Field("survey") + " draws the nvidia flavour's |x| histogram; the ort flavour builds other histograms");
@@ -358,42 +366,92 @@ Result<double> CheckOptions(const CalibrateOptions& o) {
   return percentile;
 }
 
+constexpr std::array<CalibMethodInfo, 4> kMethods = {{
+    {CalibMethod::kMinMax, "minmax", "amax = max|x| over all samples"},
+    {CalibMethod::kPercentile, "percentile", "the |x| below which a percentile of the samples lie"},
+    {CalibMethod::kEntropy, "entropy", "the threshold minimising the KL divergence of the quantized histogram"},
+    {CalibMethod::kMse, "mse", "the threshold minimising the quantization MSE over the histogram (nvidia only)"},
+}};
+constexpr std::array<CalibFlavorInfo, 2> kFlavors = {{
+    {CalibFlavor::kNvidia, "nvidia", "one |x| histogram over the global max; batch-order independent"},
+    {CalibFlavor::kOrt, "ort", "ONNX Runtime's histograms grown batch by batch"},
+}};
+
 }  // namespace
 
-Result<CalibMethod> ParseCalibMethod(const std::string& s) {
-  if (s == "minmax") return CalibMethod::kMinMax;
-  if (s == "percentile") return CalibMethod::kPercentile;
-  if (s == "entropy") return CalibMethod::kEntropy;
-  if (s == "mse") return CalibMethod::kMse;
-  return Status::InvalidArgument("--method must be minmax, percentile, entropy or mse, not '" + s + "'");
+std::span<const CalibMethodInfo> CalibMethods() { return kMethods; }
+std::span<const CalibFlavorInfo> CalibFlavors() { return kFlavors; }
+
+Result<CalibMethod> ParseCalibMethod(std::string_view s) {
+  return ParseByName(kMethods, &CalibMethodInfo::method, s, "method");
 }
 
-Result<CalibFlavor> ParseCalibFlavor(const std::string& s) {
-  if (s == "nvidia") return CalibFlavor::kNvidia;
-  if (s == "ort") return CalibFlavor::kOrt;
-  return Status::InvalidArgument("--flavor must be nvidia or ort, not '" + s + "'");
+Result<CalibFlavor> ParseCalibFlavor(std::string_view s) {
+  return ParseByName(kFlavors, &CalibFlavorInfo::flavor, s, "flavor");
 }
 
-const char* CalibMethodName(CalibMethod m) {
-  switch (m) {
-    case CalibMethod::kMinMax:
-      return "minmax";
-    case CalibMethod::kPercentile:
-      return "percentile";
-    case CalibMethod::kEntropy:
-      return "entropy";
-    case CalibMethod::kMse:
-      return "mse";
+const char* CalibMethodName(CalibMethod m) { return EntryOf(kMethods, &CalibMethodInfo::method, m).name.data(); }
+
+const char* CalibFlavorName(CalibFlavor f) { return EntryOf(kFlavors, &CalibFlavorInfo::flavor, f).name.data(); }
+
+void AddCalibrationWarnings(CalibrationTable* t) {
+  for (const TensorRange& r : t->tensors)
+    if (r.amax == 0)
+      t->warnings.push_back(
+          "tensor '" + r.name + "': amax 0 (" +
+          (r.max == 0 && r.min == 0 ? std::string("every sample is 0") : std::string("the method's threshold is 0")) +
+          "); a quantized layer cannot take an input_scale of 0 from it");
+}
+
+struct CalibrationOutputs::Files {
+  std::optional<AtomicFile> json, trt;
+  std::vector<std::pair<AtomicFile, std::function<std::string(const CalibrationTable&)>>> extra;
+};
+CalibrationOutputs::CalibrationOutputs() = default;
+CalibrationOutputs::CalibrationOutputs(CalibrationOutputs&&) noexcept = default;
+CalibrationOutputs& CalibrationOutputs::operator=(CalibrationOutputs&&) noexcept = default;
+CalibrationOutputs::~CalibrationOutputs() = default;
+
+Result<CalibrationOutputs> CalibrationOutputs::Open(const CalibrateOptions& o) {
+  CalibrationOutputs out;
+  out.f_ = std::make_unique<Files>();
+  if (!o.output.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(o.output));
+    out.f_->json = std::move(f);
   }
-  return "";
+  if (!o.trt_cache.empty()) {
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(o.trt_cache));
+    out.f_->trt = std::move(f);
+  }
+  for (const CalibrateOptions::ExtraOutput& e : o.extra_outputs) {
+    if (e.path.empty()) continue;
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(e.path));
+    out.f_->extra.emplace_back(std::move(f), e.render);
+  }
+  return out;
 }
 
-const char* CalibFlavorName(CalibFlavor f) { return f == CalibFlavor::kNvidia ? "nvidia" : "ort"; }
+Status CalibrationOutputs::Commit(const CalibrationTable& table) {
+  if (!f_) return Status::Ok();
+  // The secondary outputs are renamed into place first: if one fails, CALIB.json is not replaced.
+  if (f_->json) LMKIT_RETURN_IF_ERROR(f_->json->Write(DumpJson(CalibrationToJson(table)) + "\n"));
+  if (f_->trt) {
+    LMKIT_RETURN_IF_ERROR(f_->trt->Write(TrtCacheText(table)));
+    LMKIT_RETURN_IF_ERROR(f_->trt->Commit());
+  }
+  for (auto& [file, render] : f_->extra) {
+    LMKIT_RETURN_IF_ERROR(file.Write(render ? render(table) : std::string()));
+    LMKIT_RETURN_IF_ERROR(file.Commit());
+  }
+  if (f_->json) LMKIT_RETURN_IF_ERROR(f_->json->Commit());
+  return Status::Ok();
+}
 
 Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress) {
   if (o.inputs.empty()) return Status::InvalidArgument("no activation files given");
   LMKIT_ASSIGN_OR_RETURN(const double percentile, CheckOptions(o));
   const double t0 = MonotonicSeconds();
+  LMKIT_ASSIGN_OR_RETURN(CalibrationOutputs outputs, CalibrationOutputs::Open(o));
   LMKIT_ASSIGN_OR_RETURN(Inputs in, OpenInputs(o.inputs));
   CalibrationTable table;
   table.method = o.method;
@@ -418,8 +476,10 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* prog
     if (progress) progress->Update(++done);
   }
   if (progress) progress->Finish();
+  AddCalibrationWarnings(&table);
   table.seconds = MonotonicSeconds() - t0;
   table.peak_rss_bytes = PeakRssBytes();
+  LMKIT_RETURN_IF_ERROR(outputs.Commit(table));
   return table;
 }
 
@@ -541,7 +601,8 @@ Status StreamingCalibrator::BeginPass(int pass) {
 
 Status StreamingCalibrator::Add(size_t tensor, const float* x, uint64_t n) {
   State& s = *s_;
-  if (tensor >= s.names.size() || s.pass < 0) return Status::InvalidArgument("calibration input out of range or before a pass");
+  if (tensor >= s.names.size() || s.pass < 0)
+    return Status::InvalidArgument("calibration input out of range or before a pass");
   if (s.Ort()) return OrtAddBatch(s.ort[tensor], x, n, s.o, s.source, s.names[tensor], s.pool.get());
   // The batch goes in chunks (chunk c is stream samples offset + c * kChunk on: the unit pass 1 may have to recount),
   // split among the workers when there are several chunks and workers; each worker counts into its own histogram.

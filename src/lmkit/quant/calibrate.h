@@ -1,25 +1,20 @@
-// `lmkit calibrate`: per-tensor activation ranges from sample activations in .npy / .safetensors files.
+// `lmkit calibrate`: per-tensor activation ranges from sample activations in .npy / .safetensors files, written as
+// CALIB.json (and a TensorRT calibration cache).
 //
-// Contract: Calibrate reads every input (memory-mapped), groups tensors by name across files (an .npy file is one
-// tensor named after the file's stem; first appearance fixes the output order) and streams each tensor's data in file
-// order. A "batch" is one slice along the first dimension (a 1-D tensor is one batch). Memory is bounded by the
-// histogram size plus one batch converted to fp32 (ort flavour) or 32k-element chunks per thread (nvidia flavour),
-// never by the number of samples. Flavours (docs/quant.md):
-//   nvidia: one |x| histogram of `bins` over [0, max|x| of all samples], independent of batch order/size; the first
-//           read counts under the running max|x| and the second reads only what that got wrong (the same counts as
-//           two full passes); parallel over chunks, deterministic.
-//   ort:    ONNX Runtime's histograms grown batch by batch in input order (signed for entropy, |x| for percentile).
-// minmax ignores the flavour (amax = max|x|). Errors: kInvalidArgument for inconsistent options (mse with ort, percentile outside
-// (0, 100] or given to another method, bins < 128 for entropy), kInvalidInput for a non-float tensor or no inputs,
-// kNotFound/kIo from opening.
-// Thread-safe; the result is the same for any thread count.
+// Flavours (docs/quant.md): nvidia: one |x| histogram of `bins` over [0, max|x| of all samples], independent of batch
+// order/size; the first read counts under the running max|x| and the second reads only what that got wrong (the same
+// counts as two full passes); parallel over chunks, deterministic. ort: ONNX Runtime's histograms grown batch by batch
+// in input order (signed for entropy, |x| for percentile). minmax ignores the flavour (amax = max|x|).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lmkit/common/json.h"
@@ -31,10 +26,26 @@ namespace lmkit::quant {
 enum class CalibMethod : uint8_t { kMinMax, kPercentile, kEntropy, kMse };
 enum class CalibFlavor : uint8_t { kNvidia, kOrt };
 
-Result<CalibMethod> ParseCalibMethod(const std::string& s);  // minmax|percentile|entropy|mse; kInvalidArgument otherwise
-Result<CalibFlavor> ParseCalibFlavor(const std::string& s);  // nvidia|ort
+// The name tables behind parsing, --help and the outputs.
+struct CalibMethodInfo {
+  CalibMethod method;
+  std::string_view name;
+  std::string_view summary;
+};
+struct CalibFlavorInfo {
+  CalibFlavor flavor;
+  std::string_view name;
+  std::string_view summary;
+};
+std::span<const CalibMethodInfo> CalibMethods();
+std::span<const CalibFlavorInfo> CalibFlavors();
+// kInvalidArgument naming Field("method") / Field("flavor") for a name not in the table.
+Result<CalibMethod> ParseCalibMethod(std::string_view s);
+Result<CalibFlavor> ParseCalibFlavor(std::string_view s);
 const char* CalibMethodName(CalibMethod m);
 const char* CalibFlavorName(CalibFlavor f);
+
+struct CalibrationTable;
 
 struct CalibrateOptions {
   std::vector<std::string> inputs;
@@ -48,6 +59,17 @@ struct CalibrateOptions {
   // `calibrate --svg`. The nvidia flavour's histogram (built for minmax too); with the ort flavour (except minmax) it
   // is kInvalidArgument naming the field.
   bool survey = false;
+  // Outputs: CALIB.json (`output`) and a TensorRT cache (`trt_cache`), each skipped when empty. Both are opened before
+  // the work and renamed into place after it, the cache first, so a failure leaves neither replaced.
+  std::string output;
+  std::string trt_cache;
+  // Further outputs rendered from the finished table (the chart of `calibrate --svg`, present/quant_svg.h): opened
+  // with the others and renamed into place before CALIB.json.
+  struct ExtraOutput {
+    std::string path;
+    std::function<std::string(const CalibrationTable&)> render;
+  };
+  std::vector<ExtraOutput> extra_outputs;
 };
 
 // Every method's threshold on one tensor's |x| histogram (the nvidia flavour's): what the chart of a calibration
@@ -79,9 +101,43 @@ struct CalibrationTable {
   double seconds = 0;
   uint64_t bytes_read = 0;
   uint64_t peak_rss_bytes = 0;
+  // One line each, e.g. a tensor whose amax is 0 (`lmkit quantize` refuses to turn it into an input_scale).
+  std::vector<std::string> warnings;
 };
 
+// Reads every input (.npy: one tensor named after the file's stem; .safetensors: every tensor by name), groups
+// tensors by name across files (first appearance fixes the output order) and streams each tensor's data in file order.
+// A "batch" is one slice along the first dimension (a 1-D tensor is one batch). Memory is bounded by the histogram
+// size plus one batch converted to fp32 (ort flavour) or 32k-element chunks per thread (nvidia flavour), never by
+// the number of samples. Writes options.output / options.trt_cache. Errors: kInvalidArgument for inconsistent options
+// (mse with ort, percentile outside (0, 100] or given to another method, bins < 128 for entropy), kInvalidInput for a
+// non-float tensor, NaN/Inf or no inputs, kNotFound/kIo from opening or writing. Thread-safe; the result is the same
+// for any thread count.
 Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink* progress);
+
+// Appends a warning for every tensor whose amax is 0 (an input_scale of 0 would code every activation of its layer as
+// 0, so `lmkit quantize` refuses it; the table keeps what the data say). Calibrate calls it; so do callers that build a
+// table from StreamingCalibrator.
+void AddCalibrationWarnings(CalibrationTable* table);
+
+// The outputs of a calibration (CALIB.json and the TensorRT cache), for callers that compute the table themselves
+// (`lmkit calibrate --model`): Open before the work (an unwritable path fails early), Commit the finished table (the
+// secondary outputs first, then CALIB.json; CALIB.json is not replaced when one of them fails). Empty paths are
+// skipped.
+class CalibrationOutputs {
+ public:
+  // options.output, options.trt_cache and options.extra_outputs.
+  static Result<CalibrationOutputs> Open(const CalibrateOptions& options);
+  CalibrationOutputs();
+  CalibrationOutputs(CalibrationOutputs&&) noexcept;
+  CalibrationOutputs& operator=(CalibrationOutputs&&) noexcept;
+  ~CalibrationOutputs();
+  Status Commit(const CalibrationTable& table);
+
+ private:
+  struct Files;
+  std::unique_ptr<Files> f_;
+};
 
 // Calibration of tensors produced in memory (`lmkit calibrate --model`: the inputs of a model's Linear layers during
 // its forward pass), through exactly the histograms and threshold selection Calibrate uses, so the table is the one
@@ -89,8 +145,9 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink
 // the data twice: pass 0 finds min/max/max|x| and counts under the running max|x|, pass 1 recounts the batches (or
 // parts) that were counted under a smaller one and returns at once for the rest; minmax and ort need one pass. The
 // caller feeds every pass with the same batches: BeginPass(p) for p in [0, passes()), then Add(tensor, x, n) per batch
-// (n floats; one Add = one batch). Memory is the histograms only. Errors: kInvalidArgument from the options (as Calibrate), an
-// index out of range, calls out of order; kInvalidInput for NaN/Inf (subject = `source`). Not thread-safe.
+// (n floats; one Add = one batch). Memory is the histograms only. Errors: kInvalidArgument from the options (as
+// Calibrate), an index out of range, calls out of order; kInvalidInput for NaN/Inf (subject = `source`). Not
+// thread-safe.
 class StreamingCalibrator {
  public:
   static Result<StreamingCalibrator> Create(const CalibrateOptions& options, std::vector<std::string> names,

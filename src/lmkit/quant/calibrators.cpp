@@ -261,9 +261,14 @@ double NvidiaMseAmax(const AbsHistogram& h, uint32_t start_bin) {
   const auto& c = h.counts();
   const uint32_t n = h.bins();
   if (start_bin >= n) return h.amax();
+  // The centres are (e_j + e_j+1) / 2 of the fp32 edges, as the reference computes them in fp32; summed in fp64 and
+  // rounded once, which gives the same value wherever the fp32 sum is finite (halving is exact) and a finite one near
+  // FLT_MAX, where the fp32 sum overflowed to inf and made every candidate NaN.
   std::vector<float> centers(n);
   for (uint32_t j = 0; j < n; ++j)
-    centers[j] = (static_cast<float>(h.Edge(j)) + static_cast<float>(h.Edge(j + 1))) / 2.0f;
+    centers[j] = static_cast<float>(
+        (static_cast<double>(static_cast<float>(h.Edge(j))) + static_cast<double>(static_cast<float>(h.Edge(j + 1)))) /
+        2.0);
   double best = kInf;
   uint32_t best_i = start_bin;
   for (uint32_t i = start_bin; i < n; ++i) {
@@ -272,9 +277,10 @@ double NvidiaMseAmax(const AbsHistogram& h, uint32_t start_bin) {
     const float scale = 127.0f / amax;  // pytorch-quantization fake_tensor_quant: round(x * 127 / amax) / (127 / amax)
     double mse = 0;
     for (uint32_t j = 0; j < n; ++j) {
-      float qv = std::nearbyint(centers[j] * scale);
-      qv = std::min(qv, 127.0f) / scale;
-      double e = static_cast<double>(qv) - centers[j];
+      const float code = std::min(std::nearbyint(centers[j] * scale), 127.0f);
+      const float qv = code / scale;
+      // Near FLT_MAX the fp32 quotient can round past it to inf; fp64 keeps that candidate's error finite.
+      const double e = (std::isfinite(qv) ? static_cast<double>(qv) : static_cast<double>(code) / scale) - centers[j];
       mse += e * e * static_cast<double>(c[j]);
     }
     if (mse < best) {  // np.argmin: the first minimum

@@ -9,7 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "lmkit/quant/histogram.h"
+#include "lmkit/quant/abs_histogram.h"
+#include "lmkit/quant/ort_histogram.h"
 
 namespace lmkit {
 class ThreadPool;

@@ -1,18 +1,4 @@
 // GGUF (version 3) output: the header of a GGUF file, and llama.cpp's Q8_0 block format.
-//
-// Contract: GgufHeader collects metadata key/values and tensor descriptions in the order they are added and
-// Serialize() returns the header bytes: magic "GGUF", version 3, the tensor and key/value counts, the key/values, the
-// tensor infos (name, dimensions in ggml order, ne[0] being the row length, ggml type, offset) and zero padding up
-// to the 32-byte alignment (GGUF's default; no general.alignment key is written). Offsets are assigned by Serialize():
-// tensors are laid out in the order added, each starting at a multiple of 32 from the data section's start; the
-// caller then writes each tensor's TensorBytes() followed by PaddingAfter() zero bytes. All integers little-endian.
-// Names: at most 63 bytes (ggml's GGML_MAX_NAME - 1) — AddTensor returns false otherwise.
-//
-// Q8_0 (ggml's block_q8_0): each block of 32 weights is an IEEE fp16 scale d followed by 32 int8 codes (34 bytes).
-// QuantizeQ8_0 follows ggml's reference quantizer (quantize_row_q8_0_ref, which gguf-py and so convert_hf_to_gguf.py
-// reproduce bit for bit): d = fp32(max|x| / 127), id = fp32(1 / d) (0 when d = 0), q = round(x * id) with ties away
-// from zero; d is stored rounded to fp16 (nearest, ties to even); a block of zeros gets d = 0 and zero codes.
-// Dequantized value: fp32(fp16->fp32(d) * q), as ggml computes it.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +20,13 @@ std::string_view GgmlTypeName(GgmlType t);  // "F32", "F16", "Q8_0", "BF16"
 // Bytes of a tensor with dimensions `ne` (ggml order); for Q8_0 ne[0] must be a multiple of 32.
 uint64_t TensorBytes(GgmlType type, const std::vector<uint64_t>& ne);
 
+// GgufHeader collects metadata key/values and tensor descriptions in the order they are added and
+// Serialize() returns the header bytes: magic "GGUF", version 3, the tensor and key/value counts, the key/values, the
+// tensor infos (name, dimensions in ggml order, ne[0] being the row length, ggml type, offset) and zero padding up
+// to the 32-byte alignment (GGUF's default; no general.alignment key is written). Offsets are assigned by Serialize():
+// tensors are laid out in the order added, each starting at a multiple of 32 from the data section's start; the
+// caller then writes each tensor's TensorBytes() followed by PaddingAfter() zero bytes. All integers little-endian.
+// Names: at most 63 bytes (ggml's GGML_MAX_NAME - 1) — AddTensor returns false otherwise.
 class GgufHeader {
  public:
   void AddU32(std::string_view key, uint32_t v);
@@ -61,6 +54,11 @@ class GgufHeader {
   uint64_t data_bytes_ = 0;
 };
 
+// Q8_0 (ggml's block_q8_0): each block of 32 weights is an IEEE fp16 scale d followed by 32 int8 codes (34 bytes).
+// QuantizeQ8_0 follows ggml's reference quantizer (quantize_row_q8_0_ref, which gguf-py and so convert_hf_to_gguf.py
+// reproduce bit for bit): d = fp32(max|x| / 127), id = fp32(1 / d) (0 when d = 0), q = round(x * id) with ties away
+// from zero; d is stored rounded to fp16 (nearest, ties to even); a block of zeros gets d = 0 and zero codes.
+// Dequantized value: fp32(fp16->fp32(d) * q), as ggml computes it.
 enum class Q8_0Status { kOk, kNonFinite, kScaleOverflow };
 
 // Quantizes n values (n a multiple of 32) into n / 32 blocks at `out`, adds the error of the dequantized values

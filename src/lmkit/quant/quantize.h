@@ -1,48 +1,47 @@
-// `lmkit quantize`: INT8 weight quantization of a safetensors checkpoint into compressed-tensors "int-quantized" form.
+// `lmkit quantize`: weight quantization of a safetensors checkpoint into compressed-tensors (pack-quantized INT8,
+// int-quantized INT8 with activations, float-quantized FP8) or into one llama.cpp GGUF file (Q8_0).
 //
-// Contract: Quantize reads INPUT (a .safetensors file, or a Hugging Face model directory: config.json plus
-// model.safetensors or sharded model-*.safetensors with model.safetensors.index.json) and writes OUTPUT (a file for a
-// file input; a directory for a directory input, with the same shard names, a rewritten index, config.json with
-// "quantization_config", and every other regular file copied). Selection (docs/quant.md): a tensor is quantized when it
-// is a 2-D F32/F16/BF16 "*.weight" and (with --include patterns) matches one of them, or (without) is not an embedding,
-// norm or lm_head; then any --exclude match removes it. For a quantized `m.weight`: `m.weight` I8 [out, in],
-// `m.weight_scale` in the weight's dtype ([out, 1] / [1] / [out, in/G]), and for static w8a8 `m.input_scale` [1] =
-// amax / 127.5 from the calibration table (key `m` or `m.input`). Everything else is copied byte for byte.
-// Streaming: one tensor at a time; input pages are dropped from the process (madvise DONTNEED) after use, so peak RSS
-// is about the largest tensor's codes + one fp32 row per thread, not the checkpoint. Every output file goes through
-// AtomicFile (nothing is left at the destination on error). Errors: kInvalidArgument (options), kNotFound/kIo (files),
-// kInvalidInput naming the file and tensor (e.g. NaN/Inf in a weight, malformed index or calibration).
-// Deterministic: same bytes for any thread count.
+// Input: a .safetensors file, or a Hugging Face model directory (config.json plus model.safetensors or sharded
+// model-*.safetensors with model.safetensors.index.json). Selection (docs/quant.md): a tensor is quantized when it is
+// a 2-D F32/F16/BF16 "*.weight" and (with `include` patterns) matches one of them, or (without) is not an embedding,
+// norm or lm_head; then any `exclude` match removes it. The tensors each scheme writes are in docs/quant.md.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "lmkit/common/json.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
+#include "lmkit/quant/granularity.h"
 #include "lmkit/quant/metrics.h"
-#include "lmkit/quant/quantizer.h"
+#include "lmkit/quant/scheme.h"
 
 namespace lmkit::quant {
 
-enum class QuantScheme : uint8_t { kW8A16, kW8A8 };
-enum class QuantFormat : uint8_t { kCompressedTensors, kGgufQ8_0 };
+struct QuantizeReport;
 
-Result<QuantScheme> ParseQuantScheme(const std::string& s);  // w8a16 | w8a8
-Result<QuantFormat> ParseQuantFormat(const std::string& s);  // compressed-tensors | gguf-q8_0
-
+// The request. Field names are what errors name (Field()).
 struct QuantizeOptions {
   std::string input;
-  std::string output;
+  std::string output;  // a file for a file input or for gguf-q8_0; a directory for a directory input
   QuantScheme scheme = QuantScheme::kW8A16;
   Granularity granularity;
-  std::string calibration;           // CALIB.json for static w8a8; empty = dynamic per-token activations
+  std::string calibration;           // CALIB.json: static input scales (w8a8: optional; fp8-static: required)
   std::vector<std::string> include;  // ECMAScript regexes, searched anywhere in the tensor name
   std::vector<std::string> exclude;
   QuantFormat format = QuantFormat::kCompressedTensors;
+  bool split_fused = false;  // write a checkpoint that quantizes only part of a group vLLM fuses (q/k/v, gate/up)
   unsigned threads = 1;
+  // Further outputs rendered from the finished report (the CLI's --report JSON and --svg chart, present/quant*.h):
+  // opened before any work, written and renamed into place before the checkpoint, so the checkpoint is not replaced
+  // when one of them fails.
+  struct ExtraOutput {
+    std::string path;
+    std::function<std::string(const QuantizeReport&)> render;
+  };
+  std::vector<ExtraOutput> extra_outputs;
 };
 
 struct TensorReport {
@@ -68,16 +67,17 @@ struct QuantizeReport {
   // Selected weights stored unquantized because the format cannot take them (GGUF Q8_0: rows not a multiple of 32
   // long); always empty for compressed-tensors.
   std::vector<std::string> kept_unquantized;
+  // One line each: what a named loader will not do with this output (loader_rules.h), request fields as Field().
+  std::vector<std::string> warnings;
   double GbPerSecond() const { return seconds > 0 ? (bytes_before + bytes_after) / seconds / 1e9 : 0; }
 };
 
+// Quantizes as requested and writes every output (the checkpoint, its config and index, the other files of an input
+// directory, the report) or none: all are staged and renamed into place at the end, secondaries first. Peak memory
+// is about the largest tensor's codes plus per-thread buffers, not the checkpoint. Same bytes for any thread count.
+// Errors: kInvalidArgument (an inconsistent request, or a combination no loader serves, loader_rules.h),
+// kNotFound/kIo (files), kInvalidInput naming the file and tensor (NaN/Inf, a weight whose dequantized value would
+// overflow, a malformed index, config or calibration table).
 Result<QuantizeReport> Quantize(const QuantizeOptions& options, ProgressSink* progress);
-
-// The "quantization_config" object written into config.json.
-Json QuantizationConfig(const QuantizeOptions& options, const std::vector<std::string>& ignore);
-
-// The report as JSON (--json / --report) and as a text table.
-Json QuantizeReportToJson(const QuantizeReport& report);
-std::string QuantizeReportToText(const QuantizeReport& report);
 
 }  // namespace lmkit::quant

@@ -19,7 +19,7 @@ namespace {
 
 bool IsQuantizableDType(io::DType t) { return t == io::DType::kF32 || t == io::DType::kF16 || t == io::DType::kBF16; }
 
-// Embeddings, norms and the output head stay in full precision unless an --include names them.
+// Embeddings, norms and the output head stay in full precision unless an include pattern names them.
 bool DefaultExcluded(const std::string& name) {
   static const std::regex kDefault(
       "(^|\\.)(embed_tokens|embeddings|word_embeddings|embed_in|embed_out|wte|wpe|lm_head)(\\.|$)|^output\\.weight$|"
@@ -81,23 +81,25 @@ Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file) {
     // The output directory is created only once every input has been validated (Quantize), so a bad input leaves
     // no directory behind.
     if (!single_output_file && fs::exists(o.output, ec) && !fs::is_directory(o.output, ec))
-      return Status::InvalidInput(o.output, "exists and is not a directory (OUTPUT of a directory INPUT)");
+      return Status::InvalidInput(
+          o.output, "exists and is not a directory (" + Field("output") + " of a directory " + Field("input") + ")");
     for (io::CheckpointFile& f : ck.files)
       plan.shards.push_back(Shard{f.path, (fs::path(o.output) / f.name).string(), f.name, std::move(f.file)});
   } else {
     if (!single_output_file && fs::is_directory(o.output, ec))
-      return Status::InvalidArgument("OUTPUT must be a file path when INPUT is a .safetensors file");
+      return Status::InvalidArgument(Field("output") + " must be a file path when " + Field("input") +
+                                     " is a .safetensors file");
     io::CheckpointFile& f = ck.files.front();
     plan.shards.push_back(Shard{o.input, o.output, fs::path(o.output).filename().string(), std::move(f.file)});
   }
   if (single_output_file) {
     if (fs::is_directory(o.output, ec))
-      return Status::InvalidArgument("OUTPUT must be a file path with --format gguf-q8_0");
+      return Status::InvalidArgument(Field("output") + " must be a file path with " + Field("format") + " gguf-q8_0");
     for (Shard& s : plan.shards) s.out_path = o.output;
   }
   for (Shard& s : plan.shards) {
     if (fs::weakly_canonical(s.in_path, ec) == fs::weakly_canonical(s.out_path, ec))
-      return Status::InvalidArgument("OUTPUT would overwrite INPUT (" + s.in_path + ")");
+      return Status::InvalidArgument(Field("output") + " would overwrite " + Field("input") + " (" + s.in_path + ")");
   }
   return plan;
 }

@@ -1,8 +1,8 @@
-// Internal to `lmkit quantize` (quantize.cpp and quantize_gguf.cpp): which tensors are quantized, and the shards of
+// Internal to `lmkit quantize` (quantize.cpp and its writers): which tensors are quantized, and the shards of
 // the input. Not a public interface.
 //
-// Contract: Selected(t, m) is the selection rule of quantize.h (a 2-D F32/F16/BF16 "*.weight" that an --include names,
-// or that is not an embedding, norm or lm_head when there is no --include; then no --exclude match). MakePlan opens
+// Contract: Selected(t, m) is the selection rule of quantize.h (a 2-D F32/F16/BF16 "*.weight" that an include names,
+// or that is not an embedding, norm or lm_head when there is no include; then no exclude match). MakePlan opens
 // INPUT with io::OpenCheckpoint (a .safetensors file, or a model directory with model.safetensors or an index and its
 // shards, in sorted order, under the checkpoint's strict index rules) and checks OUTPUT against it: with
 // `single_output_file` OUTPUT is one file whatever INPUT is (GGUF), otherwise a directory for a directory INPUT and a
@@ -44,8 +44,5 @@ struct Plan {
 };
 
 Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file);
-
-// Quantize() for --format gguf-q8_0 (quantize_gguf.cpp; docs/quant.md, "GGUF Q8_0").
-Result<QuantizeReport> QuantizeToGguf(const QuantizeOptions& o, ProgressSink* progress);
 
 }  // namespace lmkit::quant::detail

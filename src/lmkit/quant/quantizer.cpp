@@ -18,6 +18,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
+#include <fmt/format.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,6 +32,10 @@
 
 namespace lmkit::quant {
 namespace {
+
+using formats::DivideByScale;
+using formats::Int8Range;
+using formats::InverseScale;
 
 constexpr uint64_t kRowsPerItem = 8;
 
@@ -534,70 +539,26 @@ uint64_t FirstNonFinite(const float* x, uint64_t n) {
 
 }  // namespace
 
-std::vector<uint64_t> Granularity::ScaleShape(uint64_t rows, uint64_t cols) const {
-  switch (kind) {
-    case Kind::kChannel:
-      return {rows, 1};
-    case Kind::kTensor:
-      return {1};
-    case Kind::kGroup:
-      return {rows, group_size ? cols / group_size : 0};
-  }
-  return {};
+float StoredScale(float absmax, formats::Int8Convention convention, io::DType scale_dtype) {
+  return StoredScale(absmax, formats::RangeOf(convention).divisor, scale_dtype);
 }
 
-uint64_t Granularity::ScaleCount(uint64_t rows, uint64_t cols) const {
-  uint64_t n = 1;
-  for (uint64_t d : ScaleShape(rows, cols)) n *= d;
-  return n;
+double DTypeMaxFinite(io::DType dtype) {
+  switch (dtype) {
+    case io::DType::kF16:
+      return 65504.0;
+    case io::DType::kBF16:
+      return 0x1.fep127;
+    default:
+      return std::numeric_limits<float>::max();
+  }
 }
 
-Result<Granularity> ParseGranularity(std::string_view text) {
-  Granularity g;
-  if (text == "channel") return g;
-  if (text == "tensor") {
-    g.kind = Granularity::Kind::kTensor;
-    return g;
-  }
-  if (text.substr(0, 6) == "group:") {
-    std::string_view num = text.substr(6);
-    uint64_t n = 0;
-    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
-    if (ec == std::errc() && p == num.data() + num.size() && n >= 1) {
-      g.kind = Granularity::Kind::kGroup;
-      g.group_size = n;
-      return g;
-    }
-  }
-  return Status::InvalidArgument("--granularity must be channel, tensor or group:N (N >= 1), not '" + std::string(text) + "'");
+bool DequantizesFinite(float scale, float code_max, io::DType scale_dtype) {
+  return static_cast<double>(scale) * code_max <= DTypeMaxFinite(scale_dtype);
 }
 
-std::string GranularityName(const Granularity& g) {
-  switch (g.kind) {
-    case Granularity::Kind::kChannel:
-      return "channel";
-    case Granularity::Kind::kTensor:
-      return "tensor";
-    case Granularity::Kind::kGroup:
-      return "group:" + std::to_string(g.group_size);
-  }
-  return "";
-}
-
-const char* StrategyName(const Granularity& g) {
-  switch (g.kind) {
-    case Granularity::Kind::kChannel:
-      return "channel";
-    case Granularity::Kind::kTensor:
-      return "tensor";
-    case Granularity::Kind::kGroup:
-      return "group";
-  }
-  return "";
-}
-
-float StoredScale(float absmax, Int8Convention convention, io::DType scale_dtype) {
-  const float divisor = RangeOf(convention).divisor;
+float StoredScale(float absmax, float divisor, io::DType scale_dtype) {
   float s = absmax / divisor;
   // A scale below FLT_MIN is subnormal: rounded to nearest it can fall short of absmax / divisor by far more than
   // 2^-24 relative (a scale of 56 * 2^-149 by up to 1%) and push +-absmax past the range. It is rounded up instead, as
@@ -607,7 +568,7 @@ float StoredScale(float absmax, Int8Convention convention, io::DType scale_dtype
   if (scale_dtype == io::DType::kBF16) {
     uint32_t bits;
     std::memcpy(&bits, &s, 4);
-    return io::Bf16ToF32(Bf16RoundUp(bits));
+    return io::Bf16ToF32(formats::Bf16RoundUp(bits));
   }
   if (scale_dtype == io::DType::kF16) {
     uint16_t h = io::F32ToF16(s);
@@ -631,7 +592,7 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
   if (g.kind == Granularity::Kind::kGroup && (g.group_size == 0 || cols % g.group_size != 0))
     return Status::InvalidInput(
         "", "group size " + std::to_string(g.group_size) + " does not divide the " + std::to_string(cols) + " columns");
-  const Int8Range range = RangeOf(options.convention);
+  const Int8Range range = formats::RangeOf(options.convention);
   const size_t esize = io::DTypeSize(dtype);
   const uint64_t row_bytes = cols * esize;
   // Streamed items are >= 128 KiB of input, so the two system calls per item stay a small share of the time; larger
@@ -684,10 +645,14 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
       for (uint64_t i = 0; i < count; ++i) fn(i, 0);
   };
 
+  // The loaders dequantize code_max * scale in the scale's dtype: a row or group where that overflows is refused (as a
+  // "bad" row, like a non-finite one) instead of written as a weight every loader reads as inf.
+  const float code_max = -range.lo;
   // Per-tensor: one absmax over everything first.
   float tensor_scale = 0, tensor_max = 0;
   if (g.kind == Granularity::Kind::kTensor) {
     std::vector<float> item_max(items, 0.0f);
+    std::vector<uint64_t> item_max_row(items, 0);
     run(items, [&](size_t item, unsigned w) {
       const uint64_t r0 = item * item_rows, n = std::min(rows, r0 + item_rows) - r0;
       const uint8_t* block = fetch(item, r0, n, w);
@@ -697,13 +662,16 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
         bool finite = true;
         float m = 0;
         LoadRow(block + k * row_bytes, dtype, cols, buf, &m, &finite);
-        item_max[item] = std::max(item_max[item], m);
+        if (m > item_max[item]) item_max[item] = m, item_max_row[item] = r0 + k;
         if (!finite) note_bad(r0 + k);
       }
     });
     if (failed) return stream_error;
-    for (float v : item_max) tensor_max = std::max(tensor_max, v);
+    uint64_t max_row = 0;
+    for (uint64_t i = 0; i < items; ++i)
+      if (item_max[i] > tensor_max) tensor_max = item_max[i], max_row = item_max_row[i];
     tensor_scale = StoredScale(tensor_max, options.convention, options.scale_dtype);
+    if (!DequantizesFinite(tensor_scale, code_max, options.scale_dtype)) note_bad(max_row);
     if (bad_row.load() == std::numeric_limits<uint64_t>::max()) scales[0] = tensor_scale;
   }
 
@@ -738,6 +706,10 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
           case Granularity::Kind::kChannel: {
             if (!finite) break;
             const float s = StoredScale(row_max, options.convention, options.scale_dtype);
+            if (!DequantizesFinite(s, code_max, options.scale_dtype)) {
+              finite = false;
+              break;
+            }
             scales[r] = s;
             CodeSegment(row, cols, s, row_max, range, out, acc, next, next_bytes, next_out);
             break;
@@ -748,6 +720,10 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
               const float m = AbsMax(row + k2 * gs, gs, &finite);
               if (!finite) break;
               const float s = StoredScale(m, options.convention, options.scale_dtype);
+              if (!DequantizesFinite(s, code_max, options.scale_dtype)) {
+                finite = false;
+                break;
+              }
               scales[r * ng + k2] = s;
               CodeSegment(row + k2 * gs, gs, s, m, range, out + k2 * gs, acc);
             }
@@ -774,8 +750,15 @@ Status QuantizeRows(const uint8_t* src, int8_t* codes, const RowStreams* streams
     if (!src) LMKIT_RETURN_IF_ERROR(streams->read(r, 1, reinterpret_cast<uint8_t*>(one.data())));
     std::vector<float> buf(cols);
     const float* row = LoadRow(bytes, dtype, cols, buf.data());
-    return Status::InvalidInput(
-        "", "non-finite value at [" + std::to_string(r) + ", " + std::to_string(FirstNonFinite(row, cols)) + "]");
+    if (const uint64_t c = FirstNonFinite(row, cols); c < cols)
+      return Status::InvalidInput("", "non-finite value at [" + std::to_string(r) + ", " + std::to_string(c) + "]");
+    uint64_t c = 0;
+    for (uint64_t i = 1; i < cols; ++i)
+      if (std::fabs(row[i]) > std::fabs(row[c])) c = i;
+    return Status::InvalidInput("",
+                                fmt::format("|w| = {:g} at [{}, {}]: the code {:g} times its scale is beyond the range "
+                                            "of {}, so a loader would dequantize it to inf",
+                                            std::fabs(row[c]), r, c, range.lo, io::DTypeName(options.scale_dtype)));
   }
   if (stats) {
     ErrorStats total;

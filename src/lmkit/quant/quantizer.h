@@ -1,14 +1,6 @@
 // The CPU reference INT8 quantizer for 2-D weights: per-channel (row), per-tensor or per-group symmetric scales, with
 // the error metrics of the report computed in the same pass. This code is the definition of the formats lmkit writes;
 // the CUDA kernels are tested against it bit for bit.
-//
-// Contract: QuantizeMatrix reads `rows x cols` elements of `dtype` (F32, F16 or BF16, little-endian, row-major,
-// possibly unaligned, e.g. straight from a memory map), and writes rows*cols codes and the scales (as floats whose
-// values are exactly representable in `scale_dtype`, i.e. what a file stores). Scale = absmax / divisor of the
-// convention, rounded up to `scale_dtype` (int8_format.h). Zero rows/groups/tensors get scale 0 and codes 0.
-// Any NaN or +-inf in the input is kInvalidInput "non-finite value at [row, col]" (no subject: the caller names the
-// tensor). Deterministic: same bytes and stats for any thread count (rows are reduced in index order). `pool` may be
-// null (single-threaded). Thread-safe (no shared state).
 #pragma once
 
 #include <cstdint>
@@ -19,42 +11,40 @@
 
 #include "lmkit/common/status.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/formats/int8.h"
 #include "lmkit/io/dtype.h"
-#include "lmkit/quant/int8_format.h"
+#include "lmkit/quant/granularity.h"
 #include "lmkit/quant/metrics.h"
 
 namespace lmkit::quant {
 
-struct Granularity {
-  enum class Kind : uint8_t { kChannel, kTensor, kGroup };
-  Kind kind = Kind::kChannel;
-  uint64_t group_size = 0;  // kGroup only
-
-  // Shape of the scale tensor for a [rows, cols] weight: [rows, 1], [1] or [rows, cols / group_size].
-  std::vector<uint64_t> ScaleShape(uint64_t rows, uint64_t cols) const;
-  uint64_t ScaleCount(uint64_t rows, uint64_t cols) const;
-};
-
-// "channel", "tensor", "group:N" (N >= 1). kInvalidArgument on anything else.
-Result<Granularity> ParseGranularity(std::string_view text);
-std::string GranularityName(const Granularity& g);  // inverse of ParseGranularity
-// compressed-tensors' "strategy" for the granularity: "channel", "tensor", "group".
-const char* StrategyName(const Granularity& g);
-
 // The stored scale for `absmax` (>= 0, finite): smallest value of `scale_dtype` (F32, F16, BF16) >= absmax / divisor
 // (for F32 scales in the normal range, the nearest: within 2^-24 relative). F16 scales need absmax <= 65504 * divisor
 // (inf beyond), which F16 weights always satisfy; lmkit stores scales in the weight's dtype.
-float StoredScale(float absmax, Int8Convention convention, io::DType scale_dtype);
+float StoredScale(float absmax, formats::Int8Convention convention, io::DType scale_dtype);
+// The same rule for any divisor (448 for FP8 E4M3).
+float StoredScale(float absmax, float divisor, io::DType scale_dtype);
+
+// The largest finite value of F32, F16 or BF16.
+double DTypeMaxFinite(io::DType dtype);
+// Whether code_max * scale, what a loader computes when it dequantizes the largest code, stays finite in
+// `scale_dtype` (the product taken exactly). Near the float maximum it does not: |w| = 3.4e38 with INT8's code -128
+// (128 * 3.4e38 / 127.5 > FLT_MAX), or |w| near 65504 in F16; the quantizers refuse such weights.
+bool DequantizesFinite(float scale, float code_max, io::DType scale_dtype);
 
 struct QuantizeMatrixOptions {
   Granularity granularity;
-  Int8Convention convention = Int8Convention::kHalfStep;
+  formats::Int8Convention convention = formats::Int8Convention::kHalfStep;
   io::DType scale_dtype = io::DType::kF32;
 };
 
-// See the file comment. `codes` must hold rows*cols, `scales` granularity.ScaleCount(rows, cols) floats. `stats`
-// (optional) receives the error metrics over the whole matrix. kInvalidInput for a group size that does not divide
-// cols, an unsupported dtype, or non-finite input.
+// Reads `rows x cols` elements of `dtype` (F32, F16 or BF16, little-endian, row-major, possibly unaligned, e.g. from
+// a memory map) and writes rows*cols `codes` (formats/int8.h) and granularity.ScaleCount(rows, cols) `scales`
+// (StoredScale of each row's, group's or the tensor's absmax: values exactly representable in the scale dtype); zero
+// rows/groups/tensors get scale 0 and codes 0. `stats` (optional) receives the error metrics of the whole matrix.
+// Errors, kInvalidInput without a subject (the caller names the tensor): "non-finite value at [row, col]", a weight
+// whose code lo times its scale overflows the scale dtype (DequantizesFinite), a group size that does not divide cols,
+// an unsupported dtype. Same bytes and stats for any thread count; `pool` may be null. Thread-safe (no shared state).
 Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t cols,
                       const QuantizeMatrixOptions& options, ThreadPool* pool, int8_t* codes, float* scales,
                       ErrorStats* stats);

@@ -107,7 +107,9 @@ float F16ToF32(uint16_t h);
 }  // namespace lmkit::cuda_emu
 
 // The spellings src/lmkit/cuda/launch.cuh defines as plain CUDA syntax.
-#define LMKIT_LAUNCH(grid, block, shared, ...) ::lmkit::cuda_emu::Launcher(grid, block, shared, __VA_ARGS__)
+// Streams are synchronous here, so the launch runs at once whatever its stream.
+#define LMKIT_LAUNCH(grid, block, shared, stream, ...) \
+  ((void)(stream), ::lmkit::cuda_emu::Launcher(grid, block, shared, __VA_ARGS__))
 #define LMKIT_DYNAMIC_SHARED(type, name) type* name = ::lmkit::cuda_emu::DynamicShared<type>()
 #define LMKIT_SHARED(type, name) \
   static type name;              \
@@ -224,6 +226,7 @@ cudaError_t cudaFree(void* p);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemset(void* p, int value, size_t bytes);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream);
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned flags);
 cudaError_t cudaFreeHost(void* p);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);

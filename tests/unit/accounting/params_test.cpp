@@ -1,20 +1,15 @@
 // Parameter counts against published / HF module-shape counts (reference/accounting.md, configs/README.md).
 #include "lmkit/accounting/params.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "lmkit/accounting/model.h"
+#include "support/run_lmkit.h"
+#include "test_models.h"
 
 using namespace lmkit::accounting;
-
-namespace {
-ParameterCounts ParamsPreset(const std::string& name) {
-  auto m = LoadPreset(name);
-  INFO(name << ": " << m.status().ToString());
-  REQUIRE(m.ok());
-  return CountParameters(*m);
-}
-}  // namespace
 
 TEST_CASE("params: HF configs match the golden totals", "[accounting][params]") {
   struct Golden {
@@ -40,7 +35,7 @@ TEST_CASE("params: HF configs match the golden totals", "[accounting][params]") 
       {"deepseek-v3", 671026419200, 37552297472},
   };
   for (const auto& g : golden) {
-    auto c = ParamsPreset(g.preset);
+    auto c = CountParameters(lmkit::test::Preset(g.preset));
     INFO(g.preset);
     CHECK(c.total == g.total);
     CHECK(c.active == g.active);
@@ -50,21 +45,21 @@ TEST_CASE("params: HF configs match the golden totals", "[accounting][params]") 
 }
 
 TEST_CASE("params: CS336 shapes and nanoGPT", "[accounting][params]") {
-  CHECK(ParamsPreset("cs336-gpt2-small").total == 190460160);
-  CHECK(ParamsPreset("cs336-gpt2-medium").total == 505629696);
-  CHECK(ParamsPreset("cs336-gpt2-large").total == 1072469760);
-  CHECK(ParamsPreset("cs336-gpt2-xl").total == 2127057600);
-  auto n = ParamsPreset("nanogpt-gpt2-124m");
+  CHECK(CountParameters(lmkit::test::Preset("cs336-gpt2-small")).total == 190460160);
+  CHECK(CountParameters(lmkit::test::Preset("cs336-gpt2-medium")).total == 505629696);
+  CHECK(CountParameters(lmkit::test::Preset("cs336-gpt2-large")).total == 1072469760);
+  CHECK(CountParameters(lmkit::test::Preset("cs336-gpt2-xl")).total == 2127057600);
+  auto n = CountParameters(lmkit::test::Preset("nanogpt-gpt2-124m"));
   CHECK(n.total == 124337664);
   CHECK(n.lm_head == 0);  // tied
   CHECK(n.embedding == 50257 * 768 + 1024 * 768);
 }
 
 TEST_CASE("params: tied vs untied and embedding split", "[accounting][params]") {
-  auto q = ParamsPreset("qwen2.5-0.5b");
+  auto q = CountParameters(lmkit::test::Preset("qwen2.5-0.5b"));
   CHECK(q.lm_head == 0);
   CHECK(q.embedding == 151936LL * 896);
-  auto l = ParamsPreset("llama-2-7b");
+  auto l = CountParameters(lmkit::test::Preset("llama-2-7b"));
   CHECK(l.lm_head == 32000LL * 4096);
   CHECK(l.non_embedding == 6738415616LL - 2 * 32000LL * 4096);
 }
@@ -139,9 +134,10 @@ TEST_CASE("params: config errors name the field", "[accounting][params]") {
   CHECK(b.message() == "missing field 'vocab_size'");
   auto c = err(R"({"model_type": "llama", "hidden_size": 0, "num_attention_heads": 1,
                    "num_hidden_layers": 2, "intermediate_size": 11008, "vocab_size": 32000})");
-  CHECK(c.message().find("hidden size") != std::string::npos);
+  CHECK(c.message() == "field 'hidden_size' must be positive (got 0)");
   auto d = err(R"({"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
-                   "intermediate_size": 128, "vocab_size": 100, "num_local_experts": 2, "num_experts_per_tok": 3})");
+                   "num_key_value_heads": 4, "intermediate_size": 128, "vocab_size": 100, "num_local_experts": 2,
+                   "num_experts_per_tok": 3})");
   CHECK(d.message().find("num_experts_per_tok") != std::string::npos);
   auto e = err(R"({"hidden_size": 64})");
   CHECK(e.message() == "missing field 'model_type'");
@@ -155,7 +151,7 @@ TEST_CASE("params: config errors name the field", "[accounting][params]") {
   CHECK(h.message() == "the model is implausibly large (over 1e18 parameters)");
   auto i = err(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1, "num_hidden_layers": 100000,
                    "intermediate_size": 128, "vocab_size": 32000})");
-  CHECK(i.message().find("'layers' is implausibly large") != std::string::npos);
+  CHECK(i.message() == "field 'num_hidden_layers' is implausibly large (100000 > 16384)");
 }
 
 TEST_CASE("params: out-of-range numbers found by fuzz_config are errors, not undefined arithmetic",
@@ -169,16 +165,16 @@ TEST_CASE("params: out-of-range numbers found by fuzz_config are errors, not und
   CHECK(ConfigError("{" + llama + R"(, "hidden_size": -1e19, "num_hidden_layers": 2})") ==
         "field 'hidden_size' is not an integer");
   CHECK(ConfigError("{" + llama + R"(, "hidden_size": 64, "num_hidden_layers": 1e12})") ==
-        "field 'layers' is implausibly large (1000000000000 > 16384)");
+        "field 'num_hidden_layers' is implausibly large (1000000000000 > 16384)");
   const std::string v3 = R"("model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 2,
       "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "kv_lora_rank": 16, "v_head_dim": 8,
       "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4)";
   CHECK(ConfigError("{" + v3 + R"(, "qk_nope_head_dim": 9223372036854775807, "qk_rope_head_dim": 8,
                           "n_shared_experts": 1})")
-            .find("'head_dim' is implausibly large") != std::string::npos);
+            .find("'qk_nope_head_dim' is implausibly large") != std::string::npos);
   CHECK(ConfigError("{" + v3 +
                     R"(, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "n_shared_experts": 4611686018427387904})")
-            .find("'shared expert intermediate size' is implausibly large") != std::string::npos);
+            .find("'n_shared_experts' is implausibly large") != std::string::npos);
 }
 
 TEST_CASE("params: negative optional sizes are errors, not smaller or negative counts", "[accounting][params]") {
@@ -193,7 +189,8 @@ TEST_CASE("params: negative optional sizes are errors, not smaller or negative c
       "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "kv_lora_rank": 16, "v_head_dim": 8,
       "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2,
       "moe_intermediate_size": 4)";
-  CHECK(ConfigError("{" + v3 + R"(, "n_shared_experts": -1})") == "field 'n_shared_experts' must not be negative");
+  CHECK(ConfigError("{" + v3 + R"(, "n_shared_experts": -1})") ==
+        "field 'n_shared_experts' must not be negative (got -1)");
   CHECK(ConfigError("{" + v3 + R"(, "q_lora_rank": -7})") == "field 'q_lora_rank' must not be negative (got -7)");
   Dimensions d;
   d.layers = 2;
@@ -223,4 +220,97 @@ TEST_CASE("params: a boolean or string field of the wrong type is an error, not 
   auto m = ParseModelConfig(*j, "ok.json");
   REQUIRE(m.ok());
   CHECK_FALSE(m->tied);
+}
+
+// Published counts (tests/data/accounting/PROVENANCE.md): safetensors total_size / bytes per element, or the model
+// card's table. Each family's own fields are what make these exact: gemma's four norms per layer and head_dim 256
+// (q width 4096 != hidden 3584), gemma3's q/k norms, olmo2's q/k norms over the whole projections, GPT-NeoX's biased
+// fused QKV and LayerNorms, Falcon's multi-query QKV and one shared LayerNorm per parallel block, phi3's fused
+// projections (the same shapes split).
+TEST_CASE("params: new families match published parameter counts exactly", "[accounting][params]") {
+  struct Golden {
+    const char* file;
+    int64_t total;
+    int64_t active;
+  };
+  const Golden golden[] = {
+      {"gemma-2-9b.json", 9241705984, 9241705984},          // total_size 36,966,823,936 B fp32
+      {"gemma-2-2b.json", 2614341888, 2614341888},          // total_size 10,457,367,552 B fp32
+      {"gemma-3-1b.json", 999885952, 999885952},            // model.safetensors 1,999,771,904 B bf16
+      {"phi-3-mini-4k.json", 3821079552, 3821079552},       // total_size 7,642,159,104 B bf16
+      {"olmo-2-1124-7b.json", 7298617344, 7298617344},      // total_size 29,194,469,376 B fp32
+      {"pythia-160m.json", 162322944, 162322944},           // Pythia model card
+      {"pythia-1b.json", 1011781632, 1011781632},           // Pythia model card
+      {"falcon-7b.json", 6921720704, 6921720704},           // total_size 13,843,441,408 B bf16
+      {"llama-3-70b.json", 70553706496, 70553706496},       // total_size 141,107,412,992 B bf16
+      {"mistral-nemo-12b.json", 12247782400, 12247782400},  // total_size 24,495,564,800 B bf16
+      {"llama-3.2-3b.json", 3212749824, 3212749824},        // total_size 6,425,499,648 B bf16 (tied)
+      {"distilgpt2.json", 81912576, 81912576},
+      // Model cards: 235B total / 22B activated; 57B / 14B (exact figures from the module shapes).
+      {"qwen3-235b-a22b.json", 235093634560, 22190763520},
+      {"qwen2-57b-a14b.json", 57408658944, 14249270784},
+  };
+  for (const auto& g : golden) {
+    INFO(g.file);
+    auto c = CountParameters(lmkit::test::RealConfig(g.file));
+    CHECK(c.total == g.total);
+    CHECK(c.active == g.active);
+    CHECK(c.total == c.embedding + c.lm_head + c.attention + c.ffn + c.router + c.norms);
+  }
+  // Pythia's card also lists the non-embedding count (embed_in + embed_out excluded).
+  CHECK(CountParameters(lmkit::test::RealConfig("pythia-160m.json")).non_embedding == 85056000);
+  CHECK(CountParameters(lmkit::test::RealConfig("pythia-1b.json")).non_embedding == 805736448);
+  // Qwen3-235B-A22B: 235.09B and 22.19B round to the card's figures.
+  auto q = CountParameters(lmkit::test::RealConfig("qwen3-235b-a22b.json"));
+  CHECK(std::llround(q.total / 1e9) == 235);
+  CHECK(std::llround(q.active / 1e9) == 22);
+}
+
+TEST_CASE("params: family features that change KV or FLOPs are read", "[accounting][params]") {
+  // Gemma-2: a 4096-token window on every other layer (layer 0 local), soft-capping noted (not FLOPs).
+  auto g2 = lmkit::test::RealConfig("gemma-2-9b.json");
+  REQUIRE(g2.kinds.size() == 2);
+  CHECK(g2.kinds[0].window == 4096);
+  CHECK(g2.kinds[0].count == 21);
+  CHECK(g2.kinds[1].window == 0);
+  CHECK(g2.attn_softcap == 50.0);
+  CHECK(g2.final_softcap == 30.0);
+  CHECK(g2.head_dim == 256);
+  CHECK(DescribeModel(g2).find("GeGLU") != std::string::npos);
+  // Gemma-3: 5 local (512) layers per global one; 26 layers -> 4 global.
+  auto g3 = lmkit::test::RealConfig("gemma-3-1b.json");
+  int64_t global = 0, local = 0;
+  for (const auto& k : g3.kinds) (k.window == 0 ? global : local) += k.count;
+  CHECK(global == 4);
+  CHECK(local == 22);
+  // The multimodal config lists only what differs from Gemma3TextConfig; the rest takes its defaults.
+  auto g34 = lmkit::test::RealConfig("gemma-3-4b.json");
+  CHECK(g34.heads == 8);
+  CHECK(g34.kv_heads == 4);
+  CHECK(g34.head_dim == 256);
+  CHECK(g34.vocab == 262208);
+  CHECK(g34.tied);
+  CHECK(CountParameters(g34).total == 3880263168);
+  CHECK(std::find(g34.notes.begin(), g34.notes.end(),
+                  "vision tower and multimodal projector not counted (language model only)") != g34.notes.end());
+  // Phi-3: sliding window 2047 everywhere. GPT-NeoX and Falcon: parallel attention/MLP. Falcon-7B: one KV head.
+  CHECK(lmkit::test::RealConfig("phi-3-mini-4k.json").kinds[0].window == 2047);
+  CHECK(lmkit::test::RealConfig("pythia-160m.json").parallel_block);
+  auto f = lmkit::test::RealConfig("falcon-7b.json");
+  CHECK(f.parallel_block);
+  CHECK(f.kv_heads == 1);
+  CHECK(f.norms_per_layer == 1);
+  CHECK(f.tied);
+}
+
+TEST_CASE("params: an unsupported model_type points to explicit dimensions", "[accounting][params]") {
+  auto j = lmkit::ParseJson(R"({"model_type": "rwkv", "hidden_size": 64})", "inline");
+  REQUIRE(j.ok());
+  auto m = ParseModelConfig(*j, "rwkv.json");
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().code() == lmkit::ErrorCode::kUnsupported);
+  CHECK(m.status().ToString() ==
+        "rwkv.json: model_type 'rwkv' is not supported (known: gpt2, gpt_neox, falcon, llama, mistral, mixtral, qwen2, "
+        "qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, gemma3_text, phi3, olmo2, deepseek, deepseek_v2, deepseek_v3); "
+        "describe it by explicit dimensions instead (layers, d_model, heads, vocab ...)");
 }

@@ -9,21 +9,16 @@
 #include "lmkit/bpe/byte_unicode.h"
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/common/json.h"
+#include "support/encode.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
 using namespace lmkit::bpe;
+using lmkit::test::Enc;
 using lmkit::test::TempDir;
 using lmkit::test::WriteAll;
 
 namespace {
-
-std::vector<uint32_t> Enc(const Tokenizer& t, std::string_view s) {
-  Encoder e(t);
-  std::vector<uint32_t> ids;
-  e.Encode(s, &ids);
-  return ids;
-}
 
 // A byte-level vocabulary {printable: id} with bytes at ids 0..255 plus `extra` tokens after them.
 Json SmallVocab(const std::vector<std::string>& extra) {

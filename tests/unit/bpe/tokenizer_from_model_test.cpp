@@ -6,19 +6,14 @@
 
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/bpe/trainer.h"
+#include "support/encode.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
 using namespace lmkit::bpe;
+using lmkit::test::Enc;
 
 namespace {
-
-std::vector<uint32_t> Enc(const Tokenizer& t, std::string_view s) {
-  Encoder e(t);
-  std::vector<uint32_t> ids;
-  e.Encode(s, &ids);
-  return ids;
-}
 
 TokenizerModel ModelOf(const BpeModel& m, std::vector<std::string> specials) {
   TokenizerModel out;

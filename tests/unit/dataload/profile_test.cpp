@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
+#include "lmkit/present/dataload.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit::dataload;
@@ -18,7 +19,7 @@ DataloadOptions Small(const std::string& path) {
   o.steps = 30;
   o.warmup = 2;
   o.config.batch_size = 4;
-  o.config.context = 64;
+  o.config.context_length = 64;
   o.seed = 11;
   return o;
 }
@@ -61,13 +62,14 @@ TEST_CASE("profile: --vocab-size flags ids out of range with their position", "[
   REQUIRE(ok.ok());
   CHECK(ok->runs[0].vocab.out_of_range == 0);
   CHECK(ok->runs[0].vocab.max_id <= 999);
+  CHECK(ok->runs[0].vocab.windows_checked == 32u * 4);
   CHECK(ok->runs[0].vocab.ids_checked == 32u * 4 * 65);
   o.vocab_size = 500;
   auto bad = RunDataload(o, nullptr);
   REQUIRE(bad.ok());
   CHECK(bad->runs[0].vocab.out_of_range > 0);
   CHECK(bad->runs[0].vocab.first_bad_id >= 500);
-  CHECK(bad->runs[0].vocab_first_bad_where.find(path + " token ") == 0);
+  CHECK(bad->runs[0].vocab.first_bad_where.find(path + " token ") == 0);
 }
 
 TEST_CASE("profile: a demand gives a verdict, a reason and a knob", "[dataload]") {
@@ -81,14 +83,16 @@ TEST_CASE("profile: a demand gives a verdict, a reason and a knob", "[dataload]"
   CHECK(easy->runs[0].level == InputBound::kNot);
   CHECK(easy->runs[0].capacity_ratio > 1);
   CHECK(easy->runs[0].demand.step_time_s == Approx(0.256));
-  CHECK_FALSE(easy->runs[0].reason.empty());
+  CHECK(easy->runs[0].diagnosis.why == Why::kKeepsUp);
+  CHECK_FALSE(lmkit::present::DataloadReason(easy->runs[0]).empty());
   o.demand.tokens_per_s = 1e15;  // no loader keeps up
   auto hard = RunDataload(o, nullptr);
   REQUIRE(hard.ok());
   CHECK(hard->runs[0].level == InputBound::kHighly);
   CHECK(hard->runs[0].capacity_ratio < 1);
-  CHECK(hard->runs[0].reason.find("slower than the step") != std::string::npos);
-  CHECK_FALSE(hard->runs[0].knob.empty());
+  CHECK(hard->runs[0].diagnosis.why == Why::kSlowerThanStep);
+  CHECK(lmkit::present::DataloadReason(hard->runs[0]).find("slower than the step") != std::string::npos);
+  CHECK_FALSE(lmkit::present::DataloadKnob(hard->runs[0], lmkit::present::BareField).empty());
   CHECK(GateLevel(*hard) == InputBound::kHighly);
 }
 
@@ -113,33 +117,21 @@ TEST_CASE("profile: a sweep runs the cartesian product and recommends one point"
   CHECK(rep->runs[3].config.prefetch == 4);
   // Every point keeps a 1 s step fed, so the cheapest one wins: 1 thread, prefetch 1.
   CHECK(rep->recommended == 0);
-  CHECK(rep->recommendation.find("threads=1 prefetch=1") == 0);
-  const std::string text = ReportToText(*rep);
+  CHECK(lmkit::present::DataloadRecommendation(*rep).find("threads=1 prefetch=1") == 0);
+  const std::string text = lmkit::present::DataloadText(*rep, lmkit::present::BareField);
   CHECK(text.find("recommended threads=1 prefetch=1") != std::string::npos);
-  lmkit::Json j = ReportToJson(*rep);
-  CHECK(j["schema"] == "lmkit.dataload/1");
+  lmkit::Json j = lmkit::present::DataloadJson(*rep, lmkit::present::BareField);
+  CHECK(j["schema"] == "lmkit.dataload/2");
   CHECK(j["runs"].size() == 4);
   CHECK(j["recommended"] == 0);
   CHECK(j["sweep"][0] == "threads");
-}
-
-TEST_CASE("profile: sweep axes reject unknown knobs and values", "[dataload]") {
-  CHECK_FALSE(ParseSweepAxis("threads").ok());
-  CHECK_FALSE(ParseSweepAxis("colour=red").ok());
-  CHECK_FALSE(ParseSweepAxis("threads=1,,2").ok());
-  CHECK_FALSE(ParseSweepAxis("threads=0").ok());
-  CHECK_FALSE(ParseSweepAxis("access=mmap,fast").ok());
-  auto b = ParseSweepAxis("b=8,16");
-  REQUIRE(b.ok());
-  CHECK(b->name == "batch-size");
-  CHECK(b->values == std::vector<std::string>{"8", "16"});
 }
 
 TEST_CASE("profile: --out-dtype uint16 with uint32 tokens is a usage error", "[dataload]") {
   TempDir dir;
   WriteAll(dir.file("t32.bin"), std::string(40000, '\1'));
   DataloadOptions o = Small(dir.file("t32.bin"));
-  o.dtype = TokenDtype::kUint32;
+  o.dtype = lmkit::io::TokenDtype::kU32;
   o.config.out = OutDtype::kUint16;
   auto r = RunDataload(o, nullptr);
   REQUIRE_FALSE(r.ok());

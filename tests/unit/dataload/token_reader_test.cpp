@@ -36,7 +36,7 @@ std::string WriteCounting(const TempDir& dir, const std::string& name, uint64_t 
 TEST_CASE("token reader: mmap, pread and O_DIRECT read the same windows", "[dataload]") {
   TempDir dir;
   const std::string path = WriteCounting(dir, "count.bin", 200000);
-  auto shards = OpenTokenShards({path}, TokenDtype::kUint16, 0);
+  auto shards = OpenTokenShards({path}, lmkit::io::TokenDtype::kU16, 0);
   REQUIRE(shards.ok());
   for (Access a : {Access::kMmap, Access::kPread, Access::kDirect}) {
     for (Advice adv : {Advice::kNormal, Advice::kRandom}) {
@@ -60,7 +60,7 @@ TEST_CASE("token reader: mmap, pread and O_DIRECT read the same windows", "[data
 }
 
 TEST_CASE("token reader: .npy windows start after the header", "[dataload]") {
-  auto shards = OpenTokenShards({TestData("dataload/tokens_u16.npy")}, TokenDtype::kAuto, 0);
+  auto shards = OpenTokenShards({TestData("dataload/tokens_u16.npy")}, lmkit::io::TokenDtype::kAuto, 0);
   REQUIRE(shards.ok());
   for (Access a : {Access::kMmap, Access::kPread}) {
     auto r = TokenReader::Open(*shards, a, Advice::kNormal);
@@ -92,7 +92,7 @@ TEST_CASE("cold cache: per-batch eviction makes storage read more than the windo
   o.steps = 8;
   o.warmup = 1;
   o.config.batch_size = 4;
-  o.config.context = 1024;
+  o.config.context_length = 1024;
   o.config.access = Access::kPread;
   o.config.advice = Advice::kRandom;
   o.config.cache = CacheMode::kColdEach;

@@ -32,7 +32,7 @@ lmkit::Result<std::vector<Doc>> Docs(const std::string& jsonl, const std::string
   }
 }
 
-std::string Error(const std::string& jsonl, const std::string& field = "text") {
+std::string JsonlError(const std::string& jsonl, const std::string& field = "text") {
   auto d = Docs(jsonl, field);
   REQUIRE(!d.ok());
   CHECK(d.status().code() == lmkit::ErrorCode::kInvalidInput);
@@ -100,20 +100,21 @@ TEST_CASE("jsonl reader: starting inside the file skips the partial line", "[io]
 
 TEST_CASE("jsonl reader: malformed lines are one-line errors naming the line", "[io][corpus]") {
   const std::string ok = "{\"text\": \"fine\"}\n";
-  CHECK(Error(ok + "{\"text\": \"unterminated}\n").rfind("c.jsonl: line 2: malformed JSON (", 0) == 0);
-  CHECK(Error(ok + ok + "{\"text\": \"a\"} {\"text\": \"b\"}\n").rfind("c.jsonl: line 3: malformed JSON (", 0) == 0);
-  CHECK(Error("[\"text\"]\n") == "c.jsonl: line 1: expected a JSON object, got an array");
-  CHECK(Error("\"text\"\n") == "c.jsonl: line 1: expected a JSON object, got a string");
-  CHECK(Error(ok + "\n{\"content\": \"x\"}\n") == "c.jsonl: line 3: no field \"text\"");
-  CHECK(Error("{\"text\": 12}\n") == "c.jsonl: line 1: field \"text\" is a number, expected a string");
-  CHECK(Error("{\"text\": null}\n") == "c.jsonl: line 1: field \"text\" is null, expected a string");
-  CHECK(Error("{\"text\": [\"a\"]}\n") == "c.jsonl: line 1: field \"text\" is an array, expected a string");
-  CHECK(Error("{\"text\": \"\xff\xfe\"}\n").rfind("c.jsonl: line 1: malformed JSON (", 0) == 0);  // not UTF-8
+  CHECK(JsonlError(ok + "{\"text\": \"unterminated}\n").rfind("c.jsonl: line 2: malformed JSON (", 0) == 0);
+  CHECK(JsonlError(ok + ok + "{\"text\": \"a\"} {\"text\": \"b\"}\n").rfind("c.jsonl: line 3: malformed JSON (", 0) ==
+        0);
+  CHECK(JsonlError("[\"text\"]\n") == "c.jsonl: line 1: expected a JSON object, got an array");
+  CHECK(JsonlError("\"text\"\n") == "c.jsonl: line 1: expected a JSON object, got a string");
+  CHECK(JsonlError(ok + "\n{\"content\": \"x\"}\n") == "c.jsonl: line 3: no field \"text\"");
+  CHECK(JsonlError("{\"text\": 12}\n") == "c.jsonl: line 1: field \"text\" is a number, expected a string");
+  CHECK(JsonlError("{\"text\": null}\n") == "c.jsonl: line 1: field \"text\" is null, expected a string");
+  CHECK(JsonlError("{\"text\": [\"a\"]}\n") == "c.jsonl: line 1: field \"text\" is an array, expected a string");
+  CHECK(JsonlError("{\"text\": \"\xff\xfe\"}\n").rfind("c.jsonl: line 1: malformed JSON (", 0) == 0);  // not UTF-8
   // Another field name.
   auto d = Docs("{\"body\": \"x y\"}\n", "body");
   REQUIRE(d.ok());
   CHECK(d->at(0).text == "x y");
-  CHECK(Error("{\"body\": \"x y\"}\n", "content") == "c.jsonl: line 1: no field \"content\"");
+  CHECK(JsonlError("{\"body\": \"x y\"}\n", "content") == "c.jsonl: line 1: no field \"content\"");
 }
 
 TEST_CASE("jsonl reader: a line past the limit is an error, not a buffer that grows without end", "[io][corpus]") {

@@ -23,9 +23,9 @@ TEST_CASE("token_file: every format and width round-trips through TokenWriter", 
   std::vector<uint32_t> ids;
   for (uint32_t i = 0; i < 5000; ++i) ids.push_back((i * 2654435761u) % 50257u);
   for (TokenFormat fmt : {TokenFormat::kBin, TokenFormat::kNpy}) {
-    for (DType dt : {DType::kU16, DType::kU32}) {
-      std::string path =
-          dir.file(std::string("t") + (dt == DType::kU16 ? "16" : "32") + (fmt == TokenFormat::kNpy ? ".npy" : ".bin"));
+    for (TokenDtype dt : {TokenDtype::kU16, TokenDtype::kU32}) {
+      std::string path = dir.file(std::string("t") + (dt == TokenDtype::kU16 ? "16" : "32") +
+                                  (fmt == TokenFormat::kNpy ? ".npy" : ".bin"));
       {
         auto w = TokenWriter::Create(path, fmt, dt);
         REQUIRE(w.ok());
@@ -44,7 +44,7 @@ TEST_CASE("token_file: every format and width round-trips through TokenWriter", 
       CHECK(f->format() == fmt);
       REQUIRE(f->size() == ids.size());
       for (size_t i = 0; i < ids.size(); ++i) REQUIRE((*f)[i] == ids[i]);
-      if (dt == DType::kU16) {
+      if (dt == TokenDtype::kU16) {
         REQUIRE(f->u16().size() == ids.size());
         CHECK(f->u32().empty());
         CHECK(f->u16()[4999] == ids[4999]);
@@ -54,7 +54,7 @@ TEST_CASE("token_file: every format and width round-trips through TokenWriter", 
       }
       if (fmt == TokenFormat::kBin) {
         // A .bin is exactly the little-endian ids: nanoGPT's np.memmap(path, dtype=np.uint16) reads it.
-        CHECK(ReadAll(path).size() == ids.size() * DTypeSize(dt));
+        CHECK(ReadAll(path).size() == ids.size() * TokenDtypeBytes(dt));
         CHECK(f->bytes().data() == f->mapped().data());  // zero copy
       }
     }
@@ -63,7 +63,7 @@ TEST_CASE("token_file: every format and width round-trips through TokenWriter", 
 
 TEST_CASE("token_file: errors are clear", "[io][token_file]") {
   TempDir dir;
-  auto w = TokenWriter::Create(dir.file("a.bin"), TokenFormat::kBin, DType::kU16);
+  auto w = TokenWriter::Create(dir.file("a.bin"), TokenFormat::kBin, TokenDtype::kU16);
   REQUIRE(w.ok());
   std::vector<uint32_t> bad = {1, 70000, 3, 80000};
   auto st = w->Append(bad);
@@ -71,13 +71,13 @@ TEST_CASE("token_file: errors are clear", "[io][token_file]") {
   CHECK(st.message() == "token id 70000 does not fit uint16");  // the first offender
   CHECK(st.subject() == dir.file("a.bin"));
   CHECK(w->count() == 0);
-  CHECK(TokenWriter::Create(dir.file("b.bin"), TokenFormat::kBin, DType::kI32).status().code() ==
+  CHECK(TokenWriter::Create(dir.file("b.bin"), TokenFormat::kBin, TokenDtype::kAuto).status().code() ==
         ErrorCode::kInvalidArgument);
 
   WriteAll(dir.file("odd.bin"), "abc");
-  auto odd = TokenFile::Open(dir.file("odd.bin"), DType::kU16);
+  auto odd = TokenFile::Open(dir.file("odd.bin"), TokenDtype::kU16);
   CHECK(odd.status().message() == "size 3 bytes is not a multiple of 2 (uint16 token ids)");
-  CHECK(TokenFile::Open(dir.file("odd.bin"), DType::kF32).status().code() == ErrorCode::kInvalidArgument);
+  CHECK(TokenFile::Open(dir.file("odd.bin"), TokenDtype::kAuto).status().code() == ErrorCode::kInvalidArgument);
   CHECK(TokenFile::Open(dir.file("missing.bin")).status().code() == ErrorCode::kNotFound);
 
   std::vector<uint8_t> eight(16);

@@ -32,7 +32,7 @@ std::vector<uint32_t> GoldenTokens(double* nll = nullptr) {
 
 std::string WriteTokens(const TempDir& d, const std::string& name, const std::vector<uint32_t>& ids) {
   const std::string p = d.file(name);
-  auto w = io::TokenWriter::Create(p, io::TokenFormatFromPath(p), io::DType::kU16);
+  auto w = io::TokenWriter::Create(p, io::TokenFormatFromPath(p), io::TokenDtype::kU16);
   REQUIRE(w.ok());
   REQUIRE(w->Append(ids).ok());
   REQUIRE(w->Commit().ok());
@@ -111,13 +111,20 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
     bool static_act;
     WeightMode mode;
     double max_mean_kl;
+    double min_top1 = 0.75;
+    double max_ppl_delta = 0.25;  // relative to the float model's perplexity
   };
-  // Bounds from measurement (mean KL 0.039 / 0.141 / 0.057 on these 63 positions): a 64-wide model is sensitive,
+  // Bounds from measurement (INT8: mean KL 0.039 / 0.141 / 0.057 on these 63 positions): a 64-wide model is sensitive,
   // and an independent numpy fake-quantization of the weights gives the same w8a16 KL (docs/quant.md).
   std::vector<double> kl;
-  for (const Case& c : {Case{"w8a16", quant::QuantScheme::kW8A16, false, WeightMode::kW8A16, 0.06},
-                        Case{"w8a8s", quant::QuantScheme::kW8A8, true, WeightMode::kW8A8Static, 0.25},
-                        Case{"w8a8d", quant::QuantScheme::kW8A8, false, WeightMode::kW8A8Dynamic, 0.1}}) {
+  for (const Case& c :
+       {Case{"w8a16", quant::QuantScheme::kW8A16, false, WeightMode::kW8A16, 0.06},
+        Case{"w8a8s", quant::QuantScheme::kW8A8, true, WeightMode::kW8A8Static, 0.25},
+        Case{"w8a8d", quant::QuantScheme::kW8A8, false, WeightMode::kW8A8Dynamic, 0.1},
+        // FP8 activations cost this 64-wide model far more (measured: mean KL 0.55 / 0.50, top-1
+        // 0.59 / 0.63, perplexity 2.38 -> 4.23 / 3.43); transformers simulates the same (docs/quant.md).
+        Case{"fp8", quant::QuantScheme::kFp8, false, WeightMode::kFp8Dynamic, 0.7, 0.5, 1.0},
+        Case{"fp8s", quant::QuantScheme::kFp8Static, true, WeightMode::kFp8Static, 0.7, 0.5, 1.0}}) {
     quant::QuantizeOptions qo;
     qo.input = kEvalModel;
     qo.output = d.file(c.name);
@@ -136,8 +143,8 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
     CHECK(r->compare_mode == WeightModeName(c.mode));
     CHECK(r->mean_kl > 0);              // quantization changes something...
     CHECK(r->mean_kl < c.max_mean_kl);  // ...but little
-    CHECK(r->top1_agreement > 0.75);
-    CHECK(std::fabs(r->ppl_delta) < 0.25 * r->perplexity);
+    CHECK(r->top1_agreement > c.min_top1);
+    CHECK(std::fabs(r->ppl_delta) < c.max_ppl_delta * r->perplexity);
     CHECK(r->p99_kl >= r->mean_kl);
     kl.push_back(r->mean_kl);
   }

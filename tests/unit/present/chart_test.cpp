@@ -13,15 +13,10 @@
 using namespace lmkit;
 using namespace lmkit::present;
 using lmkit::test::CheckSvgText;
+using lmkit::test::CountOf;
 using lmkit::test::TempDir;
 
 namespace {
-
-size_t Count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
 
 bool EndsWithEllipsis(const std::string& s) { return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xE2\x80\xA6") == 0; }
 
@@ -154,8 +149,8 @@ TEST_CASE("chart: stacked columns fit their text for long, many and odd inputs",
   const std::string svg = StackedColumnsSvg(c);
   CHECK(svg == StackedColumnsSvg(c));  // deterministic
   CheckSvgText(svg, dir, "map.svg");
-  CHECK(Count(svg, "fill=\"" + RoleColour(Role::kFree) + "\"") == 2);  // the series group and its legend swatch
-  CHECK(Count(svg, "fill=\"" + RoleColour(Role::kReserved) + "\"") == 2);
+  CHECK(CountOf(svg, "fill=\"" + RoleColour(Role::kFree) + "\"") == 2);  // the series group and its legend swatch
+  CHECK(CountOf(svg, "fill=\"" + RoleColour(Role::kReserved) + "\"") == 2);
   CHECK(svg.find("<title>chat at GPU 0: 40.00%</title>") != std::string::npos);
   CHECK(svg.find("<title>" + c.title + "</title>") != std::string::npos);
 
@@ -210,8 +205,8 @@ TEST_CASE("chart: figures fit their text for histograms, markers, log axes and b
   const std::string svg = FigureSvg(f);
   CHECK(svg == FigureSvg(f));
   CheckSvgText(svg, dir, "hist.svg");
-  CHECK(Count(svg, "class=\"legend-entry\"") == 5);  // one entry per name, not per panel
-  CHECK(Count(svg, "<line ") >= 12);
+  CHECK(CountOf(svg, "class=\"legend-entry\"") == 5);  // one entry per name, not per panel
+  CHECK(CountOf(svg, "<line ") >= 12);
   CHECK(svg.find("<title>entropy: 9.87</title>") != std::string::npos);
 
   // Lines and points with NaN, inf, zeros on a log axis, a single point, markers outside the data, empty panels.

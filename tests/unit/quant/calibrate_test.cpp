@@ -12,8 +12,9 @@
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/npy.h"
 #include "lmkit/io/safetensors.h"
+#include "lmkit/quant/abs_histogram.h"
 #include "lmkit/quant/calibrators.h"
-#include "lmkit/quant/histogram.h"
+#include "lmkit/quant/ort_histogram.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;

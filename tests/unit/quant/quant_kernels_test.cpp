@@ -11,7 +11,7 @@
 
 #include "lmkit/cuda/device.h"
 #include "lmkit/io/dtype.h"
-#include "lmkit/quant/histogram.h"
+#include "lmkit/quant/abs_histogram.h"
 #include "lmkit/quant/quantizer.h"
 #include "support/skip.h"
 
@@ -35,7 +35,7 @@ cuda::ElemType ToElem(io::DType t) {
 
 // The kernel and the CPU reference on the same raw rows (`raw` may be misaligned on purpose): the same status, and
 // when both succeed the same codes and stored scales, bit for bit.
-void CheckQuantizeAgrees(const uint8_t* raw, io::DType dt, uint64_t rows, uint64_t cols, quant::Int8Convention conv,
+void CheckQuantizeAgrees(const uint8_t* raw, io::DType dt, uint64_t rows, uint64_t cols, formats::Int8Convention conv,
                          io::DType scale_dt) {
   CAPTURE(io::DTypeName(dt), io::DTypeName(scale_dt), rows, cols, static_cast<int>(conv),
           reinterpret_cast<uintptr_t>(raw) % 16);
@@ -66,7 +66,7 @@ std::vector<uint8_t> ToRaw(const std::vector<float>& x, io::DType dt, size_t fro
 TEST_CASE("cuda: the stub or the device agree with the build", "[quant][cuda]") {
   int8_t c = 0;
   float s = 0, x = 1.0f;
-  Status st = cuda::QuantizePerChannelHost(&x, cuda::ElemType::kF32, 1, 1, quant::Int8Convention::kHalfStep,
+  Status st = cuda::QuantizePerChannelHost(&x, cuda::ElemType::kF32, 1, 1, formats::Int8Convention::kHalfStep,
                                            cuda::ElemType::kF32, &c, &s);
   if (!cuda::CudaBuildEnabled() || cuda::ListCudaDevices().devices.empty()) {
     CHECK(st.code() == ErrorCode::kUnsupported);
@@ -107,7 +107,7 @@ TEST_CASE("cuda: per-channel quantize kernel equals the CPU reference bit for bi
     x[0] = 127.5f * 0.001953125f;  // exact tie material (power-of-two scale)
     for (io::DType dt : {io::DType::kF32, io::DType::kF16, io::DType::kBF16}) {
       const std::vector<uint8_t> raw = ToRaw(x, dt);
-      for (auto conv : {quant::Int8Convention::kHalfStep, quant::Int8Convention::kSymmetric127})
+      for (auto conv : {formats::Int8Convention::kHalfStep, formats::Int8Convention::kSymmetric127})
         for (io::DType scale_dt : {io::DType::kF32, io::DType::kF16, io::DType::kBF16})
           CheckQuantizeAgrees(raw.data(), dt, rows, cols, conv, scale_dt);
     }
@@ -125,7 +125,7 @@ TEST_CASE("cuda: quantize kernels on misaligned input, non-finite values and out
     for (float& v : x) v = nd(rng);
     for (io::DType dt : {io::DType::kF16, io::DType::kBF16}) {
       const std::vector<uint8_t> raw = ToRaw(x, dt, 18);
-      CheckQuantizeAgrees(raw.data() + 18, dt, rows, cols, quant::Int8Convention::kHalfStep, dt);
+      CheckQuantizeAgrees(raw.data() + 18, dt, rows, cols, formats::Int8Convention::kHalfStep, dt);
     }
   }
   // NaN and inf fail the call with the CPU's error, which names the first of them in row-major order: [2, 5] here,
@@ -138,12 +138,12 @@ TEST_CASE("cuda: quantize kernels on misaligned input, non-finite values and out
     x[3 * cols + 1] = -std::numeric_limits<float>::infinity();
     for (io::DType dt : {io::DType::kF32, io::DType::kF16, io::DType::kBF16}) {
       const std::vector<uint8_t> raw = ToRaw(x, dt);
-      CheckQuantizeAgrees(raw.data(), dt, rows, cols, quant::Int8Convention::kSymmetric127, io::DType::kF32);
+      CheckQuantizeAgrees(raw.data(), dt, rows, cols, formats::Int8Convention::kSymmetric127, io::DType::kF32);
       std::vector<int8_t> codes(rows * cols);
       std::vector<float> scales(rows);
       const Status st =
-          cuda::QuantizePerChannelHost(raw.data(), ToElem(dt), rows, cols, quant::Int8Convention::kHalfStep, ToElem(dt),
-                                       codes.data(), scales.data());
+          cuda::QuantizePerChannelHost(raw.data(), ToElem(dt), rows, cols, formats::Int8Convention::kHalfStep,
+                                       ToElem(dt), codes.data(), scales.data());
       CHECK(st.code() == ErrorCode::kInvalidInput);
       CHECK_THAT(st.ToString(), Catch::Contains("non-finite value at [2, 5]"));
     }
@@ -157,14 +157,14 @@ TEST_CASE("cuda: quantize kernels on misaligned input, non-finite values and out
       x[1 * cols + col] = std::numeric_limits<float>::infinity();
       for (io::DType dt : {io::DType::kF32, io::DType::kBF16}) {
         const std::vector<uint8_t> raw = ToRaw(x, dt);
-        CheckQuantizeAgrees(raw.data(), dt, rows, cols, quant::Int8Convention::kHalfStep, dt);
+        CheckQuantizeAgrees(raw.data(), dt, rows, cols, formats::Int8Convention::kHalfStep, dt);
       }
     }
   }
   // More rows than a grid has blocks: refused before anything is allocated for them (no input is read: 0 columns).
   const Status st =
       cuda::QuantizePerChannelHost(nullptr, cuda::ElemType::kF32, uint64_t{1} << 31, 0,
-                                   quant::Int8Convention::kHalfStep, cuda::ElemType::kF32, nullptr, nullptr);
+                                   formats::Int8Convention::kHalfStep, cuda::ElemType::kF32, nullptr, nullptr);
   CHECK(st.code() == ErrorCode::kUnsupported);
 }
 
@@ -235,6 +235,43 @@ TEST_CASE("cuda: histogram kernel at every alignment, bin count and range corner
   std::vector<uint64_t> counts(12289, 0);
   CHECK(cuda::AbsHistogramHost(buf.data(), 100, amax, 12289, counts.data()).code() == ErrorCode::kUnsupported);
   CHECK(cuda::AbsHistogramHost(buf.data(), 100, amax, 0, counts.data()).code() == ErrorCode::kUnsupported);
+}
+
+TEST_CASE("cuda: the launchers run on a stream of the caller's and give the default stream's results",
+          "[quant][cuda]") {
+  auto stream = cuda::OwnedStream::Create();
+  if (const std::string why = NoDevice(); !why.empty()) {
+    CHECK(stream.status().code() == ErrorCode::kUnsupported);
+    LMKIT_SKIP(why << ": stream test");
+  }
+  REQUIRE(stream.ok());
+  REQUIRE(stream->get() != nullptr);
+  std::mt19937 rng(12);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const uint64_t rows = 9, cols = 1000;
+  std::vector<float> x(rows * cols);
+  for (float& v : x) v = nd(rng);
+  std::vector<int8_t> c0(rows * cols), c1(rows * cols);
+  std::vector<float> s0(rows), s1(rows);
+  const auto conv = formats::Int8Convention::kHalfStep;
+  REQUIRE(cuda::QuantizePerChannelHost(x.data(), cuda::ElemType::kF32, rows, cols, conv, cuda::ElemType::kF32,
+                                       c0.data(), s0.data())
+              .ok());
+  REQUIRE(cuda::QuantizePerChannelHost(x.data(), cuda::ElemType::kF32, rows, cols, conv, cuda::ElemType::kF32,
+                                       c1.data(), s1.data(), stream->get())
+              .ok());
+  CHECK(c0 == c1);
+  CHECK(s0 == s1);
+  std::vector<uint64_t> h0(256, 0), h1(256, 0);
+  REQUIRE(cuda::AbsHistogramHost(x.data(), x.size(), 4.0f, 256, h0.data()).ok());
+  REQUIRE(
+      cuda::AbsHistogramHost(x.data(), x.size(), 4.0f, 256, h1.data(), cuda::HistogramKernel::kShared, stream->get())
+          .ok());
+  CHECK(h0 == h1);
+  // Moving hands the stream over; the moved-from object owns nothing.
+  cuda::OwnedStream moved = std::move(*stream);
+  CHECK(moved.get() != nullptr);
+  CHECK(stream->get() == nullptr);
 }
 
 TEST_CASE("cuda: the benchmark entry points run on small sizes and account their bytes", "[quant][cuda]") {

@@ -14,6 +14,7 @@
 
 using namespace lmkit;
 using namespace lmkit::quant;
+using formats::Int8Convention;
 
 namespace {
 
@@ -333,8 +334,9 @@ TEST_CASE("quantizer: the AVX-512, AVX2 and baseline loops give the same codes, 
       if (cols % size == 0) gs.push_back(Granularity{Granularity::Kind::kGroup, size});
     for (const Granularity& g : gs)
       for (io::DType dt : {io::DType::kF32, io::DType::kBF16})
+        // (BF16 scales, not F16: rows 4 and 5 are beyond F16's range, whose scales quantization refuses.)
         for (auto [sdt, conv] : {std::pair{io::DType::kF32, Int8Convention::kHalfStep},
-                                 std::pair{io::DType::kF16, Int8Convention::kHalfStep},
+                                 std::pair{io::DType::kBF16, Int8Convention::kHalfStep},
                                  std::pair{io::DType::kF32, Int8Convention::kSymmetric127}}) {
           // 0: baseline loops, 1: AVX2 (where the CPU has it), 2: the run-time choice (AVX-512 where available).
           auto run = [&](int level) {
@@ -437,4 +439,51 @@ TEST_CASE("quantizer: stream errors and non-finite rows stop the streamed matrix
   st = QuantizeMatrix(streams(rows, rows, &written), io::DType::kF32, rows, cols, opt, &pool, scales.data(), nullptr);
   CHECK(st.message() == "non-finite value at [130, 7]");
   CHECK(written.load() <= rows - 32);
+}
+
+TEST_CASE("quantizer: weights whose code -128 times the scale would overflow are an error, not SQNR -inf", "[quant]") {
+  // |w| = 3.4e38: scale = 3.4e38 / 127.5 = 2.67e36 is finite, but a loader dequantizes code -128 to -128 * 2.67e36 =
+  // -3.41e38, past FLT_MAX: inf. The report used to say "SQNR -inf, max err inf" with exit 0.
+  const uint64_t rows = 3, cols = 40;
+  std::vector<float> x(rows * cols, 0.25f);
+  x[1 * cols + 17] = -3.4e38f;
+  for (auto g :
+       {Granularity{}, Granularity{Granularity::Kind::kTensor, 0}, Granularity{Granularity::Kind::kGroup, 20}}) {
+    INFO(GranularityName(g));
+    std::vector<int8_t> codes(rows * cols);
+    std::vector<float> scales(g.ScaleCount(rows, cols));
+    ErrorStats st;
+    Status s = QuantizeMatrix(x.data(), io::DType::kF32, rows, cols, {g, Int8Convention::kHalfStep, io::DType::kF32},
+                              nullptr, codes.data(), scales.data(), &st);
+    CHECK(s.code() == ErrorCode::kInvalidInput);
+    CHECK(s.message() ==
+          "|w| = 3.4e+38 at [1, 17]: the code -128 times its scale is beyond the range of F32, so a loader would "
+          "dequantize it to inf");
+  }
+  // The largest magnitude that still codes: 128 * StoredScale(a) <= FLT_MAX.
+  const float ok = 3.38e38f;
+  CHECK(DequantizesFinite(StoredScale(ok, Int8Convention::kHalfStep, io::DType::kF32), 128, io::DType::kF32));
+  std::vector<float> y(cols, 0.5f);
+  y[3] = ok;
+  std::vector<int8_t> codes(cols);
+  std::vector<float> scales(1);
+  ErrorStats st;
+  REQUIRE(QuantizeMatrix(y.data(), io::DType::kF32, 1, cols,
+                         {Granularity{}, Int8Convention::kHalfStep, io::DType::kF32}, nullptr, codes.data(),
+                         scales.data(), &st)
+              .ok());
+  CHECK(std::isfinite(st.SqnrDb()));
+  CHECK(std::isfinite(st.max_abs_err));
+  // F16 weights near 65504 hit the same wall: 128 * the F16 scale above 65504 / 127.5, rounded up, is past 65504.
+  std::vector<uint16_t> h(cols, io::F32ToF16(0.5f));
+  h[0] = io::F32ToF16(65504.0f);
+  Status s =
+      QuantizeMatrix(h.data(), io::DType::kF16, 1, cols, {Granularity{}, Int8Convention::kHalfStep, io::DType::kF16},
+                     nullptr, codes.data(), scales.data(), &st);
+  CHECK(s.message().find("beyond the range of F16") != std::string::npos);
+  // The 127 convention's largest code magnitude is 127: the same weight codes there.
+  CHECK(QuantizeMatrix(x.data(), io::DType::kF32, rows, cols,
+                       {Granularity{}, Int8Convention::kSymmetric127, io::DType::kF32}, nullptr,
+                       std::vector<int8_t>(rows * cols).data(), std::vector<float>(rows).data(), &st)
+            .ok());
 }

@@ -1,0 +1,123 @@
+"""lmkit.flops/memory/plan/calibrate/quantize return exactly the --json document of the lmkit binary, and raise the
+documented exception types with the command's message."""
+
+import json
+import os
+import subprocess
+import threading
+
+import pytest
+
+import lmkit
+
+from conftest import REPO, TEST_DATA
+
+STORIES = os.path.join(TEST_DATA, "model", "stories260K")
+ACTS = os.path.join(TEST_DATA, "quant", "laplace_acts.npy")
+PLAN = os.path.join(TEST_DATA, "plan", "four_on_two.json")
+
+
+def binary():
+    """The lmkit binary of the same build as the imported module (the build tree's, or the wheel's bin/)."""
+    here = os.path.dirname(lmkit.__file__)
+    for candidate in (os.path.join(here, "bin", "lmkit"), os.path.join(here, "..", "..", "lmkit")):
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.skip("no lmkit binary beside the module")
+
+
+def cli_json(*args):
+    out = subprocess.run([binary(), "--json", *args], check=True, capture_output=True).stdout
+    return json.loads(out)
+
+
+def without_measurements(doc):
+    """The document without what a run measures (wall and CPU seconds, rates, peak memory)."""
+    if isinstance(doc, dict):
+        return {k: without_measurements(v) for k, v in doc.items()
+                if not any(w in k for w in ("seconds", "per_s", "rss"))}
+    if isinstance(doc, list):
+        return [without_measurements(v) for v in doc]
+    return doc
+
+
+@pytest.mark.parametrize("model,options,argv", [
+    ("llama-3-8b", {}, []),
+    ("llama-3-8b", {"seq_len": 8192, "batch": 2, "training": True, "recompute": "full", "gpu": "h100", "mfu": 0.4},
+     ["--seq-len", "8192", "--batch", "2", "--training", "--recompute", "full", "--gpu", "h100", "--mfu", "0.4"]),
+    (os.path.join(TEST_DATA, "accounting", "distilgpt2.json"), {"causal_half": True}, ["--causal-half"]),
+])
+def test_flops_equals_the_cli(model, options, argv):
+    assert lmkit.flops(model, **options) == cli_json("flops", model, *argv)
+
+
+def test_memory_equals_the_cli():
+    got = lmkit.memory("llama-3-8b", mode="training", zero=3, gpus=8, seq_len=4096, batch=4, gpu="h100")
+    assert got == cli_json("memory", "llama-3-8b", "--mode", "training", "--zero", "3", "--gpus", "8", "--seq-len",
+                           "4096", "--batch", "4", "--gpu", "h100")
+    assert got == lmkit.memory("llama-3-8b", mode="training", zero=3, gpus=8, seq_len=4096, batch=4, gpu="h100")
+
+
+def test_plan_equals_the_cli():
+    assert lmkit.plan(PLAN) == cli_json("plan", PLAN)
+
+
+def test_calibrate_equals_the_cli_and_draws_its_histogram(tmp_path):
+    got = lmkit.calibrate(ACTS, method="entropy", output=str(tmp_path / "a.json"), svg=True)
+    svg = got.pop("svg")
+    assert svg.lstrip().startswith(("<?xml", "<svg")) and svg.rstrip().endswith("</svg>")
+    want = cli_json("calibrate", ACTS, "--method", "entropy", "-o", str(tmp_path / "b.json"))
+    assert without_measurements(got) == without_measurements(want)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+
+
+def test_quantize_writes_a_checkpoint_and_reports_like_the_cli(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    got = lmkit.quantize(STORIES, str(a), scheme="w8a16")
+    want = cli_json("quantize", STORIES, "-o", str(b), "--scheme", "w8a16")
+    text = lambda d, p: json.dumps(without_measurements(d), sort_keys=True).replace(str(p), "OUT")  # noqa: E731
+    assert text(got, a) == text(want, b)
+    with open(a / "model.safetensors", "rb") as f, open(b / "model.safetensors", "rb") as g:
+        assert f.read() == g.read()
+    assert json.loads((a / "config.json").read_text())["quantization_config"]["format"] == "pack-quantized"
+
+
+def test_a_missing_file_raises_file_not_found():
+    with pytest.raises(FileNotFoundError, match="no-such-config.json"):
+        lmkit.flops(os.path.join(REPO, "no-such-config.json"))
+
+
+def test_a_bad_argument_raises_value_error_naming_the_flag():
+    with pytest.raises(ValueError, match="--seq-len"):
+        lmkit.flops("llama-3-8b", seq_len=0)
+    with pytest.raises(ValueError, match="no-such-flag"):
+        lmkit.flops("llama-3-8b", no_such_flag=1)
+
+
+def test_bad_input_raises_value_error_naming_the_file():
+    bad = os.path.join(TEST_DATA, "plan", "malformed.json")
+    with pytest.raises(ValueError, match="malformed.json"):
+        lmkit.plan(bad)
+
+
+def test_run_returns_the_exit_code_and_output_without_raising():
+    r = lmkit.run("flops", "no-such-model-name", check=False)
+    assert r.returncode != 0 and "no-such-model-name" in r.stderr and r.stdout == b""
+    ok = lmkit.run("--json", "env")
+    assert ok.returncode == 0 and json.loads(ok.stdout)
+
+
+def test_commands_from_several_threads_give_the_same_documents():
+    want = lmkit.flops("llama-3-8b", seq_len=2048)
+    results = []
+
+    def work():
+        for _ in range(5):
+            results.append(lmkit.flops("llama-3-8b", seq_len=2048))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 20 and all(r == want for r in results)

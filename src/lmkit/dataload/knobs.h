@@ -1,0 +1,91 @@
+// The loader's knobs: one point of the knob space (LoaderConfig), the name of every enum value — one table per enum,
+// used to parse options and sweep values, to list them in help text and to print them — and sweep axes over them.
+//
+// Contract: pure functions over fixed tables, thread-safe. Errors are kInvalidArgument naming the request field with
+// Field("sweep"), never a front end's spelling of it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmkit/common/status.h"
+#include "lmkit/dataload/convert.h"
+#include "lmkit/dataload/token_reader.h"
+
+namespace lmkit::dataload {
+
+enum class CacheMode { kAsIs, kWarm, kCold, kColdEach };
+
+template <typename E>
+struct NamedValue {
+  E value;
+  const char* name;
+};
+
+std::span<const NamedValue<Access>> AccessValues();        // mmap, pread, direct
+std::span<const NamedValue<Advice>> AdviceValues();        // normal, random
+std::span<const NamedValue<CacheMode>> CacheModeValues();  // as-is, warm, cold, cold-each
+std::span<const NamedValue<OutDtype>> OutDtypeValues();    // int64, int32, uint16
+
+// The name of `value` in `table` ("?" when absent).
+template <typename E>
+const char* NameOf(std::span<const NamedValue<E>> table, E value) {
+  for (const auto& e : table)
+    if (e.value == value) return e.name;
+  return "?";
+}
+// The value named `name` in `table` (exact match).
+template <typename E>
+std::optional<E> ValueOf(std::span<const NamedValue<E>> table, std::string_view name) {
+  for (const auto& e : table)
+    if (name == e.name) return e.value;
+  return std::nullopt;
+}
+// Every name of `table`, in table order (for option checks and help).
+template <typename E>
+std::vector<std::string> NamesOf(std::span<const NamedValue<E>> table) {
+  std::vector<std::string> out;
+  for (const auto& e : table) out.emplace_back(e.name);
+  return out;
+}
+
+const char* AccessName(Access a);
+const char* AdviceName(Advice a);
+const char* CacheModeName(CacheMode c);
+const char* OutDtypeName(OutDtype d);
+
+// One point of the knob space.
+struct LoaderConfig {
+  uint64_t batch_size = 12;  // nanoGPT's GPT-2 defaults
+  uint64_t context_length = 1024;
+  Access access = Access::kMmap;
+  Advice advice = Advice::kNormal;
+  CacheMode cache = CacheMode::kAsIs;
+  unsigned threads = 1;
+  unsigned prefetch = 2;  // batches produced ahead of the consumer (in flight or ready)
+  OutDtype out = OutDtype::kInt64;
+  bool pinned = true;
+};
+
+// The knobs a sweep varies, in the order help lists them: threads, prefetch, access, advice, cache, batch-size,
+// context-length, out-dtype, memory (pinned or pageable staging).
+std::span<const char* const> SweepKnobs();
+
+struct SweepAxis {
+  std::string name;                 // one of SweepKnobs()
+  std::vector<std::string> values;  // as typed
+};
+
+// Parses "name=v1,v2,..." (name also accepts b/batch for batch-size and t/context for context-length).
+// Errors: kInvalidArgument naming the axis or value.
+Result<SweepAxis> ParseSweepAxis(const std::string& text);
+// "threads=2" etc.: the value of one knob in a config, as a sweep axis writes it.
+std::string ConfigValue(const LoaderConfig& config, const std::string& knob);
+// Applies one axis value to a config. Errors: kInvalidArgument.
+Status ApplyAxisValue(const std::string& name, const std::string& value, LoaderConfig* config);
+
+}  // namespace lmkit::dataload

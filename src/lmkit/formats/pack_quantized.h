@@ -1,0 +1,26 @@
+// compressed-tensors "pack-quantized" storage of 8-bit integer weights (the layout llm-compressor writes for int8
+// weight-only schemes and vLLM's WNA16 path reads; docs/quant.md cites the source lines). A row of `cols` int8 codes
+// becomes PackedWords(cols) little-endian int32 words: code i, offset by +128 to an unsigned byte, is byte i % 4 of
+// word i / 4; the bytes past the last code are 0. The original shape goes alongside as `weight_shape`. Pure functions.
+#pragma once
+
+#include <cstdint>
+
+namespace lmkit::formats {
+
+// int32 words per packed row of `cols` 8-bit codes.
+constexpr uint64_t PackedWords(uint64_t cols) { return (cols + 3) / 4; }
+
+// Writes the PackedWords(cols) * 4 bytes of one packed row.
+inline void PackRow8(const int8_t* codes, uint64_t cols, uint8_t* out) {
+  uint64_t i = 0;
+  for (; i < cols; ++i) out[i] = static_cast<uint8_t>(static_cast<uint8_t>(codes[i]) ^ 0x80u);  // code + 128
+  for (; i < PackedWords(cols) * 4; ++i) out[i] = 0;
+}
+
+// Code i of a packed row.
+inline int8_t UnpackCode8(const uint8_t* packed_row, uint64_t i) {
+  return static_cast<int8_t>(static_cast<int>(packed_row[i]) - 128);
+}
+
+}  // namespace lmkit::formats

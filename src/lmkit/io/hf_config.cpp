@@ -1,0 +1,499 @@
+#include "lmkit/io/hf_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <set>
+#include <utility>
+
+namespace lmkit::io {
+namespace {
+
+// Bounds that keep every later int64/uint64 product exact; consumers may bound more tightly.
+constexpr int64_t kMaxWidth = int64_t{1} << 22, kMaxCount = int64_t{1} << 14, kMaxVocab = int64_t{1} << 26,
+                  kMaxPositions = int64_t{1} << 31;
+
+// Typed reads of one config object. Keys may have aliases (gpt2's "n_layer" is "num_hidden_layers"); errors name the
+// first alias. `nested` is a sub-config that save_pretrained wrote as a diff against its class: every key defaults.
+class Reader {
+ public:
+  Reader(const Json& j, std::string subject, bool nested) : j_(j), subject_(std::move(subject)), nested_(nested) {}
+
+  const std::string& subject() const { return subject_; }
+  bool Has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  bool IsNull(const char* key) const { return j_.contains(key) && j_[key].is_null(); }
+  Status Err(const std::string& msg) const { return Status::InvalidInput(subject_, msg); }
+
+  // A size that must be positive: required at the top level, `class_default` inside a nested config.
+  Result<int64_t> Dim(std::initializer_list<const char*> keys, int64_t class_default, int64_t cap) const {
+    const char* key = Pick(keys);
+    if (key == nullptr) {
+      if (nested_) return class_default;
+      return Err("missing field '" + std::string(*keys.begin()) + "'");
+    }
+    LMKIT_ASSIGN_OR_RETURN(int64_t v, IntValue(key));
+    if (v <= 0) return Err("field '" + std::string(key) + "' must be positive (got " + std::to_string(v) + ")");
+    LMKIT_RETURN_IF_ERROR(AtMost(key, v, cap));
+    return v;
+  }
+  // A size where 0 means "none"; absent (or null) gives `fallback`.
+  Result<int64_t> Opt(std::initializer_list<const char*> keys, int64_t fallback, int64_t cap) const {
+    const char* key = Pick(keys);
+    if (key == nullptr) return fallback;
+    LMKIT_ASSIGN_OR_RETURN(int64_t v, IntValue(key));
+    if (v < 0) return Err("field '" + std::string(key) + "' must not be negative (got " + std::to_string(v) + ")");
+    LMKIT_RETURN_IF_ERROR(AtMost(key, v, cap));
+    return v;
+  }
+  // As Opt, but an explicit null is Python's None (0 = off) rather than the class default: "sliding_window": null.
+  Result<int64_t> OptNone(const char* key, int64_t class_default, int64_t cap) const {
+    if (IsNull(key)) return 0;
+    return Opt({key}, class_default, cap);
+  }
+  // A present field of the wrong type is an error, not the default: "tie_word_embeddings": "true" used to count an
+  // untied head silently.
+  Result<bool> Flag(const char* key, bool fallback) const {
+    if (!Has(key)) return fallback;
+    if (!j_[key].is_boolean()) return Err("field '" + std::string(key) + "' is not true or false");
+    return j_[key].get<bool>();
+  }
+  Result<std::string> Str(std::initializer_list<const char*> keys, const std::string& fallback) const {
+    const char* key = Pick(keys);
+    if (key == nullptr) return fallback;
+    if (!j_[key].is_string()) return Err("field '" + std::string(key) + "' is not a string");
+    return j_[key].get<std::string>();
+  }
+  // A positive finite number (epsilons, rope bases); absent gives `fallback`.
+  Result<double> Real(const char* key, double fallback) const {
+    if (!Has(key)) return fallback;
+    const Json& v = j_[key];
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      return Err("field '" + std::string(key) + "' must be a positive number");
+    return v.get<double>();
+  }
+  // As Real, where null is None (0 = off): the soft-capping values.
+  Result<double> RealNone(const char* key, double class_default) const {
+    if (IsNull(key)) return 0.0;
+    return Real(key, class_default);
+  }
+  Result<std::vector<int64_t>> IntList(const char* key) const {
+    std::vector<int64_t> out;
+    if (!Has(key)) return out;
+    if (!j_[key].is_array()) return Err("field '" + std::string(key) + "' is not a list");
+    for (const auto& v : j_[key]) {
+      if (!v.is_number_integer()) return Err("field '" + std::string(key) + "' holds a non-integer");
+      out.push_back(v.get<int64_t>());
+    }
+    return out;
+  }
+  Result<std::vector<std::string>> StrList(const char* key) const {
+    std::vector<std::string> out;
+    if (!Has(key)) return out;
+    if (!j_[key].is_array()) return Err("field '" + std::string(key) + "' is not a list");
+    for (const auto& v : j_[key]) {
+      if (!v.is_string()) return Err("field '" + std::string(key) + "' holds a non-string");
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+  const Json& At(const char* key) const { return j_[key]; }
+
+ private:
+  const char* Pick(std::initializer_list<const char*> keys) const {
+    for (const char* k : keys)
+      if (Has(k)) return k;
+    return nullptr;
+  }
+  Result<int64_t> IntValue(const char* key) const {
+    const Json& v = j_[key];
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return Err("field '" + std::string(key) + "' is implausibly large (" + std::to_string(v.get<uint64_t>()) + ")");
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_number_float()) {
+      // 4096.0 is an integer; 1e300 is not one lmkit can hold (and casting it would be undefined).
+      const double d = v.get<double>();
+      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == std::trunc(d))
+        return static_cast<int64_t>(d);
+    }
+    return Err("field '" + std::string(key) + "' is not an integer");
+  }
+  Status AtMost(const char* key, int64_t v, int64_t cap) const {
+    if (v <= cap) return Status::Ok();
+    return Err("field '" + std::string(key) + "' is implausibly large (" + std::to_string(v) + " > " +
+               std::to_string(cap) + ")");
+  }
+
+  const Json& j_;
+  std::string subject_;
+  bool nested_;
+};
+
+#define LMKIT_READ(var, expr) LMKIT_ASSIGN_OR_RETURN(var, expr)
+
+// transformers' class defaults of the Llama-like families (configuration_<type>.py).
+struct Defaults {
+  int64_t layers, hidden, heads, kv_heads /* 0 = heads */, head_dim /* 0 = hidden / heads */, intermediate, vocab,
+      max_positions;
+  const char* act;
+  double eps, theta;
+  bool tie;
+};
+
+Defaults DefaultsOf(const std::string& t) {
+  if (t == "mistral") return {32, 4096, 32, 8, 0, 14336, 32000, 4096 * 32, "silu", 1e-6, 10000.0, false};
+  if (t == "mixtral") return {32, 4096, 32, 8, 0, 14336, 32000, 4096 * 32, "silu", 1e-5, 1e6, false};
+  if (t == "qwen2") return {32, 4096, 32, 32, 0, 22016, 151936, 32768, "silu", 1e-6, 10000.0, false};
+  if (t == "qwen2_moe") return {24, 2048, 16, 16, 0, 5632, 151936, 32768, "silu", 1e-6, 10000.0, false};
+  if (t == "qwen3") return {36, 4096, 32, 8, 128, 22016, 151936, 32768, "silu", 1e-6, 10000.0, false};
+  if (t == "qwen3_moe") return {24, 2048, 32, 4, 0, 6144, 151936, 32768, "silu", 1e-6, 10000.0, false};
+  if (t == "gemma2") return {26, 2304, 8, 4, 256, 9216, 256000, 8192, "gelu_pytorch_tanh", 1e-6, 10000.0, true};
+  if (t == "gemma3_text") return {26, 2304, 8, 4, 256, 9216, 262208, 131072, "gelu_pytorch_tanh", 1e-6, 1e6, true};
+  if (t == "phi3") return {32, 3072, 32, 0, 0, 8192, 32064, 4096, "silu", 1e-5, 10000.0, false};
+  if (t == "olmo2") return {32, 4096, 32, 0, 0, 11008, 50304, 2048, "silu", 1e-5, 10000.0, false};
+  if (t == "deepseek_v3") return {61, 7168, 128, 128, 0, 18432, 129280, 4096, "silu", 1e-6, 10000.0, false};
+  if (t == "deepseek_v2") return {30, 5120, 128, 128, 0, 12288, 102400, 2048, "silu", 1e-6, 10000.0, false};
+  // llama, deepseek (DeepSeek-MoE).
+  return {32, 4096, 32, 0, 0, 11008, 32000, 2048, "silu", 1e-6, 10000.0, false};
+}
+
+// Every layer's attention span from `layer_types` ("sliding_attention" / "full_attention"), when the config has it.
+Status ApplyLayerTypes(const Reader& r, int64_t window, HfConfig& c) {
+  LMKIT_READ(auto types, r.StrList("layer_types"));
+  if (types.empty()) return Status::Ok();
+  if (static_cast<int64_t>(types.size()) != c.layers)
+    return r.Err("field 'layer_types' has " + std::to_string(types.size()) + " entries for " +
+                 std::to_string(c.layers) + " layers");
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] != "sliding_attention" && types[i] != "full_attention")
+      return r.Err("field 'layer_types' holds '" + types[i] + "' (known: sliding_attention, full_attention)");
+    c.window[i] = types[i] == "sliding_attention" ? window : 0;
+  }
+  return Status::Ok();
+}
+
+// The rope_scaling type ("default", "llama3", "linear", "yarn", ...): "" when absent or null.
+std::string RopeScalingType(const Reader& r) {
+  if (!r.Has("rope_scaling")) return "";
+  const Json& rs = r.At("rope_scaling");
+  if (rs.is_object())
+    for (const char* k : {"rope_type", "type"})
+      if (rs.contains(k) && rs[k].is_string()) return rs[k].get<std::string>();
+  return "?";
+}
+
+int64_t TokenId(const Json& j, const char* key) {
+  if (!j.contains(key)) return -1;
+  const Json& v = j[key];
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_array() && !v.empty() && v[0].is_number_integer()) return v[0].get<int64_t>();  // Llama 3 lists several
+  return -1;
+}
+
+// head_dim: the config's, else the class default (gemma: 256, qwen3: 128), else hidden / heads, which must divide.
+Status HeadDim(const Reader& r, int64_t class_default, const char* heads_key, const char* hidden_key, HfConfig& c) {
+  if (r.Has("head_dim")) {
+    LMKIT_READ(c.head_dim, r.Dim({"head_dim"}, class_default, kMaxWidth));
+    return Status::Ok();
+  }
+  if (class_default > 0) {
+    c.head_dim = class_default;
+    return Status::Ok();
+  }
+  if (c.hidden % c.heads != 0)
+    return r.Err("field '" + std::string(heads_key) + "' (" + std::to_string(c.heads) + ") does not divide '" +
+                 hidden_key + "' (" + std::to_string(c.hidden) + ") and there is no 'head_dim'");
+  c.head_dim = c.hidden / c.heads;
+  return Status::Ok();
+}
+
+Status ParseGpt2(const Reader& r, HfConfig& c) {
+  LMKIT_READ(c.layers, r.Dim({"n_layer", "num_hidden_layers"}, 12, kMaxCount));
+  LMKIT_READ(c.hidden, r.Dim({"n_embd", "hidden_size"}, 768, kMaxWidth));
+  LMKIT_READ(c.heads, r.Dim({"n_head", "num_attention_heads"}, 12, kMaxCount));
+  LMKIT_READ(c.vocab, r.Dim({"vocab_size"}, 50257, kMaxVocab));
+  // nanoGPT's GPTConfig calls the position table block_size.
+  LMKIT_READ(c.learned_positions, r.Opt({"block_size", "n_positions"}, 1024, kMaxVocab));
+  c.max_positions = c.learned_positions;
+  LMKIT_READ(c.intermediate, r.Opt({"n_inner"}, 4 * c.hidden, kMaxWidth));
+  c.kv_heads = c.heads;
+  LMKIT_RETURN_IF_ERROR(HeadDim(r, 0, "n_head", "n_embd", c));
+  c.gated_mlp = false;
+  c.layer_norm = true;
+  LMKIT_READ(c.hidden_act, r.Str({"activation_function"}, "gelu_new"));
+  LMKIT_READ(c.norm_eps, r.Real("layer_norm_epsilon", 1e-5));
+  // nanoGPT's `bias` flag (False = no biases in linears or LayerNorms); HF GPT-2 always has them.
+  LMKIT_READ(bool bias, r.Flag("bias", true));
+  c.norm_bias = c.qkv_bias = c.out_bias = c.mlp_bias = bias;
+  LMKIT_READ(c.tie_word_embeddings, r.Flag("tie_word_embeddings", true));
+  if (!bias) c.notes.push_back("no biases (nanoGPT bias=False)");
+  return Status::Ok();
+}
+
+Status ParseGptNeox(const Reader& r, HfConfig& c) {
+  LMKIT_READ(c.layers, r.Dim({"num_hidden_layers"}, 44, kMaxCount));
+  LMKIT_READ(c.hidden, r.Dim({"hidden_size"}, 6144, kMaxWidth));
+  LMKIT_READ(c.heads, r.Dim({"num_attention_heads"}, 64, kMaxCount));
+  LMKIT_READ(c.intermediate, r.Dim({"intermediate_size"}, 24576, kMaxWidth));
+  LMKIT_READ(c.vocab, r.Dim({"vocab_size"}, 50432, kMaxVocab));
+  LMKIT_READ(c.max_positions, r.Opt({"max_position_embeddings"}, 2048, kMaxPositions));
+  c.kv_heads = c.heads;
+  LMKIT_RETURN_IF_ERROR(HeadDim(r, 0, "num_attention_heads", "hidden_size", c));
+  c.gated_mlp = false;
+  c.layer_norm = c.norm_bias = true;
+  LMKIT_READ(c.hidden_act, r.Str({"hidden_act"}, "gelu"));
+  LMKIT_READ(c.norm_eps, r.Real("layer_norm_eps", 1e-5));
+  LMKIT_READ(c.rope_theta, r.Real("rotary_emb_base", 10000.0));
+  LMKIT_READ(c.qkv_bias, r.Flag("attention_bias", true));
+  c.out_bias = c.qkv_bias;
+  c.mlp_bias = true;  // dense_h_to_4h / dense_4h_to_h always carry biases
+  LMKIT_READ(c.tie_word_embeddings, r.Flag("tie_word_embeddings", false));
+  LMKIT_READ(c.parallel_block, r.Flag("use_parallel_residual", true));
+  return Status::Ok();
+}
+
+Status ParseFalcon(const Reader& r, HfConfig& c) {
+  LMKIT_READ(c.layers, r.Dim({"num_hidden_layers", "n_layer"}, 32, kMaxCount));
+  LMKIT_READ(c.hidden, r.Dim({"hidden_size", "n_embed"}, 4544, kMaxWidth));
+  LMKIT_READ(c.heads, r.Dim({"num_attention_heads", "n_head"}, 71, kMaxCount));
+  LMKIT_READ(c.vocab, r.Dim({"vocab_size"}, 65024, kMaxVocab));
+  LMKIT_READ(c.max_positions, r.Opt({"max_position_embeddings"}, 2048, kMaxPositions));
+  LMKIT_READ(bool new_arch, r.Flag("new_decoder_architecture", false));
+  LMKIT_READ(bool multi_query, r.Flag("multi_query", true));
+  LMKIT_READ(c.parallel_block, r.Flag("parallel_attn", true));
+  LMKIT_READ(bool bias, r.Flag("bias", false));
+  LMKIT_READ(bool alibi, r.Flag("alibi", false));
+  // FalconAttention: the new decoder architecture has num_kv_heads, else multi-query (one) or multi-head.
+  if (new_arch) {
+    LMKIT_READ(c.kv_heads, r.Opt({"num_kv_heads", "n_head_kv"}, c.heads, kMaxCount));
+  } else {
+    c.kv_heads = multi_query ? 1 : c.heads;
+  }
+  LMKIT_RETURN_IF_ERROR(HeadDim(r, 0, "num_attention_heads", "hidden_size", c));
+  LMKIT_READ(c.intermediate, r.Opt({"ffn_hidden_size"}, 4 * c.hidden, kMaxWidth));
+  // FalconDecoderLayer: ln_attn + ln_mlp (new architecture with num_ln_in_parallel_attn 2, its default there), one
+  // input_layernorm shared by a parallel block, or input + post-attention norms.
+  if (new_arch) {
+    LMKIT_READ(int64_t lns, r.Opt({"num_ln_in_parallel_attn"}, 2, 2));
+    c.norms_per_layer = lns == 2 ? 2 : 1;
+  } else {
+    c.norms_per_layer = c.parallel_block ? 1 : 2;
+  }
+  c.gated_mlp = false;
+  c.layer_norm = c.norm_bias = true;
+  c.qkv_bias = c.out_bias = c.mlp_bias = bias;
+  LMKIT_READ(c.hidden_act, r.Str({"activation"}, "gelu"));
+  LMKIT_READ(c.norm_eps, r.Real("layer_norm_epsilon", 1e-5));
+  LMKIT_READ(c.rope_theta, r.Real("rope_theta", 10000.0));
+  LMKIT_READ(c.tie_word_embeddings, r.Flag("tie_word_embeddings", true));
+  if (alibi) c.notes.push_back("ALiBi position biases (no rotary embedding)");
+  return Status::Ok();
+}
+
+// The fields every Llama-like family shares, with `t`'s class defaults.
+Status ParseLlamaLike(const Reader& r, const std::string& t, HfConfig& c) {
+  const Defaults d = DefaultsOf(t);
+  LMKIT_READ(c.layers, r.Dim({"num_hidden_layers"}, d.layers, kMaxCount));
+  LMKIT_READ(c.hidden, r.Dim({"hidden_size"}, d.hidden, kMaxWidth));
+  LMKIT_READ(c.heads, r.Dim({"num_attention_heads"}, d.heads, kMaxCount));
+  if (r.Has("num_key_value_heads")) {
+    LMKIT_READ(c.kv_heads, r.Dim({"num_key_value_heads"}, d.kv_heads, kMaxCount));
+  } else {
+    c.kv_heads = d.kv_heads > 0 ? d.kv_heads : c.heads;
+    c.kv_heads_default = true;
+  }
+  LMKIT_READ(c.vocab, r.Dim({"vocab_size"}, d.vocab, kMaxVocab));
+  LMKIT_READ(c.max_positions, r.Opt({"max_position_embeddings"}, d.max_positions, kMaxPositions));
+  LMKIT_RETURN_IF_ERROR(HeadDim(r, d.head_dim, "num_attention_heads", "hidden_size", c));
+  LMKIT_READ(c.intermediate, r.Dim({"intermediate_size"}, d.intermediate, kMaxWidth));
+  LMKIT_READ(c.hidden_act, r.Str({"hidden_act", "hidden_activation"}, d.act));
+  LMKIT_READ(c.norm_eps, r.Real("rms_norm_eps", d.eps));
+  LMKIT_READ(c.rope_theta, r.Real("rope_theta", d.theta));
+  LMKIT_READ(c.tie_word_embeddings, r.Flag("tie_word_embeddings", d.tie));
+  LMKIT_READ(c.qkv_bias, r.Flag("attention_bias", false));
+  c.out_bias = c.qkv_bias;
+  LMKIT_READ(c.mlp_bias, r.Flag("mlp_bias", false));
+  c.gated_mlp = true;
+  return Status::Ok();
+}
+
+Status ParseQwen(const Reader& r, const std::string& t, HfConfig& c) {
+  // Qwen2's q/k/v projections always carry biases (in code, not in config); o_proj does not. Qwen3 has none but
+  // normalises q and k per head.
+  if (t == "qwen2" || t == "qwen2_moe") {
+    c.qkv_bias = true;
+    c.out_bias = false;
+  } else {
+    c.qk_norm = QkNorm::kPerHead;
+  }
+  LMKIT_READ(bool use_window, r.Flag("use_sliding_window", false));
+  if (use_window) {
+    // transformers: layers from max_window_layers on use the window.
+    LMKIT_READ(int64_t w, r.OptNone("sliding_window", 4096, kMaxPositions));
+    LMKIT_READ(int64_t from, r.Opt({"max_window_layers"}, 28, kMaxCount));
+    for (int64_t i = from; i < c.layers; ++i) c.window[static_cast<size_t>(i)] = w;
+    LMKIT_RETURN_IF_ERROR(ApplyLayerTypes(r, w, c));
+  }
+  if (t == "qwen2_moe" || t == "qwen3_moe") {
+    const bool q2 = t == "qwen2_moe";
+    LMKIT_READ(c.moe_spec.routed_experts, r.Dim({"num_experts"}, q2 ? 60 : 128, kMaxCount));
+    LMKIT_READ(c.moe_spec.top_k, r.Dim({"num_experts_per_tok"}, q2 ? 4 : 8, kMaxCount));
+    LMKIT_READ(c.moe_spec.expert_d_ff, r.Dim({"moe_intermediate_size"}, q2 ? 1408 : 768, kMaxWidth));
+    if (q2) {
+      LMKIT_READ(c.moe_spec.shared_d_ff, r.Opt({"shared_expert_intermediate_size"}, 5632, kMaxWidth));
+      c.moe_spec.shared_gate = c.moe_spec.shared_d_ff > 0;
+    }
+    LMKIT_READ(int64_t step, r.Opt({"decoder_sparse_step"}, 1, kMaxCount));
+    if (step <= 0) return r.Err("field 'decoder_sparse_step' must be positive");
+    LMKIT_READ(auto only_mlp, r.IntList("mlp_only_layers"));
+    std::set<int64_t> dense(only_mlp.begin(), only_mlp.end());
+    for (int64_t i = 0; i < c.layers; ++i) c.moe[static_cast<size_t>(i)] = !dense.count(i) && (i + 1) % step == 0;
+  }
+  return Status::Ok();
+}
+
+Status ParseDeepSeek(const Reader& r, const std::string& t, HfConfig& c) {
+  LMKIT_READ(c.moe_spec.routed_experts, r.Opt({"n_routed_experts"}, 0, kMaxCount));
+  if (c.moe_spec.routed_experts > 0) {
+    LMKIT_READ(c.moe_spec.top_k, r.Dim({"num_experts_per_tok"}, 8, kMaxCount));
+    LMKIT_READ(c.moe_spec.expert_d_ff, r.Dim({"moe_intermediate_size"}, 2048, kMaxWidth));
+    LMKIT_READ(int64_t shared, r.Opt({"n_shared_experts"}, 0, kMaxCount));
+    c.moe_spec.shared_d_ff = shared * c.moe_spec.expert_d_ff;
+    LMKIT_READ(int64_t first_dense, r.Opt({"first_k_dense_replace"}, 0, kMaxCount));
+    LMKIT_READ(int64_t freq, r.Opt({"moe_layer_freq"}, 1, kMaxCount));
+    if (freq <= 0) return r.Err("field 'moe_layer_freq' must be positive");
+    for (int64_t i = 0; i < c.layers; ++i) c.moe[static_cast<size_t>(i)] = i >= first_dense && i % freq == 0;
+    LMKIT_READ(std::string topk_method, r.Str({"topk_method"}, ""));
+    c.moe_spec.router_bias = topk_method == "noaux_tc";
+  }
+  if (t == "deepseek") return Status::Ok();
+  c.mla = true;
+  MlaSpec& a = c.mla_spec;
+  LMKIT_READ(a.q_lora_rank, r.Opt({"q_lora_rank"}, 0, kMaxWidth));
+  LMKIT_READ(a.kv_lora_rank, r.Dim({"kv_lora_rank"}, 512, kMaxWidth));
+  LMKIT_READ(a.qk_nope_head_dim, r.Dim({"qk_nope_head_dim"}, 128, kMaxWidth));
+  LMKIT_READ(a.qk_rope_head_dim, r.Dim({"qk_rope_head_dim"}, 64, kMaxWidth));
+  LMKIT_READ(a.v_head_dim, r.Dim({"v_head_dim"}, 128, kMaxWidth));
+  c.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  LMKIT_READ(int64_t mtp, r.Opt({"num_nextn_predict_layers"}, 0, kMaxCount));
+  if (mtp > 0) c.notes.push_back("multi-token-prediction layer(s) not counted (" + std::to_string(mtp) + ")");
+  if (c.qkv_bias) c.notes.push_back("attention_bias ignored for MLA");
+  c.qkv_bias = c.out_bias = false;
+  return Status::Ok();
+}
+
+Status ParseGemma(const Reader& r, const std::string& t, HfConfig& c) {
+  c.norms_per_layer = 4;  // input, post-attention, pre-feedforward, post-feedforward
+  LMKIT_READ(int64_t w, r.OptNone("sliding_window", 4096, kMaxPositions));
+  if (t == "gemma2") {
+    LMKIT_READ(c.attn_logit_softcap, r.RealNone("attn_logit_softcapping", 50.0));
+    LMKIT_READ(c.final_logit_softcap, r.RealNone("final_logit_softcapping", 30.0));
+    for (int64_t i = 0; i < c.layers; i += 2) c.window[static_cast<size_t>(i)] = w;  // even layers are local
+  } else {
+    c.qk_norm = QkNorm::kPerHead;
+    LMKIT_READ(c.attn_logit_softcap, r.RealNone("attn_logit_softcapping", 0.0));
+    LMKIT_READ(c.final_logit_softcap, r.RealNone("final_logit_softcapping", 0.0));
+    LMKIT_READ(int64_t pattern, r.Opt({"sliding_window_pattern"}, 6, kMaxCount));
+    for (int64_t i = 0; i < c.layers; ++i)
+      c.window[static_cast<size_t>(i)] = pattern > 0 && (i + 1) % pattern == 0 ? 0 : w;
+  }
+  LMKIT_RETURN_IF_ERROR(ApplyLayerTypes(r, w, c));
+  if (c.attn_logit_softcap > 0)
+    c.notes.push_back("attention logits soft-capped (tanh, cap " + std::to_string(std::lround(c.attn_logit_softcap)) +
+                      "): elementwise, not counted in FLOPs");
+  if (c.final_logit_softcap > 0)
+    c.notes.push_back("final logits soft-capped (tanh, cap " + std::to_string(std::lround(c.final_logit_softcap)) +
+                      "): elementwise, not counted in FLOPs");
+  return Status::Ok();
+}
+
+Status ParseFamily(const Reader& r, const std::string& t, HfConfig& c) {
+  if (t == "gpt2") {
+    LMKIT_RETURN_IF_ERROR(ParseGpt2(r, c));
+  } else if (t == "gpt_neox") {
+    LMKIT_RETURN_IF_ERROR(ParseGptNeox(r, c));
+  } else if (t == "falcon") {
+    LMKIT_RETURN_IF_ERROR(ParseFalcon(r, c));
+  } else {
+    LMKIT_RETURN_IF_ERROR(ParseLlamaLike(r, t, c));
+  }
+  // Per-layer tables are sized by the (bounded) layer count read above.
+  c.window.assign(static_cast<size_t>(c.layers), 0);
+  c.moe.assign(static_cast<size_t>(c.layers), false);
+
+  if (t == "mistral" || t == "mixtral" || t == "phi3") {
+    LMKIT_READ(int64_t w, r.OptNone("sliding_window", t == "mistral" ? 4096 : 0, kMaxPositions));
+    std::fill(c.window.begin(), c.window.end(), w);
+  }
+  if (t == "mixtral") {
+    LMKIT_READ(c.moe_spec.routed_experts, r.Dim({"num_local_experts"}, 8, kMaxCount));
+    LMKIT_READ(c.moe_spec.top_k, r.Dim({"num_experts_per_tok"}, 2, kMaxCount));
+    c.moe_spec.expert_d_ff = c.intermediate;
+    std::fill(c.moe.begin(), c.moe.end(), true);
+  }
+  if (t == "qwen2" || t == "qwen3" || t == "qwen2_moe" || t == "qwen3_moe") LMKIT_RETURN_IF_ERROR(ParseQwen(r, t, c));
+  if (t == "deepseek" || t == "deepseek_v2" || t == "deepseek_v3") LMKIT_RETURN_IF_ERROR(ParseDeepSeek(r, t, c));
+  if (t == "gemma2" || t == "gemma3_text") LMKIT_RETURN_IF_ERROR(ParseGemma(r, t, c));
+  if (t == "olmo2") c.qk_norm = QkNorm::kFullWidth;  // post-norm layers: post-attention and post-feedforward norms
+  c.rope_scaling = RopeScalingType(r);
+
+  // Checked once every key is read, so that a missing key is named first. A class default that does not fit these
+  // heads (MistralConfig's 8 KV heads under 4 heads) is the config's omission, which the message says rather than
+  // blaming a key the file does not have.
+  if (c.heads % c.kv_heads != 0 && c.kv_heads_default)
+    return r.Err("the config has no 'num_key_value_heads' and " + t + "'s default (" + std::to_string(c.kv_heads) +
+                 ") does not divide the attention heads (" + std::to_string(c.heads) + ")");
+  if (c.heads % c.kv_heads != 0)
+    return r.Err("field 'num_key_value_heads' (" + std::to_string(c.kv_heads) +
+                 ") does not divide the attention heads (" + std::to_string(c.heads) + ")");
+  if (c.moe_spec.routed_experts > 0 && c.moe_spec.top_k > c.moe_spec.routed_experts)
+    return r.Err("field 'num_experts_per_tok' (" + std::to_string(c.moe_spec.top_k) +
+                 ") exceeds the number of experts (" + std::to_string(c.moe_spec.routed_experts) + ")");
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& HfModelTypes() {
+  static const std::vector<std::string> k = {
+      "gpt2",      "gpt_neox", "falcon", "llama",       "mistral", "mixtral", "qwen2",    "qwen2_moe",   "qwen3",
+      "qwen3_moe", "gemma2",   "gemma3", "gemma3_text", "phi3",    "olmo2",   "deepseek", "deepseek_v2", "deepseek_v3"};
+  return k;
+}
+
+Result<HfConfig> ParseHfConfig(const Json& config, const std::string& subject) {
+  if (!config.is_object()) return Status::InvalidInput(subject, "config is not a JSON object");
+  Reader top(config, subject, false);
+  LMKIT_READ(std::string type, top.Str({"model_type"}, ""));
+  if (type.empty()) return top.Err("missing field 'model_type'");
+  const auto& known = HfModelTypes();
+  if (std::find(known.begin(), known.end(), type) == known.end()) {
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    return Status::Unsupported(subject, "model_type '" + type + "' is not supported (known: " + list + ")");
+  }
+  HfConfig c;
+  c.subject = subject;
+  c.model_type = type;
+  c.bos_token = TokenId(config, "bos_token_id");
+  c.eos_token = TokenId(config, "eos_token_id");
+  if (type == "gemma3") {
+    // Gemma3ForConditionalGeneration: the language model is text_config (a diff against Gemma3TextConfig's
+    // defaults); the SigLIP vision tower and the projector are not part of this description.
+    const Json empty = Json::object();
+    const Json& text =
+        config.contains("text_config") && config["text_config"].is_object() ? config["text_config"] : empty;
+    Reader r(text, subject, true);
+    LMKIT_RETURN_IF_ERROR(ParseFamily(r, "gemma3_text", c));
+    c.notes.push_back("vision tower and multimodal projector not counted (language model only)");
+  } else {
+    LMKIT_RETURN_IF_ERROR(ParseFamily(top, type, c));
+  }
+  return c;
+}
+
+Result<HfConfig> ParseHfConfigText(std::string_view text, const std::string& subject) {
+  LMKIT_ASSIGN_OR_RETURN(Json j, ParseJson(text, subject));
+  return ParseHfConfig(j, subject);
+}
+
+}  // namespace lmkit::io

@@ -1,0 +1,28 @@
+// Presentation of the accounting results (`flops`, `memory`, `plan`): text tables (aligned, CSV, Markdown) and the
+// JSON documents --json prints (the charts: accounting_svg.h). Text may name request fields with Field() (a
+// convention's option,
+// "(--causal-half halves it)"); the front end renders them (the CLI as flags). Deterministic; never fails.
+#pragma once
+
+#include <string>
+
+#include "lmkit/accounting/plan.h"
+#include "lmkit/accounting/run_flops.h"
+#include "lmkit/accounting/run_memory.h"
+#include "lmkit/common/json.h"
+#include "lmkit/present/table.h"
+
+namespace lmkit::present {
+
+std::string RenderFlops(const accounting::FlopsResult& r, Format f);
+Json FlopsJson(const accounting::FlopsResult& r);
+
+std::string RenderMemory(const accounting::MemoryResult& r, Format f);
+Json MemoryJson(const accounting::MemoryResult& r);
+// "note: <fields> only apply to <mode> ...; ignored" for the request fields the mode did not use; "" when none.
+std::string MemoryIgnoredNote(const accounting::MemoryResult& r);
+
+std::string RenderPlan(const accounting::PlanResult& r, Format f);
+Json PlanJson(const accounting::PlanResult& r);
+
+}  // namespace lmkit::present

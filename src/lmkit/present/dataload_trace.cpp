@@ -1,0 +1,235 @@
+// The report of `lmkit dataload trace`: per-step table, verdict, why and knob (text), and the JSON document
+// (schema lmkit.dataload.trace/1, docs/dataload.md).
+#include <cmath>
+#include <cstdio>
+
+#include "lmkit/present/dataload.h"
+#include "lmkit/present/dataload_units.h"
+
+namespace lmkit::present {
+namespace {
+
+using dataload::LoaderKind;
+using dataload::TraceFix;
+using dataload::TraceReport;
+using dataload::TraceStep;
+
+std::string Ms(double us) { return Time(us * 1e-6); }
+
+const char* LoaderName(LoaderKind k) {
+  switch (k) {
+    case LoaderKind::kNone:
+      return "none";
+    case LoaderKind::kSingleProcess:
+      return "single-process";
+    case LoaderKind::kMultiProcess:
+      return "multi-process";
+    case LoaderKind::kMixed:
+      return "mixed";
+  }
+  return "none";
+}
+
+std::string LoaderLine(const TraceReport& r) {
+  switch (r.loader) {
+    case LoaderKind::kNone:
+      return "no DataLoader on the training thread";
+    case LoaderKind::kSingleProcess:
+      return "single-process DataLoader (num_workers=0: batches are built in the training process)";
+    case LoaderKind::kMultiProcess:
+      return "multi-process DataLoader (num_workers > 0: batches are built in worker processes)";
+    case LoaderKind::kMixed:
+      return "two DataLoaders, one single-process and one with workers";
+  }
+  return "";
+}
+
+double PerStep(double total_us, const TraceReport& r) {
+  return r.steps.empty() ? 0 : total_us / static_cast<double>(r.steps.size());
+}
+
+std::string StepsRange(const TraceReport& r) {
+  const std::string first = std::to_string(r.steps.front().number), last = std::to_string(r.steps.back().number);
+  if (r.steps.size() == 1) return "1 step (ProfilerStep#" + first + ")";
+  return Grouped(r.steps.size()) + " steps (ProfilerStep#" + first + " to #" + last + ")";
+}
+
+uint64_t WaitingSteps(const TraceReport& r) {
+  return static_cast<uint64_t>(std::llround(r.steps_waiting_share * static_cast<double>(r.steps.size())));
+}
+
+std::string Row(const std::string& label, const TraceStep& s, bool gpu) {
+  char b[200];
+  std::snprintf(b, sizeof b, "  %-10s %10s %11s %11s %11s %12s %11s %7s\n", label.c_str(), Ms(s.time_us).c_str(),
+                Ms(s.data_wait_us).c_str(), gpu ? Ms(s.h2d_host_us).c_str() : "-", gpu ? Ms(s.h2d_gpu_us).c_str() : "-",
+                gpu ? Ms(s.kernel_us).c_str() : "-", Ms(s.rest_us).c_str(), Pct(s.input_share).c_str());
+  return b;
+}
+
+}  // namespace
+
+std::string TraceReason(const TraceReport& r) {
+  const double data = PerStep(r.total.data_wait_us, r), rest = PerStep(r.total.rest_us, r);
+  const std::string n = std::to_string(r.steps.size());
+  switch (r.fix) {
+    case TraceFix::kNone:
+      return "the step waits " + Pct(r.input_share) + " of its time for input, under the 5% threshold";
+    case TraceFix::kPinMemory:
+      return "host-to-device copies block the training thread " + Pct(r.h2d_share) + " of step time; " +
+             Grouped(r.h2d_pageable_copies) + " of the " + Grouped(r.h2d_copies) +
+             " copies come from pageable memory, which the driver stages synchronously";
+    case TraceFix::kFewerCopyBytes:
+      return "host-to-device copies block the training thread " + Pct(r.h2d_share) +
+             " of step time, from pinned "
+             "memory already (" +
+             FormatBytes(static_cast<double>(r.h2d_bytes)) + " copied)";
+    case TraceFix::kCollate:
+      return "the DataLoader builds batches in the training process (num_workers=0) and collating them "
+             "(aten::stack/cat) takes " +
+             Pct(r.collate_share) + " of its " + ShortTime(data * 1e-6) + " per step";
+    case TraceFix::kWorkersFromZero:
+      return "__getitem__ runs in the training process (num_workers=0): the DataLoader takes " +
+             ShortTime(data * 1e-6) + " per step (collate " + Pct(r.collate_share) + " of it), the rest of the step " +
+             ShortTime(rest * 1e-6);
+    case TraceFix::kMoreWorkers:
+      return "the DataLoader's workers fall behind: " + Grouped(WaitingSteps(r)) + " of " + n +
+             " steps wait for a batch, " + ShortTime(data * 1e-6) +
+             " per step on average, while the rest of the step "
+             "takes " +
+             ShortTime(rest * 1e-6);
+    case TraceFix::kPrefetchFactor:
+      return "a few steps wait: " + Grouped(WaitingSteps(r)) + " of " + n + "; step #" + std::to_string(r.burst_step) +
+             " waited " + ShortTime(r.burst_wait_us * 1e-6) + " for a batch while the rest of a step takes " +
+             ShortTime(rest * 1e-6);
+  }
+  return "";
+}
+
+std::string TraceKnob(const TraceReport& r) {
+  const double data = PerStep(r.total.data_wait_us, r), rest = PerStep(r.total.rest_us, r);
+  switch (r.fix) {
+    case TraceFix::kNone:
+      return "none needed";
+    case TraceFix::kPinMemory:
+      return "pin_memory=True in the DataLoader, and .to(device, non_blocking=True): pinned batches copy while the "
+             "GPU computes";
+    case TraceFix::kFewerCopyBytes:
+      return "batch bytes: copy narrow dtypes (uint16 token ids) and widen on the GPU, with "
+             ".to(device, non_blocking=True)";
+    case TraceFix::kCollate:
+      return "collate_fn: build each batch with one indexing op (a batch sampler over a pre-stacked tensor) instead "
+             "of stacking samples one by one, and num_workers >= 1 to take it off the training process";
+    case TraceFix::kWorkersFromZero:
+      return "num_workers=" + std::to_string(r.workers_needed) + " or more: " + std::to_string(r.workers_needed) +
+             " worker processes, each making a batch in " + ShortTime(data * 1e-6) + ", keep up with a " +
+             ShortTime(rest * 1e-6) + " step";
+    case TraceFix::kMoreWorkers:
+      return "num_workers: at least " + Fmt("%.1fx", r.workers_factor) +
+             " today's count, so that the workers make a "
+             "batch every " +
+             ShortTime(rest * 1e-6) + " instead of every " + ShortTime((rest + data) * 1e-6) +
+             "; if the workers wait on reads rather than CPU, faster storage instead";
+    case TraceFix::kPrefetchFactor:
+      return "prefetch_factor: raise it (default 2) so bursts of slow batches find batches ready; if step #" +
+             std::to_string(r.burst_step) +
+             " is an epoch's first, persistent_workers=True keeps the workers (and "
+             "their prefetched batches) across epochs";
+  }
+  return "";
+}
+
+std::string TraceText(const TraceReport& r) {
+  std::string o;
+  const TraceStep& t = r.total;
+  o += "trace       " + r.path + ": " + (r.kineto ? "Kineto document" : "legacy event array (PyTorch without Kineto)") +
+       ", " + Grouped(r.events_read) + " events, " + StepsRange(r) + ", " +
+       (r.has_gpu_events ? "GPU events" : "no GPU events") + "\n";
+  if (!r.gpus.empty()) {
+    o += "gpus        ";
+    for (size_t i = 0; i < r.gpus.size(); ++i) {
+      if (i > 0) o += ", ";
+      o += r.gpus[i];
+    }
+    o += "\n";
+  }
+  o += "loader      " + LoaderLine(r) + (r.dataloader_name.empty() ? "" : ": " + r.dataloader_name) + "\n\n";
+  char b[200];
+  std::snprintf(b, sizeof b, "  %-10s %10s %11s %11s %11s %12s %11s %7s\n", "step", "time", "data wait", "h2d host",
+                "h2d gpu", "gpu kernels", "rest", "input");
+  o += b;
+  for (const auto& s : r.steps) o += Row(Fmt("#%.0f", static_cast<double>(s.number)), s, r.has_gpu_events);
+  o += Row("all", t, r.has_gpu_events);
+  o += "  (data wait: enumerate(DataLoader)...__next__; h2d host: the training thread's copy calls; input: (data wait"
+       " + h2d host) / time)\n\n";
+  o += "verdict     " + std::string(dataload::InputBoundPhrase(r.level)) + ": the step waits " + Pct(r.input_share) +
+       " of its time for input (data " + Pct(r.data_share) + ", host-to-device " + Pct(r.h2d_share) + "); " +
+       Pct(r.steps_waiting_share) + " of steps waited 5% or more\n";
+  o += "  why       " + TraceReason(r) + "\n";
+  o += "  knob      " + TraceKnob(r) + "\n";
+  return o;
+}
+
+Json TraceJson(const TraceReport& r) {
+  auto step_json = [](const TraceStep& s, Json* j) {
+    (*j)["time_ms"] = s.time_us / 1e3;
+    (*j)["data_wait_ms"] = s.data_wait_us / 1e3;
+    (*j)["collate_ms"] = s.collate_us / 1e3;
+    (*j)["pin_memory_ms"] = s.pin_us / 1e3;
+    (*j)["h2d_host_ms"] = s.h2d_host_us / 1e3;
+    (*j)["h2d_gpu_ms"] = s.h2d_gpu_us / 1e3;
+    (*j)["gpu_kernels_ms"] = s.kernel_us / 1e3;
+    (*j)["rest_ms"] = s.rest_us / 1e3;
+    (*j)["input_share"] = s.input_share;
+  };
+  Json j;
+  j["schema"] = kDataloadTraceSchema;
+  j["path"] = r.path;
+  j["format"] = r.kineto ? "kineto" : "legacy";
+  j["events"] = r.events_read;
+  j["gpus"] = r.gpus;
+  j["gpu_events"] = r.has_gpu_events;
+  Json l;
+  l["kind"] = LoaderName(r.loader);
+  l["record_function"] = r.dataloader_name.empty() ? Json(nullptr) : Json(r.dataloader_name);
+  j["loader"] = l;
+  Json h;
+  h["copies"] = r.h2d_copies;
+  h["pageable_copies"] = r.h2d_pageable_copies;
+  h["bytes"] = r.h2d_bytes;
+  j["host_to_device"] = h;
+  Json steps = Json::array();
+  for (const auto& s : r.steps) {
+    Json sj;
+    sj["step"] = s.number;
+    sj["start_us"] = s.start_us;
+    step_json(s, &sj);
+    sj["level"] = dataload::InputBoundName(dataload::ClassifyWaitShare(s.input_share));
+    steps.push_back(sj);
+  }
+  j["steps"] = steps;
+  Json total;
+  total["steps"] = r.steps.size();
+  step_json(r.total, &total);
+  j["overall"] = total;
+  Json v;
+  v["level"] = dataload::InputBoundName(r.level);
+  v["input_share"] = r.input_share;
+  v["data_share"] = r.data_share;
+  v["h2d_share"] = r.h2d_share;
+  v["steps_waiting_share"] = r.steps_waiting_share;
+  v["knob"] = TraceFixKnob(r.fix)[0] ? Json(TraceFixKnob(r.fix)) : Json(nullptr);
+  v["reason"] = TraceReason(r);
+  v["advice"] = TraceKnob(r);
+  Json e;
+  e["collate_share"] = r.collate_share;
+  e["workers_needed"] = r.workers_needed > 0 ? Json(r.workers_needed) : Json(nullptr);
+  e["workers_factor"] = r.workers_factor > 0 ? Json(r.workers_factor) : Json(nullptr);
+  e["burst_step"] = r.burst_step >= 0 ? Json(r.burst_step) : Json(nullptr);
+  e["burst_wait_ms"] = r.burst_step >= 0 ? Json(r.burst_wait_us / 1e3) : Json(nullptr);
+  v["evidence"] = e;
+  j["verdict"] = v;
+  j["notes"] = r.notes;
+  return j;
+}
+
+}  // namespace lmkit::present

@@ -1,0 +1,388 @@
+// The compressed-tensors writer of `lmkit quantize` (checkpoint_writer.h): the layouts of docs/quant.md, "Output
+// format: compressed-tensors". Performance notes: the pool's workers pread >= 128 KiB of rows at a time into their
+// own buffers, code them, and pwrite the codes into a region of the output reserved for the tensor, so reading, coding
+// and writing all run on every thread; the main thread only writes the scales. Copied tensors go through one 8 MiB
+// buffer. History (bf16 1e9 parameters, 2 threads, tmpfs): the first version read the memory map and wrote the codes
+// from the main thread: 2.6 s. pread instead of the map: 1.0 s (touching the map page by page ran at 1.8 GB/s, pread
+// at 8.6). AVX2 intrinsics in the coding loop: 0.9 s. Workers writing their own codes: see docs/benchmarks/quant.md.
+// No pages of the input are mapped, so peak RSS is the buffers, not the checkpoint.
+
+// GCC 12 reports a false -Wmaybe-uninitialized inside libstdc++'s <regex> (std::function in _StateT) at -O1 with
+// sanitizers, which is the CI's ASan configuration with -Werror; the code at fault is the library's, not ours.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "lmkit/common/atomic_file.h"
+#include "lmkit/common/json.h"
+#include "lmkit/common/mapped_file.h"
+#include "lmkit/formats/fp8.h"
+#include "lmkit/formats/pack_quantized.h"
+#include "lmkit/io/dtype.h"
+#include "lmkit/io/safetensors.h"
+#include "lmkit/quant/calibrate.h"
+#include "lmkit/quant/checkpoint_writer.h"
+#include "lmkit/quant/fp8_quantizer.h"
+#include "lmkit/quant/loader_rules.h"
+#include "lmkit/quant/quantizer.h"
+
+namespace lmkit::quant::detail {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kCopyPiece = 8u << 20;
+
+// Stored scale values -> bytes of `dtype`.
+std::vector<uint8_t> ScaleBytes(const std::vector<float>& scales, io::DType dtype) {
+  std::vector<uint8_t> out(scales.size() * io::DTypeSize(dtype));
+  (void)io::ConvertFromF32(dtype, scales.data(), out.data(), scales.size());  // F32/F16/BF16: cannot fail
+  return out;
+}
+
+// Removes the output directory this run created when the run fails. Declared before the shard writers, so it runs
+// after their destructors have removed the temporary files; fs::remove only removes an empty directory.
+struct CreatedDirGuard {
+  std::string path;
+  ~CreatedDirGuard() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove(path, ec);
+  }
+};
+
+bool IsFp8(QuantScheme s) { return s == QuantScheme::kFp8 || s == QuantScheme::kFp8Static; }
+
+// The "quantization_config" object of config.json (the fields compressed-tensors' QuantizationConfig and vLLM's
+// CompressedTensorsConfig read; docs/quant.md).
+Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>& ignore) {
+  const SchemeInfo& info = InfoOf(o.scheme);
+  const char* type = IsFp8(o.scheme) ? "float" : "int";
+  Json weights;
+  weights["num_bits"] = 8;
+  weights["type"] = type;
+  weights["symmetric"] = true;
+  weights["strategy"] = StrategyName(o.granularity);
+  weights["group_size"] =
+      o.granularity.kind == Granularity::Kind::kGroup ? Json(o.granularity.group_size) : Json(nullptr);
+  weights["dynamic"] = false;
+  Json group;
+  group["targets"] = Json::array({"Linear"});
+  group["weights"] = weights;
+  group["format"] = info.ct_format;
+  if (info.activations) {
+    Json act;
+    act["num_bits"] = 8;
+    act["type"] = type;
+    act["symmetric"] = true;
+    const bool dynamic = o.calibration.empty();
+    act["strategy"] = dynamic ? "token" : "tensor";
+    act["dynamic"] = dynamic;
+    group["input_activations"] = act;
+  } else {
+    group["input_activations"] = nullptr;
+  }
+  Json qc;
+  qc["quant_method"] = "compressed-tensors";
+  qc["format"] = info.ct_format;
+  qc["quantization_status"] = "compressed";
+  qc["config_groups"]["group_0"] = group;
+  qc["ignore"] = ignore;
+  qc["kv_cache_scheme"] = nullptr;
+  return qc;
+}
+
+class CompressedTensorsWriter final : public CheckpointWriter {
+ public:
+  explicit CompressedTensorsWriter(const QuantizeOptions& o) : o_(o) {}
+
+  Status CheckRequest() override {
+    const SchemeInfo& info = InfoOf(o_.scheme);
+    if (!o_.calibration.empty() && !info.takes_calibration)
+      return Status::InvalidArgument(Field("calibration") + " gives activation scales; it needs " + Field("scheme") +
+                                     " w8a8 or fp8-static");
+    if (o_.calibration.empty() && info.needs_calibration)
+      return Status::InvalidArgument(Field("scheme") + " " + std::string(info.name) + " needs " + Field("calibration") +
+                                     " (its static activation scales)");
+    const Support s = CheckSupport(o_.scheme, QuantFormat::kCompressedTensors, o_.granularity, !o_.calibration.empty());
+    if (s.policy == Support::Policy::kRefuse) return Status::InvalidArgument(s.message);
+    if (s.policy == Support::Policy::kWarn) warnings_.push_back(s.message);
+    return Status::Ok();
+  }
+
+  bool SingleOutputFile() const override { return false; }
+
+  Status Prepare(const Plan& plan, const Matchers& matchers, QuantizeReport* rep) override {
+    plan_ = &plan;
+    if (!o_.calibration.empty()) {
+      LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(o_.calibration));
+      LMKIT_ASSIGN_OR_RETURN(calib_, ParseCalibrationAmax(text, o_.calibration));
+    }
+    // Validate the selection and the calibration for every shard before writing anything.
+    std::vector<std::string> ignore = {"lm_head"}, quantized, kept;
+    uint64_t selected_count = 0;
+    selected_.resize(plan.shards.size());
+    for (size_t si = 0; si < plan.shards.size(); ++si) {
+      const Shard& s = plan.shards[si];
+      for (const io::TensorInfo& t : s.file.tensors()) {
+        const bool sel = Selected(t, matchers);
+        selected_[si].push_back(sel);
+        selected_count += sel ? 1 : 0;
+        const std::string m = ModuleName(t.name);
+        if (sel) {
+          quantized.push_back(m);
+          LMKIT_RETURN_IF_ERROR(CheckTensor(s, t));
+        } else if (EndsWith(t.name, ".weight") && t.shape.size() == 2) {
+          kept.push_back(m);
+          if (std::find(ignore.begin(), ignore.end(), m) == ignore.end()) ignore.push_back(m);
+        }
+      }
+    }
+    // An --include with a typo (or an --exclude that takes everything) wrote a full-precision copy labelled as
+    // quantized, with exit 0.
+    if (selected_count == 0)
+      return Status::InvalidInput(o_.input, o_.include.empty() && o_.exclude.empty()
+                                                ? "no Linear weight to quantize (no 2-D float *.weight outside the "
+                                                  "embeddings, norms and lm_head)"
+                                                : "no Linear weight to quantize: the " + Field("include") + "/" +
+                                                      Field("exclude") +
+                                                      " patterns select none of the 2-D float *.weight tensors");
+    if (auto split = FindSplitFusedGroup(quantized, kept)) {
+      if (!o_.split_fused)
+        return Status::InvalidArgument(*split + "; quantize all of them or none, or pass " + Field("split_fused") +
+                                       " to write it anyway");
+      warnings_.push_back(*split + ": vLLM will refuse this checkpoint (written as asked by " + Field("split_fused") +
+                          "); transformers + compressed-tensors loads it");
+    }
+    for (std::string& w : warnings_) rep->warnings.push_back(std::move(w));
+    warnings_.clear();
+    // config.json is parsed before anything is written: a malformed one used to fail after the shards were in place.
+    const std::string& cpath = plan.config_path;
+    std::error_code ec;
+    if (plan.directory && !cpath.empty()) {
+      LMKIT_ASSIGN_OR_RETURN(cfg_, ParseJson(plan.config_text, cpath));
+      if (!cfg_->is_object()) return Status::InvalidInput(cpath, "config.json is not a JSON object");
+      (*cfg_)["quantization_config"] = QuantizationConfig(o_, ignore);
+    }
+    if (plan.directory) {
+      // One level only, as for file outputs: a missing parent is an error, not a tree of directories left behind.
+      if (fs::create_directory(o_.output, ec)) created_dir_.path = o_.output;
+      if (ec) return Status::Io(o_.output, "cannot create the output directory: " + ec.message());
+    }
+    // Every shard stays uncommitted (a temporary file) until all of them are written: an error in a later shard must
+    // not leave earlier ones in the destination.
+    writers_.reserve(plan.shards.size());
+    for (size_t si = 0; si < plan.shards.size(); ++si) {
+      const Shard& s = plan.shards[si];
+      std::vector<io::TensorSpec> specs;
+      for (size_t i = 0; i < s.file.tensors().size(); ++i) {
+        const io::TensorInfo& t = s.file.tensors()[i];
+        if (selected_[si][i])
+          AddQuantizedSpecs(t, &specs);
+        else
+          specs.push_back({t.name, t.dtype, t.shape});
+      }
+      for (const auto& sp : specs) weight_map_[sp.name] = s.file_name;
+      LMKIT_ASSIGN_OR_RETURN(io::SafetensorsWriter w,
+                             io::SafetensorsWriter::Create(s.out_path, specs, s.file.metadata()));
+      writers_.push_back(std::move(w));
+    }
+    return Status::Ok();
+  }
+
+  Status WriteTensor(size_t si, size_t ti, const FileReader& in, ThreadPool& pool, TensorOutcome* out) override {
+    const Shard& s = plan_->shards[si];
+    const io::TensorInfo& t = s.file.tensors()[ti];
+    io::SafetensorsWriter& w = writers_[si];
+    const uint64_t base = s.file.data_offset() + t.begin;
+    if (!selected_[si][ti]) {
+      copy_buf_.resize(std::min<uint64_t>(kCopyPiece, t.num_bytes()));
+      for (uint64_t off = 0; off < t.num_bytes(); off += kCopyPiece) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(kCopyPiece, t.num_bytes() - off));
+        LMKIT_RETURN_IF_ERROR(in.ReadAt(base + off, copy_buf_.data(), n));
+        LMKIT_RETURN_IF_ERROR(w.Write(copy_buf_.data(), n));
+      }
+      out->kind = TensorOutcome::Kind::kCopied;
+      out->bytes_written = t.num_bytes();
+      return Status::Ok();
+    }
+    const uint64_t rows = t.shape[0], cols = t.shape[1];
+    const uint64_t row_bytes = cols * io::DTypeSize(t.dtype);
+    std::vector<float> scales(o_.granularity.ScaleCount(rows, cols), 0.0f);
+    TensorReport& tr = out->report;
+    tr.name = t.name;
+    tr.shape = t.shape;
+    tr.dtype = std::string(io::DTypeName(t.dtype));
+    RowStreams streams;
+    streams.read = [&](uint64_t first, uint64_t count, uint8_t* dst) {
+      return in.ReadAt(base + first * row_bytes, dst, count * row_bytes);
+    };
+    // Rows are read with pread and codes written with pwrite by the pool's workers (quantizer.h says why).
+    const bool packed = o_.scheme == QuantScheme::kW8A16;
+    const uint64_t out_row = packed ? formats::PackedWords(cols) * 4 : cols;
+    LMKIT_ASSIGN_OR_RETURN(io::SafetensorsWriter::Region region, w.Reserve(rows * out_row));
+    if (packed) {
+      streams.write = [&](uint64_t first, uint64_t count, const int8_t* codes) {
+        thread_local std::vector<uint8_t> buf;
+        buf.resize(count * out_row);
+        for (uint64_t r = 0; r < count; ++r) formats::PackRow8(codes + r * cols, cols, buf.data() + r * out_row);
+        return io::SafetensorsWriter::WriteRegion(region, first * out_row, buf.data(), buf.size());
+      };
+    } else {
+      streams.write = [&](uint64_t first, uint64_t count, const int8_t* codes) {
+        return io::SafetensorsWriter::WriteRegion(region, first * cols, codes, count * cols);
+      };
+    }
+    Status st;
+    if (IsFp8(o_.scheme)) {
+      st = QuantizeMatrixFp8(streams, t.dtype, rows, cols, Fp8MatrixOptions{o_.granularity, t.dtype}, &pool,
+                             scales.data(), &tr.stats);
+    } else {
+      const QuantizeMatrixOptions qo{o_.granularity, formats::Int8Convention::kHalfStep, t.dtype};
+      st = QuantizeMatrix(streams, t.dtype, rows, cols, qo, &pool, scales.data(), &tr.stats);
+    }
+    if (!st.ok()) {
+      if (!st.subject().empty()) return st;  // an I/O error names its file already
+      return Status::InvalidInput(s.in_path, "tensor '" + t.name + "': " + st.message());
+    }
+    if (!scales.empty()) {
+      auto [mn, mx] = std::minmax_element(scales.begin(), scales.end());
+      tr.scale_min = *mn;
+      tr.scale_max = *mx;
+    }
+    const std::vector<uint8_t> sb = ScaleBytes(scales, t.dtype);
+    LMKIT_RETURN_IF_ERROR(w.Write(sb.data(), sb.size()));
+    out->bytes_written = rows * out_row + sb.size();
+    if (packed) {
+      const int64_t shape[2] = {static_cast<int64_t>(rows), static_cast<int64_t>(cols)};
+      LMKIT_RETURN_IF_ERROR(w.Write(shape, sizeof shape));
+      out->bytes_written += sizeof shape;
+    }
+    if (!o_.calibration.empty()) {
+      const std::vector<float> in_scale = {InputScale(*Amax(ModuleName(t.name)), t.dtype)};
+      const std::vector<uint8_t> ib = ScaleBytes(in_scale, t.dtype);
+      LMKIT_RETURN_IF_ERROR(w.Write(ib.data(), ib.size()));
+      out->bytes_written += ib.size();
+    }
+    out->kind = TensorOutcome::Kind::kQuantized;
+    return Status::Ok();
+  }
+
+  Status Commit() override {
+    std::vector<std::pair<std::string, std::string>> files;  // (path, content) written after the shards
+    if (plan_->directory) {
+      if (!plan_->index_name.empty()) {
+        uint64_t total = 0;
+        for (const io::SafetensorsWriter& w : writers_) total += w.data_total();
+        Json idx;
+        idx["metadata"]["total_size"] = total;
+        Json wm = Json::object();
+        for (const auto& [k, v] : weight_map_) wm[k] = v;
+        idx["weight_map"] = wm;
+        files.emplace_back((fs::path(o_.output) / plan_->index_name).string(), DumpJson(idx) + "\n");
+      }
+      if (cfg_) files.emplace_back((fs::path(o_.output) / "config.json").string(), DumpJson(*cfg_) + "\n");
+      LMKIT_RETURN_IF_ERROR(CollectRegularFiles(&files));
+    }
+    for (io::SafetensorsWriter& w : writers_) LMKIT_RETURN_IF_ERROR(w.Commit());
+    for (const auto& [path, content] : files) LMKIT_RETURN_IF_ERROR(WriteFileAtomically(path, content));
+    created_dir_.path.clear();  // success: keep it
+    return Status::Ok();
+  }
+
+ private:
+  // The amax of module m's input in the calibration table (key m or m.input), if any.
+  std::optional<double> Amax(const std::string& m) const {
+    if (auto it = calib_.find(m); it != calib_.end()) return it->second;
+    if (auto it = calib_.find(m + ".input"); it != calib_.end()) return it->second;
+    return std::nullopt;
+  }
+
+  float InputScale(double amax, io::DType dtype) const {
+    return IsFp8(o_.scheme) ? Fp8Scale(static_cast<float>(amax), dtype)
+                            : StoredScale(static_cast<float>(amax), formats::Int8Convention::kHalfStep, dtype);
+  }
+
+  // The checks of one selected tensor that need no data: the group size, and its calibrated input range.
+  Status CheckTensor(const Shard& s, const io::TensorInfo& t) const {
+    if (o_.granularity.kind == Granularity::Kind::kGroup && t.shape[1] % o_.granularity.group_size != 0)
+      return Status::InvalidInput(s.in_path, fmt::format("tensor '{}': group size {} does not divide {} columns",
+                                                         t.name, o_.granularity.group_size, t.shape[1]));
+    if (o_.calibration.empty()) return Status::Ok();
+    const std::string m = ModuleName(t.name);
+    const std::optional<double> amax = Amax(m);
+    if (!amax)
+      return Status::InvalidInput(o_.calibration, "no activation range for '" + m + "' (or '" + m + ".input')");
+    // An input_scale of 0 codes every activation of the layer as 0 (and the loaders divide by it).
+    if (*amax == 0)
+      return Status::InvalidInput(o_.calibration, "amax 0 for '" + m +
+                                                      "': its input_scale would be 0 and every activation of the layer "
+                                                      "would be coded as 0; calibrate on inputs that reach it, or "
+                                                      "exclude it");
+    // The scale is stored in the weight's dtype; past its range it became an infinite input_scale (F32 above 3.4e38,
+    // F16 above 8.4e6) in a checkpoint reported as a success.
+    if (!(*amax <= std::numeric_limits<float>::max()) || !std::isfinite(InputScale(*amax, t.dtype)))
+      return Status::InvalidInput(o_.calibration, fmt::format("amax {:g} for '{}' gives an input_scale beyond the "
+                                                              "range of {}",
+                                                              *amax, m, io::DTypeName(t.dtype)));
+    return Status::Ok();
+  }
+
+  // The output tensors of one quantized weight, in data order.
+  void AddQuantizedSpecs(const io::TensorInfo& t, std::vector<io::TensorSpec>* specs) const {
+    const std::string m = ModuleName(t.name);
+    const uint64_t rows = t.shape[0], cols = t.shape[1];
+    const std::vector<uint64_t> scale_shape = o_.granularity.ScaleShape(rows, cols);
+    if (o_.scheme == QuantScheme::kW8A16) {
+      specs->push_back({m + ".weight_packed", io::DType::kI32, {rows, formats::PackedWords(cols)}});
+      specs->push_back({m + ".weight_scale", t.dtype, scale_shape});
+      specs->push_back({m + ".weight_shape", io::DType::kI64, {2}});
+    } else {
+      specs->push_back({t.name, IsFp8(o_.scheme) ? io::DType::kF8E4M3 : io::DType::kI8, t.shape});
+      specs->push_back({m + ".weight_scale", t.dtype, scale_shape});
+    }
+    if (!o_.calibration.empty()) specs->push_back({m + ".input_scale", t.dtype, {1}});
+  }
+
+  // The other regular files of the input directory (tokenizer, generation config, ...), read before anything is
+  // committed so that an unreadable one fails the run before the output changes.
+  Status CollectRegularFiles(std::vector<std::pair<std::string, std::string>>* files) const {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(o_.input, ec)) {
+      if (!entry.is_regular_file()) continue;
+      const std::string name = entry.path().filename().string();
+      if (name == "config.json" || name == plan_->index_name || EndsWith(name, ".safetensors")) continue;
+      // Copied as they are, whatever their size (not parsed): no whole-file cap.
+      LMKIT_ASSIGN_OR_RETURN(std::string content, ReadFileToString(entry.path().string(), UINT64_MAX));
+      files->emplace_back((fs::path(o_.output) / name).string(), std::move(content));
+    }
+    if (ec) return Status::Io(o_.input, "cannot list the directory: " + ec.message());
+    return Status::Ok();
+  }
+
+  const QuantizeOptions& o_;
+  const Plan* plan_ = nullptr;
+  std::map<std::string, double> calib_;
+  std::vector<std::string> warnings_;
+  std::vector<std::vector<bool>> selected_;  // [shard][tensor]
+  std::optional<Json> cfg_;
+  std::map<std::string, std::string> weight_map_;
+  CreatedDirGuard created_dir_;  // before writers_: destroyed after them
+  std::vector<io::SafetensorsWriter> writers_;
+  std::vector<uint8_t> copy_buf_;
+};
+
+}  // namespace
+
+std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeOptions& options) {
+  return std::make_unique<CompressedTensorsWriter>(options);
+}
+
+}  // namespace lmkit::quant::detail

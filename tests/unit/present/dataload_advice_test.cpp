@@ -1,0 +1,65 @@
+// The advice lines: every fix the judge can choose is worded, with the request fields spelled by the front end.
+#include <catch2/catch.hpp>
+
+#include "lmkit/present/dataload.h"
+#include "lmkit/present/dataload_units.h"
+
+using namespace lmkit::dataload;
+using lmkit::present::DataloadKnob;
+using lmkit::present::DataloadReason;
+
+namespace {
+std::string Flag(std::string_view f) {
+  std::string s = "--";
+  for (char c : f) s.push_back(c == '_' ? '-' : c);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("dataload advice: each fix names its knob in the front end's spelling", "[present][dataload]") {
+  RunResult r;
+  r.demand.given = true;
+  r.capacity_ratio = 0.5;
+  r.read_amplification = 4092;
+  Diagnosis& d = r.diagnosis;
+  d.why = Why::kSlowerThanStep;
+  d.threads = 1;
+  d.cpus = 2;
+  d.top = BatchPart::kGather;
+  d.top_share = 0.9;
+  d.batch_s = 2e-3;
+  CHECK(DataloadReason(r) ==
+        "the loader is slower than the step (0.50x of demand); gather takes 90.0% of the 2.00 ms "
+        "a batch takes");
+  d.fix = Fix::kPreadRandomReadAround;
+  CHECK(DataloadKnob(r, Flag).find("--access pread --advice random: the storage reads 4092x the useful bytes") == 0);
+  CHECK(DataloadKnob(r, lmkit::present::BareField).find("access pread advice random") == 0);
+  d.fix = Fix::kThreads;
+  CHECK(DataloadKnob(r, Flag) == "--threads 2");
+  d.threads = 2;
+  CHECK(DataloadKnob(r, Flag) ==
+        "more CPUs (the 2 loader threads already match the 2 CPUs) or less work per batch (--out-dtype uint16)");
+  d.fix = Fix::kPinned;
+  CHECK(DataloadKnob(r, Flag).find("--pinned: ") == 0);
+  d.fix = Fix::kNarrowOutH2d;
+  CHECK(DataloadKnob(r, Flag) == "--out-dtype uint16: 4x fewer bytes over PCIe");
+  d.why = Why::kNone;
+  d.fix = Fix::kNone;
+  CHECK(DataloadReason(r).empty());
+  CHECK(DataloadKnob(r, Flag).empty());
+}
+
+TEST_CASE("dataload units: the report's number formats", "[present][dataload]") {
+  using namespace lmkit::present;
+  CHECK(Time(12.34e-6) == "12.3 us");
+  CHECK(Time(4.567e-3) == "4.57 ms");
+  CHECK(Time(1.5) == "1.50 s");
+  CHECK(ShortTime(41e-6) == "41 us");
+  CHECK(Pct(0.0321) == "3.2%");
+  CHECK(Tokens(218.9e6) == "218.9 M tokens/s");
+  CHECK(Tokens(460.2e3) == "460.2 k tokens/s");
+  CHECK(lmkit::Grouped(46749208) == "46,749,208");
+  CHECK(Ratio(475.61) == "476x");
+  CHECK(Ratio(0.59) == "0.59x");
+  CHECK(TokenDtypeOf(4) == "uint32");
+}
