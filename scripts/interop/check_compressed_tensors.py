@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 
 import numpy as np
@@ -175,6 +176,13 @@ def run():
                     row["loads"] = False
                     continue
                 row["loads"] = keys_ok(c, label + " (compressed)", info)
+                # The independent reading of the file (tests/scripts/check_ct_loader.py): each decompressed weight
+                # equals a numpy dequantization bit for bit, and the logits equal a simulation of the scheme.
+                strict = subprocess.run([sys.executable, os.path.join(REPO, "tests", "scripts", "check_ct_loader.py"),
+                                         MODEL, out], capture_output=True, text=True)
+                row["exact_reading"] = strict.returncode == 0
+                why = (strict.stderr.strip().splitlines() or ["exit %d" % strict.returncode])[-1]
+                c.expect(strict.returncode == 0, "%s: %s" % (label, why[:300]))
                 try:
                     dmodel, dinfo = load(out, quantization_config=dense_config())
                     row["decompressed_load_keys"] = {k: len(v) for k, v in dinfo.items() if v}
