@@ -7,21 +7,12 @@
 #include "support/run_lmkit.h"
 #include "support/svg_check.h"
 
+using lmkit::test::Count;
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
 using lmkit::test::StdoutJson;
 using lmkit::test::TempDir;
 using lmkit::test::WriteAll;
-
-namespace {
-
-size_t Count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
-
-}  // namespace
 
 TEST_CASE("flops cli: CS336 GPT-2 XL golden numbers in table and JSON", "[accounting][cli]") {
   auto t = RunLmkit({"flops", "cs336-gpt2-xl"});

@@ -14,6 +14,7 @@
 
 using namespace lmkit;
 using lmkit::test::CheckSvgFile;
+using lmkit::test::Count;
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
 using lmkit::test::StdoutJson;
@@ -23,12 +24,6 @@ using lmkit::test::TestData;
 namespace {
 
 const std::string kModel = TestData("model/stories260K");
-
-size_t Count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
 
 // The value in "<title>NAME: VALUE</title>" of a marker line.
 double MarkerValue(const std::string& svg, const std::string& name) {

@@ -204,6 +204,12 @@ std::string WriteTokenFile(const TempDir& dir, uint64_t n, uint16_t modulo) {
   return dir.file("t.bin");
 }
 
+size_t Count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+
 Json StdoutJson(const RunResult& r) {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

@@ -57,6 +57,8 @@ std::vector<std::string> ListDir(const std::string& path);  // names, sorted
 // Writes dir/t.bin: n little-endian uint16 ids, id i = (i * 7919) % modulo (every id below modulo appears when n
 // is large enough); returns its path.
 std::string WriteTokenFile(const TempDir& dir, uint64_t n, uint16_t modulo);
+// How many times `needle` occurs in `s` (overlapping occurrences counted).
+size_t Count(const std::string& s, const std::string& needle);
 // The one JSON document on a successful run's stdout; fails the test (showing stderr) on a non-zero exit or bad JSON.
 Json StdoutJson(const RunResult& r);
 

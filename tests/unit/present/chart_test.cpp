@@ -8,20 +8,16 @@
 #include <limits>
 #include <set>
 
+#include "support/run_lmkit.h"
 #include "support/svg_check.h"
 
 using namespace lmkit;
 using namespace lmkit::present;
 using lmkit::test::CheckSvgText;
+using lmkit::test::Count;
 using lmkit::test::TempDir;
 
 namespace {
-
-size_t Count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
 
 bool EndsWithEllipsis(const std::string& s) { return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xE2\x80\xA6") == 0; }
 
