@@ -17,6 +17,7 @@ trap 'rm -rf "$work"' EXIT
 ln -s "$repo/tests/data/model/stories260K" "$work/stories260K"
 ln -s "$repo/tests/data/quant/laplace_acts.npy" "$work/laplace_acts.npy"
 ln -s "$repo/tests/data/plan/serving.json" "$work/serving.json"
+ln -s "$repo/tests/data/dataload/traces/few-workers.torch2.15.json.gz" "$work/few-workers.json.gz"
 cd "$work"
 run() { "$lmkit" --quiet "$@" >/dev/null; }
 
@@ -31,3 +32,5 @@ run quantize stories260K -o stories260K-w8a16 --svg "$out/quantize_error.svg"
 # docs/model.md: KL by position between the model and its INT8 copy, on text the model wrote itself.
 run generate stories260K --prompt-ids 1 --max-tokens 255 --temperature 1 --seed 3 --samples 4 -o tokens.bin
 run eval stories260K --tokens tokens.bin --compare stories260K-w8a16 --seq-len 256 --svg "$out/eval_kl.svg"
+# docs/dataload.md: per-step data wait of a real PyTorch 2.x loop with too few DataLoader workers.
+run dataload trace few-workers.json.gz --svg "$out/dataload_trace.svg"

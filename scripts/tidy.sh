@@ -15,6 +15,7 @@ mkdir -p "$build/tidy-db"
 mv "$build/compile_commands.tidy.json.tmp" "$build/tidy-db/compile_commands.json"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-run-clang-tidy -quiet -p "$build/tidy-db" -j "${TIDY_JOBS:-$(nproc)}" "${files[@]}" >"$out" 2>/dev/null || true
+run-clang-tidy -quiet -p "$build/tidy-db" -j "${TIDY_JOBS:-$(nproc)}" "${files[@]}" 2>/dev/null |
+  sed 's/\x1b\[[0-9;]*m//g' >"$out" || true
 grep -E "^[^ ].*(warning|error):" "$out" | sort -u || true
 ! grep -qE "^[^ ].*(warning|error):" "$out"

@@ -7,22 +7,13 @@
 #include "support/run_lmkit.h"
 #include "support/svg_check.h"
 
+using lmkit::test::CountOf;
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
 using lmkit::test::StdoutJson;
 using lmkit::test::TempDir;
 using lmkit::test::TestData;
 using lmkit::test::WriteAll;
-
-namespace {
-
-size_t Count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
-
-}  // namespace
 
 TEST_CASE("flops cli: CS336 GPT-2 XL golden numbers in table and JSON", "[accounting][cli]") {
   auto t = RunLmkit({"flops", "cs336-gpt2-xl"});
@@ -116,17 +107,17 @@ TEST_CASE("flops cli: sweep prints one table and writes a valid SVG", "[accounti
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("Sweep over seq-len") != std::string::npos);
   CHECK(r.out.find("149,522,795,724,800") != std::string::npos);
-  CHECK(Count(r.out, "Matmuls of one forward step") == 0);  // one table only
+  CHECK(CountOf(r.out, "Matmuls of one forward step") == 0);  // one table only
   std::string s = ReadAll(svg);
   REQUIRE(!s.empty());
   lmkit::test::CheckSvgFile(svg);
   CHECK(s.rfind("<?xml", 0) == 0);
   CHECK(s.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
   for (const char* series : {"attention projections", "attention scores", "attention x V", "FFN/experts", "LM head"})
-    CHECK(Count(s, std::string("data-series=\"") + series + "\"") == 1);
-  CHECK(Count(s, "data-series=\"router\"") == 0);  // dense model: no router series
-  CHECK(Count(s, "data-point=\"seq-len 16384\"") == 5);
-  CHECK(Count(s, "<rect ") == 1 + 3 * 5 + 5);  // background, bars, legend swatches
+    CHECK(CountOf(s, std::string("data-series=\"") + series + "\"") == 1);
+  CHECK(CountOf(s, "data-series=\"router\"") == 0);  // dense model: no router series
+  CHECK(CountOf(s, "data-point=\"seq-len 16384\"") == 5);
+  CHECK(CountOf(s, "<rect ") == 1 + 3 * 5 + 5);  // background, bars, legend swatches
   auto models = RunLmkit({"flops", "--sweep", "model=gpt2,mixtral-8x7b-v0.1", "--json"});
   auto j = StdoutJson(models);
   CHECK(j["sweep"]["points"].size() == 2);
@@ -214,8 +205,8 @@ TEST_CASE("memory cli: inference KV cache, ZeRO, sweeps", "[accounting][cli]") {
   std::string s = ReadAll(svg);
   lmkit::test::CheckSvgFile(svg);
   for (const char* series : {"weights", "gradients", "optimizer state", "activations", "overhead"})
-    CHECK(Count(s, std::string("data-series=\"") + series + "\"") == 1);
-  CHECK(Count(s, "data-series=\"KV cache\"") == 0);  // training holds no KV cache: not drawn as an empty series
+    CHECK(CountOf(s, std::string("data-series=\"") + series + "\"") == 1);
+  CHECK(CountOf(s, "data-series=\"KV cache\"") == 0);  // training holds no KV cache: not drawn as an empty series
   auto help = RunLmkit({"memory", "--help"});
   CHECK(help.out.find("Korthikanti") != std::string::npos);
 }

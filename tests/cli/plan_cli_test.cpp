@@ -9,6 +9,7 @@
 #include "support/run_lmkit.h"
 #include "support/svg_check.h"
 
+using lmkit::test::CountOf;
 using lmkit::test::ReadAll;
 using lmkit::test::RunLmkit;
 using lmkit::test::StdoutJson;
@@ -17,19 +18,13 @@ using lmkit::test::TestData;
 
 namespace {
 
-size_t PlanCount(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
-
 // One line on stderr, starting "lmkit plan: ".
 void CheckOneLineError(const lmkit::test::RunResult& r, int code, const std::string& needle) {
   INFO(r.err);
   CHECK(r.exit_code == code);
   CHECK(r.out.empty());
   CHECK(r.err.rfind("lmkit plan: ", 0) == 0);
-  CHECK(PlanCount(r.err, "\n") == 1);
+  CHECK(CountOf(r.err, "\n") == 1);
   CHECK(r.err.find(needle) != std::string::npos);
 }
 
@@ -96,9 +91,9 @@ TEST_CASE("plan cli: SVG memory map, written atomically", "[cli][plan]") {
   lmkit::test::CheckSvgFile(svg);
   CHECK(s.rfind("<?xml", 0) == 0);
   CHECK(s.find("GPU memory map: 2 x H100-SXM5-80GB") != std::string::npos);
-  CHECK(PlanCount(s, "data-series=\"replica#") == 3);
+  CHECK(CountOf(s, "data-series=\"replica#") == 3);
   CHECK(s.find("data-series=\"free\"") != std::string::npos);
-  CHECK(PlanCount(s, "</svg>") == 1);
+  CHECK(CountOf(s, "</svg>") == 1);
   // Shares of the 80 GB: 32,637,435,904 B per replica = 40.80%; reserved 1 GiB = 1.34%; margin 5%.
   CHECK(s.find("<title>replica#1 at GPU 0: 40.80%</title>") != std::string::npos);
   CHECK(s.find("<title>replica#3 at GPU 1: 40.80%</title>") != std::string::npos);

@@ -232,8 +232,25 @@ Result<std::unique_ptr<Tokenizer>> ReadVocabMerges(const std::string& vocab_json
                                                    const TokenizerOptions& options) {
   LMKIT_ASSIGN_OR_RETURN(std::string vtext, ReadFileToString(vocab_json));
   LMKIT_ASSIGN_OR_RETURN(Json vocab, ParseJson(vtext, vocab_json));
+  if (!vocab.is_object()) return Status::InvalidInput(vocab_json, "vocabulary must be a JSON object {token: id}");
+  // Specials stored raw, as Hugging Face's BPE model saves them (and lmkit writes them): an entry that is not in
+  // byte-level form, or that spells a requested special whose printable form differs. They are the file's specials;
+  // the requested ones are enabled.
+  std::map<uint32_t, std::string> raw_specials;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    const bool requested =
+        std::find(options.specials.begin(), options.specials.end(), it.key()) != options.specials.end();
+    if (!it.value().is_number_unsigned() || (!requested && PrintableToBytes(it.key()).ok())) continue;
+    if (it.value().get<uint64_t>() <= UINT32_MAX) raw_specials[it.value().get<uint32_t>()] = it.key();
+  }
   auto tok = std::make_unique<Tokenizer>();
-  LMKIT_RETURN_IF_ERROR(AddPrintableVocab(vocab, vocab_json, *tok));
+  LMKIT_RETURN_IF_ERROR(AddPrintableVocab(vocab, vocab_json, *tok, raw_specials));
+  for (const auto& [id, text] : raw_specials) {
+    const auto bytes = PrintableToBytes(text);
+    if (bytes.ok() && *bytes == text) continue;  // also an ordinary token: FinishWith enables it by its text
+    const bool requested = std::find(options.specials.begin(), options.specials.end(), text) != options.specials.end();
+    LMKIT_RETURN_IF_ERROR(tok->AddSpecial(text, id, requested).WithSubject(vocab_json));
+  }
   LMKIT_ASSIGN_OR_RETURN(std::string mtext, ReadFileToString(merges_txt));
   std::string_view text = mtext;
   size_t line_no = 0;

@@ -74,7 +74,8 @@ void AppendVocabObject(std::string& out, const BpeModel& m, const char* sep, boo
 
 std::string RenderVocabJson(const BpeModel& model) {
   std::string out;
-  AppendVocabObject(out, model, ", ", /*raw_specials=*/false);
+  // Specials raw, as Hugging Face's BPE model saves its vocabulary: HF's add_special_tokens finds them by their text.
+  AppendVocabObject(out, model, ", ", /*raw_specials=*/true);
   out.push_back('\n');
   return out;
 }

@@ -5,11 +5,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "lmkit/bpe/byte_unicode.h"
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/bpe/tokenizer_files.h"
 #include "lmkit/bpe/trainer.h"
 #include "lmkit/common/json.h"
+#include "support/encode.h"
 #include "support/run_lmkit.h"
+#include "support/skip.h"
 #include "support/test_python.h"
 
 using namespace lmkit;
@@ -75,17 +78,38 @@ TEST_CASE("bpe tokenizer writer: tokenizer.json stores specials by their raw tex
   CHECK((*doc)["added_tokens"][0]["content"] == "[doc break]");
   CHECK((*doc)["model"]["vocab"]["[doc break]"] == 0);
   CHECK((*doc)["model"]["vocab"]["\xc4\x8a"] == 1);  // ordinary tokens keep GPT-2's printable form (U+010A)
-  CHECK(RenderVocabJson(m) ==
-        "{\"[doc\xc4\xa0"
-        "break]\": 0, \"\xc4\x8a\": 1}\n");
+  CHECK(RenderVocabJson(m) == "{\"[doc break]\": 0, \"\xc4\x8a\": 1}\n");  // vocab.json too, as HF's BPE saves it
+}
+
+TEST_CASE("bpe tokenizer files: a special stored raw in vocab.json is the file's special, enabled on request",
+          "[bpe][tokenizer]") {
+  test::TempDir dir;
+  std::string vocab = "{\"[doc break]\": 0";
+  for (int b = 0; b < 256; ++b) {
+    const std::string byte(1, static_cast<char>(b));
+    vocab += ", " + DumpJson(Json(BytesToPrintable(byte)), -1) + ": " + std::to_string(b + 1);
+  }
+  test::WriteAll(dir.file("vocab.json"), vocab + "}");
+  test::WriteAll(dir.file("merges.txt"), "#version: 0.2\n");
+  auto plain = ReadVocabMerges(dir.file("vocab.json"), dir.file("merges.txt"), {});
+  REQUIRE(plain.ok());
+  CHECK(test::Enc(**plain, "a[doc break]").size() == 12);  // not enabled: ordinary text
+  TokenizerOptions opts;
+  opts.specials = {"[doc break]"};
+  auto with = ReadVocabMerges(dir.file("vocab.json"), dir.file("merges.txt"), opts);
+  REQUIRE(with.ok());
+  CHECK(test::Enc(**with, "a[doc break]") == std::vector<uint32_t>{'a' + 1, 0});
+  // A key in neither form of a requested special is still an error of the merges that use it.
+  test::WriteAll(dir.file("merges.txt"), "#version: 0.2\n[doc break] a\n");
+  CHECK(ReadVocabMerges(dir.file("vocab.json"), dir.file("merges.txt"), opts).status().code() ==
+        ErrorCode::kInvalidInput);
 }
 
 TEST_CASE("bpe tokenizer writer: Hugging Face tokenizers gives lmkit's ids for a trained tokenizer.json",
           "[bpe][tokenizer]") {
   const std::string py = test::TestPythonWith("tokenizers");
   if (py.empty()) {
-    WARN("LMKIT_TEST_PYTHON with tokenizers (tests/requirements.txt) not found; Hugging Face check skipped");
-    return;
+    LMKIT_SKIP("LMKIT_TEST_PYTHON with tokenizers (tests/requirements.txt) not found; Hugging Face check");
   }
   test::TempDir dir;
   TrainInto(dir.path(), kSpecials);
