@@ -13,8 +13,10 @@ combination lmkit refuses with a one-line error is recorded as refused, not fail
      key report is recorded, not judged.
   3. drift from the float model as lmkit predicts: on token windows sampled from stories260K, the mean and p99
      per-token KL(float || loaded) and the top-1 agreement that transformers gives match `lmkit eval FLOAT --compare
-     CHECKPOINT` on the same windows (KL within 10% + 1e-5, top-1 within 0.02: activation codes that sit on a rounding
-     boundary may round differently in torch's float path and lmkit's integer one).
+     CHECKPOINT` on the same windows (mean KL within 10% + 1e-5, p99 within 25%, top-1 within 0.02: activation codes
+     that sit on a rounding boundary may round differently in torch's float path and lmkit's integer one, and the p99
+     of 512 positions is their 6th largest KL, where one FP8 activation code rounded the other way moves it by ~15%;
+     the exact reading of check_ct_loader.py is what pins the format).
 group:N uses the largest N that divides every Linear input width of the model (4 for stories260K: 64 and 172)."""
 import json
 import math
@@ -205,8 +207,8 @@ def run():
                 row["transformers"] = {k: round(v, 6) for k, v in hf.items()}
                 row["lmkit_eval"] = {k: round(lm[k], 6) for k in hf}
                 row["mode"] = lm.get("mode")
-                for k in ("mean_kl", "p99_kl"):
-                    c.expect(abs(hf[k] - lm[k]) <= 0.1 * lm[k] + 1e-5,
+                for k, tol in (("mean_kl", 0.1), ("p99_kl", 0.25)):
+                    c.expect(abs(hf[k] - lm[k]) <= tol * lm[k] + 1e-5,
                              "%s: transformers' %s %.4g, lmkit's report %.4g" % (label, k, hf[k], lm[k]))
                 c.expect(abs(hf["top1_agreement"] - lm["top1_agreement"]) <= 0.02 + 1e-9,
                          "%s: transformers' top-1 agreement %.4f, lmkit's report %.4f" % (
