@@ -4,11 +4,11 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "corpus_flags.h"
 #include "lmkit/bpe/decoder.h"
 #include "lmkit/bpe/encode_file.h"
 #include "lmkit/bpe/special_policy.h"
 #include "lmkit/common/name_table.h"
-#include "lmkit/mpi/bpe_mpi.h"
 
 namespace lmkit::cli {
 namespace {
@@ -18,13 +18,15 @@ struct EncodeFlags {
   std::vector<std::string> specials;
   std::string allowed_special = "all";
   std::string disallowed_special = "all";
-  std::string input = "-";
+  std::vector<std::string> inputs;  // encode: none = stdin
+  std::string input = "-";          // decode
   std::string output;
   std::string format;
   std::string dtype = "auto";
   std::string pattern;
   size_t chunk_bytes = 0;
   bool mpi = false;
+  CorpusFlags corpus;
 };
 
 // Fills the parts of the options that come from --pattern and --special-token.
@@ -68,7 +70,8 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
                  sets +
                      ": specials in the text that are an error (tiktoken's disallowed_special; default all, i.e. "
                      "those not allowed); others are encoded as text");
-  sub.add_option("input", f->input, "text file to encode, or - for stdin (default)");
+  sub.add_option("inputs", f->inputs,
+                 "corpus files to encode, read in order as one stream: text, JSONL or Parquet (default: - = stdin)");
   sub.add_option("-o,--output", f->output, "write ids here (atomically); default: stdout");
   sub.add_option("--format", f->format,
                  NameList(bpe::kIdFormatNames, &bpe::IdFormatEntry::format) +
@@ -82,7 +85,8 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--chunk-bytes", f->chunk_bytes, "input bytes per parallel chunk (default: 1 MiB)")
       ->transform(DecimalCount())
       ->group("");  // for tests and experiments
-  sub.add_flag("--mpi", f->mpi, "run as one rank of an MPI job: each rank encodes a byte range, rank 0 writes -o");
+  sub.add_flag("--mpi", f->mpi, "run as one rank of an MPI job: each rank encodes a range, rank 0 writes -o");
+  AddCorpusFlags(sub, &f->corpus);
   return [f, &g]() -> int {
     const std::string cmd = "bpe encode";
     bpe::EncodeRequest req;
@@ -94,7 +98,10 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     auto disallowed = bpe::SpecialSetFromText(f->disallowed_special, "disallowed_special");
     if (!disallowed.ok()) return ReportError(cmd, disallowed.status());
     req.specials = {*allowed, *disallowed};
-    req.input = f->input;
+    const std::vector<std::string> inputs = f->inputs.empty() ? std::vector<std::string>{"-"} : f->inputs;
+    auto corpus = CorpusOptionsFrom(f->corpus, inputs);
+    if (!corpus.ok()) return ReportError(cmd, corpus.status(), BpeFlagNames());
+    req.corpus = std::move(*corpus);
     req.output = f->output;
     if (!f->format.empty()) {
       auto fmt = bpe::IdFormatFromName(f->format);
@@ -104,41 +111,21 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     auto dtype = io::ParseTokenDtype(f->dtype);
     if (!dtype.ok()) return ReportError(cmd, dtype.status());
     req.dtype = *dtype;
-    // The JSON and text formats write decimal ids: a --dtype there was accepted and changed nothing.
-    const bpe::IdFormat resolved = req.format          ? *req.format
-                                   : f->output.empty() ? bpe::IdFormat::kJson
-                                                       : bpe::IdFormatFromPath(f->output);
-    if (*dtype != io::TokenDtype::kAuto && (resolved == bpe::IdFormat::kJson || resolved == bpe::IdFormat::kText))
-      return UsageError(cmd,
-                        "--dtype applies to the bin and npy formats, not " + std::string(bpe::IdFormatName(resolved)));
     req.threads = g.ResolvedThreads();
     req.chunk_bytes = f->chunk_bytes;
+    req.mpi = f->mpi;
     if (g.json && f->output.empty())
       return UsageError(cmd, "--json prints a summary on stdout, so the ids need -o FILE");
     if (f->output.empty() && req.format && (*req.format == bpe::IdFormat::kBin || *req.format == bpe::IdFormat::kNpy) &&
         ::isatty(1))
       return UsageError(cmd, "refusing to write binary ids to a terminal; use -o FILE or --format json");
     std::vector<std::string> ins = TokenizerInputFiles(f->tokenizer);
-    ins.push_back(f->input);
+    ins.insert(ins.end(), inputs.begin(), inputs.end());
     if (Status st = CheckOutputIsNotAnInput(ins, f->output); !st.ok()) return ReportError(cmd, st);
     auto progress = MakeProgress(g);
-    Result<bpe::EncodeReport> rep = Status::Internal("not encoded");
-    if (f->mpi) {
-      if (!mpi::MpiBuilt())
-        return UsageError(cmd,
-                          "--mpi: this lmkit was built without MPI (install libopenmpi-dev, configure with "
-                          "-DLMKIT_MPI=ON)");
-      if (f->output.empty()) return UsageError(cmd, "--mpi needs -o FILE (rank 0 writes the one output)");
-      if (f->allowed_special != "all" || f->disallowed_special != "all")
-        return UsageError(cmd, "--allowed-special and --disallowed-special are not supported with --mpi");
-      auto r = mpi::EncodeFileMpi(req, progress.get());
-      if (!r.ok()) return ReportError(cmd, r.status());
-      if (!r->root) return kExitOk;  // rank 0 reports
-      rep = std::move(r->report);
-    } else {
-      rep = bpe::EncodeFile(req, progress.get());
-    }
-    if (!rep.ok()) return ReportError(cmd, rep.status(), FlagNames{{"output", "-o"}});
+    auto rep = bpe::EncodeFile(req, progress.get());
+    if (!rep.ok()) return ReportError(cmd, rep.status(), BpeFlagNames());
+    if (!rep->root) return kExitOk;         // MPI: rank 0 reports
     if (f->output.empty()) return kExitOk;  // the ids were the output
     const double secs = rep->encode_seconds;
     const double mbps = secs > 0 ? static_cast<double>(rep->bytes) / 1e6 / secs : 0.0;
@@ -214,14 +201,7 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
     ins.push_back(f->input);
     if (Status st = CheckOutputIsNotAnInput(ins, f->output); !st.ok()) return ReportError(cmd, st);
     auto rep = bpe::DecodeFile(req);
-    if (!rep.ok()) {
-      // A rank file without metadata needs a pattern only for encoding; retry with any pattern.
-      if (rep.status().code() == ErrorCode::kInvalidArgument && f->pattern.empty()) {
-        req.tokenizer_options.pattern = bpe::PretokPattern::kGpt2;
-        rep = bpe::DecodeFile(req);
-      }
-      if (!rep.ok()) return ReportError(cmd, rep.status());
-    }
+    if (!rep.ok()) return ReportError(cmd, rep.status());
     if (f->output.empty()) return kExitOk;
     if (g.json) {
       Json j;

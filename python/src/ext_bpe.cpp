@@ -362,7 +362,7 @@ void RegisterBpe(nb::module_& m) {
          std::optional<std::string> format, const std::string& dtype, unsigned threads) {
         bpe::EncodeRequest req;
         req.tokenizer = tokenizer;
-        req.input = input;
+        req.corpus.inputs = {input};
         req.output = output;
         if (format) req.format = Take(bpe::IdFormatFromName(*format));
         req.dtype = Take(io::ParseTokenDtype(dtype));
@@ -392,7 +392,7 @@ void RegisterBpe(nb::module_& m) {
       [](std::vector<std::string> inputs, size_t vocab_size, std::vector<std::string> specials, unsigned threads,
          std::optional<std::string> output_dir) {
         bpe::BpeTrainOptions o;
-        o.inputs = std::move(inputs);
+        o.corpus.inputs = std::move(inputs);
         o.vocab_size = vocab_size;
         o.special_tokens = std::move(specials);
         o.threads = threads;

@@ -1,11 +1,16 @@
 // `lmkit bpe count --shard`, `bpe train --counts` and `--mpi` end to end: outputs byte-identical to a single-process
 // run, and clear errors for bad counts files. The MPI cases start their own `mpirun` (skipped with a WARN when mpirun
 // or MPI support is missing).
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "lmkit/common/json.h"
+#include "lmkit/io/parquet_reader.h"
+#include "support/corpus_fixtures.h"
 #include "support/faults.h"
 #include "support/run_lmkit.h"
 #include "support/skip.h"
@@ -17,10 +22,10 @@ using lmkit::test::TestData;
 
 namespace {
 
-const char* const kFiles[] = {"vocab.json", "merges.txt", "tokenizer.json"};
+const char* const kDistTokenizerFiles[] = {"vocab.json", "merges.txt", "tokenizer.json"};
 
-void CheckSameFiles(const std::string& a, const std::string& b) {
-  for (const char* f : kFiles) {
+void CheckSameDistFiles(const std::string& a, const std::string& b) {
+  for (const char* f : kDistTokenizerFiles) {
     INFO(f);
     const std::string x = ReadAll(a + "/" + f);
     REQUIRE(!x.empty());
@@ -100,7 +105,68 @@ TEST_CASE("cli bpe count/train --counts: N shard jobs give the plain training's 
     auto t = RunLmkit(args);
     INFO("N = " << n << "\n" << t.err);
     REQUIRE(t.exit_code == 0);
-    CheckSameFiles(dir.file("plain"), dir.file("sharded"));
+    CheckSameDistFiles(dir.file("plain"), dir.file("sharded"));
+  }
+}
+
+// The sharded flow as README and docs/distributed.md show it: the shell's glob gives --counts every part file.
+TEST_CASE("cli bpe train --counts part-*.counts: a shell glob passes all the shards", "[cli][bpe][dist]") {
+  TempDir dir;
+  TrainPlain(dir.file("plain"));
+  for (int k = 0; k < 3; ++k)
+    REQUIRE(RunLmkit({"bpe", "count", TestData("bpe/corpus.en"), "--shard", std::to_string(k) + "/3", "--special-token",
+                      "<|endoftext|>", "-o", dir.file("part-" + std::to_string(k) + ".counts"), "--quiet"})
+                .exit_code == 0);
+  auto r = lmkit::test::RunShell("cd '" + dir.path() + "' && '" + LMKIT_BINARY +
+                                 "' bpe train --counts part-*.counts --vocab-size 500 -o glob --quiet");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CheckSameDistFiles(dir.file("plain"), dir.file("glob"));
+  // The glob may come last too, after the other flags.
+  r = lmkit::test::RunShell("cd '" + dir.path() + "' && '" + LMKIT_BINARY +
+                            "' bpe train --vocab-size 500 -o glob2 --quiet --counts part-*.counts");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CheckSameDistFiles(dir.file("plain"), dir.file("glob2"));
+}
+
+// Shards of JSONL and Parquet corpora are cut at document (line) and row-group boundaries; their counts give the
+// files of the text that joins the documents.
+TEST_CASE("cli bpe count --shard on JSONL, .gz, .zst and Parquet: the counts give the joined text's files",
+          "[cli][bpe][dist][corpus]") {
+  TempDir dir;
+  const auto corpora = lmkit::test::WriteCorpusForms(dir.path());
+  if (!lmkit::io::ParquetBuilt()) LMKIT_SKIP_PART("this lmkit was built without Parquet: its Parquet cases");
+  auto r = RunLmkit({"bpe", "train", dir.file("joined.txt"), "--vocab-size", "500", "--special-token", "<|endoftext|>",
+                     "-o", dir.file("plain"), "--quiet"});
+  REQUIRE(r.exit_code == 0);
+  const std::string jsonl = ReadAll(dir.file("c.jsonl"));
+  for (size_t c = 0; c < corpora.size(); ++c) {
+    for (int n = 2; n <= 3; ++n) {
+      std::vector<std::string> args = {"bpe",     "train",   "--vocab-size", "500", "-o", dir.file("sharded"),
+                                       "--quiet", "--counts"};
+      uint64_t prev_end = 0;
+      int nonempty = 0;
+      for (int k = 0; k < n; ++k) {
+        const std::string part = dir.file(fmt::format("p{}-{}-{}", c, n, k));
+        auto cnt = RunLmkit({"bpe", "count", corpora[c], "--shard", fmt::format("{}/{}", k, n), "--special-token",
+                             "<|endoftext|>", "-o", part, "--json", "--threads", "2"});
+        INFO(corpora[c] << " " << k << "/" << n << "\n" << cnt.err);
+        REQUIRE(cnt.exit_code == 0);
+        auto j = lmkit::test::StdoutJson(cnt);
+        const uint64_t begin = j["range"][0], end = j["range"][1];
+        CHECK(begin == prev_end);
+        prev_end = end;
+        nonempty += end > begin;
+        if (c < 3 && begin > 0) CHECK(jsonl[begin - 1] == '\n');  // JSONL shards start at a line
+        args.push_back(part);
+      }
+      CHECK(nonempty >= 2);  // the cuts fall inside the corpus, not all at one end
+      auto t = RunLmkit(args);
+      INFO(corpora[c] << " N = " << n << "\n" << t.err);
+      REQUIRE(t.exit_code == 0);
+      CheckSameDistFiles(dir.file("plain"), dir.file("sharded"));
+    }
   }
 }
 
@@ -161,7 +227,7 @@ TEST_CASE("cli bpe train --mpi: mpirun -n 1..3 writes the single-process files",
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("trained 243 merges") != std::string::npos);  // printed once, by rank 0
     CHECK(r.out.find("trained", r.out.find("trained") + 1) == std::string::npos);
-    CheckSameFiles(dir.file("plain"), dir.file("mpi"));
+    CheckSameDistFiles(dir.file("plain"), dir.file("mpi"));
   }
 }
 
@@ -198,7 +264,44 @@ TEST_CASE("cli bpe encode --mpi: mpirun -n 1..3 writes the single-process .bin",
   CHECK(no_out.exit_code == 2);
   CHECK((no_out.err.find("--mpi needs -o FILE") != std::string::npos ||
          no_out.err.find("built without MPI") != std::string::npos));
+  TempDir dir;
+  auto policy = RunLmkit({"bpe", "encode", "-t", "gpt2", in, "--mpi", "--allowed-special", "none", "-o",
+                          dir.file("ids.bin")});  // refused before MPI starts too
+  CHECK(policy.exit_code == 2);
+  CHECK((policy.err == "lmkit bpe encode: --allowed-special and --disallowed-special are not supported with --mpi\n" ||
+         policy.err.find("built without MPI") != std::string::npos));
+  CHECK(lmkit::test::ListDir(dir.path()).empty());
   CheckMpiEncode(".bin", {1, 2, 3}, "auto");  // uint16 ids
+}
+
+TEST_CASE("cli bpe train|encode --mpi on JSONL, .gz, .zst and Parquet: the joined text's files and ids",
+          "[cli][bpe][dist][mpi][corpus]") {
+  TempDir dir;
+  const std::string mpirun = MpiRunPrefix(dir);
+  if (mpirun.empty()) return;
+  const auto corpora = lmkit::test::WriteCorpusForms(dir.path());
+  if (!lmkit::io::ParquetBuilt()) LMKIT_SKIP_PART("this lmkit was built without Parquet: its Parquet cases");
+  const std::string lmkit = std::string(" '") + LMKIT_BINARY + "' ";
+  auto p = RunLmkit({"bpe", "train", dir.file("joined.txt"), "--vocab-size", "500", "--special-token", "<|endoftext|>",
+                     "-o", dir.file("plain"), "--quiet"});
+  REQUIRE(p.exit_code == 0);
+  p = RunLmkit({"bpe", "encode", "-t", "gpt2", "--special-token", "<|endoftext|>", dir.file("joined.txt"), "-o",
+                dir.file("plain.bin"), "--quiet"});
+  REQUIRE(p.exit_code == 0);
+  const std::string want = ReadAll(dir.file("plain.bin"));
+  for (const auto& corpus : corpora) {
+    const int n = corpus.find(".gz") != std::string::npos ? 3 : 2;
+    auto r = Shell(dir, mpirun + std::to_string(n) + lmkit + "bpe train '" + corpus +
+                            "' --vocab-size 500 --special-token '<|endoftext|>' --mpi -o '" + dir.file("mpi") + "'");
+    INFO(corpus << " ranks = " << n << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    CheckSameDistFiles(dir.file("plain"), dir.file("mpi"));
+    r = Shell(dir, mpirun + std::to_string(n) + lmkit + "bpe encode -t gpt2 --special-token '<|endoftext|>' '" +
+                       corpus + "' --mpi --chunk-bytes 8192 -o '" + dir.file("mpi.bin") + "'");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(ReadAll(dir.file("mpi.bin")) == want);
+  }
 }
 
 TEST_CASE("cli bpe encode --mpi: json output is joined across ranks exactly", "[cli][bpe][dist][mpi]") {

@@ -91,7 +91,14 @@ Status ParseJsonIds(std::string_view t, const std::string& subject, Emit&& emit)
 Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
   DecodeReport rep;
   const double t0 = MonotonicSeconds();
-  LMKIT_ASSIGN_OR_RETURN(auto tok, LoadTokenizer(req.tokenizer, req.tokenizer_options));
+  auto loaded = LoadTokenizer(req.tokenizer, req.tokenizer_options);
+  if (!loaded.ok() && loaded.status().code() == ErrorCode::kInvalidArgument && !req.tokenizer_options.pattern) {
+    // A rank file without metadata needs a pattern only for encoding: decoding does not use it, so any will do.
+    TokenizerOptions any = req.tokenizer_options;
+    any.pattern = PretokPattern::kGpt2;
+    loaded = LoadTokenizer(req.tokenizer, any);
+  }
+  LMKIT_ASSIGN_OR_RETURN(auto tok, std::move(loaded));
   rep.tokenizer = tok->description();
   rep.input = req.input;
   rep.output = req.output.empty() ? "-" : req.output;

@@ -9,6 +9,7 @@
 //   bytes to `output` through AtomicFile (nothing is written on error), or to `stdout_fd` when output is empty.
 //   Streams: memory does not grow with the file. Errors name the input file: unknown ids, values that are not
 //   token ids (negative, fractional, too large), a .bin whose size is not a multiple of the id size.
+//   A rank file that needs a pattern only for encoding loads with any when tokenizer_options has none.
 #pragma once
 
 #include <cstdint>

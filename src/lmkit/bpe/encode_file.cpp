@@ -1,78 +1,78 @@
 #include "lmkit/bpe/encode_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <ctime>
 
+#include "lmkit/bpe/distributed_encode.h"
 #include "lmkit/bpe/encode_stream.h"
 #include "lmkit/bpe/id_output.h"
+#include "lmkit/bpe/trainer.h"
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/dist/comm.h"
 
 namespace lmkit::bpe {
 
-Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress) {
-  EncodeReport rep;
-  const double t0 = MonotonicSeconds();
-  LMKIT_ASSIGN_OR_RETURN(auto tok, LoadTokenizer(req.tokenizer, req.tokenizer_options));
-  rep.load_seconds = MonotonicSeconds() - t0;
-  rep.tokenizer = tok->description();
-  rep.input = req.input;
-  rep.output = req.output.empty() ? "-" : req.output;
-  rep.format = req.format.value_or(req.output.empty() ? IdFormat::kJson : IdFormatFromPath(req.output));
-  LMKIT_ASSIGN_OR_RETURN(SpecialRules rules, SpecialRules::Resolve(*tok, req.specials));
-  LMKIT_ASSIGN_OR_RETURN(rep.dtype, ResolveDtype(req.dtype, *tok));
-  rep.threads = std::max(1u, req.threads);
+IdFormat ResolvedFormat(const EncodeRequest& req) {
+  return req.format.value_or(req.output.empty() ? IdFormat::kJson : IdFormatFromPath(req.output));
+}
+
+Result<EncodeSetup> PrepareEncode(const EncodeRequest& req) {
+  EncodeSetup s;
+  EncodeReport& rep = s.report;
+  rep.format = ResolvedFormat(req);
+  // The JSON and text formats write decimal ids: a dtype there would be accepted and change nothing.
+  if (req.dtype != IdDtype::kAuto && (rep.format == IdFormat::kJson || rep.format == IdFormat::kText))
+    return Status::InvalidArgument(Field("dtype") + " applies to the bin and npy formats, not " +
+                                   std::string(IdFormatName(rep.format)));
   LMKIT_RETURN_IF_ERROR(CheckIdOutput(req, rep.format));
-  int fd = 0;
-  uint64_t size_hint = 0;
-  if (req.input != "-") {
-    fd = ::open(req.input.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound(req.input, "no such file");
-      return Status::FromErrno(req.input, "cannot open", errno);
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) == 0) {
-      if (S_ISDIR(st.st_mode)) {
-        ::close(fd);
-        return Status::InvalidInput(req.input, "is a directory, expected a text file");
-      }
-      size_hint = static_cast<uint64_t>(st.st_size);
-    }
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  const double t0 = MonotonicSeconds();
+  LMKIT_ASSIGN_OR_RETURN(s.tokenizer, LoadTokenizer(req.tokenizer, req.tokenizer_options));
+  rep.load_seconds = MonotonicSeconds() - t0;
+  rep.tokenizer = s.tokenizer->description();
+  for (const auto& in : req.corpus.inputs) rep.input += (rep.input.empty() ? "" : " ") + in;
+  rep.output = req.output.empty() ? "-" : req.output;
+  LMKIT_ASSIGN_OR_RETURN(s.specials, SpecialRules::Resolve(*s.tokenizer, req.specials));
+  LMKIT_ASSIGN_OR_RETURN(rep.dtype, ResolveDtype(req.dtype, *s.tokenizer));
+  rep.threads = std::max(1u, req.threads);
+  return s;
+}
+
+Result<io::Corpus> OpenEncodeCorpus(const EncodeRequest& req) {
+  return OpenBpeCorpus(req.corpus, req.tokenizer_options.specials);
+}
+
+Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress) {
+  if (req.mpi) {
+    if (!dist::Built())
+      return Status::InvalidArgument(Field("mpi") +
+                                     ": this lmkit was built without MPI (install libopenmpi-dev, configure with "
+                                     "-DLMKIT_MPI=ON)");
+    if (req.output.empty())
+      return Status::InvalidArgument(Field("mpi") + " needs " + Field("output") +
+                                     " FILE (rank 0 writes the one output)");
+    // A disallowed special's offset is counted from the start of the input, which no rank's piece knows.
+    if (req.specials.allowed.kind != SpecialSetKind::kAll || req.specials.disallowed.kind != SpecialSetKind::kAll)
+      return Status::InvalidArgument(Field("allowed_special") + " and " + Field("disallowed_special") +
+                                     " are not supported with " + Field("mpi"));
+    return EncodeFileMpi(req, progress);
   }
-  struct Closer {
-    int fd;
-    ~Closer() {
-      if (fd > 0) ::close(fd);
-    }
-  } closer{fd};
-  const std::string source_name = req.input == "-" ? "<stdin>" : req.input;
-  FdSource source(fd, source_name, size_hint);
+  LMKIT_ASSIGN_OR_RETURN(EncodeSetup setup, PrepareEncode(req));
+  EncodeReport& rep = setup.report;
+  LMKIT_ASSIGN_OR_RETURN(io::Corpus corpus, OpenEncodeCorpus(req));
+  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<io::ByteSource> source, corpus.Open());
   StreamOptions opts;
   opts.threads = rep.threads;
   opts.chunk_bytes = req.chunk_bytes;
-  opts.specials = &rules;
-
-  auto cpu_now = [] {
-    timespec ts{};
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
+  opts.specials = &setup.specials;
   const double t1 = MonotonicSeconds();
-  const double c1 = cpu_now();
-  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<IdOutput> out, OpenIdOutput(req, *tok, rep.format, rep.dtype));
-  Result<StreamStats> streamed = EncodeStream(*tok, source, *out, opts, progress);
+  const double c1 = ProcessCpuSeconds();
+  LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<IdOutput> out, OpenIdOutput(req, *setup.tokenizer, rep.format, rep.dtype));
+  Result<StreamStats> streamed = EncodeStream(*setup.tokenizer, *source, *out, opts, progress);
   // Errors found in the text (a disallowed special) name no file: this is the input they are in.
-  if (!streamed.ok()) return streamed.status().WithSubject(source_name);
+  if (!streamed.ok()) return streamed.status().WithSubject(rep.input == "-" ? "<stdin>" : rep.input);
   LMKIT_RETURN_IF_ERROR(out->Commit());
   const StreamStats& stats = *streamed;
   rep.encode_seconds = MonotonicSeconds() - t1;
-  rep.encode_cpu_seconds = cpu_now() - c1;
+  rep.encode_cpu_seconds = ProcessCpuSeconds() - c1;
   rep.bytes = stats.bytes;
   rep.tokens = stats.tokens;
   rep.chunks = stats.chunks;

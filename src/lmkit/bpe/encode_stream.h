@@ -18,15 +18,20 @@
 #include <string>
 #include <vector>
 
-#include "lmkit/bpe/byte_source.h"
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/bpe/special_policy.h"
 #include "lmkit/bpe/token_sink.h"
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
+#include "lmkit/io/byte_source.h"
 
 namespace lmkit::bpe {
+
+// What EncodeStream reads (io/byte_source.h: text files, decompressed streams, joined corpus documents).
+using io::ByteSource;
+using io::FdSource;
+using io::StringSource;
 
 // Encoders and stream buffers kept from one EncodeStream call to the next (StreamOptions::encoders), so that the
 // encoders' caches of merged pieces stay warm and the text and id buffers stay mapped: encoding 8 MiB pieces with a

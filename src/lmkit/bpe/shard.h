@@ -1,5 +1,6 @@
-// Shards: cutting the concatenation of input files into N byte ranges that N independent jobs (scheduler tasks, MPI
-// ranks) can count or encode, with results identical to one pass over the whole input (docs/distributed.md).
+// Shards: cutting a corpus (io/corpus.h: text files concatenated, or JSONL/Parquet documents joined) into N ranges
+// that N independent jobs (scheduler tasks, MPI ranks) can count or encode, with results identical to one pass over
+// the whole corpus (docs/distributed.md).
 //
 // Contract: a shard cut is a byte offset c (0 < c < total) of the concatenated inputs where the text can be split
 // without changing any special-token match or pre-token on either side:
@@ -8,11 +9,14 @@
 //     boundary such as the end of "<|endoftext|>"), or the bytes around c are "X\n|Y" (X printable non-space ASCII,
 //     Y an ASCII letter or digit) or "x| y" (x, y ASCII letters) — the encoder's safe-cut rule, proved for the gpt2,
 //     cl100k and o200k patterns in docs/bpe-encoding.md.
-// Offsets 0 and total are always cuts. Shard k of n is [Cut(k·total/n), Cut((k+1)·total/n)) where Cut(t) is the first
-// cut at or after t (total when there is none), so the n ranges are disjoint, cover the input exactly once, and every
-// job computes the same boundaries from the files alone. A shard may be empty (tiny inputs, or text without cuts).
-// Errors: kInvalidArgument for a bad "K/N" or an input that is not a regular file (stdin cannot be sharded),
-// kNotFound/kIo for inputs (subject = path). Pure functions; thread-safe.
+// Offsets 0 and total are always cuts. Shard k of n is [Cut(k·total/n), Cut((k+1)·total/n)) in the corpus' units
+// (bytes of text or JSONL, column bytes of Parquet row groups), where Cut(t) is the first cut at or after t that is
+// also a document boundary (Corpus::FirstCut; total when there is none), so the n ranges are disjoint, cover the
+// corpus exactly once, and every job computes the same boundaries from the files alone. A shard may be empty (tiny
+// inputs, text without cuts, fewer row groups than shards).
+// Errors: kInvalidArgument for a bad "K/N" (naming Field("shard")) or an input that is not a regular file (stdin
+// cannot be sharded), the corpus' errors for inputs (subject = path). Thread-safe except ComputeShardRange (it reads
+// through the corpus).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "lmkit/common/status.h"
+#include "lmkit/io/corpus.h"
 
 namespace lmkit::bpe {
 
@@ -35,7 +40,7 @@ Result<ShardSpec> ParseShardSpec(std::string_view text);
 struct ShardRange {
   uint64_t begin = 0;
   uint64_t end = 0;
-  uint64_t total = 0;  // bytes of all inputs together
+  uint64_t total = 0;  // the whole corpus, in its units
 };
 
 // Whether c is a shard cut of `text`, which must hold the whole input or at least 2·L+2 bytes before c and L+2
@@ -45,8 +50,7 @@ bool IsShardCut(std::string_view text, size_t c, const std::vector<std::string>&
 // The shard boundaries of an in-memory text: n+1 offsets, first 0, last text.size(). For tests and library users.
 std::vector<uint64_t> ShardCutsOfText(std::string_view text, uint64_t n, const std::vector<std::string>& specials);
 
-// Shard `spec` of the concatenated regular files `paths`.
-Result<ShardRange> ComputeShardRange(const std::vector<std::string>& paths, ShardSpec spec,
-                                     const std::vector<std::string>& specials);
+// Shard `spec` of the corpus (regular files), cut for `specials` (normalized, as the counting splits on them).
+Result<ShardRange> ComputeShardRange(io::Corpus& corpus, ShardSpec spec, const std::vector<std::string>& specials);
 
 }  // namespace lmkit::bpe

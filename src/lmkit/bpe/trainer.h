@@ -1,6 +1,7 @@
 // Byte-level BPE training with CS336 semantics (see docs/bpe.md and the reference in tests/data/bpe/PROVENANCE.md).
 //
-// Contract: TrainBpe reads every input (a path, or "-" for stdin) as one concatenated byte stream, splits it on the
+// Contract: TrainBpe reads the corpus (io/corpus.h: text files concatenated, or JSONL/Parquet documents joined by
+// the separator, by default the first special token) as one byte stream, splits it on the
 // special tokens (leftmost, longest first; SpecialTokenSplitter), pre-tokenizes each ordinary span with the GPT-2
 // pattern (NextPretokenEnd), counts pre-tokens, then repeatedly merges the most frequent adjacent pair of tokens
 // (counts weighted by pre-token frequency; ties to the lexicographically greater pair (bytes(a), bytes(b)); occurrences
@@ -9,7 +10,8 @@
 // id per merge in merge order. Inputs are streamed in blocks (memory grows with the number of unique pre-tokens, not
 // with input size) and counted on `threads` threads; the result is identical for every thread count.
 // Errors: kInvalidArgument (vocab_size below specials + 256; a special token that is empty, one byte long or not valid
-// UTF-8; no inputs), kNotFound/kIo for inputs (subject = path), kUnsupported past 4 G symbols of distinct pre-tokens.
+// UTF-8; the corpus options), kNotFound/kIo/kInvalidInput for inputs (subject = path), kUnsupported past 4 G symbols of
+// distinct pre-tokens.
 // `progress` may be null. Thread-safe per call (no shared state).
 #pragma once
 
@@ -23,11 +25,12 @@
 
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
+#include "lmkit/io/corpus.h"
 
 namespace lmkit::bpe {
 
 struct BpeTrainOptions {
-  std::vector<std::string> inputs;  // paths; "-" = stdin
+  io::CorpusOptions corpus;  // inputs ("-" = stdin), their format; documents' separator (default: the first special)
   size_t vocab_size = 0;
   std::vector<std::string> special_tokens;
   unsigned threads = 1;
@@ -62,21 +65,26 @@ Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* pr
 class PretokenTable;  // pretoken_table.h
 
 struct BpeCountOptions {
-  std::vector<std::string> inputs;          // paths; "-" = stdin (only without a range)
+  io::CorpusOptions corpus;                 // as for training; "-" = stdin only without a range
   std::vector<std::string> special_tokens;  // as for training
   unsigned threads = 1;
   size_t block_bytes = size_t{64} << 20;
-  uint64_t begin = 0;         // the byte range [begin, end) of the concatenated inputs to count
+  uint64_t begin = 0;         // the range [begin, end) of the corpus to count, in its units (io/corpus.h)
   uint64_t end = UINT64_MAX;  // UINT64_MAX: to the end
 };
 
-// Counts the pre-tokens of [begin, end) of the inputs and adds them to *table; adds to stats->input_bytes,
-// read_seconds and count_seconds. The counts of ranges that meet at shard cuts (shard.h) add up to the counts of the
-// whole input. Errors as TrainBpe's (specials, inputs).
+// The corpus a BPE job (training, counting, encoding) reads: JSONL/Parquet documents are joined by
+// corpus.doc_separator, else by the first of `specials`. Errors: Corpus::Create's; for documents with neither, one
+// naming both fields.
+Result<io::Corpus> OpenBpeCorpus(const io::CorpusOptions& corpus, const std::vector<std::string>& specials);
+
+// Counts the pre-tokens of [begin, end) of the corpus and adds them to *table; adds the bytes of text read to
+// stats->input_bytes, and to read_seconds and count_seconds. The counts of ranges that meet at shard cuts (shard.h)
+// add up to the counts of the whole corpus. Errors as TrainBpe's (specials, inputs).
 Status CountPretokens(const BpeCountOptions& options, PretokenTable* table, BpeTrainStats* stats,
                       ProgressSink* progress);
 
-// Counts several byte ranges of the same inputs into one set of per-thread tables, keeping them and the read buffer
+// Counts several ranges of the same corpus into one set of per-thread tables, keeping them and the read buffer
 // between ranges (CountPretokens counts one range and reduces at once). For the MPI driver, which counts work pieces
 // handed out at run time. Not thread-safe: one thread at a time.
 class RangeCounter {
@@ -86,6 +94,9 @@ class RangeCounter {
   ~RangeCounter();
   // Counts [begin, end) (end = UINT64_MAX: to the end) and adds to stats' input_bytes, read_seconds, count_seconds.
   Status Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, ProgressSink* progress);
+  // The corpus being counted and the special tokens it is split on (what shard ranges are computed from).
+  io::Corpus& corpus();
+  const std::vector<std::string>& specials() const;
   // Adds everything counted so far to *table; the counter is spent afterwards.
   void Finish(PretokenTable* table);
 
@@ -97,13 +108,16 @@ class RangeCounter {
 
 // Checks special tokens as TrainBpe does (kInvalidArgument) and returns them with empty strings and duplicates dropped.
 Result<std::vector<std::string>> NormalizeSpecialTokens(const std::vector<std::string>& given);
+// Checks the special tokens and the vocabulary size as TrainBpe does (kInvalidArgument) and returns the normalized
+// special tokens.
+Result<std::vector<std::string>> CheckedSpecials(const BpeTrainOptions& options);
 
-// Merges on counted pre-tokens (options.inputs ignored; options.special_tokens must be those the counts were made
+// Merges on counted pre-tokens (options.corpus ignored; options.special_tokens must be those the counts were made
 // with). stats' counting fields are reported as given. Consumes the table.
 Result<BpeTrainResult> TrainBpeOnCounts(PretokenTable&& table, const BpeTrainOptions& options, BpeTrainStats stats,
                                         ProgressSink* progress);
 
-// The same training on an in-memory text (options.inputs is ignored). For tests and library users.
+// The same training on an in-memory text (options.corpus is ignored). For tests and library users.
 Result<BpeTrainResult> TrainBpeOnText(std::string_view text, const BpeTrainOptions& options);
 
 }  // namespace lmkit::bpe

@@ -1,10 +1,11 @@
 #include "lmkit/common/data_dir.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+
+#include "lmkit/common/sysinfo.h"
 
 namespace lmkit {
 namespace {
@@ -17,15 +18,6 @@ bool IsDir(const std::string& p) {
 bool Exists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
-}
-
-std::string ExeDir() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "";
-  std::string p(buf, static_cast<size_t>(n));
-  size_t slash = p.rfind('/');
-  return slash == std::string::npos ? "" : p.substr(0, slash);
 }
 
 std::string& HostDataDir() {
@@ -42,7 +34,7 @@ std::vector<std::string> DataDirCandidates() {
   const char* env = std::getenv("LMKIT_DATA_DIR");
   if (env != nullptr && env[0] != '\0') out.emplace_back(env);
   if (!HostDataDir().empty()) out.push_back(HostDataDir());
-  std::string exe = ExeDir();
+  std::string exe = ExecutableDir();
   if (!exe.empty()) {
     // /proc/self/exe has no symlinks, so dropping ".." lexically names the same folder, as the reports print it.
     for (const char* rel : {"/../share/lmkit", "/../data", "/../../data"})

@@ -12,5 +12,7 @@ uint64_t CurrentRssBytes();   // from /proc/self/statm
 std::string CpuModelName();   // /proc/cpuinfo "model name"
 uint64_t TotalMemoryBytes();  // /proc/meminfo MemTotal
 double MonotonicSeconds();    // steady clock, for timing phases
+double ProcessCpuSeconds();   // CPU time of all threads of this process so far (CLOCK_PROCESS_CPUTIME_ID)
+std::string ExecutableDir();  // the directory of this program (/proc/self/exe), "" when unknown
 
 }  // namespace lmkit

@@ -25,4 +25,15 @@ bool TryStartThread(std::vector<std::thread>& threads, std::function<void()> fn)
   }
 }
 
+SideThread::SideThread(std::function<void()> fn) {
+  if (!TryStartThread(thread_, fn)) fn();
+}
+
+SideThread::~SideThread() { Join(); }
+
+void SideThread::Join() {
+  for (auto& t : thread_) t.join();
+  thread_.clear();
+}
+
 }  // namespace lmkit

@@ -18,6 +18,20 @@ constexpr unsigned kMaxThreads = 1024;
 
 bool TryStartThread(std::vector<std::thread>& threads, std::function<void()> fn);
 
+// Runs `fn` on a thread of its own, or at once on the calling thread when the system refuses one (TryStartThread):
+// the work is the same, it only no longer overlaps what the caller does next. Join (or the destructor) waits for it.
+class SideThread {
+ public:
+  explicit SideThread(std::function<void()> fn);
+  ~SideThread();
+  SideThread(const SideThread&) = delete;
+  SideThread& operator=(const SideThread&) = delete;
+  void Join();
+
+ private:
+  std::vector<std::thread> thread_;
+};
+
 // For tests: the next `n` thread starts succeed and every later one fails as a refusal would (n < 0: no limit again).
 void FailThreadStartsAfterForTesting(int n);
 

@@ -6,6 +6,7 @@
 
 #include "lmkit/bpe/encoder.h"
 #include "lmkit/bpe/tokenizer_files.h"
+#include "support/run_lmkit.h"
 
 using namespace lmkit;
 using namespace lmkit::bpe;
@@ -86,4 +87,22 @@ TEST_CASE("bpe decode: an unknown id is an error with its index", "[bpe][decode]
   REQUIRE(!st.ok());
   CHECK(st.code() == ErrorCode::kInvalidInput);
   CHECK(st.message() == "token id 50257 at index 101 is not in the tokenizer (ids 0..50256)");
+}
+
+// A rank file with neither a telling name nor metadata has no pattern, which only encoding needs: decoding loads it
+// with any pattern, while encoding still asks for one.
+TEST_CASE("bpe decode: a rank file without a pattern decodes", "[bpe][decode]") {
+  lmkit::test::TempDir dir;
+  const std::string ranks = dir.file("ranks.tiktoken");
+  lmkit::test::WriteAll(ranks, lmkit::test::ReadAll(lmkit::test::RepoPath("data/tokenizers/gpt2.tiktoken")));
+  lmkit::test::WriteAll(dir.file("ids.json"), "[15496,995]");
+  DecodeRequest req;
+  req.tokenizer = ranks;
+  req.input = dir.file("ids.json");
+  req.output = dir.file("out.txt");
+  auto rep = DecodeFile(req);
+  INFO(rep.status().ToString());
+  REQUIRE(rep.ok());
+  CHECK(lmkit::test::ReadAll(dir.file("out.txt")) == "Hello world");
+  CHECK(LoadTokenizer(ranks, {}).status().code() == ErrorCode::kInvalidArgument);
 }

@@ -8,14 +8,23 @@
 #include "lmkit/bpe/counts_file.h"
 #include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/trainer.h"
+#include "support/corpus_fixtures.h"
 #include "support/run_lmkit.h"
 
-using lmkit::bpe::ComputeShardRange;
 using lmkit::bpe::IsShardCut;
 using lmkit::bpe::ParseShardSpec;
 using lmkit::bpe::ShardCutsOfText;
 
 namespace {
+
+// ComputeShardRange of the text corpus of `files`.
+lmkit::Result<lmkit::bpe::ShardRange> FileShardRange(const std::vector<std::string>& files, lmkit::bpe::ShardSpec spec,
+                                                     const std::vector<std::string>& sp) {
+  lmkit::io::CorpusOptions o;
+  o.inputs = files;
+  LMKIT_ASSIGN_OR_RETURN(lmkit::io::Corpus corpus, lmkit::io::Corpus::Create(o));
+  return lmkit::bpe::ComputeShardRange(corpus, spec, sp);
+}
 
 // ComputeShardRange over `files` (which hold `text` split anywhere) gives, for every N in `ns`, the cuts that
 // ShardCutsOfText finds in the text in memory.
@@ -24,7 +33,7 @@ void CheckFileRangesEqualCuts(const std::vector<std::string>& files, const std::
   for (uint64_t n : ns) {
     auto cuts = ShardCutsOfText(text, n, sp);
     for (uint64_t k = 0; k < n; ++k) {
-      auto r = ComputeShardRange(files, {k, n}, sp);
+      auto r = FileShardRange(files, {k, n}, sp);
       REQUIRE(r.ok());
       CHECK(r->total == text.size());
       CHECK(r->begin == cuts[k]);
@@ -93,8 +102,8 @@ TEST_CASE("shard: file ranges equal the in-memory cuts, over several files", "[b
   const std::vector<std::string> files = {dir.file("a"), dir.file("b"), dir.file("c")};
   const std::vector<std::string> sp = {"<|endoftext|>"};
   CheckFileRangesEqualCuts(files, text, {1, 2, 5}, sp);
-  CHECK(ComputeShardRange({"-"}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kInvalidArgument);
-  CHECK(ComputeShardRange({dir.file("missing")}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kNotFound);
+  CHECK(FileShardRange({"-"}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kInvalidArgument);
+  CHECK(FileShardRange({dir.file("missing")}, {0, 2}, sp).status().code() == lmkit::ErrorCode::kNotFound);
 }
 
 // N past 2^32: the shard targets are floor(total * K / N) without overflow. In " a a a ..." (100 bytes) the cuts are
@@ -108,12 +117,12 @@ TEST_CASE("shard: huge N still gives the exact targets", "[bpe][shard]") {
   // Targets 24.99.., 49.99.. and 99.99.. bytes.
   const std::pair<uint64_t, uint64_t> k_begin[] = {{n / 4, 24}, {n / 2, 50}, {n - 1, 100}};
   for (const auto& [k, begin] : k_begin) {
-    auto r = ComputeShardRange({dir.file("t")}, {k, n}, {});
+    auto r = FileShardRange({dir.file("t")}, {k, n}, {});
     REQUIRE(r.ok());
     CHECK(r->total == 100);
     CHECK(r->begin == begin);
   }
-  auto last = ComputeShardRange({dir.file("t")}, {n - 1, n}, {});
+  auto last = FileShardRange({dir.file("t")}, {n - 1, n}, {});
   REQUIRE(last.ok());
   CHECK(last->end == 100);
 }
@@ -135,7 +144,7 @@ TEST_CASE("shard: a cut far past the target is found across growing read windows
   const std::vector<std::string> sp = {"<|endoftext|>"};
   CheckFileRangesEqualCuts(files, text, {2, 3, 4}, sp);
   // Halving lands inside the word: the cut is its end (" tail" starts a new pre-token).
-  auto half = ComputeShardRange(files, {1, 2}, sp);
+  auto half = FileShardRange(files, {1, 2}, sp);
   REQUIRE(half.ok());
   REQUIRE(text.size() / 2 > run_begin);
   REQUIRE(text.size() / 2 < run_end);
@@ -146,7 +155,7 @@ TEST_CASE("shard: training on N shard counts equals training on the text, N = 1.
   lmkit::test::TempDir dir;
   const std::string path = lmkit::test::TestData("bpe/corpus.en");
   lmkit::bpe::BpeTrainOptions o;
-  o.inputs = {path};
+  o.corpus.inputs = {path};
   o.vocab_size = 500;
   o.special_tokens = {"<|endoftext|>"};
   auto whole = lmkit::bpe::TrainBpe(o, nullptr);
@@ -154,10 +163,10 @@ TEST_CASE("shard: training on N shard counts equals training on the text, N = 1.
   for (uint64_t n = 1; n <= 5; ++n) {
     lmkit::bpe::PretokenTable merged;
     for (uint64_t k = 0; k < n; ++k) {
-      auto r = ComputeShardRange(o.inputs, {k, n}, o.special_tokens);
+      auto r = FileShardRange(o.corpus.inputs, {k, n}, o.special_tokens);
       REQUIRE(r.ok());
       lmkit::bpe::BpeCountOptions co;
-      co.inputs = o.inputs;
+      co.corpus.inputs = o.corpus.inputs;
       co.special_tokens = o.special_tokens;
       co.threads = k % 2 + 1;
       co.block_bytes = 4096;  // several blocks per shard
@@ -192,7 +201,7 @@ TEST_CASE("shard: a RangeCounter over the pieces of a corpus counts what one pas
   // The MPI driver counts work pieces in whatever order they are handed out, into one counter per rank.
   const std::string path = lmkit::test::TestData("bpe/corpus.en");
   lmkit::bpe::BpeCountOptions co;
-  co.inputs = {path};
+  co.corpus.inputs = {path};
   co.special_tokens = {"<|endoftext|>"};
   co.block_bytes = 4096;
   lmkit::bpe::PretokenTable whole;
@@ -205,7 +214,7 @@ TEST_CASE("shard: a RangeCounter over the pieces of a corpus counts what one pas
     lmkit::bpe::BpeTrainStats st;
     const uint64_t n = 7;
     for (uint64_t k : {3, 0, 6, 1, 5, 2, 4}) {  // out of order, as claimed at run time
-      auto r = ComputeShardRange(co.inputs, {k, n}, co.special_tokens);
+      auto r = FileShardRange(co.corpus.inputs, {k, n}, co.special_tokens);
       REQUIRE(r.ok());
       REQUIRE((*rc)->Count(r->begin, r->end, &st, nullptr).ok());
     }
@@ -218,6 +227,33 @@ TEST_CASE("shard: a RangeCounter over the pieces of a corpus counts what one pas
     pieces.ForEach([&](std::string_view key, uint64_t c) { b[std::string(key)] = c; });
     CHECK(a == b);
   }
-  co.inputs.clear();
+  co.corpus.inputs.clear();
   CHECK(lmkit::bpe::RangeCounter::Create(co).status().code() == lmkit::ErrorCode::kInvalidArgument);
+}
+
+// JSONL and Parquet blocks are read on a second thread while the one before is counted: in blocks of 4 KiB, a
+// compressed JSONL corpus (read ahead) counts what its joined text (read in place) counts, at any thread count.
+TEST_CASE("shard: documents read ahead in small blocks count what their joined text counts", "[bpe][shard][corpus]") {
+  lmkit::test::TempDir dir;
+  lmkit::test::WriteCorpusForms(dir.path());
+  auto count = [&](const std::string& input, unsigned threads) {
+    lmkit::bpe::BpeCountOptions co;
+    co.corpus.inputs = {input};
+    co.special_tokens = {"<|endoftext|>"};
+    co.threads = threads;
+    co.block_bytes = 4096;
+    lmkit::bpe::PretokenTable t;
+    lmkit::bpe::BpeTrainStats st;
+    REQUIRE(lmkit::bpe::CountPretokens(co, &t, &st, nullptr).ok());
+    std::map<std::string, uint64_t> m;
+    t.ForEach([&](std::string_view key, uint64_t c) { m[std::string(key)] = c; });
+    return std::make_pair(m, st.input_bytes);
+  };
+  const auto text = count(dir.file("joined.txt"), 1);
+  REQUIRE(text.first.size() > 1000);
+  for (unsigned threads : {1u, 3u}) {
+    const auto zst = count(dir.file("c.jsonl.zst"), threads);
+    CHECK(zst.second == text.second);
+    CHECK(zst.first == text.first);
+  }
 }

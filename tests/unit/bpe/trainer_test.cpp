@@ -80,7 +80,7 @@ TEST_CASE("bpe train: identical for every thread count and block size", "[bpe][t
   for (unsigned threads : {1u, 2u, 3u}) {
     for (size_t block : {size_t{4096}, size_t{65536}, size_t{1} << 26}) {
       BpeTrainOptions o;
-      o.inputs = {dir.file("a.txt"), dir.file("b.txt")};
+      o.corpus.inputs = {dir.file("a.txt"), dir.file("b.txt")};
       o.vocab_size = 700;
       o.special_tokens = {"<|endoftext|>"};
       o.threads = threads;
@@ -95,7 +95,7 @@ TEST_CASE("bpe train: identical for every thread count and block size", "[bpe][t
   }
   // Without specials the blocks are cut at safe pre-token boundaries only.
   BpeTrainOptions o;
-  o.inputs = {dir.file("a.txt"), dir.file("b.txt")};
+  o.corpus.inputs = {dir.file("a.txt"), dir.file("b.txt")};
   o.vocab_size = 600;
   o.threads = 2;
   o.block_bytes = 5000;
@@ -162,6 +162,6 @@ TEST_CASE("bpe train: usage errors", "[bpe][trainer]") {
   CHECK(TrainBpeOnText("abc", o).status().code() == lmkit::ErrorCode::kInvalidArgument);
   o.special_tokens = {};
   CHECK(TrainBpe(o, nullptr).status().code() == lmkit::ErrorCode::kInvalidArgument);  // no inputs
-  o.inputs = {"/nonexistent/x.txt"};
+  o.corpus.inputs = {"/nonexistent/x.txt"};
   CHECK_FALSE(TrainBpe(o, nullptr).ok());
 }

@@ -1,4 +1,4 @@
-#include "lmkit/bpe/byte_source.h"
+#include "lmkit/io/byte_source.h"
 
 #include <unistd.h>
 
@@ -6,10 +6,10 @@
 #include <cerrno>
 #include <cstring>
 
-namespace lmkit::bpe {
+namespace lmkit::io {
 
 Result<size_t> StringSource::Read(char* dst, size_t capacity) {
-  size_t n = std::min({capacity, s_.size() - pos_, max_read_});
+  const size_t n = std::min({capacity, s_.size() - pos_, max_read_});
   std::memcpy(dst, s_.data() + pos_, n);
   pos_ += n;
   return n;
@@ -18,7 +18,7 @@ Result<size_t> StringSource::Read(char* dst, size_t capacity) {
 Result<size_t> FdSource::Read(char* dst, size_t capacity) {
   size_t got = 0;
   while (got < capacity) {
-    ssize_t r = ::read(fd_, dst + got, capacity - got);
+    const ssize_t r = ::read(fd_, dst + got, capacity - got);
     if (r < 0) {
       if (errno == EINTR) continue;
       return Status::FromErrno(subject_, "cannot read", errno);
@@ -29,4 +29,4 @@ Result<size_t> FdSource::Read(char* dst, size_t capacity) {
   return got;
 }
 
-}  // namespace lmkit::bpe
+}  // namespace lmkit::io
