@@ -56,17 +56,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0:
     case 1:
     case 2: {
-      auto f = io::TokenFile::Open(path, mode == 1 ? io::DType::kU32 : io::DType::kU16);
+      auto f = io::TokenFile::Open(path, mode == 1 ? io::TokenDtype::kU32 : io::TokenDtype::kU16);
       if (!f.ok()) {
         CheckError(f.status());
         break;
       }
-      if (f->bytes().size() != f->size() * io::DTypeSize(f->dtype())) std::abort();
+      if (f->bytes().size() != f->size() * io::TokenDtypeBytes(f->dtype())) std::abort();
       if (f->format() == io::TokenFormat::kBin && f->bytes().size() != n) std::abort();
       uint64_t sum = 0;
       for (uint64_t i = 0; i < f->size(); ++i) sum += (*f)[i];
       (void)sum;
-      auto shards = dataload::OpenTokenShards({path}, dataload::TokenDtype::kAuto, 0);
+      auto shards = dataload::OpenTokenShards({path}, io::TokenDtype::kAuto, 0);
       if (!shards.ok()) {
         CheckError(shards.status());
         break;
