@@ -4,7 +4,7 @@
 # of CI: it builds real corpora from Debian packages and installs the peers (../shared/bench/peers.sh: pip's native
 # tiktoken and HF tokenizers; Debian's sentencepiece, numpy and PyTorch 1.13; scripts/heavy-venv.sh: PyTorch 2.x and
 # ONNX Runtime from PyPI; scripts/llamacpp/build.sh: llama.cpp from PyPI's llama-cpp-python sdist).
-#   bench/run-all.sh [--quick] [SCRIPT...]   SCRIPT: bpe bpe_encode python quant quant_accuracy gguf dataload distributed
+#   bench/run-all.sh [--quick] [SCRIPT...]   SCRIPT: bpe bpe_encode bpe_corpora python quant quant_accuracy gguf dataload distributed
 #     --quick  small inputs (a smoke run that proves the scripts work; the pages say so)
 # A quiet machine is assumed: the scripts measure wall time. Env: LMKIT and what each script reads (see its header).
 set -uo pipefail
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 quick=0
 [ "${1:-}" = --quick ] && { quick=1; shift; }
 scripts=("$@")
-[ ${#scripts[@]} -gt 0 ] || scripts=(bpe bpe_encode python quant quant_accuracy gguf dataload distributed)
+[ ${#scripts[@]} -gt 0 ] || scripts=(bpe bpe_encode bpe_corpora python quant quant_accuracy gguf dataload distributed)
 status=0
 for s in "${scripts[@]}"; do
   [ -f "bench/$s.sh" ] || { echo "run-all: no bench/$s.sh" >&2; status=1; continue; }
@@ -21,6 +21,7 @@ for s in "${scripts[@]}"; do
   if [ $quick = 1 ]; then
     case "$s" in
       bpe|bpe_encode|python|quant|gguf|dataload|distributed) args=(--quick) ;;
+      bpe_corpora) args=(--quick 8) ;;
       quant_accuracy) env=(SAMPLES=4 NEW=32 CALIB_SAMPLES=2 OUT=/tmp/lmkit-quant-accuracy-quick.md) ;;
     esac
   fi
