@@ -36,7 +36,7 @@ W=$(mktemp -d "$([ -d /dev/shm ] && echo /dev/shm || echo /tmp)/bpe-encode-bench
 input=$CORPORA/debmix.txt
 if [ $quick = 1 ]; then head -c 20000000 "$input" > "$W/quick.txt"; input=$W/quick.txt; fi
 bytes=$(stat -c %s "$input")
-in_label="$(basename "$CORPORA/debmix.txt")$([ $quick = 1 ] && echo ', first 20 MB')"
+in_label="$(basename "$CORPORA/debmix.txt")$([ $quick = 1 ] && echo ', first 20 MB' || true)"
 j() {  # a field of a JSON document (lmkit's, pretty) or of the last JSON line (a peer's)
   python3 -c "
 import json,sys

@@ -19,7 +19,7 @@ bench_need_lmkit
 if [ $quick = 1 ]; then N_GB=200 N_DL=60 DUR=1s N_COLD=50 N_COLDN=10 N_MMN=10 N_MMR=20
 else N_GB=2000 N_DL=400 DUR=3s N_COLD=200 N_COLDN=30 N_MMN=30 N_MMR=60; fi
 SHARED=$(dirname "$SHARED_BENCH")
-WORK=${LMKIT_BENCH_WORK:-/tmp/lmkit-dataload-bench$([ $quick = 1 ] && echo -quick)}
+WORK=${LMKIT_BENCH_WORK:-/tmp/lmkit-dataload-bench$([ $quick = 1 ] && echo -quick || true)}
 PY=/usr/bin/python3
 mkdir -p "$WORK"
 [ -f "$CORPORA/debmix.txt" ] || bash "$SHARED/bench/corpora.sh" "$CORPORA" >&2

@@ -32,7 +32,7 @@ input=$CORPORA/debmix.txt; args=()
 if [ $quick = 1 ]; then
   head -c 4000000 "$input" > "$W/quick.txt"; input=$W/quick.txt; args=(--short-count 2000 --repeat 2)
 fi
-in_label="$(basename "$CORPORA/debmix.txt")$([ $quick = 1 ] && echo ', first 4 MB')"
+in_label="$(basename "$CORPORA/debmix.txt")$([ $quick = 1 ] && echo ', first 4 MB' || true)"
 machine=$(bench_machine)
 for enc in $encodings; do
   echo ">> $enc" >&2
