@@ -109,6 +109,7 @@ if [ $hf = 1 ]; then
   run hf_iter env RAYON_NUM_THREADS="$T" "$PY" "$repo/bench/hf_train_jsonl.py" "$F/docs.jsonl.zst" "$vocab" "$W/hf"
   hf_version=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$W/hf_iter.out")
   hf_row="| HF tokenizers $hf_version, train_from_iterator over docs.jsonl.zst (Python json + zstd -dc) | $WALL s | $CPU s | $RSS MB | $(ratio "$WALL" "${best_wall[train_text]}") |"
+  hf_wall=$WALL hf_rss=$RSS
 fi
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -137,5 +138,15 @@ text_bytes=$(stat -c %s "$F/docs.txt")
   echo
   echo "Targets (issue #30): train on .jsonl.zst within 1.3x of text: **$(verdict train_zst train_text)**; encode of JSONL"
   echo "within 1.3x of text: **$(verdict enc_jsonl enc_text)**."
+  echo
+  # The block bench/summary.py copies into docs/benchmarks.md (markers as in bench/lib.sh).
+  in_label="debmix documents$( [ "$quick" != 0 ] && echo ", first $quick MB" || true)"
+  echo "<!-- summary: rows for docs/benchmarks.md (bench/summary.py) -->"
+  echo "| task | input | peer | lmkit vs peer | target |"
+  echo "|---|---|---|---|---|"
+  echo "| BPE train from .jsonl.zst, vocab $vocab, $T threads | $in_label | lmkit on the same documents as text: ${best_wall[train_text]} s | **$(ratio "${best_wall[train_zst]}" "${best_wall[train_text]}")×** the wall time (${best_wall[train_zst]} s), ${best_rss[train_zst]} MB peak RSS (text ${best_rss[train_text]} MB) | ≤ 1.3× |"
+  [ -n "${hf_wall:-}" ] && echo "| BPE train from JSONL, vocab $vocab, $T threads | $in_label | HF tokenizers $hf_version \`train_from_iterator\` (pip, native Rust): $hf_wall s, $hf_rss MB | **$(ratio "${best_wall[train_zst]}" "$hf_wall")×** the wall time | |"
+  echo "| BPE encode GPT-2 from JSONL, $T threads | $in_label | lmkit on the same documents as text: ${best_wall[enc_text]} s | **$(ratio "${best_wall[enc_jsonl]}" "${best_wall[enc_text]}")×** the wall time (.jsonl.zst $(ratio "${best_wall[enc_zst]}" "${best_wall[enc_text]}")×), ${best_rss[enc_jsonl]} MB peak RSS | ≤ 1.3× |"
+  echo "<!-- /summary -->"
 } > "$OUT"
 cat "$OUT"

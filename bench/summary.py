@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-PAGES = ["bpe.md", "bpe-encode.md", "quant.md", "gguf.md", "dataload.md", "distributed.md"]
+PAGES = ["bpe.md", "bpe-encode.md", "bpe-corpora.md", "python.md", "quant.md", "gguf.md", "dataload.md", "distributed.md"]
 BEGIN, END = "<!-- summary: rows for docs/benchmarks.md (bench/summary.py) -->", "<!-- /summary -->"
 DOC_BEGIN, DOC_END = "<!-- latest:begin (bench/summary.py writes this part) -->", "<!-- latest:end -->"
 
