@@ -27,25 +27,10 @@ class CommandResult:
         return f"CommandResult(returncode={self.returncode}, stdout={len(self.stdout)} bytes, stderr={self.stderr!r})"
 
 
-def _raise(stderr: str, kind: str, returncode: int) -> None:
-    message = stderr.strip().splitlines()[-1] if stderr.strip() else f"lmkit exited with status {returncode}"
-    if kind == "not_found":
-        raise FileNotFoundError(message)
-    if kind == "io":
-        raise OSError(message)
-    if kind == "cancelled":
-        raise KeyboardInterrupt(message)
-    if kind == "internal":
-        raise RuntimeError(message)
-    raise ValueError(message)
-
-
 def run(*args: str, check: bool = True) -> CommandResult:
     """Runs ``lmkit ARGS...`` in this process (the GIL is released) and returns what it printed. With ``check``, a
     non-zero exit raises the exception for its error (see the module doc)."""
-    rc, out, err, kind = _lmkit._run_cli([str(a) for a in args])
-    if check and rc != 0:
-        _raise(err, kind, rc)
+    rc, out, err = _lmkit._run_cli([str(a) for a in args], check)
     return CommandResult(rc, out, err)
 
 

@@ -45,18 +45,40 @@ class MemoryStream {
 // The command layer keeps process-wide state (the capture streams, the last error): one command line at a time.
 std::mutex cli_mutex;
 
-// (exit code, stdout bytes, stderr text, name of the last error's code). The GIL is released while it runs.
-std::tuple<int, nb::bytes, std::string, std::string> RunCli(const std::vector<std::string>& args) {
+// The Status a failed command line reported, rebuilt from its code and its last stderr line, for Raise (the one
+// mapping of error codes to Python exceptions). A command-line parse error reports no Status: it is an argument error.
+Status FailureOf(ErrorCode code, int rc, const std::string& err) {
+  std::string line = err;
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  line = line.substr(line.rfind('\n') == std::string::npos ? 0 : line.rfind('\n') + 1);
+  if (line.empty()) line = "lmkit exited with status " + std::to_string(rc);
+  switch (code) {
+    case ErrorCode::kIo:
+      return Status::Io("", line);
+    case ErrorCode::kNotFound:
+      return Status::NotFound("", line);
+    case ErrorCode::kCancelled:
+      return Status::Cancelled(line);
+    case ErrorCode::kInternal:
+      return Status::Internal(line);
+    default:
+      return Status::InvalidArgument(line);
+  }
+}
+
+// (exit code, stdout bytes, stderr text). With `check`, a non-zero exit raises instead (see Raise). The GIL is
+// released while the command runs.
+std::tuple<int, nb::bytes, std::string> RunCli(const std::vector<std::string>& args, bool check) {
   std::string out, err;
   int rc = 0;
   ErrorCode code = ErrorCode::kOk;
+  bool streams_ok = true;
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(cli_mutex);
     MemoryStream out_stream, err_stream;
-    if (out_stream.file() == nullptr || err_stream.file() == nullptr) {
-      rc = -1;
-    } else {
+    streams_ok = out_stream.file() != nullptr && err_stream.file() != nullptr;
+    if (streams_ok) {
       std::vector<std::string> argv_text = {"lmkit"};
       argv_text.insert(argv_text.end(), args.begin(), args.end());
       std::vector<char*> argv;
@@ -72,21 +94,17 @@ std::tuple<int, nb::bytes, std::string, std::string> RunCli(const std::vector<st
       err = err_stream.Close();
     }
   }
-  if (rc == -1) throw std::runtime_error("lmkit: cannot open a memory stream for the command's output");
-  const char* code_name = code == ErrorCode::kIo            ? "io"
-                          : code == ErrorCode::kNotFound    ? "not_found"
-                          : code == ErrorCode::kInternal    ? "internal"
-                          : code == ErrorCode::kCancelled   ? "cancelled"
-                          : code == ErrorCode::kOk          ? "ok"
-                                                            : "invalid";
-  return {rc, nb::bytes(out.data(), out.size()), err, code_name};
+  if (!streams_ok) throw std::runtime_error("lmkit: cannot open a memory stream for the command's output");
+  if (check && rc != 0) Raise(FailureOf(code, rc, err));
+  return {rc, nb::bytes(out.data(), out.size()), err};
 }
 
 }  // namespace
 
 void RegisterCli(nb::module_& m) {
-  m.def("_run_cli", &RunCli, nb::arg("args"),
-        "Runs one lmkit command line in this process: (exit code, stdout bytes, stderr text, error kind).");
+  m.def("_run_cli", &RunCli, nb::arg("args"), nb::arg("check"),
+        "Runs one lmkit command line in this process: (exit code, stdout bytes, stderr text); with check, a non-zero "
+        "exit raises the exception of its error.");
 }
 
 }  // namespace lmkit::py
