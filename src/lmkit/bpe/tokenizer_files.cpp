@@ -236,11 +236,12 @@ Result<std::unique_ptr<Tokenizer>> ReadVocabMerges(const std::string& vocab_json
   // Specials stored raw, as Hugging Face's BPE model saves them (and lmkit writes them): an entry that is not in
   // byte-level form, or that spells a requested special whose printable form differs. They are the file's specials;
   // the requested ones are enabled.
+  auto requested = [&](const std::string& text) {
+    return std::find(options.specials.begin(), options.specials.end(), text) != options.specials.end();
+  };
   std::map<uint32_t, std::string> raw_specials;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const bool requested =
-        std::find(options.specials.begin(), options.specials.end(), it.key()) != options.specials.end();
-    if (!it.value().is_number_unsigned() || (!requested && PrintableToBytes(it.key()).ok())) continue;
+    if (!it.value().is_number_unsigned() || (!requested(it.key()) && PrintableToBytes(it.key()).ok())) continue;
     if (it.value().get<uint64_t>() <= UINT32_MAX) raw_specials[it.value().get<uint32_t>()] = it.key();
   }
   auto tok = std::make_unique<Tokenizer>();
@@ -248,8 +249,7 @@ Result<std::unique_ptr<Tokenizer>> ReadVocabMerges(const std::string& vocab_json
   for (const auto& [id, text] : raw_specials) {
     const auto bytes = PrintableToBytes(text);
     if (bytes.ok() && *bytes == text) continue;  // also an ordinary token: FinishWith enables it by its text
-    const bool requested = std::find(options.specials.begin(), options.specials.end(), text) != options.specials.end();
-    LMKIT_RETURN_IF_ERROR(tok->AddSpecial(text, id, requested).WithSubject(vocab_json));
+    LMKIT_RETURN_IF_ERROR(tok->AddSpecial(text, id, requested(text)).WithSubject(vocab_json));
   }
   LMKIT_ASSIGN_OR_RETURN(std::string mtext, ReadFileToString(merges_txt));
   std::string_view text = mtext;
