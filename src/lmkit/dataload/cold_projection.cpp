@@ -7,11 +7,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "lmkit/common/sysinfo.h"
-#include "lmkit/common/thread_start.h"
+#include "lmkit/common/thread_pool.h"
 #include "lmkit/dataload/knobs.h"
 #include "lmkit/dataload/os_facts.h"
 #include "lmkit/dataload/sampler.h"
@@ -56,12 +55,11 @@ StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
     std::vector<uint64_t> offsets(kThreads * kEach);
     for (auto& o : offsets) o = UniformBelow(state, blocks) * kBlock;
     std::vector<int> failed(kThreads, 0);
-    std::vector<std::thread> workers;
-    workers.reserve(kThreads);
-    bool refused = false;
+    ThreadPool pool(kThreads);
+    const bool refused = pool.size() < kThreads;
     const double t0 = MonotonicSeconds();
-    for (unsigned t = 0; t < kThreads && !refused; ++t) {
-      refused = !TryStartThread(workers, [&, t] {
+    if (!refused) {
+      pool.ParallelFor(kThreads, [&](size_t t, unsigned) {
         void* m = nullptr;
         if (::posix_memalign(&m, kBlock, kBlock) != 0) {
           failed[t] = 1;
@@ -74,7 +72,6 @@ StorageProbe ProbeStorage(const TokenShard& shard, uint64_t seed) {
         std::free(m);
       });
     }
-    for (auto& w : workers) w.join();
     const double dt = MonotonicSeconds() - t0;
     for (int f : failed)
       if (f != 0) p.why_not = "O_DIRECT read failed in the parallel probe";

@@ -1,19 +1,22 @@
 // Performance notes: storage counters (/proc/self/io, getrusage) are read once per run, not per batch: per-batch reads
-// cost ~10 µs each. Pipeline and batch notes: pipeline.cpp, batch_builder.cpp.
+// cost ~10 µs each. Batch notes: batch_builder.cpp. A batch is a few tens of microseconds of work (B=12 T=1024), so
+// the pipeline's hand-off (one mutex, two condition variables) is a visible share of it; batching more work per
+// hand-off was not needed to pass 10x nanoGPT's get_batch.
 #include "lmkit/dataload/profile.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <new>
 #include <tuple>
 #include <unordered_set>
 
+#include "lmkit/common/ordered_pipeline.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/cuda/dataload_h2d.h"
 #include "lmkit/dataload/batch_builder.h"
 #include "lmkit/dataload/judge.h"
-#include "lmkit/dataload/pipeline.h"
 #include "lmkit/dataload/sampler.h"
 
 namespace lmkit::dataload {
@@ -150,10 +153,28 @@ Status Measure(const RunContext& ctx, const LoaderConfig& c, const BatchBuilder&
   double t_steady = o.warmup == 0 ? t_start : 0, t_end = 0;
   uint64_t checksum = 0;
 
-  auto produce = [&](uint64_t j, size_t slot, unsigned worker) {
-    return builder.Build(j, &slots[slot], &scratch[worker], h2d.empty() ? nullptr : h2d[worker].get());
+  // Batch n is built in slot n % K by a worker; the calling thread is the training loop, and its wait for batch n is
+  // the time from the end of its step on batch n-1 (the start of the run for batch 0) to batch n's hand-over.
+  const uint64_t limit = o.steps > 0 ? o.warmup + o.steps : UINT64_MAX;
+  std::vector<uint64_t> slot_batch(K);
+  uint64_t next_batch = 0;
+  std::atomic<uint64_t> produced{0};
+  double step_end = 0;
+  PipelineStages stages;
+  stages.produce = [&](size_t slot) -> Result<bool> {
+    if (next_batch == limit) return false;
+    slot_batch[slot] = next_batch++;
+    return true;
   };
-  auto consume = [&](uint64_t s, size_t slot, double wait_s) {
+  stages.work = [&](size_t slot, unsigned worker) {
+    Status st =
+        builder.Build(slot_batch[slot], &slots[slot], &scratch[worker], h2d.empty() ? nullptr : h2d[worker].get());
+    produced.fetch_add(1, std::memory_order_relaxed);
+    return st;
+  };
+  stages.consume = [&](size_t slot) -> Result<bool> {
+    const double wait_s = MonotonicSeconds() - step_end;
+    const uint64_t s = slot_batch[slot];
     const Batch& b = slots[slot];
     checksum = builder.FoldDigest(checksum, s, b);
     if (o.vocab_size > 0) AddVocab(b, c.context_length, *ctx.shards, &bad_positions, &r->vocab);
@@ -176,15 +197,19 @@ Status Measure(const RunContext& ctx, const LoaderConfig& c, const BatchBuilder&
     const bool done =
         o.steps > 0 ? r->batches >= o.warmup + o.steps : s + 1 > o.warmup && now - t_steady >= o.duration_s;
     if (done) t_end = now;
+    step_end = MonotonicSeconds();
     return !done;
   };
 
-  const uint64_t limit = o.steps > 0 ? o.warmup + o.steps : UINT64_MAX;
   if (ctx.progress != nullptr) ctx.progress->Begin("dataload", o.steps > 0 ? limit : 0, "batches");
-  uint64_t produced = 0;
-  const Status st = RunOrderedBatches(c.threads, K, limit, produce, consume, &produced);
+  PipelineOptions po;
+  po.workers = c.threads;
+  po.ring = K;
+  po.all_workers = true;  // fewer loader threads than asked would measure another loader
+  step_end = MonotonicSeconds();
+  const Result<PipelineRun> run = RunOrderedPipeline(po, stages);
   if (ctx.progress != nullptr) ctx.progress->Finish();
-  LMKIT_RETURN_IF_ERROR(st);
+  LMKIT_RETURN_IF_ERROR(run.status());
   const IoCounters io1 = ReadIoCounters();
 
   r->checksum = checksum;
@@ -204,8 +229,8 @@ Status Measure(const RunContext& ctx, const LoaderConfig& c, const BatchBuilder&
   r->wait = Summarize(v->wait);
   r->produce = Summarize(v->produce);
   const uint64_t row_bytes = (c.context_length + 1) * (*ctx.shards)[0].token_bytes;
-  r->produced_batches = produced;
-  r->useful_bytes = produced * c.batch_size * row_bytes;
+  r->produced_batches = produced.load();
+  r->useful_bytes = r->produced_batches * c.batch_size * row_bytes;
   r->read_bytes = io1.read_bytes - io0.read_bytes;
   r->read_amplification = r->useful_bytes > 0 ? static_cast<double>(r->read_bytes) / r->useful_bytes : 0;
   r->minor_faults = io1.minor_faults - io0.minor_faults;
