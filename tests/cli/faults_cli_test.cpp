@@ -417,3 +417,25 @@ TEST_CASE("faults: the bpe train summary cuts a long token", "[faults][cli]") {
   const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
   CHECK(line.find("(105 bytes): \xc4\xa0" + word.substr(0, 63) + " ... (41 more bytes)") != std::string::npos);
 }
+
+// One word of 4 MB of 'a' trains tokens of up to 4 MB (a, aa, aaaa, ... and their sums): the vocabulary is ~8x the
+// input and the files 4x that. Memory stays the merger's 4 bytes per input byte plus the vocabulary once; rendering
+// each file whole before writing it took 5x the input more (the issue measured ~32 bytes per input byte).
+TEST_CASE("faults: one huge word trains in memory near the input plus its vocabulary", "[faults][cli]") {
+  if (lmkit::test::kSanitizerBuild) LMKIT_SKIP("sanitizer build: its shadow memory and quarantine change the RSS");
+  TempDir tmp;
+  const uint64_t n = 4'000'000;
+  WriteAll(tmp.file("w.txt"), std::string(n, 'a'));
+  RunResult r = RunLmkit({"-j", "1", "bpe", "train", tmp.file("w.txt"), "--vocab-size", "1000", "-o",
+                          tmp.file("tok"), "--json"});
+  REQUIRE(r.exit_code == 0);
+  const lmkit::Json j = lmkit::test::StdoutJson(r);
+  const uint64_t vocab_bytes = fs::file_size(tmp.file("tok/vocab.json"));
+  const uint64_t files = vocab_bytes + fs::file_size(tmp.file("tok/merges.txt")) +
+                         fs::file_size(tmp.file("tok/tokenizer.json"));
+  REQUIRE(vocab_bytes > 4 * n);  // the case is the one described: tokens of megabytes
+  const uint64_t peak = j["peak_rss_bytes"].get<uint64_t>();
+  INFO("peak " << peak << " B, vocab.json " << vocab_bytes << " B, files " << files << " B");
+  CHECK(peak < 4 * n + vocab_bytes + (48u << 20));
+  CHECK(peak < files);
+}

@@ -9,11 +9,32 @@
 #include <vector>
 
 #include "lmkit/bpe/byte_unicode.h"
+#include "lmkit/common/atomic_file.h"
 #include "lmkit/common/staged_dir.h"
 
 namespace lmkit::bpe {
 
 namespace {
+
+// Text built in `buf` and handed on in pieces of about 1 MiB when there is a file: a model trained on one long word
+// has files many times its input's size (tokens of megabytes), and building them whole took 5x the input in memory.
+struct TextOut {
+  static constexpr size_t kPiece = size_t{1} << 20;
+  std::string buf;
+  AtomicFile* file = nullptr;  // null: the text stays in buf
+  Status Spill() {
+    if (file == nullptr || buf.size() < kPiece) return Status::Ok();
+    Status st = file->Write(buf);
+    buf.clear();
+    return st;
+  }
+  Status Finish() {
+    if (file == nullptr) return Status::Ok();
+    Status st = file->Write(buf);
+    buf.clear();
+    return st;
+  }
+};
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
@@ -53,9 +74,11 @@ void AppendId(std::string& out, size_t id) {
 }
 
 // {token: id} in id order. Ordinary tokens in GPT-2's printable form; specials too, unless `raw_specials`.
-void AppendVocabObject(std::string& out, const BpeModel& m, const char* sep, bool raw_specials) {
+Status AppendVocabObject(TextOut& text, const BpeModel& m, const char* sep, bool raw_specials) {
+  std::string& out = text.buf;
   out.push_back('{');
   for (size_t id = 0; id < m.vocab.size(); ++id) {
+    LMKIT_RETURN_IF_ERROR(text.Spill());
     if (id > 0) out += sep;
     if (raw_specials && id < m.num_specials) {
       AppendJsonString(out, m.vocab[id]);
@@ -68,31 +91,32 @@ void AppendVocabObject(std::string& out, const BpeModel& m, const char* sep, boo
     AppendId(out, id);
   }
   out.push_back('}');
+  return Status::Ok();
 }
 
-}  // namespace
-
-std::string RenderVocabJson(const BpeModel& model) {
-  std::string out;
+Status EmitVocabJson(const BpeModel& model, TextOut& text) {
   // Specials raw, as Hugging Face's BPE model saves its vocabulary: HF's add_special_tokens finds them by their text.
-  AppendVocabObject(out, model, ", ", /*raw_specials=*/true);
-  out.push_back('\n');
-  return out;
+  LMKIT_RETURN_IF_ERROR(AppendVocabObject(text, model, ", ", /*raw_specials=*/true));
+  text.buf.push_back('\n');
+  return text.Finish();
 }
 
-std::string RenderMergesTxt(const BpeModel& model) {
-  std::string out = "#version: 0.2\n";
+Status EmitMergesTxt(const BpeModel& model, TextOut& text) {
+  std::string& out = text.buf;
+  out += "#version: 0.2\n";
   for (const auto& [a, b] : model.merges) {
+    LMKIT_RETURN_IF_ERROR(text.Spill());
     AppendPrintable(out, model.vocab[a]);
     out.push_back(' ');
     AppendPrintable(out, model.vocab[b]);
     out.push_back('\n');
   }
-  return out;
+  return text.Finish();
 }
 
-std::string RenderTokenizerJson(const BpeModel& model) {
-  std::string out = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [";
+Status EmitTokenizerJson(const BpeModel& model, TextOut& text) {
+  std::string& out = text.buf;
+  out += "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [";
   for (size_t i = 0; i < model.num_specials; ++i) {
     out += i == 0 ? "\n    " : ",\n    ";
     out += fmt::format("{{\"id\": {}, \"content\": ", i);
@@ -112,9 +136,10 @@ std::string RenderTokenizerJson(const BpeModel& model) {
       "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": ";
   // Hugging Face looks an added token up in the model's vocabulary by its raw content (its BpeTrainer stores specials
   // that way): a special in printable form ("[docĠbreak]") would be added a second time under a new id.
-  AppendVocabObject(out, model, ",\n      ", /*raw_specials=*/true);
+  LMKIT_RETURN_IF_ERROR(AppendVocabObject(text, model, ",\n      ", /*raw_specials=*/true));
   out += ",\n    \"merges\": [";
   for (size_t i = 0; i < model.merges.size(); ++i) {
+    LMKIT_RETURN_IF_ERROR(text.Spill());
     out += i == 0 ? "\n      " : ",\n      ";
     out.push_back('"');
     AppendPrintableJson(out, model.vocab[model.merges[i].first]);
@@ -123,16 +148,36 @@ std::string RenderTokenizerJson(const BpeModel& model) {
     out.push_back('"');
   }
   out += model.merges.empty() ? "]\n  }\n}\n" : "\n    ]\n  }\n}\n";
-  return out;
+  return text.Finish();
 }
+
+using Emitter = Status (*)(const BpeModel&, TextOut&);
+
+std::string Render(const BpeModel& model, Emitter emit) {
+  TextOut text;
+  (void)emit(model, text);  // without a file there is nothing to fail
+  return std::move(text.buf);
+}
+
+}  // namespace
+
+std::string RenderVocabJson(const BpeModel& model) { return Render(model, EmitVocabJson); }
+std::string RenderMergesTxt(const BpeModel& model) { return Render(model, EmitMergesTxt); }
+std::string RenderTokenizerJson(const BpeModel& model) { return Render(model, EmitTokenizerJson); }
 
 Status WriteTokenizerFiles(const BpeModel& model, const std::string& dir) {
   // The three files are one tokenizer: they are staged together and swapped in at once (StagedDir), so a failure (a
   // full disk, a directory named tokenizer.json) leaves the old set whole, and two runs into one directory cannot mix.
   LMKIT_ASSIGN_OR_RETURN(StagedDir out, StagedDir::Create(dir));
-  const std::pair<const char*, std::string (*)(const BpeModel&)> files[] = {
-      {"vocab.json", RenderVocabJson}, {"merges.txt", RenderMergesTxt}, {"tokenizer.json", RenderTokenizerJson}};
-  for (const auto& [name, render] : files) LMKIT_RETURN_IF_ERROR(out.WriteFile(name, render(model)));
+  const std::pair<const char*, Emitter> files[] = {
+      {"vocab.json", EmitVocabJson}, {"merges.txt", EmitMergesTxt}, {"tokenizer.json", EmitTokenizerJson}};
+  for (const auto& [name, emit] : files) {
+    LMKIT_RETURN_IF_ERROR(out.WriteFileWith(name, [&, emit = emit](AtomicFile& f) {
+      TextOut text;
+      text.file = &f;
+      return emit(model, text);
+    }));
+  }
   return out.Commit();
 }
 

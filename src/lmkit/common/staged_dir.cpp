@@ -160,11 +160,15 @@ Status StagedDir::CheckDestination(const std::string& name) const {
 }
 
 Status StagedDir::WriteFile(const std::string& name, std::string_view content) {
+  return WriteFileWith(name, [&](AtomicFile& f) { return f.Write(content); });
+}
+
+Status StagedDir::WriteFileWith(const std::string& name, const std::function<Status(AtomicFile&)>& fill) {
   LMKIT_RETURN_IF_ERROR(CheckDestination(name));
   const std::string final_path = dir_ + "/" + name;
   auto f = AtomicFile::Create(Path(name));
   if (!f.ok()) return f.status().WithSubjectReplaced(final_path);
-  Status st = f->Write(content);
+  Status st = fill(*f);
   if (st.ok()) st = f->Commit();
   return st.WithSubjectReplaced(final_path);
 }

@@ -13,6 +13,7 @@
 // objects are independent.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,8 @@
 #include "lmkit/common/status.h"
 
 namespace lmkit {
+
+class AtomicFile;
 
 class StagedDir {
  public:
@@ -38,6 +41,9 @@ class StagedDir {
   std::string Path(const std::string& name);
   // Writes `content` to Path(name) with AtomicFile; errors name dir()/name, the path the user asked for.
   Status WriteFile(const std::string& name, std::string_view content);
+  // As WriteFile, with the content streamed: `fill` writes it to the file (AtomicFile::Write), for outputs too large
+  // to build in memory first.
+  Status WriteFileWith(const std::string& name, const std::function<Status(AtomicFile&)>& fill);
   Status Commit();
 
   const std::string& dir() const { return dir_; }
