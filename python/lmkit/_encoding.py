@@ -33,14 +33,11 @@ def get_encoding(name: str) -> "Encoding":
 
 
 def _clean(text: str) -> str:
+    # Lone surrogates, which UTF-8 cannot hold, are replaced by U+FFFD in the extension (as tiktoken does), which
+    # reads the str's UTF-8 without a copy; checking here would encode every text once more.
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
-    # Lone surrogates cannot be UTF-8: replace them as tiktoken does (round trip through UTF-16 with replacement).
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 class Encoding:

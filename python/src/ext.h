@@ -34,9 +34,14 @@ T Take(Result<T>&& result) {
 nb::list IdList(const uint32_t* ids, size_t count);
 inline nb::list IdList(const std::vector<uint32_t>& ids) { return IdList(ids.data(), ids.size()); }
 
-// The UTF-8 bytes of a str without a copy (cached in the str object); a ValueError for lone surrogates is raised by
-// Python itself.
-std::string_view Utf8(nb::handle str);
+// The UTF-8 bytes of a str, without a copy (CPython caches them in the str object). A str with lone surrogates, which
+// UTF-8 cannot hold, is read as tiktoken reads it: each surrogate replaced by U+FFFD (a new str that `owner` keeps).
+// A TypeError for anything but a str.
+struct Utf8Text {
+  explicit Utf8Text(nb::handle str);
+  nb::object owner;
+  std::string_view view;
+};
 
 void RegisterBpe(nb::module_& m);
 void RegisterCli(nb::module_& m);

@@ -121,7 +121,7 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
 std::vector<std::string> CopyTexts(const nb::sequence& texts) {
   std::vector<std::string> out;
   out.reserve(nb::len(texts));
-  for (nb::handle t : texts) out.emplace_back(Utf8(t));
+  for (nb::handle t : texts) out.emplace_back(Utf8Text(t).view);
   return out;
 }
 
@@ -215,7 +215,8 @@ void RegisterBpe(nb::module_& m) {
       .def(
           "encode_ordinary",
           [](CoreBpe& c, nb::handle text) {
-            const std::string_view t = Utf8(text);
+            const Utf8Text utf8(text);
+            const std::string_view t = utf8.view;
             std::vector<uint32_t> ids;
             {
               nb::gil_scoped_release release;
@@ -228,7 +229,8 @@ void RegisterBpe(nb::module_& m) {
       .def(
           "encode",
           [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed) {
-            const std::string_view t = Utf8(text);
+            const Utf8Text utf8(text);
+            const std::string_view t = utf8.view;
             const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(allowed)));
             std::vector<uint32_t> ids;
             {
@@ -242,7 +244,8 @@ void RegisterBpe(nb::module_& m) {
       .def(
           "encode_safe_prefix",
           [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed) {
-            const std::string_view t = Utf8(text);
+            const Utf8Text utf8(text);
+            const std::string_view t = utf8.view;
             std::vector<std::string> names = Sorted(std::move(allowed));
             const SpecialTokenSplitter& splitter = c.SplitterFor(names);
             std::vector<bpe::SpecialToken> specials;
@@ -264,7 +267,8 @@ void RegisterBpe(nb::module_& m) {
       .def(
           "find_special",
           [](CoreBpe& c, nb::handle text, std::vector<std::string> specials) -> std::optional<nb::tuple> {
-            const std::string_view t = Utf8(text);
+            const Utf8Text utf8(text);
+            const std::string_view t = utf8.view;
             const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(specials)));
             SpecialTokenSplitter::Match match;
             if (splitter.empty() || !splitter.FindNext(t, 0, &match)) return std::nullopt;
@@ -295,7 +299,8 @@ void RegisterBpe(nb::module_& m) {
       .def(
           "encode_to_array",
           [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed, bool narrow) -> nb::object {
-            const std::string_view t = Utf8(text);
+            const Utf8Text utf8(text);
+            const std::string_view t = utf8.view;
             const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(allowed)));
             auto* ids = new std::vector<uint32_t>();
             nb::capsule owner32(ids, [](void* p) noexcept { delete static_cast<std::vector<uint32_t>*>(p); });

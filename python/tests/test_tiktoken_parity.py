@@ -128,5 +128,11 @@ def test_decoding(pair):
 
 def test_lone_surrogates_are_replaced_as_tiktoken_does(pair):
     ours, theirs = pair
-    s = "a\ud800b"
-    assert ours.encode(s) == theirs.encode(s)
+    s = "a\ud800b \udfff\ud83d"
+    want = theirs.encode(s)
+    assert ours.encode(s) == want
+    assert ours.encode_ordinary(s) == theirs.encode_ordinary(s) == want
+    assert ours.encode_batch([s, "x" + s], num_threads=2) == theirs.encode_batch([s, "x" + s], num_threads=2)
+    assert list(ours.encode_to_numpy(s)) == want
+    with pytest.raises(TypeError):
+        ours.encode(b"bytes")
