@@ -621,16 +621,17 @@ void Grow(std::unique_ptr<char[]>* buf, size_t* cap, size_t want, size_t keep) {
 }  // namespace
 
 // JSONL and Parquet cost CPU to read (decompression, JSON parsing; about a third of counting's instructions for
-// .jsonl.zst), and a block's read would wait for the counting of the one before: for them the next block is read on
-// a second thread while the current one is counted, in two buffers of half the block size each, so the memory stays
-// that of one text block. Text is read by memcpy from the page cache and keeps the one buffer.
+// .jsonl.zst), and so does a pipe (a copy out of the kernel that waits for the writer: 2-3 s of a 2 GB run through
+// stdin). A block's read would wait for the counting of the one before: for them (sources of unknown size) the next
+// block is read on a second thread while the current one is counted, in two buffers of half the block size each, so
+// the memory stays that of one text block. A regular text file is read by memcpy from the page cache, one buffer.
 Status RangeCounter::Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, ProgressSink* progress) {
   Impl& m = *impl_;
   if (begin > end) return Status::InvalidArgument("byte range ends before it begins");
   LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<io::ByteSource> in, m.corpus.Open(begin, end));
   // The size to show: the range, or what the source knows (regular text files; 0 for stdin and documents).
   if (progress) progress->Begin("counting", end != UINT64_MAX ? end - begin : in->SizeHint(), "B");
-  const bool ahead = m.corpus.documents();
+  const bool ahead = m.corpus.documents() || in->SizeHint() == 0;
   const size_t block = std::max<size_t>(ahead ? m.options.block_bytes / 2 : m.options.block_bytes, 4096);
   Grow(&m.buf, &m.cap, block, 0);
   if (ahead) Grow(&m.buf2, &m.cap2, block, 0);
