@@ -59,7 +59,7 @@ TEST_CASE("request: a model source is a name or dimensions, never both or neithe
   CHECK(p->d_model == 1600);
 }
 
-TEST_CASE("request: a model sweep replaces the model; values apply to copies", "[accounting][request]") {
+TEST_CASE("request: a model sweep replaces the model, values apply to copies", "[accounting][request]") {
   Sweep model_sweep{"model", {"gpt2-xl"}};
   ModelSource src;
   src.model = "gpt2-xl";

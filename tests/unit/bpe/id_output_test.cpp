@@ -61,7 +61,7 @@ TEST_CASE("id output: bin is little-endian at the dtype's width, json one array,
   CHECK(ReadAll(req.output) == "104\t\"h\"\n300\t\"hi\\n\"\n9\t\"\\t\"\n");
 }
 
-TEST_CASE("id output: npy needs a file; a descriptor gets the bytes on Commit", "[bpe][id_output]") {
+TEST_CASE("id output: npy needs a file, a descriptor gets the bytes on Commit", "[bpe][id_output]") {
   EncodeRequest req;
   CHECK(CheckIdOutput(req, IdFormat::kNpy).code() == lmkit::ErrorCode::kInvalidArgument);
   CHECK(OpenIdOutput(req, IdOutputTokenizer(), IdFormat::kNpy, IdDtype::kU16).status().code() ==

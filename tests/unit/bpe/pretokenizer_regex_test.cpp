@@ -29,7 +29,7 @@ TEST_CASE("pretokenizer regex: golden splits of the GPT-2 and cl100k patterns", 
   CHECK(RegexEnds(PretokPattern::kGpt2, "").empty());
 }
 
-TEST_CASE("pretokenizer regex: \\s is Unicode White_Space, U+0085 included", "[bpe][pretokenizer]") {
+TEST_CASE("pretokenizer regex: whitespace is Unicode White_Space, U+0085 included", "[bpe][pretokenizer]") {
   for (PretokPattern p : {PretokPattern::kGpt2, PretokPattern::kCl100k, PretokPattern::kO200k}) {
     const std::string pat = Pcre2PatternFor(p);
     CHECK(pat.find("\\x{85}") != std::string::npos);

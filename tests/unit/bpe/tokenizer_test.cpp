@@ -19,7 +19,7 @@ uint32_t ByteTok(char c) { return static_cast<uint8_t>(c); }
 
 }  // namespace
 
-TEST_CASE("tokenizer: tokens and merges round trip; a merge is packed rank << 32 | result", "[bpe][tokenizer]") {
+TEST_CASE("tokenizer: tokens and merges round trip, a merge is packed rank << 32 | result", "[bpe][tokenizer]") {
   Tokenizer t;
   AddAllBytes(&t);
   REQUIRE(t.AddToken("ab", 256).ok());

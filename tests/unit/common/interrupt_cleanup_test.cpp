@@ -38,7 +38,7 @@ TEST_CASE("interrupt cleanup: SIGTERM removes registered files and directories, 
   CHECK(std::filesystem::exists(kept));  // unregistered: left alone
 }
 
-TEST_CASE("interrupt cleanup: an ignored signal stays ignored; the registry is bounded",
+TEST_CASE("interrupt cleanup: an ignored signal stays ignored, the registry is bounded",
           "[common][interrupt_cleanup]") {
   TempDir dir;
   const std::string tmp = dir.file("out.tmp");

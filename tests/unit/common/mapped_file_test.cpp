@@ -27,7 +27,7 @@ TEST_CASE("mapped file: content, empty file, missing file, directory", "[common]
   CHECK(d.status().message().find("directory") != std::string::npos);
 }
 
-TEST_CASE("mapped file: a move hands the mapping over; advice never changes the bytes", "[common][mmap]") {
+TEST_CASE("mapped file: a move hands the mapping over, advice never changes the bytes", "[common][mmap]") {
   lmkit::test::TempDir dir;
   std::string content(3 * 4096 + 17, 'x');
   for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>('a' + i % 26);

@@ -57,7 +57,7 @@ TEST_CASE("cold projection: threads scale until the storage bandwidth caps the t
   CHECK(capped.tokens_per_s == Approx(1e6 / (6142.0 / 1023)));
 }
 
-TEST_CASE("cold projection: no projection without a probe; a small file is not probed", "[dataload][cold]") {
+TEST_CASE("cold projection: no projection without a probe, a small file is not probed", "[dataload][cold]") {
   StorageProbe failed;
   failed.why_not = "cannot open with O_DIRECT: Invalid argument";
   auto c = ProjectColdCache(failed, Access::kMmap, Advice::kNormal, 8, 1023, 2, 128, 1, 0);

@@ -14,7 +14,7 @@
 using namespace lmkit::dataload;
 using lmkit::ErrorCode;
 
-TEST_CASE("os facts: a warmed file is resident to its last byte; an empty one holds none", "[dataload][os_facts]") {
+TEST_CASE("os facts: a warmed file is resident to its last byte, an empty one holds none", "[dataload][os_facts]") {
   REQUIRE(PageSize() == static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
   lmkit::test::TempDir dir;
   const std::string path = dir.file("tokens.bin");

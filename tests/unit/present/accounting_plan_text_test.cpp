@@ -56,7 +56,7 @@ TEST_CASE("accounting plan text: budget, host, rows and verdicts", "[present][ac
   CHECK(text.find("every model fits") == std::string::npos);
 }
 
-TEST_CASE("accounting plan text: CSV comments its free text; a plan that fits says so", "[present][accounting][plan]") {
+TEST_CASE("accounting plan text: CSV comments its free text, a plan that fits says so", "[present][accounting][plan]") {
   const PlanResult r = PlanTextFixture(R"({"gpu": "l4", "reserved_gib": 0.5,
       "host": {"disk_gb_s": 1, "pcie_pageable_gb_s": 8, "pinned": false},
       "models": [{"name": "small", "model": "qwen2.5-0.5b", "seq_len": 1024}]})");

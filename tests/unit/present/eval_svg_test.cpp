@@ -41,7 +41,7 @@ TEST_CASE("eval svg: one point per position for mean and max, on a log axis acro
   CHECK(EvalSvgHas(svg, ">0.001<"));
 }
 
-TEST_CASE("eval svg: a zero keeps the axis linear; no comparison, no panel", "[present][eval][svg]") {
+TEST_CASE("eval svg: a zero keeps the axis linear, no comparison, no panel", "[present][eval][svg]") {
   const std::string lin = lmkit::present::EvalKlSvg(EvalCompared({0, 1e-3, 1e-2}, {1e-3, 1e-2, 1e-1}));
   CHECK(EvalSvgHas(lin, "<title>mean over windows: 1, 0</title>"));
   CHECK_FALSE(EvalSvgHas(lin, ">1e-4<"));

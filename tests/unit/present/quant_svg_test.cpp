@@ -26,7 +26,7 @@ TensorReport QuantSvgTensor(const std::string& name, double db, double max_err) 
 
 }  // namespace
 
-TEST_CASE("quant svg: per layer, one line per kind of tensor; the rest named in a note", "[present][quant][svg]") {
+TEST_CASE("quant svg: per layer, one line per kind of tensor, the rest named in a note", "[present][quant][svg]") {
   QuantizeReport rep;
   rep.input = "in";
   rep.scheme = "w8a16";
@@ -47,7 +47,7 @@ TEST_CASE("quant svg: per layer, one line per kind of tensor; the rest named in 
   CHECK_FALSE(QuantSvgHas(svg, "data-series=\"tensors\""));
 }
 
-TEST_CASE("quant svg: without layers x is the position; histogram panels only for surveyed tensors",
+TEST_CASE("quant svg: without layers x is the position, histogram panels only for surveyed tensors",
           "[present][quant][svg]") {
   QuantizeReport rep;
   rep.input = "in";

@@ -5,7 +5,7 @@
 
 using namespace lmkit::quant;
 
-TEST_CASE("granularity: names parse and print back; anything else names the field", "[quant][granularity]") {
+TEST_CASE("granularity: names parse and print back, anything else names the field", "[quant][granularity]") {
   for (const char* name : {"channel", "tensor", "group:1", "group:32", "group:128"}) {
     auto g = ParseGranularity(name);
     REQUIRE(g.ok());
@@ -23,7 +23,7 @@ TEST_CASE("granularity: names parse and print back; anything else names the fiel
   }
 }
 
-TEST_CASE("granularity: scale shapes and counts of a [rows, cols] weight", "[quant][granularity]") {
+TEST_CASE("granularity: scale shapes and counts of a rows x cols weight", "[quant][granularity]") {
   const Granularity channel = *ParseGranularity("channel");
   const Granularity tensor = *ParseGranularity("tensor");
   const Granularity group = *ParseGranularity("group:128");
