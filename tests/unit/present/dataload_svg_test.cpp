@@ -44,3 +44,44 @@ TEST_CASE("dataload svg: a column per step, data wait and rest stacked in ms", "
   CHECK(svg.find("<title>rest of the step at #4: 2.5 ms</title>") != std::string::npos);
   CHECK(svg.find("host-to-device copy") == std::string::npos);  // no GPU events, no such series
 }
+
+TEST_CASE("dataload svg: with GPU events the host-to-device copy is its own series, and the title names the knob",
+          "[present][dataload][svg]") {
+  lmkit::test::TempDir dir;
+  // Three 10 ms steps: 0.2 ms data wait, then a 3 ms blocking copy from pageable memory.
+  std::string ev;
+  for (int i = 0; i < 3; ++i) {
+    const double t0 = 1000.0 + i * 10000.0;
+    if (!ev.empty()) ev += ',';
+    ev += fmt::format(
+        R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 7, "tid": 1, "ts": {}, )"
+        R"("dur": 10000, "args": {{}}}},)",
+        i, t0);
+    ev += fmt::format(
+        R"({{"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", )"
+        R"("pid": 7, "tid": 1, "ts": {}, "dur": 200, "args": {{}}}},)",
+        t0 + 1);
+    ev += fmt::format(
+        R"({{"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 7, "tid": 1, "ts": {}, "dur": 3000, )"
+        R"("args": {{"correlation": {}}}}},)",
+        t0 + 500, 100 + i);
+    ev += fmt::format(
+        R"j({{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 7, "tid": 7, )j"
+        R"("ts": {}, "dur": 2900, "args": {{"correlation": {}, "bytes": 1048576}}}})",
+        t0 + 510, 100 + i);
+  }
+  lmkit::test::WriteAll(
+      dir.file("gpu.json"),
+      R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}], "traceEvents": [)" + ev + "]}");
+  auto r = RunTrace(dir.file("gpu.json"));
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  REQUIRE(r->has_gpu_events);
+  const std::string svg = lmkit::present::TraceSvg(*r);
+  lmkit::test::CheckSvgText(svg, dir, "gpu.svg");
+  const std::string col = fmt::format("#{}", r->steps.front().number);
+  CHECK(svg.find("<title>host-to-device copy (host time) at " + col + ": 3 ms</title>") != std::string::npos);
+  CHECK(svg.find("<title>data wait (DataLoader __next__) at " + col + ": 0.2 ms</title>") != std::string::npos);
+  CHECK(svg.find("<title>rest of the step at " + col + ": 6.8 ms</title>") != std::string::npos);
+  CHECK(svg.find("(knob: pin_memory)") != std::string::npos);
+}

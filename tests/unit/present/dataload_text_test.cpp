@@ -2,6 +2,7 @@
 // without a demand, with request fields spelled by the front end.
 #include <catch2/catch.hpp>
 #include <sstream>
+#include <vector>
 
 #include "lmkit/dataload/profile.h"
 #include "lmkit/present/dataload.h"
@@ -52,4 +53,40 @@ TEST_CASE("dataload text: files, configuration and the verdict without a demand"
   const std::string bare = DataloadTextOf(dir, lmkit::present::BareField);
   CHECK(DataloadLine(bare, "verdict     ") ==
         "verdict     none: no demand given (tokens_per_s, step_time_s or model gpu mfu)");
+}
+
+TEST_CASE("dataload text: a sweep prints one row per point, named by the swept knobs", "[present][dataload]") {
+  lmkit::test::TempDir dir;
+  DataloadOptions o;
+  o.paths = {lmkit::test::WriteTokenFile(dir, 20000, 1000)};
+  o.steps = 10;
+  o.warmup = 1;
+  o.config.batch_size = 4;
+  o.config.context_length = 64;
+  auto axis = ParseSweepAxis("threads=1,2");
+  REQUIRE(axis.ok());
+  o.sweep = {*axis};
+  auto r = RunDataload(o, nullptr);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  REQUIRE(r->runs.size() == 2);
+  const std::string text = lmkit::present::DataloadText(*r, lmkit::present::BareField);
+  CHECK(DataloadLine(text, "  knobs").find("tokens/s") != std::string::npos);
+  // One row per point, its knobs after a one-character mark; the recommended point is starred and named below.
+  std::istringstream in(text);
+  std::vector<std::string> rows;
+  std::string starred;
+  for (std::string line; std::getline(in, line);)
+    if (line.size() > 2 && line.compare(2, 8, "threads=") == 0) {
+      rows.push_back(line);
+      if (line[0] == '*') starred = line.substr(2, line.find(' ', 2) - 2);
+    }
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].compare(2, 10, "threads=1 ") == 0);
+  CHECK(rows[1].compare(2, 10, "threads=2 ") == 0);
+  for (const auto& row : rows) CHECK(row.substr(row.size() - 3) == "  -");  // no demand: no wait, no verdict
+  REQUIRE(r->recommended >= 0);
+  CHECK(starred == "threads=" + std::to_string(r->runs[static_cast<size_t>(r->recommended)].config.threads));
+  CHECK(DataloadLine(text, "recommended ").rfind("recommended " + starred, 0) == 0);
+  CHECK(DataloadLine(text, "config      ").find(" (swept knobs as in the table)") != std::string::npos);
 }
