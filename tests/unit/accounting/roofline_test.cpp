@@ -120,24 +120,6 @@ TEST_CASE("roofline: fused attention moves Q, K, V and the output only", "[accou
   CHECK(fused->attention == Attention::kFused);
 }
 
-TEST_CASE("roofline: options that need a GPU say so, and --mfu 0 is an error", "[accounting][roofline]") {
-  FlopsRequest req;
-  req.source.model = "gpt2";
-  req.kv_dtype = Dtype::kFp8;
-  CHECK(RunFlops(req).status().ToString() == "kv_dtype needs gpu (it sets the roofline's KV cache bytes)");
-  req.kv_dtype.reset();
-  req.attention = Attention::kUnfused;
-  CHECK(RunFlops(req).status().ToString() == "attention needs gpu (it shapes the roofline)");
-  req.attention.reset();
-  // #31: a given 0 is refused, not read as "no step time".
-  req.gpu = "h100";
-  req.mfu = 0.0;
-  CHECK(RunFlops(req).status().ToString() == "mfu must be in (0, 1] (got 0)");
-  req.mfu = 0.5;
-  req.steps = 0;
-  CHECK(RunFlops(req).status().ToString() == "steps must be positive (got 0)");
-}
-
 TEST_CASE("roofline: decode is memory-bound, long prefill compute-bound", "[accounting][roofline]") {
   auto m = lmkit::test::Preset("llama-3-8b");
   auto h100 = FindGpu("h100");

@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include "lmkit/common/json.h"
-#include "lmkit/common/mapped_file.h"
 #include "lmkit/common/thread_pool.h"
 #include "support/run_lmkit.h"
 
@@ -73,24 +72,6 @@ TEST_CASE("thread pool: an exception reaches the caller", "[common][threads]") {
   std::atomic<int> n{0};
   pool.ParallelFor(5, [&](size_t, unsigned) { ++n; });
   CHECK(n == 5);
-}
-
-TEST_CASE("mapped file: content, empty file, missing file, directory", "[common][mmap]") {
-  test::TempDir dir;
-  test::WriteAll(dir.file("a"), "abc");
-  test::WriteAll(dir.file("empty"), "");
-  auto a = MappedFile::Open(dir.file("a"));
-  REQUIRE(a.ok());
-  CHECK(a->view() == "abc");
-  auto e = MappedFile::Open(dir.file("empty"));
-  REQUIRE(e.ok());
-  CHECK(e->size() == 0);
-  auto m = MappedFile::Open(dir.file("missing"));
-  REQUIRE_FALSE(m.ok());
-  CHECK(m.status().code() == ErrorCode::kNotFound);
-  auto d = MappedFile::Open(dir.path());
-  REQUIRE_FALSE(d.ok());
-  CHECK(d.status().message().find("directory") != std::string::npos);
 }
 
 TEST_CASE("status: fields render as their bare names, or as each front end spells them", "[common][status]") {

@@ -2,7 +2,6 @@
 #include <catch2/catch.hpp>
 
 #include "lmkit/present/dataload.h"
-#include "lmkit/present/dataload_units.h"
 
 using namespace lmkit::dataload;
 using lmkit::present::DataloadKnob;
@@ -47,19 +46,4 @@ TEST_CASE("dataload advice: each fix names its knob in the front end's spelling"
   d.fix = Fix::kNone;
   CHECK(DataloadReason(r).empty());
   CHECK(DataloadKnob(r, Flag).empty());
-}
-
-TEST_CASE("dataload units: the report's number formats", "[present][dataload]") {
-  using namespace lmkit::present;
-  CHECK(Time(12.34e-6) == "12.3 us");
-  CHECK(Time(4.567e-3) == "4.57 ms");
-  CHECK(Time(1.5) == "1.50 s");
-  CHECK(ShortTime(41e-6) == "41 us");
-  CHECK(Pct(0.0321) == "3.2%");
-  CHECK(Tokens(218.9e6) == "218.9 M tokens/s");
-  CHECK(Tokens(460.2e3) == "460.2 k tokens/s");
-  CHECK(lmkit::Grouped(46749208) == "46,749,208");
-  CHECK(Ratio(475.61) == "476x");
-  CHECK(Ratio(0.59) == "0.59x");
-  CHECK(TokenDtypeOf(4) == "uint32");
 }
