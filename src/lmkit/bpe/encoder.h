@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -26,8 +27,8 @@ namespace lmkit::bpe {
 
 class Encoder {
  public:
-  // `cache_slots` (a power of two) sizes the cache of merged pieces, 64 bytes a slot. Matches every special of the
-  // tokenizer until set_special_rules says otherwise.
+  // `cache_slots` (a power of two) sizes the caches of pieces: that many 64-byte slots for merged pieces and twice as
+  // many 32-byte slots for short ones. Matches every special of the tokenizer until set_special_rules says otherwise.
   explicit Encoder(const Tokenizer& tokenizer, size_t cache_slots = kCacheSlots);
 
   // The special-token rules Encode follows: `rules` (not owned; it must outlive their use), or with nullptr the
@@ -50,7 +51,21 @@ class Encoder {
   static constexpr size_t kCacheSlots = 8192;
 
  private:
-  bool CacheLookup(std::string_view piece, uint64_t hash, std::vector<uint32_t>* out) const;
+  // The internal loops write ids through a pointer into a buffer that has room for them: a piece of n bytes never
+  // yields more than n ids, and writers may store up to kOutSlack ids past the ones they report.
+  static constexpr size_t kOutSlack = 4;
+  // EncodeOrdinary writes ids here and appends them to its output in blocks: the block stays in L1, and the output
+  // vector is neither checked per id nor zeroed ahead (as resize would).
+  static constexpr size_t kScratchIds = 4096;
+  std::vector<uint32_t> scratch_;
+  template <PretokPattern P>
+  void EncodeOrdinaryAs(std::string_view text, std::vector<uint32_t>* out);
+  // Each returns the end of the ids it wrote at `w`.
+  uint32_t* EncodePieceTo(std::string_view piece, uint32_t* w);
+  uint32_t* EncodeUncached(std::string_view piece, uint32_t* w);
+  uint32_t* MergeFlatTo(std::string_view piece, uint32_t* w);
+  uint32_t* MergeHeapTo(std::string_view piece, uint32_t* w);
+  bool CacheLookup(std::string_view piece, uint64_t hash, uint32_t** w) const;
   void CacheStore(std::string_view piece, uint64_t hash, const uint32_t* ids, size_t n);
 
   const Tokenizer& tok_;
@@ -63,8 +78,22 @@ class Encoder {
   std::vector<uint32_t> next_, prev_;
   std::vector<std::pair<uint64_t, uint32_t>> heap_;
 
-  // A direct-mapped cache of recent pieces that needed merging (whole-token pieces never reach it). On 10 MB of
-  // debmix, 17.5% of pieces need merging and ~78% of those hit here (4,096 slots: 77%, 16,384: 80%; 512 KB/thread).
+  // Recent pieces of 2 to 16 bytes (nearly all pre-tokens), whole tokens or merged, with their up to three ids: the
+  // bytes packed in two words are the key, checked together with `len`. The tokenizer's table (megabytes) is a cache
+  // miss away; this one stays in L2.
+  static constexpr size_t kPieceMaxBytes = 16;
+  static constexpr size_t kPieceIds = 3;
+  struct PieceEntry {
+    uint64_t k0 = 0, k1 = 0;
+    uint8_t len = 0;  // 0 = empty
+    uint8_t nids = 0;
+    uint32_t ids[kPieceIds] = {};
+  };
+  static_assert(sizeof(PieceEntry) == 32);
+  size_t piece_mask_;
+  std::vector<PieceEntry> piece_cache_;
+
+  // A direct-mapped cache of pieces that needed merging and do not fit piece_cache_ (longer, or more ids).
   size_t cache_mask_;
   static constexpr size_t kCacheKeyBytes = 22;
   static constexpr size_t kCacheIds = 7;
@@ -77,14 +106,16 @@ class Encoder {
   };
   std::vector<CacheEntry> cache_;
 
-  // Recent whole-token pieces of up to 8 bytes: bytes packed in `key`, checked together with `len`.
-  static constexpr size_t kHotSlots = 8192;
-  struct HotEntry {
-    uint64_t key = 0;
-    uint32_t len = 0;  // 0 = empty
-    uint32_t id = 0;
+  // Pieces too long for cache_ (rules of '=' or '-', indentation): few distinct ones, each costly to merge (the flat
+  // loop is quadratic). On 8 MB of debmix, 4,934 such pieces needing a merge are 463 distinct ones.
+  static constexpr size_t kLongSlots = 256;
+  static constexpr size_t kLongMaxBytes = 512;
+  struct LongEntry {
+    uint64_t hash = 0;
+    std::string key;  // empty = empty slot
+    std::vector<uint32_t> ids;
   };
-  std::vector<HotEntry> hot_;
+  std::vector<LongEntry> long_cache_;
 };
 
 }  // namespace lmkit::bpe

@@ -33,5 +33,7 @@ std::string_view PatternName(PretokPattern p);
 std::string_view PatternRegex(PretokPattern p);
 
 size_t NextPretokenEnd(PretokPattern pattern, std::string_view text, size_t pos);
+// The same result without trying the ASCII fast path first (pretokenizer_ascii.h): for callers that already did.
+size_t NextPretokenEndGeneral(PretokPattern pattern, std::string_view text, size_t pos);
 
 }  // namespace lmkit::bpe

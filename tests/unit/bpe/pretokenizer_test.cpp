@@ -215,3 +215,45 @@ TEST_CASE("pretokenizer: scanner equals PCRE2 on generated Unicode text (propert
   }
   CHECK(mismatches == 0);
 }
+
+TEST_CASE("pretokenizer: the ASCII fast path equals the general scanner and PCRE2 (property)", "[bpe][pretokenizer]") {
+  // Mostly ASCII: words in both cases and mixed case, digit runs of every length, symbols (' and / among them), every
+  // ASCII whitespace and control byte, runs of spaces and newlines, with an occasional non-ASCII character next to a
+  // run (where the fast path must hand over to the general scanner).
+  std::vector<std::string> pool = {"the",     " the",    "The",      " THE",   "HelloWorld", "a",
+                                   "I",       " x",      "don",      "'t",     "'s",         "'",
+                                   "'S",      "'LL",     "0",        "12",     "345",        "67890",
+                                   " 1",      "!",       "...",      ",",      " (",         "(",
+                                   ")",       "/",       "//",       "-",      "==",         "'x",
+                                   " ",       " ",       "  ",       "    ",   "\t",         "\n",
+                                   "\n\n",    "\r\n",    "\r",       "\v",     "\f",         std::string("\0", 1),
+                                   "\x1c",    "\x1f",    "\x7f",     U8(0xE9), U8(0xA0),     U8(0x85),
+                                   U8(0x663), U8(0x301), U8(0x4E2D), "\xff"};
+  for (int b = 0; b < 128; ++b) pool.push_back(std::string(1, static_cast<char>(b)));
+  std::mt19937_64 rng(33);
+  RegexPretokenizer res[3] = {*RegexPretokenizer::Create(kAll[0]), *RegexPretokenizer::Create(kAll[1]),
+                              *RegexPretokenizer::Create(kAll[2])};
+  int mismatches = 0;
+  for (int iter = 0; iter < 20000 && mismatches < 5; ++iter) {
+    std::string text;
+    const int pieces = 1 + static_cast<int>(rng() % 24);
+    std::vector<size_t> local;
+    for (int k = 0; k < 6; ++k) local.push_back(rng() % pool.size());
+    for (int k = 0; k < pieces; ++k) text += pool[(rng() % 3 == 0) ? rng() % pool.size() : local[rng() % 6]];
+    for (int pi = 0; pi < 3; ++pi) {
+      std::vector<std::string> general;
+      for (size_t pos = 0; pos < text.size();) {
+        const size_t end = NextPretokenEndGeneral(kAll[pi], text, pos);
+        general.emplace_back(text.substr(pos, end - pos));
+        pos = end;
+      }
+      const auto scan = ScanSplit(kAll[pi], text);
+      if (scan != general || scan != RegexSplit(res[pi], text)) {
+        ++mismatches;
+        std::string hex;
+        for (unsigned char c : text) hex += fmt::format("{:02x} ", c);
+        FAIL_CHECK(PatternName(kAll[pi]) << " differs on bytes: " << hex);
+      }
+    }
+  }
+}
