@@ -17,6 +17,10 @@
 // - One cache for pieces of 2-16 bytes, tokens and merged pieces alike (ids inline), replaced the 8-byte hot table in
 //   front of the tokenizer's map and the merged-piece cache behind it; ids go through a pointer into a 16 KB block
 //   appended to the output in bulk (no capacity check per id): 493 M -> 441 M.
+// - That cache two-way and 32 k slots (1 MB) instead of direct-mapped 16 k: merges 66.5 k -> 57 k calls per 8 MB;
+//   a 4 k-slot cache of pair look-ups in front of the tokenizer's pair table: together 5% less CPU on 32 MB (perf:
+//   the merge loop's time is the pair table's cache misses). A 32 k-slot pair cache bought nothing more.
+// - Tried and dropped: cutting 32 pre-tokens ahead and prefetching their cache sets (+14% instructions, slower).
 #include "lmkit/bpe/encoder.h"
 
 #include <algorithm>
@@ -35,10 +39,11 @@ Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_slots)
   while (slots < cache_slots) slots *= 2;
   cache_mask_ = slots - 1;
   cache_.resize(slots);
-  piece_mask_ = 2 * slots - 1;
-  piece_cache_.resize(2 * slots);
+  piece_mask_ = 4 * slots - 1;
+  piece_cache_.resize(4 * slots);
   long_cache_.resize(kLongSlots);
   scratch_.resize(kScratchIds);
+  pair_cache_.resize(kPairSlots);
 }
 
 void Encoder::Encode(std::string_view text, std::vector<uint32_t>* out) {
@@ -120,32 +125,53 @@ inline uint32_t* Encoder::EncodePieceTo(std::string_view piece, uint32_t* w) {
     return w + 1;
   }
   if (len > kPieceMaxBytes) return EncodeUncached(piece, w);
+  PieceKey key;
+  MakeKey(piece.data(), len, &key);
+  return EncodeKeyed(piece, key, w);
+}
+
+inline void Encoder::MakeKey(const char* p, size_t len, PieceKey* key) {
   uint64_t k0, k1 = 0;
   if (len <= 8) {
-    k0 = detail::LoadUpTo8(piece.data(), len);
+    k0 = detail::LoadUpTo8(p, len);
   } else {
-    std::memcpy(&k0, piece.data(), 8);
-    k1 = detail::LoadUpTo8(piece.data() + 8, len - 8);
+    std::memcpy(&k0, p, 8);
+    k1 = detail::LoadUpTo8(p + 8, len - 8);
   }
   const uint64_t h = ((k0 ^ (k1 * 0x9E3779B97F4A7C15ull)) + len) * 0xBF58476D1CE4E5B9ull;
-  PieceEntry& e = piece_cache_[(h >> 40) & piece_mask_];
-  if (e.k0 == k0 && e.k1 == k1 && e.len == len) {
-    static_assert(kPieceIds <= kOutSlack);
-    w[0] = e.ids[0];
-    w[1] = e.ids[1];
-    w[2] = e.ids[2];
-    return w + e.nids;
+  key->k0 = k0;
+  key->k1 = k1;
+  key->set = &piece_cache_[(h >> 40) & piece_mask_ & ~size_t{1}];
+}
+
+inline uint32_t* Encoder::EncodeKeyed(std::string_view piece, const PieceKey& key, uint32_t* w) {
+  const size_t len = piece.size();
+  const uint64_t k0 = key.k0, k1 = key.k1;
+  PieceEntry* set = key.set;
+  // Two ways: the most recently used entry of a set first.
+  if (!(set[0].k0 == k0 && set[0].k1 == k1 && set[0].len == len)) {
+    if (set[1].k0 == k0 && set[1].k1 == k1 && set[1].len == len) {
+      std::swap(set[0], set[1]);
+    } else {
+      uint32_t* end = EncodeUncached(piece, w);
+      const size_t nids = static_cast<size_t>(end - w);
+      if (nids <= kPieceIds) {
+        set[1] = set[0];
+        PieceEntry& e = set[0];
+        e.k0 = k0;
+        e.k1 = k1;
+        e.len = static_cast<uint8_t>(len);
+        e.nids = static_cast<uint8_t>(nids);
+        for (size_t i = 0; i < nids; ++i) e.ids[i] = w[i];
+      }
+      return end;
+    }
   }
-  uint32_t* end = EncodeUncached(piece, w);
-  const size_t nids = static_cast<size_t>(end - w);
-  if (nids <= kPieceIds) {
-    e.k0 = k0;
-    e.k1 = k1;
-    e.len = static_cast<uint8_t>(len);
-    e.nids = static_cast<uint8_t>(nids);
-    for (size_t i = 0; i < nids; ++i) e.ids[i] = w[i];
-  }
-  return end;
+  static_assert(kPieceIds <= kOutSlack);
+  w[0] = set[0].ids[0];
+  w[1] = set[0].ids[1];
+  w[2] = set[0].ids[2];
+  return w + set[0].nids;
 }
 
 uint32_t* Encoder::EncodeUncached(std::string_view piece, uint32_t* w) {
@@ -199,6 +225,16 @@ void Encoder::CacheStore(std::string_view piece, uint64_t hash, const uint32_t* 
   std::memcpy(e.ids, ids, n * sizeof(uint32_t));
 }
 
+inline uint64_t Encoder::PairRank(uint32_t left, uint32_t right) {
+  const uint64_t key = (uint64_t{left} << 32) | right;
+  PairEntry& e = pair_cache_[((key * 0x9E3779B97F4A7C15ull) >> 52) & (kPairSlots - 1)];
+  if (e.key != key) {
+    e.key = key;
+    e.packed = tok_.Merge(left, right);
+  }
+  return e.packed;
+}
+
 uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
   size_t m = piece.size();
   if (ids_.size() < m) ids_.resize(m);
@@ -206,7 +242,7 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
   uint32_t* ids = ids_.data();
   uint64_t* ranks = ranks_.data();
   for (size_t i = 0; i < m; ++i) ids[i] = tok_.ByteId(static_cast<uint8_t>(piece[i]));
-  for (size_t i = 0; i + 1 < m; ++i) ranks[i] = tok_.Merge(ids[i], ids[i + 1]);
+  for (size_t i = 0; i + 1 < m; ++i) ranks[i] = PairRank(ids[i], ids[i + 1]);
   while (m > 1) {
     uint64_t best = kNoPair;
     size_t at = 0;
@@ -223,8 +259,8 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
     for (size_t i = at + 1; i + 1 < m; ++i) ids[i] = ids[i + 1];
     for (size_t i = at + 1; i + 2 < m; ++i) ranks[i] = ranks[i + 1];
     --m;
-    if (at + 1 < m) ranks[at] = tok_.Merge(ids[at], ids[at + 1]);
-    if (at > 0) ranks[at - 1] = tok_.Merge(ids[at - 1], ids[at]);
+    if (at + 1 < m) ranks[at] = PairRank(ids[at], ids[at + 1]);
+    if (at > 0) ranks[at - 1] = PairRank(ids[at - 1], ids[at]);
   }
   for (size_t i = 0; i < m; ++i) w[i] = ids[i];
   return w + m;

@@ -27,8 +27,9 @@ namespace lmkit::bpe {
 
 class Encoder {
  public:
-  // `cache_slots` (a power of two) sizes the caches of pieces: that many 64-byte slots for merged pieces and twice as
-  // many 32-byte slots for short ones. Matches every special of the tokenizer until set_special_rules says otherwise.
+  // `cache_slots` (a power of two) sizes the caches of pieces: that many 64-byte slots for merged pieces and four
+  // times as many 32-byte slots for short ones. Matches every special of the tokenizer until set_special_rules says
+  // otherwise.
   explicit Encoder(const Tokenizer& tokenizer, size_t cache_slots = kCacheSlots);
 
   // The special-token rules Encode follows: `rules` (not owned; it must outlive their use), or with nullptr the
@@ -62,11 +63,23 @@ class Encoder {
   void EncodeOrdinaryAs(std::string_view text, std::vector<uint32_t>* out);
   // Each returns the end of the ids it wrote at `w`.
   uint32_t* EncodePieceTo(std::string_view piece, uint32_t* w);
+  struct PieceKey;
+  void MakeKey(const char* p, size_t len, PieceKey* key);  // 2 <= len <= kPieceMaxBytes
+  uint32_t* EncodeKeyed(std::string_view piece, const PieceKey& key, uint32_t* w);
   uint32_t* EncodeUncached(std::string_view piece, uint32_t* w);
   uint32_t* MergeFlatTo(std::string_view piece, uint32_t* w);
   uint32_t* MergeHeapTo(std::string_view piece, uint32_t* w);
   bool CacheLookup(std::string_view piece, uint64_t hash, uint32_t** w) const;
   void CacheStore(std::string_view piece, uint64_t hash, const uint32_t* ids, size_t n);
+
+  // tok_.Merge through a small direct-mapped cache of recent pairs (the tokenizer's pair table is megabytes).
+  uint64_t PairRank(uint32_t left, uint32_t right);
+  static constexpr size_t kPairSlots = 4096;
+  struct PairEntry {
+    uint64_t key = ~uint64_t{0};  // (left << 32) | right; no pair of valid ids has this key
+    uint64_t packed = kNoPair;
+  };
+  std::vector<PairEntry> pair_cache_;
 
   const Tokenizer& tok_;
   SpecialRules own_rules_;
@@ -79,8 +92,8 @@ class Encoder {
   std::vector<std::pair<uint64_t, uint32_t>> heap_;
 
   // Recent pieces of 2 to 16 bytes (nearly all pre-tokens), whole tokens or merged, with their up to three ids: the
-  // bytes packed in two words are the key, checked together with `len`. The tokenizer's table (megabytes) is a cache
-  // miss away; this one stays in L2.
+  // bytes packed in two words are the key, checked together with `len`. Two-way set associative, most recent first.
+  // The tokenizer's table (megabytes) is a cache miss away; this one (1 MB by default) mostly stays in L2.
   static constexpr size_t kPieceMaxBytes = 16;
   static constexpr size_t kPieceIds = 3;
   struct PieceEntry {
@@ -90,6 +103,11 @@ class Encoder {
     uint32_t ids[kPieceIds] = {};
   };
   static_assert(sizeof(PieceEntry) == 32);
+  // A piece's key and its two-way set in piece_cache_.
+  struct PieceKey {
+    uint64_t k0, k1;
+    PieceEntry* set;
+  };
   size_t piece_mask_;
   std::vector<PieceEntry> piece_cache_;
 
