@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lmkit/bpe/pretokenizer.h"
+#include "lmkit/bpe/pretokenizer_ascii.h"
 
 namespace lmkit::bpe {
 
@@ -122,7 +123,8 @@ class alignas(64) PretokenTable {
     const size_t n = span.size();
     size_t pos = 0;
     while (pos < n) {
-      const size_t end = NextPretokenEnd(PretokPattern::kGpt2, span, pos);
+      size_t end = ascii::AsciiPretokenEnd<PretokPattern::kGpt2>(base, pos, n);  // inline, for most pre-tokens
+      if (end == 0) end = NextPretokenEndGeneral(PretokPattern::kGpt2, span, pos);
       const size_t len = end - pos;
       uint64_t prefix = 0;
       if (pos + 8 <= n) {
