@@ -235,6 +235,11 @@ inline uint64_t Encoder::PairRank(uint32_t left, uint32_t right) {
   return e.packed;
 }
 
+inline void Encoder::PrefetchPair(uint32_t left, uint32_t right) const {
+  const uint64_t key = (uint64_t{left} << 32) | right;
+  if (pair_cache_[((key * 0x9E3779B97F4A7C15ull) >> 52) & (kPairSlots - 1)].key != key) tok_.PrefetchMerge(left, right);
+}
+
 uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
   size_t m = piece.size();
   if (ids_.size() < m) ids_.resize(m);
@@ -254,6 +259,10 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
     }
     if (best == kNoPair) break;
     ids[at] = static_cast<uint32_t>(best);
+    // The two pairs to look up next are most likely misses in the tokenizer's table: start both loads now, so that
+    // they overlap with each other and with the copies below.
+    if (at + 2 < m) PrefetchPair(ids[at], ids[at + 2]);
+    if (at > 0) PrefetchPair(ids[at - 1], ids[at]);
     // Remove ids[at + 1] and the pair (at + 1, at + 2); the pairs touching `at` are recomputed.
     // Plain loops: the arrays are a few elements long and a libc call costs more than the copy.
     for (size_t i = at + 1; i + 1 < m; ++i) ids[i] = ids[i + 1];

@@ -117,6 +117,10 @@ class PairMap {
       if (s.key == kEmpty) return kNoPair;
     }
   }
+  // Starts loading the slot where Find(left, right) begins; a hint only.
+  void Prefetch(uint32_t left, uint32_t right) const {
+    __builtin_prefetch(&slots_[Index((uint64_t{left} << 32) | right)]);
+  }
   size_t size() const { return size_; }
 
  private:
@@ -176,6 +180,8 @@ class Tokenizer {
   uint32_t TokenId(std::string_view bytes) const { return tokens_.Find(bytes); }
   // Packed (rank << 32 | result) of the merge rule for (left, right), or kNoPair.
   uint64_t Merge(uint32_t left, uint32_t right) const { return merges_.Find(left, right); }
+  // A hint that Merge(left, right) comes soon (starts loading its slot).
+  void PrefetchMerge(uint32_t left, uint32_t right) const { merges_.Prefetch(left, right); }
   // The bytes of an ordinary or special token; false when `id` is unknown.
   bool TokenBytes(uint32_t id, std::string_view* bytes) const {
     if (id >= decode_.size() || decode_[id].len == kNoId) return false;
