@@ -1,26 +1,26 @@
-// Performance notes (measured on debmix.txt, 130 MB, GPT-2, one thread; see docs/benchmarks/bpe-encode.md):
-// - Most pre-tokens of English text are whole tokens: one hash lookup (BytesIdMap, a short-string hash and one
-//   memcmp) settles them, as in tiktoken.
-// - The rest merge over two small flat arrays (ids, packed rank|result per adjacent pair); a linear min-scan beats a
-//   heap for the short pieces that reach it. Pieces over kFlatMaxBytes (long runs of spaces or symbols) switch to a
-//   heap so that a pathological input stays O(n log n).
+// Performance notes (debmix.txt, GPT-2, one thread; docs/bpe-encoding.md "Where the time goes", and
+// docs/benchmarks/bpe-encode.md):
+// - Most pre-tokens of English text are whole tokens; the rest merge over two small flat arrays (ids, packed
+//   rank|result per adjacent pair) with a linear min-scan, which beats a heap for the short pieces that reach it.
+//   Pieces over kFlatMaxBytes switch to a heap so that a pathological input stays O(n log n).
 // - Merge rules are looked up by id pair in an open-addressing table with a multiplicative hash (no byte hashing in
 //   the inner loop).
-// - A small direct-mapped cache per thread remembers recent pieces that needed merging.
-// Measured with callgrind on the first 8 MB of debmix (gpt2, one thread, whole run incl. 78 M of loading; Intel Xeon
-// Sapphire Rapids VM; docs/bpe-encoding.md):
+// Instruction counts (callgrind, first 8 MB of debmix, whole run incl. 78 M of loading; 2-core Intel Xeon VM, lscpu
+// model 167):
 // - The loop inlines the ASCII pre-tokenizer (pretokenizer_ascii.h, letters eight bytes at a time) and calls the
-//   general scanner only when it declines: 578 M -> 493 M with the cache of long pieces below; -> 386 M with all
-//   ASCII classes.
-// - Long pieces (23-512 bytes: rules of '=' and '-', indentation) are cached too: they were a minority of merges but
-//   most of MergeFlat's time, the flat loop being quadratic.
-// - One cache for pieces of 2-16 bytes, tokens and merged pieces alike (ids inline), replaced the 8-byte hot table in
-//   front of the tokenizer's map and the merged-piece cache behind it; ids go through a pointer into a 16 KB block
-//   appended to the output in bulk (no capacity check per id): 493 M -> 441 M.
-// - That cache two-way and 32 k slots (1 MB) instead of direct-mapped 16 k: merges 66.5 k -> 57 k calls per 8 MB;
-//   a 4 k-slot cache of pair look-ups in front of the tokenizer's pair table: together 5% less CPU on 32 MB (perf:
-//   the merge loop's time is the pair table's cache misses). A 32 k-slot pair cache bought nothing more.
-// - Tried and dropped: cutting 32 pre-tokens ahead and prefetching their cache sets (+14% instructions, slower).
+//   general scanner only when it declines. Words only, with the cache of long pieces: 578 M -> 493 M; all ASCII
+//   classes: 441 M -> 386 M.
+// - Long pieces (23-512 bytes: rules of '=' and '-', indentation) are cached too: few distinct ones, but most of
+//   MergeFlat's time, the flat loop being quadratic.
+// - One cache for pieces of 2-16 bytes, tokens and merged pieces alike (ids inline), in front of the tokenizer's map
+//   and of the merges; ids go through a pointer into a 16 KB block appended to the output in bulk (no capacity check
+//   per id, no zero-filling ahead): 493 M -> 441 M.
+// - That cache two-way with 32 k slots (1 MB) instead of direct-mapped 16 k (merges 66.5 k -> 57 k calls per 8 MB),
+//   and a 4 k-slot cache of pair look-ups in front of the tokenizer's pair table: 386 M -> 376 M, 5% less CPU on
+//   32 MB. What remains is mostly cache misses (perf): the pair table in the merge loop, the token table on misses.
+//   Prefetching the two pair slots a merge will look up: +7 M instructions, about 2% less CPU.
+// - Tried and dropped: cutting 32 pre-tokens ahead and prefetching their cache sets (+14% instructions, slower); a
+//   32 k-slot pair cache (no gain over 4 k).
 #include "lmkit/bpe/encoder.h"
 
 #include <algorithm>
