@@ -73,6 +73,7 @@ void PairMap::Insert(uint32_t left, uint32_t right, uint64_t packed) {
       s.key = key;
       s.value = packed;
       ++size_;
+      FilterAdd(key);
       return;
     }
   }
@@ -93,8 +94,11 @@ void PairMap::Rehash(size_t cap) {
   slots_.assign(cap, Slot{});
   mask_ = cap - 1;
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap));  // Index takes the top log2(cap) bits of the hash
+  filter_.assign(cap / 8, 0);
+  filter_shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap / 8));
   for (const Slot& s : old) {
     if (s.key == kEmpty) continue;
+    FilterAdd(s.key);
     for (size_t i = Index(s.key);; i = (i + 1) & mask_) {
       if (slots_[i].key == kEmpty) {
         slots_[i] = s;

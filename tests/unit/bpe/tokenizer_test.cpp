@@ -1,8 +1,12 @@
-// The loaded tokenizer's tables: byte strings <-> ids, merge rules ranked and packed, specials, and what Finish checks.
+// The loaded tokenizer's tables: byte strings <-> ids, merge rules ranked and packed, specials, and what Finish checks;
+// the pair map behind its Bloom filter finds every pair it holds (no false negatives) and nothing else.
 #include "lmkit/bpe/tokenizer.h"
 
 #include <catch2/catch.hpp>
+#include <random>
+#include <set>
 #include <string>
+#include <utility>
 
 using namespace lmkit::bpe;
 using lmkit::ErrorCode;
@@ -115,4 +119,42 @@ TEST_CASE("tokenizer: the byte-string map finds long keys and survives growth", 
   CHECK(p.Find(9, 10) == 9);
   CHECK(p.Find(2999, 3000) == 2999);
   CHECK(p.Find(8, 7) == kNoPair);
+}
+
+TEST_CASE("PairMap: every pair inserted is found, across growth; absent pairs are not", "[bpe][tokenizer]") {
+  for (size_t reserve : {size_t{0}, size_t{1000}, size_t{200000}}) {
+    INFO("reserve " << reserve);
+    PairMap map;
+    if (reserve != 0) map.Reserve(reserve);
+    std::mt19937 rng(static_cast<uint32_t>(reserve) + 1);
+    std::set<std::pair<uint32_t, uint32_t>> in;
+    for (uint32_t k = 0; k < 50000; ++k) {
+      const uint32_t l = rng() % 70000, r = rng() % 70000;
+      if (!in.insert({l, r}).second) continue;
+      map.Insert(l, r, (uint64_t{k} << 32) | k);
+    }
+    REQUIRE(map.size() == in.size());
+    size_t checked = 0;
+    for (const auto& [l, r] : in) {
+      const uint64_t v = map.Find(l, r);
+      REQUIRE(v != kNoPair);
+      REQUIRE((v >> 32) == (v & 0xFFFFFFFFu));
+      ++checked;
+    }
+    CHECK(checked == in.size());
+    size_t absent = 0;
+    for (uint32_t k = 0; k < 50000; ++k) {
+      const uint32_t l = rng() % 70000, r = rng() % 70000;
+      if (in.count({l, r})) continue;
+      REQUIRE(map.Find(l, r) == kNoPair);
+      ++absent;
+    }
+    CHECK(absent > 40000);
+  }
+  PairMap map;
+  map.Insert(5, 6, 10);
+  map.Insert(5, 6, 3);  // the lower value wins
+  CHECK(map.Find(5, 6) == 3);
+  CHECK(map.Find(6, 5) == kNoPair);
+  CHECK(map.Find(0xFFFFFFFFu, 0xFFFFFFFEu) == kNoPair);
 }
