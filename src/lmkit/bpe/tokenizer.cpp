@@ -30,6 +30,7 @@ bool BytesIdMap::Insert(std::string_view key, uint32_t id) {
       s.id = id;
       arena_.append(key);
       ++size_;
+      FilterAdd(h);
       return true;
     }
     if (s.hash == h && s.len == key.size() && std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0)
@@ -50,8 +51,11 @@ void BytesIdMap::Rehash(size_t cap) {
   std::vector<Slot> old = std::move(slots_);
   slots_.assign(cap, Slot{});
   mask_ = cap - 1;
+  filter_.assign(cap / 8, 0);
+  filter_shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap / 8));
   for (const Slot& s : old) {
     if (s.id == kNoId) continue;
+    FilterAdd(s.hash);
     size_t i = s.hash & mask_;
     while (slots_[i].id != kNoId) i = (i + 1) & mask_;
     slots_[i] = s;

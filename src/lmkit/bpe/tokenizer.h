@@ -62,10 +62,15 @@ inline uint64_t HashBytes(const char* p, size_t n) {
   std::memcpy(&b, p + n - 8, 8);
   return Mum(a ^ k2 ^ h, b ^ k0);
 }
+
+// The maps' Bloom filters: a key's hash times kFilterMul picks one 64-bit word (top bits) and two bits in it.
+inline constexpr uint64_t kFilterMul = 0xD6E8FEB86659FD93ull;
+inline uint64_t FilterBits(uint64_t f) { return (uint64_t{1} << ((f >> 8) & 63)) | (uint64_t{1} << ((f >> 14) & 63)); }
 }  // namespace detail
 
-// Open-addressing hash map from byte strings (kept in one arena) to ids. Not thread-safe for writes; concurrent
-// Find() calls are fine.
+// Open-addressing hash map from byte strings (kept in one arena) to ids, with a Bloom filter in front (as PairMap's:
+// an encoder's misses are as often pieces that are not tokens, answered without a miss on the table). Not
+// thread-safe for writes; concurrent Find() calls are fine.
 class BytesIdMap {
  public:
   // False when `key` is already present (the map is unchanged).
@@ -75,6 +80,8 @@ class BytesIdMap {
     const size_t n = key.size();
     const uint64_t prefix = detail::LoadUpTo8(key.data(), n < 8 ? n : 8);
     const uint64_t h = detail::HashBytes(key.data(), n);
+    const uint64_t f = h * detail::kFilterMul;
+    if ((filter_[f >> filter_shift_] & detail::FilterBits(f)) != detail::FilterBits(f)) return kNoId;
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.id == kNoId) return kNoId;
@@ -95,12 +102,18 @@ class BytesIdMap {
     uint32_t len = 0;
     uint32_t id = kNoId;
   };
+  void FilterAdd(uint64_t h) {
+    const uint64_t f = h * detail::kFilterMul;
+    filter_[f >> filter_shift_] |= detail::FilterBits(f);
+  }
   void Grow();
   void Rehash(size_t cap);  // cap: a power of two above twice the size
   std::vector<Slot> slots_;
   std::string arena_;
   size_t mask_ = 0;
   size_t size_ = 0;
+  std::vector<uint64_t> filter_;  // slots_.size() / 8 words
+  unsigned filter_shift_ = 64;
 };
 
 // Open-addressing hash map from an id pair to a packed (rank, result) value, with a Bloom filter in front: most pairs
@@ -113,8 +126,8 @@ class PairMap {
   void Insert(uint32_t left, uint32_t right, uint64_t packed);
   uint64_t Find(uint32_t left, uint32_t right) const {
     const uint64_t key = (uint64_t{left} << 32) | right;
-    const uint64_t f = key * kFilterMul;
-    if ((filter_[f >> filter_shift_] & FilterBits(f)) != FilterBits(f)) return kNoPair;
+    const uint64_t f = key * detail::kFilterMul;
+    if ((filter_[f >> filter_shift_] & detail::FilterBits(f)) != detail::FilterBits(f)) return kNoPair;
     for (size_t i = Index(key);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.key == key) return s.value;
@@ -124,7 +137,7 @@ class PairMap {
   // Starts loading what Find(left, right) reads first (filter word and slot); a hint only.
   void Prefetch(uint32_t left, uint32_t right) const {
     const uint64_t key = (uint64_t{left} << 32) | right;
-    __builtin_prefetch(&filter_[(key * kFilterMul) >> filter_shift_]);
+    __builtin_prefetch(&filter_[(key * detail::kFilterMul) >> filter_shift_]);
     __builtin_prefetch(&slots_[Index(key)]);
   }
   size_t size() const { return size_; }
@@ -136,13 +149,9 @@ class PairMap {
     uint64_t value = kNoPair;
   };
   size_t Index(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
-  static constexpr uint64_t kFilterMul = 0xD6E8FEB86659FD93ull;
-  static uint64_t FilterBits(uint64_t f) {
-    return (uint64_t{1} << ((f >> 8) & 63)) | (uint64_t{1} << ((f >> 14) & 63));
-  }
   void FilterAdd(uint64_t key) {
-    const uint64_t f = key * kFilterMul;
-    filter_[f >> filter_shift_] |= FilterBits(f);
+    const uint64_t f = key * detail::kFilterMul;
+    filter_[f >> filter_shift_] |= detail::FilterBits(f);
   }
   void Grow();
   void Rehash(size_t cap);  // cap: a power of two

@@ -1,5 +1,6 @@
 // The loaded tokenizer's tables: byte strings <-> ids, merge rules ranked and packed, specials, and what Finish checks;
-// the pair map behind its Bloom filter finds every pair it holds (no false negatives) and nothing else.
+// the pair and byte-string maps behind their Bloom filters find every key they hold (no false negatives) and nothing
+// else.
 #include "lmkit/bpe/tokenizer.h"
 
 #include <catch2/catch.hpp>
@@ -157,4 +158,29 @@ TEST_CASE("PairMap: every pair inserted is found, across growth; absent pairs ar
   CHECK(map.Find(5, 6) == 3);
   CHECK(map.Find(6, 5) == kNoPair);
   CHECK(map.Find(0xFFFFFFFFu, 0xFFFFFFFEu) == kNoPair);
+}
+
+TEST_CASE("BytesIdMap: every key inserted is found, across growth; absent keys and prefixes are not",
+          "[bpe][tokenizer]") {
+  BytesIdMap map;
+  std::mt19937 rng(28);
+  std::set<std::string> in;
+  for (uint32_t id = 0; id < 60000; ++id) {
+    std::string key(1 + rng() % 20, '\0');
+    for (char& c : key) c = static_cast<char>('a' + rng() % 6);
+    if (!in.insert(key).second) continue;
+    REQUIRE(map.Insert(key, id));
+  }
+  REQUIRE(map.size() == in.size());
+  for (const std::string& key : in) REQUIRE(map.Find(key) != kNoId);
+  size_t absent = 0;
+  for (int k = 0; k < 60000; ++k) {
+    std::string key(1 + rng() % 20, '\0');
+    for (char& c : key) c = static_cast<char>('a' + rng() % 7);  // 'g' never occurs in a key
+    if (in.count(key)) continue;
+    REQUIRE(map.Find(key) == kNoId);
+    ++absent;
+  }
+  CHECK(absent > 10000);
+  CHECK_FALSE(map.Insert(*in.begin(), 99999999));  // already present
 }
