@@ -105,13 +105,17 @@ class Encoder {
     uint32_t ids[kPieceIds] = {};
   };
   static_assert(sizeof(PieceEntry) == 32);
+  // A set is one cache line.
+  struct alignas(64) PieceSet {
+    PieceEntry way[2];
+  };
   // A piece's key and its two-way set in piece_cache_.
   struct PieceKey {
     uint64_t k0, k1;
     PieceEntry* set;
   };
   size_t piece_mask_;
-  std::vector<PieceEntry> piece_cache_;
+  std::vector<PieceSet> piece_cache_;
 
   // A direct-mapped cache of pieces that needed merging and do not fit piece_cache_ (longer, or more ids).
   size_t cache_mask_;
