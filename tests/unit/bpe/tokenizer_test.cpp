@@ -122,7 +122,7 @@ TEST_CASE("tokenizer: the byte-string map finds long keys and survives growth", 
   CHECK(p.Find(8, 7) == kNoPair);
 }
 
-TEST_CASE("PairMap: every pair inserted is found, across growth; absent pairs are not", "[bpe][tokenizer]") {
+TEST_CASE("PairMap: every pair inserted is found across growth, and absent pairs are not", "[bpe][tokenizer]") {
   for (size_t reserve : {size_t{0}, size_t{1000}, size_t{200000}}) {
     INFO("reserve " << reserve);
     PairMap map;
@@ -160,8 +160,7 @@ TEST_CASE("PairMap: every pair inserted is found, across growth; absent pairs ar
   CHECK(map.Find(0xFFFFFFFFu, 0xFFFFFFFEu) == kNoPair);
 }
 
-TEST_CASE("BytesIdMap: every key inserted is found, across growth; absent keys and prefixes are not",
-          "[bpe][tokenizer]") {
+TEST_CASE("BytesIdMap: every key inserted is found across growth, and absent keys are not", "[bpe][tokenizer]") {
   BytesIdMap map;
   std::mt19937 rng(28);
   std::set<std::string> in;
