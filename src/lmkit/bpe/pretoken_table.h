@@ -44,6 +44,21 @@ inline uint64_t HashBytes(const char* p, size_t n) {
   return h;
 }
 
+// Bytes [8, len) of two keys of length len > 8 are equal. Compares 8-byte words, the last one ending at len (it may
+// overlap the word before it or the first 8 bytes, which the caller compared): no byte outside either key is read,
+// and there is no call (libc's memcmp for these 9-30 byte tails was 4-5% of a training run's samples).
+inline bool SameTail(const char* x, const char* y, size_t len) {
+  uint64_t u, v;
+  for (size_t i = 8; i + 8 < len; i += 8) {
+    std::memcpy(&u, x + i, 8);
+    std::memcpy(&v, y + i, 8);
+    if (u != v) return false;
+  }
+  std::memcpy(&u, x + len - 8, 8);
+  std::memcpy(&v, y + len - 8, 8);
+  return u == v;
+}
+
 inline uint64_t Mix64(uint64_t h) {
   h ^= h >> 32;
   h *= 0xD6E8FEB86659FD93ull;
@@ -98,7 +113,7 @@ class alignas(64) PretokenTable {
         return id;
       }
       if (s.prefix == prefix && s.len == len &&
-          (len <= 8 || std::memcmp(arena_.data() + offs_[s.id] + 8, p + 8, len - 8) == 0)) {
+          (len <= 8 || table_detail::SameTail(arena_.data() + offs_[s.id], p, len))) {
         counts_[s.id] += count;
         return s.id;
       }
