@@ -43,8 +43,10 @@ def main():
     commit = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
                             text=True).stdout.strip()
     head = ["Tables written by `bash bench/run-all.sh` (each script writes its page; `bench/summary.py` copies the pages'",
-            "summary rows here) — collected %s UTC, lmkit %s, on %s (%d cores)." % (
-                datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), commit, cpu, os.cpu_count())]
+            "summary rows here) — collected %s UTC, lmkit %s, on %s (%d cores). Each page says when and on which" % (
+                datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), commit, cpu, os.cpu_count()),
+            "machine it was measured: pages re-run one at a time can come from different machines, while every ratio",
+            "within a row comes from one run on one machine."]
     if smoke:
         head.append("**Smoke runs (--quick: small inputs, possibly a loaded machine) — they show that the scripts work, "
                     "not the speed; re-measure with `bash bench/run-all.sh` on a quiet machine: %s.**" % ", ".join(smoke))
