@@ -8,27 +8,12 @@
 #include "lmkit/accounting/flops.h"
 #include "lmkit/present/accounting.h"
 #include "support/run_lmkit.h"
+#include "test_models.h"
 
 using namespace lmkit;
 using namespace lmkit::accounting;
 
 namespace {
-
-Plan ParsePlanText(const std::string& text) {
-  auto j = ParseJson(text, "t.json");
-  REQUIRE(j.ok());
-  auto p = ParsePlan(*j, "t.json", "");
-  INFO(p.status().ToString());
-  REQUIRE(p.ok());
-  return *p;
-}
-
-PlanResult Eval(const std::string& text, const std::string& gpu = "", int64_t gpus = 0, bool what_if = false) {
-  auto r = EvaluatePlan(ParsePlanText(text), gpu, gpus, what_if);
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return *r;
-}
 
 Status ErrorOf(const std::string& text, const std::string& gpu = "h100") {
   auto j = ParseJson(text, "t.json");
@@ -46,7 +31,7 @@ constexpr double kUsableH100 = 80e9 - 4e9 - 1073741824.0;
 }  // namespace
 
 TEST_CASE("plan: Llama-2-7B bf16 golden memory, max batch, load and switch", "[accounting][plan]") {
-  auto r = Eval(R"({"gpu": "h100", "models": [{"model": "llama-2-7b", "seq_len": 4096}]})");
+  auto r = test::PlanResultOf(R"({"gpu": "h100", "models": [{"model": "llama-2-7b", "seq_len": 4096}]})");
   REQUIRE(r.models.size() == 1);
   const ModelEstimate& m = r.models[0];
   CHECK(r.usable_bytes == kUsableH100);
@@ -68,7 +53,7 @@ TEST_CASE("plan: Llama-2-7B bf16 golden memory, max batch, load and switch", "[a
 }
 
 TEST_CASE("plan: latency is the accounting roofline, with the bound named", "[accounting][plan]") {
-  auto r = Eval(R"({"gpu": "h100", "models": [{"model": "llama-2-7b", "batch": 1, "seq_len": 2048,
+  auto r = test::PlanResultOf(R"({"gpu": "h100", "models": [{"model": "llama-2-7b", "batch": 1, "seq_len": 2048,
                    "output_tokens": 512, "requests_per_s": 0.5}]})");
   const ModelEstimate& m = r.models[0];
   auto spec = LoadPreset("llama-2-7b");
@@ -94,7 +79,7 @@ TEST_CASE("plan: latency is the accounting roofline, with the bound named", "[ac
 }
 
 TEST_CASE("plan: same architecture recognised, weights counted per instance", "[accounting][plan]") {
-  auto r = Eval(R"({"gpu": "h100", "models": [
+  auto r = test::PlanResultOf(R"({"gpu": "h100", "models": [
       {"name": "base", "model": "llama-2-7b", "seq_len": 1024},
       {"name": "tuned", "model": "llama-2-7b", "seq_len": 1024, "count": 2},
       {"name": "small", "model": "qwen2.5-0.5b", "seq_len": 1024},
@@ -114,7 +99,8 @@ TEST_CASE("plan: same architecture recognised, weights counted per instance", "[
 TEST_CASE("plan: hand-checked packing of 7B models on two GPUs", "[accounting][plan]") {
   // Llama-2-7B bf16 at batch 1, 4096 tokens: 15,871,906,816 B; usable 74.93 GB per H100 holds 4 (63.49 GB), not 5
   // (79.36 GB). Nine copies on two GPUs: 4 + 4 placed, the ninth does not fit.
-  auto r = Eval(R"({"gpu": "h100", "gpus": 2, "models": [{"name": "m", "model": "llama-2-7b", "seq_len": 4096,
+  auto r =
+      test::PlanResultOf(R"({"gpu": "h100", "gpus": 2, "models": [{"name": "m", "model": "llama-2-7b", "seq_len": 4096,
                    "count": 9}]})");
   CHECK(r.gpu_use[0].models.size() == 4);
   CHECK(r.gpu_use[1].models.size() == 4);
@@ -125,16 +111,17 @@ TEST_CASE("plan: hand-checked packing of 7B models on two GPUs", "[accounting][p
   CHECK(r.packing_method ==
         "first-fit decreasing placed 8 of 9; branch and bound proved that no placement holds more (optimal)");
   // The flag overrides the plan: three GPUs hold all nine.
-  auto r3 = Eval(R"({"gpu": "h100", "gpus": 2, "models": [{"name": "m", "model": "llama-2-7b", "seq_len": 4096,
+  auto r3 =
+      test::PlanResultOf(R"({"gpu": "h100", "gpus": 2, "models": [{"name": "m", "model": "llama-2-7b", "seq_len": 4096,
                     "count": 9}]})",
-                 "", 3);
+                         "", 3);
   CHECK(r3.unplaced.empty());
   CHECK(r3.gpu_use[2].models.size() == 1);
   CHECK(r3.packing_method == "first-fit decreasing");
 }
 
 TEST_CASE("plan: a custom model by dims and host facts from the plan", "[accounting][plan]") {
-  auto r = Eval(R"({"gpu": "l4", "reserved_gib": 0.5, "fragmentation": 0.1,
+  auto r = test::PlanResultOf(R"({"gpu": "l4", "reserved_gib": 0.5, "fragmentation": 0.1,
                    "host": {"disk_gb_s": 1, "pcie_pageable_gb_s": 8, "pinned": false},
                    "models": [{"name": "tower", "dims": {"layers": 4, "d_model": 512, "heads": 8, "vocab": 1000,
                                "ffn": "gelu"}, "dtype": "fp16", "seq_len": 128, "batch": 64}]})");
@@ -181,11 +168,11 @@ TEST_CASE("plan: invalid plans are one-line errors naming the file and the entry
 // Issue #26 item 9: a model that cannot fit is an answer, not the end of the plan.
 TEST_CASE("plan: a model that does not fit is listed with the reason and the batch that would fit",
           "[accounting][plan]") {
-  auto r = Eval(R"({"gpu": "h100", "models": [
+  auto r = test::PlanResultOf(R"({"gpu": "h100", "models": [
       {"name": "chat", "model": "llama-2-7b", "batch": 64, "seq_len": 4096},
       {"name": "moe", "model": "mixtral-8x7b-v0.1"},
       {"name": "small", "model": "qwen2.5-0.5b"}]})",
-                "", 0, true);
+                              "", 0, true);
   REQUIRE(r.models.size() == 3);
   CHECK(r.unplaced == std::vector<int>{0, 1});
   CHECK(r.models[2].gpus == std::vector<int>{0});
@@ -212,7 +199,7 @@ TEST_CASE("plan: a model that does not fit is listed with the reason and the bat
 }
 
 TEST_CASE("plan: tensor parallelism splits a model across GPUs, with its all-reduces", "[accounting][plan]") {
-  auto r = Eval(R"({"gpu": "h100", "gpus": 2, "models": [{"name": "big", "model": "llama-3-8b", "tp": 2,
+  auto r = test::PlanResultOf(R"({"gpu": "h100", "gpus": 2, "models": [{"name": "big", "model": "llama-3-8b", "tp": 2,
                    "seq_len": 4096, "output_tokens": 128}]})");
   const ModelEstimate& m = r.models[0];
   CHECK(m.gpus == std::vector<int>{0, 1});
@@ -229,17 +216,18 @@ TEST_CASE("plan: tensor parallelism splits a model across GPUs, with its all-red
   CHECK(r.gpu_use[0].models == std::vector<int>{0});
   CHECK(r.gpu_use[1].models == std::vector<int>{0});
   // More GPUs than the plan has: listed, not an error; the what-if names the GPUs it needs.
-  auto r1 = Eval(R"({"gpu": "h100", "models": [{"name": "big", "model": "llama-3-8b", "tp": 2}]})", "", 1, true);
+  auto r1 = test::PlanResultOf(R"({"gpu": "h100", "models": [{"name": "big", "model": "llama-3-8b", "tp": 2}]})", "", 1,
+                               true);
   CHECK(r1.models[0].unplaced_reason == "needs 2 GPUs (tp 2); the plan has 1");
   REQUIRE_FALSE(r1.models[0].what_if.empty());
   CHECK(r1.models[0].what_if[0].change == "gpus 1 -> 2");
 }
 
 TEST_CASE("plan: a KV budget in tokens or as vLLM's gpu_memory_utilization", "[accounting][plan]") {
-  auto r = Eval(R"({"gpu": "h100", "models": [
+  auto r = test::PlanResultOf(R"({"gpu": "h100", "models": [
       {"name": "tokens", "model": "llama-3-8b", "batch": 8, "seq_len": 4096, "kv_tokens": 65536},
       {"name": "share", "model": "llama-3-8b", "batch": 8, "seq_len": 4096, "gpu_memory_utilization": 0.4}]})",
-                "", 2);
+                              "", 2);
   const ModelEstimate& t = r.models[0];
   CHECK(t.kv_budget == 65536ULL * 131072);
   CHECK(t.kv_budget_tokens == 65536);
@@ -252,7 +240,7 @@ TEST_CASE("plan: a KV budget in tokens or as vLLM's gpu_memory_utilization", "[a
   CHECK(s.max_sequences == static_cast<int64_t>(s.kv_budget_tokens / 4096));
   CHECK(r.unplaced.empty());
   // A share too small for the weights: not placed, and said why.
-  auto small = Eval(R"({"gpu": "h100", "models": [{"name": "s", "model": "llama-3-8b",
+  auto small = test::PlanResultOf(R"({"gpu": "h100", "models": [{"name": "s", "model": "llama-3-8b",
                        "gpu_memory_utilization": 0.1}]})");
   CHECK(small.models[0].unplaced_reason.rfind("gpu_memory_utilization 0.10 gives it 8.00 GB per GPU, less than", 0) ==
         0);
@@ -283,15 +271,15 @@ int MostPlaced(const std::vector<uint64_t>& sizes, uint64_t capacity, size_t bin
 // 3B together instead: 3 of 4.
 TEST_CASE("plan: more models placed than first-fit decreasing, as many as an exhaustive search", "[accounting][plan]") {
   const std::string dir = lmkit::test::TestData("accounting");
-  auto r = Eval(R"({"gpu": "h100", "gpus": 2, "models": [
+  auto r = test::PlanResultOf(R"({"gpu": "h100", "gpus": 2, "models": [
       {"name": "70b", "model": ")" +
-                dir + R"(/llama-3-70b.json", "dtype": "fp8"},
+                              dir + R"(/llama-3-70b.json", "dtype": "fp8"},
       {"name": "57b", "model": ")" +
-                dir + R"(/qwen2-57b-a14b.json", "dtype": "fp8"},
+                              dir + R"(/qwen2-57b-a14b.json", "dtype": "fp8"},
       {"name": "nemo", "model": ")" +
-                dir + R"(/mistral-nemo-12b.json", "batch": 8, "seq_len": 8192},
+                              dir + R"(/mistral-nemo-12b.json", "batch": 8, "seq_len": 8192},
       {"name": "3b", "model": ")" +
-                dir + R"(/llama-3.2-3b.json", "batch": 16, "seq_len": 8192}]})");
+                              dir + R"(/llama-3.2-3b.json", "batch": 16, "seq_len": 8192}]})");
   std::vector<uint64_t> sizes;
   std::vector<PackItem> items;
   for (const auto& m : r.models) {

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "test_models.h"
+
 using namespace lmkit;
 using namespace lmkit::accounting;
 
@@ -14,15 +16,6 @@ constexpr double kWhatIfUsable = 80e9 - 4e9 - 1073741824.0;
 // at 4096 tokens 2 B x 4096 x (2·4096 + 2·11008) + 4 B x 32000 logits.
 constexpr uint64_t kWeights = 13476831232ULL, kKvPerToken = 524288ULL, kActivations = 247591936ULL;
 
-Plan WhatIfPlan(const std::string& text) {
-  auto j = ParseJson(text, "t.json");
-  REQUIRE(j.ok());
-  auto p = ParsePlan(*j, "t.json", "");
-  INFO(p.status().ToString());
-  REQUIRE(p.ok());
-  return *p;
-}
-
 GpuSpec WhatIfH100() {
   auto g = FindGpu("h100");
   REQUIRE(g.ok());
@@ -33,7 +26,7 @@ GpuSpec WhatIfH100() {
 
 TEST_CASE("plan what-if: the footprint of batch x seq_len, of kv_tokens, of gpu_memory_utilization",
           "[accounting][plan_what_if]") {
-  Plan plan = WhatIfPlan(R"({"models": [{"model": "llama-2-7b", "seq_len": 4096}]})");
+  Plan plan = test::PlanOf(R"({"models": [{"model": "llama-2-7b", "seq_len": 4096}]})");
   PlanModel pm = plan.models[0];
   auto f = ModelFootprint(pm, WhatIfH100(), kWhatIfUsable, 0);
   REQUIRE(f.ok());
@@ -72,7 +65,7 @@ TEST_CASE("plan what-if: the cheapest change for a batch too large is the batch 
           "[accounting][plan_what_if]") {
   const char* text = R"({"gpu": "h100", "models": [{"name": "chat", "model": "llama-2-7b", "batch": 64,
                                                     "seq_len": 4096}]})";
-  auto r = EvaluatePlan(WhatIfPlan(text), "", 0);
+  auto r = EvaluatePlan(test::PlanOf(text), "", 0);
   REQUIRE(r.ok());
   REQUIRE(r->unplaced == std::vector<int>{0});
   auto changes = CheapestChanges(*r, 0);
@@ -80,7 +73,7 @@ TEST_CASE("plan what-if: the cheapest change for a batch too large is the batch 
   CHECK(changes[0].change == "batch 64 -> 25");
   for (const auto& w : changes) CHECK(w.change.rfind("tp ", 0) != 0);  // one GPU: no tensor parallelism to add
 
-  Plan smaller = WhatIfPlan(text);
+  Plan smaller = test::PlanOf(text);
   smaller.models[0].batch = 25;
   auto again = EvaluatePlan(smaller, "", 0);
   REQUIRE(again.ok());

@@ -9,10 +9,14 @@
 #include <string>
 
 #include "lmkit/present/dataload.h"
+#include "support/kineto_trace.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit::dataload;
 using lmkit::Result;
+using lmkit::test::AddKinetoEvent;
+using lmkit::test::KinetoEvent;
+using lmkit::test::KinetoSteps;
 using lmkit::test::TempDir;
 using lmkit::test::TestData;
 using lmkit::test::WriteAll;
@@ -25,38 +29,8 @@ std::string Trace(const std::string& scenario, const char* version) {
   return TestData("dataload/traces/" + scenario + "." + version + ".json.gz");
 }
 
-// A Kineto document around `events` (a comma-separated list of event objects).
-std::string Kineto(const std::string& events) {
-  return fmt::format(R"({{"schemaVersion": 1, "deviceProperties": [{{"id": 0, "name": "NVIDIA H100 80GB HBM3"}}], )"
-                     R"("traceEvents": [{}], "traceName": "t"}})",
-                     events);
-}
-
-std::string X(const std::string& cat, const std::string& name, double ts, double dur, int tid = 1,
-              const std::string& args = "{}") {
-  return fmt::format(
-      R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 7, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
-      tid, ts, dur, args);
-}
-
-// Appends an event to a comma-separated list. (Not `"," + X(...)`: GCC 12 at -O3 misreads that as an overflow.)
-void Add(std::string* list, const std::string& event) {
-  if (!list->empty()) list->push_back(',');
-  list->append(event);
-}
-
-// `n` steps of `step` µs; each begins with a __next__ of `wait(i)` µs of the given iterator class.
-template <typename WaitFn>
-std::string Steps(int n, double step, const std::string& iter, WaitFn wait) {
-  std::string ev;
-  for (int i = 0; i < n; ++i) {
-    const double t0 = 1000.0 + i * step;
-    Add(&ev, X("user_annotation", fmt::format("ProfilerStep#{}", i + 3), t0, step));
-    const double w = wait(i);
-    if (w > 0) Add(&ev, X("user_annotation", fmt::format("enumerate(DataLoader)#{}.__next__", iter), t0 + 1, w));
-  }
-  return ev;
-}
+// The documents of the GPU cases come from an H100.
+std::string Kineto(const std::string& events) { return lmkit::test::KinetoDoc(events, "NVIDIA H100 80GB HBM3"); }
 
 Result<TraceReport> AnalyzeText(const TempDir& dir, const std::string& json) {
   WriteAll(dir.file("t.json"), json);
@@ -149,13 +123,14 @@ TEST_CASE("trace: per-step figures add up and match the overall ones", "[dataloa
 TEST_CASE("trace: pageable host-to-device copies ask for pin_memory", "[dataload][trace]") {
   TempDir dir;
   // Four 10 ms steps: 0.2 ms data wait, then a 3 ms blocking copy from pageable memory and a 5 ms kernel.
-  std::string ev = Steps(4, 10000, "_MultiProcessingDataLoaderIter", [](int) { return 200.0; });
+  std::string ev = KinetoSteps(4, 10000, "_MultiProcessingDataLoaderIter", [](int) { return 200.0; });
   for (int i = 0; i < 4; ++i) {
     const double t = 1000.0 + i * 10000 + 500;
-    Add(&ev, X("cuda_runtime", "cudaMemcpyAsync", t, 3000, 1, fmt::format(R"({{"correlation": {}}})", 100 + i)));
-    Add(&ev, X("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", t + 10, 2900, 7,
-               fmt::format(R"({{"correlation": {}, "bytes": 1048576}})", 100 + i)));
-    Add(&ev, X("kernel", "ampere_sgemm_128x64_tn", t + 3100, 5000, 7, R"({"correlation": 9})"));
+    AddKinetoEvent(&ev, KinetoEvent("cuda_runtime", "cudaMemcpyAsync", t, 3000, 1,
+                                    fmt::format(R"({{"correlation": {}}})", 100 + i)));
+    AddKinetoEvent(&ev, KinetoEvent("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", t + 10, 2900, 7,
+                                    fmt::format(R"({{"correlation": {}, "bytes": 1048576}})", 100 + i)));
+    AddKinetoEvent(&ev, KinetoEvent("kernel", "ampere_sgemm_128x64_tn", t + 3100, 5000, 7, R"({"correlation": 9})"));
   }
   auto r = AnalyzeText(dir, Kineto(ev));
   REQUIRE(r.ok());
@@ -184,11 +159,11 @@ TEST_CASE("trace: pageable host-to-device copies ask for pin_memory", "[dataload
 TEST_CASE("trace: collate cost in a single-process loader is named", "[dataload][trace]") {
   TempDir dir;
   // 10 ms steps with 6 ms in __next__, 4 ms of which in aten::stack (and its nested aten::cat, counted once).
-  std::string ev = Steps(3, 10000, "_SingleProcessDataLoaderIter", [](int) { return 6000.0; });
+  std::string ev = KinetoSteps(3, 10000, "_SingleProcessDataLoaderIter", [](int) { return 6000.0; });
   for (int i = 0; i < 3; ++i) {
     const double t = 1000.0 + i * 10000 + 1500;
-    Add(&ev, X("cpu_op", "aten::stack", t, 4000));
-    Add(&ev, X("cpu_op", "aten::cat", t + 100, 3800));
+    AddKinetoEvent(&ev, KinetoEvent("cpu_op", "aten::stack", t, 4000));
+    AddKinetoEvent(&ev, KinetoEvent("cpu_op", "aten::cat", t + 100, 3800));
   }
   auto r = AnalyzeText(dir, Kineto(ev));
   REQUIRE(r.ok());
@@ -201,7 +176,8 @@ TEST_CASE("trace: collate cost in a single-process loader is named", "[dataload]
 TEST_CASE("trace: bursts with workers ask for prefetch_factor, naming the step", "[dataload][trace]") {
   TempDir dir;
   // Eight 40 ms steps; step #5 (the third) waits 30 ms, the others 0.1 ms.
-  std::string ev = Steps(8, 40000, "_MultiProcessingDataLoaderIter", [](int i) { return i == 2 ? 30000.0 : 100.0; });
+  std::string ev =
+      KinetoSteps(8, 40000, "_MultiProcessingDataLoaderIter", [](int i) { return i == 2 ? 30000.0 : 100.0; });
   auto r = AnalyzeText(dir, Kineto(ev));
   REQUIRE(r.ok());
   CHECK(r->level == InputBound::kModerately);  // 30.7 ms of 320 ms
@@ -214,7 +190,7 @@ TEST_CASE("trace: bursts with workers ask for prefetch_factor, naming the step",
 
 TEST_CASE("trace: a trace without a DataLoader or GPU says so", "[dataload][trace]") {
   TempDir dir;
-  auto r = AnalyzeText(dir, Kineto(Steps(2, 1000, "", [](int) { return 0.0; })));
+  auto r = AnalyzeText(dir, Kineto(KinetoSteps(2, 1000, "", [](int) { return 0.0; })));
   REQUIRE(r.ok());
   CHECK(r->loader == LoaderKind::kNone);
   CHECK(r->level == InputBound::kNot);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "lmkit/present/accounting.h"
+#include "unit/accounting/test_models.h"
 
 using namespace lmkit;
 using namespace lmkit::accounting;
@@ -10,18 +11,11 @@ using namespace lmkit::accounting;
 namespace {
 
 PlanResult PlanJsonFixture() {
-  auto j = ParseJson(R"({"gpu": "h100", "models": [
+  return test::PlanResultOf(R"({"gpu": "h100", "models": [
       {"name": "a", "model": "llama-2-7b", "seq_len": 4096},
       {"name": "b", "model": "llama-2-7b", "seq_len": 4096},
       {"name": "big", "model": "llama-2-7b", "seq_len": 4096, "batch": 64}]})",
-                     "t.json");
-  REQUIRE(j.ok());
-  auto p = ParsePlan(*j, "t.json", "");
-  REQUIRE(p.ok());
-  auto r = EvaluatePlan(*p, "", 0, true);
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return *r;
+                            "", 0, /*what_if=*/true);
 }
 
 }  // namespace

@@ -3,22 +3,14 @@
 #include <sstream>
 
 #include "lmkit/present/accounting.h"
+#include "unit/accounting/test_models.h"
 
 using namespace lmkit;
 using namespace lmkit::accounting;
 
 namespace {
 
-PlanResult PlanTextFixture(const std::string& text) {
-  auto j = ParseJson(text, "t.json");
-  REQUIRE(j.ok());
-  auto p = ParsePlan(*j, "t.json", "");
-  REQUIRE(p.ok());
-  auto r = EvaluatePlan(*p, "", 0, true);
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return *r;
-}
+PlanResult PlanTextFixture(const std::string& text) { return test::PlanResultOf(text, "", 0, /*what_if=*/true); }
 
 std::string PlanLineStarting(const std::string& text, const std::string& start) {
   std::istringstream in(text);

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "lmkit/common/json.h"
 #include "support/svg_check.h"
+#include "unit/accounting/test_models.h"
 
 using namespace lmkit::accounting;
 using lmkit::test::CheckSvgText;
@@ -51,15 +51,9 @@ TEST_CASE("accounting svg: memory shares of a sweep, and the plan's memory map",
   CHECK(AccountingSvgHas(msvg, "<title>KV cache at batch 1: 12.67%</title>"));
   CHECK_FALSE(AccountingSvgHas(msvg, "data-series=\"gradients\""));  // inference
 
-  auto j = lmkit::ParseJson(R"({"gpu": "h100", "models": [{"name": "a", "model": "llama-2-7b", "seq_len": 4096},
-                                {"name": "b", "model": "llama-2-7b", "seq_len": 4096}]})",
-                            "t.json");
-  REQUIRE(j.ok());
-  auto p = ParsePlan(*j, "t.json", "");
-  REQUIRE(p.ok());
-  auto plan = EvaluatePlan(*p, "", 0);
-  REQUIRE(plan.ok());
-  const std::string psvg = lmkit::present::PlanMemoryMapSvg(*plan);
+  const std::string psvg = lmkit::present::PlanMemoryMapSvg(
+      lmkit::test::PlanResultOf(R"({"gpu": "h100", "models": [{"name": "a", "model": "llama-2-7b", "seq_len": 4096},
+                                {"name": "b", "model": "llama-2-7b", "seq_len": 4096}]})"));
   CheckSvgText(psvg, dir, "plan.svg");
   // Of 80e9 B: each model 15,871,906,816 B, reserved 1 GiB, margin 5%, free the rest of the 74,926,258,176 usable.
   CHECK(AccountingSvgHas(psvg, "<title>a at GPU 0: 19.84%</title>"));

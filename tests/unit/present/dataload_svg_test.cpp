@@ -7,6 +7,7 @@
 
 #include "lmkit/dataload/trace.h"
 #include "lmkit/present/dataload.h"
+#include "support/kineto_trace.h"
 #include "support/svg_check.h"
 
 using namespace lmkit::dataload;
@@ -14,20 +15,9 @@ using namespace lmkit::dataload;
 TEST_CASE("dataload svg: a column per step, data wait and rest stacked in ms", "[present][dataload][svg]") {
   lmkit::test::TempDir dir;
   // Steps #3..#6 of 10,000 us; step #4 waits 7,500 us for __next__, the others 1,000 us.
-  std::string ev;
-  for (int i = 0; i < 4; ++i) {
-    const double t0 = 1000.0 + i * 10000.0;
-    if (!ev.empty()) ev += ',';
-    ev += fmt::format(
-        R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 7, "tid": 1, "ts": {}, )"
-        R"("dur": 10000, "args": {{}}}},)",
-        i + 3, t0);
-    ev += fmt::format(
-        R"({{"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", )"
-        R"("pid": 7, "tid": 1, "ts": {}, "dur": {}, "args": {{}}}})",
-        t0 + 1, i == 1 ? 7500 : 1000);
-  }
-  lmkit::test::WriteAll(dir.file("steps.json"), R"({"schemaVersion": 1, "traceEvents": [)" + ev + "]}");
+  lmkit::test::WriteAll(dir.file("steps.json"),
+                        lmkit::test::KinetoDoc(lmkit::test::KinetoSteps(
+                            4, 10000, "_SingleProcessDataLoaderIter", [](int i) { return i == 1 ? 7500.0 : 1000.0; })));
   auto r = RunTrace(dir.file("steps.json"));
   INFO(r.status().ToString());
   REQUIRE(r.ok());
@@ -49,30 +39,16 @@ TEST_CASE("dataload svg: with GPU events the host-to-device copy is its own seri
           "[present][dataload][svg]") {
   lmkit::test::TempDir dir;
   // Three 10 ms steps: 0.2 ms data wait, then a 3 ms blocking copy from pageable memory.
-  std::string ev;
+  std::string ev = lmkit::test::KinetoSteps(3, 10000, "_MultiProcessingDataLoaderIter", [](int) { return 200.0; });
   for (int i = 0; i < 3; ++i) {
-    const double t0 = 1000.0 + i * 10000.0;
-    if (!ev.empty()) ev += ',';
-    ev += fmt::format(
-        R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 7, "tid": 1, "ts": {}, )"
-        R"("dur": 10000, "args": {{}}}},)",
-        i, t0);
-    ev += fmt::format(
-        R"({{"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", )"
-        R"("pid": 7, "tid": 1, "ts": {}, "dur": 200, "args": {{}}}},)",
-        t0 + 1);
-    ev += fmt::format(
-        R"({{"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 7, "tid": 1, "ts": {}, "dur": 3000, )"
-        R"("args": {{"correlation": {}}}}},)",
-        t0 + 500, 100 + i);
-    ev += fmt::format(
-        R"j({{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 7, "tid": 7, )j"
-        R"("ts": {}, "dur": 2900, "args": {{"correlation": {}, "bytes": 1048576}}}})",
-        t0 + 510, 100 + i);
+    const double t = 1000.0 + i * 10000 + 500;
+    const std::string corr = fmt::format(R"({{"correlation": {}}})", 100 + i);
+    lmkit::test::AddKinetoEvent(&ev, lmkit::test::KinetoEvent("cuda_runtime", "cudaMemcpyAsync", t, 3000, 1, corr));
+    lmkit::test::AddKinetoEvent(
+        &ev, lmkit::test::KinetoEvent("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", t + 10, 2900, 7,
+                                      fmt::format(R"({{"correlation": {}, "bytes": 1048576}})", 100 + i)));
   }
-  lmkit::test::WriteAll(
-      dir.file("gpu.json"),
-      R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}], "traceEvents": [)" + ev + "]}");
+  lmkit::test::WriteAll(dir.file("gpu.json"), lmkit::test::KinetoDoc(ev, "GPU"));
   auto r = RunTrace(dir.file("gpu.json"));
   INFO(r.status().ToString());
   REQUIRE(r.ok());

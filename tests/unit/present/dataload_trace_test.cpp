@@ -7,6 +7,7 @@
 
 #include "lmkit/dataload/trace.h"
 #include "lmkit/present/dataload.h"
+#include "support/kineto_trace.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit::dataload;
@@ -15,20 +16,8 @@ namespace {
 
 // Steps #3..#8 of 10,000 us, each opening with a 4,000 us __next__ of a single-process loader.
 TraceReport FortyPercentTrace(const lmkit::test::TempDir& dir) {
-  std::string ev;
-  for (int i = 0; i < 6; ++i) {
-    const double t0 = 1000.0 + i * 10000.0;
-    if (!ev.empty()) ev += ',';
-    ev += fmt::format(
-        R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 7, "tid": 1, "ts": {}, )"
-        R"("dur": 10000, "args": {{}}}},)",
-        i + 3, t0);
-    ev += fmt::format(
-        R"({{"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", )"
-        R"("pid": 7, "tid": 1, "ts": {}, "dur": 4000, "args": {{}}}})",
-        t0 + 1);
-  }
-  lmkit::test::WriteAll(dir.file("t.json"), R"({"schemaVersion": 1, "traceEvents": [)" + ev + "]}");
+  lmkit::test::WriteAll(dir.file("t.json"), lmkit::test::KinetoDoc(lmkit::test::KinetoSteps(
+                                                6, 10000, "_SingleProcessDataLoaderIter", [](int) { return 4000.0; })));
   auto r = RunTrace(dir.file("t.json"));
   INFO(r.status().ToString());
   REQUIRE(r.ok());
