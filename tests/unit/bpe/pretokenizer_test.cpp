@@ -45,6 +45,32 @@ std::string U8(uint32_t cp) {
   return s;
 }
 
+// Draws 20,000 texts of 1-24 pieces of `pool` (each text biased towards six of them, so that runs of letters, spaces,
+// marks... form) and asks same(pattern, its PCRE2 oracle, text) for each pattern. A text where it is false fails the
+// test with its bytes; the search stops after 5 of them. Returns how many there were.
+template <typename Same>
+int PoolTextsAgree(const std::vector<std::string>& pool, uint64_t seed, Same same) {
+  std::mt19937_64 rng(seed);
+  RegexPretokenizer res[3] = {*RegexPretokenizer::Create(kAll[0]), *RegexPretokenizer::Create(kAll[1]),
+                              *RegexPretokenizer::Create(kAll[2])};
+  int mismatches = 0;
+  for (int iter = 0; iter < 20000 && mismatches < 5; ++iter) {
+    std::string text;
+    const int pieces = 1 + static_cast<int>(rng() % 24);
+    std::vector<size_t> local;
+    for (int k = 0; k < 6; ++k) local.push_back(rng() % pool.size());
+    for (int k = 0; k < pieces; ++k) text += pool[(rng() % 3 == 0) ? rng() % pool.size() : local[rng() % 6]];
+    for (int pi = 0; pi < 3; ++pi) {
+      if (same(kAll[pi], res[pi], text)) continue;
+      ++mismatches;
+      std::string hex;
+      for (unsigned char c : text) hex += fmt::format("{:02x} ", c);
+      FAIL_CHECK(PatternName(kAll[pi]) << " differs on bytes: " << hex);
+    }
+  }
+  return mismatches;
+}
+
 }  // namespace
 
 TEST_CASE("pretokenizer: pattern names and regexes", "[bpe][pretokenizer]") {
@@ -191,28 +217,10 @@ TEST_CASE("pretokenizer: scanner equals PCRE2 on generated Unicode text (propert
                                    "\xed\xa0\x80",
                                    "\xf4\x90\x80\x80",
                                    "\xc0\xaf"};
-  std::mt19937_64 rng(20251130);
-  RegexPretokenizer res[3] = {*RegexPretokenizer::Create(kAll[0]), *RegexPretokenizer::Create(kAll[1]),
-                              *RegexPretokenizer::Create(kAll[2])};
-  int mismatches = 0;
-  for (int iter = 0; iter < 20000 && mismatches < 5; ++iter) {
-    std::string text;
-    const int pieces = 1 + static_cast<int>(rng() % 24);
-    // Bias each text towards a few pieces so that runs (of letters, spaces, marks...) form.
-    std::vector<size_t> local;
-    for (int k = 0; k < 6; ++k) local.push_back(rng() % pool.size());
-    for (int k = 0; k < pieces; ++k) text += pool[(rng() % 3 == 0) ? rng() % pool.size() : local[rng() % 6]];
-    for (int pi = 0; pi < 3; ++pi) {
-      const auto scan = ScanSplit(kAll[pi], text);
-      const auto oracle = RegexSplit(res[pi], text);
-      if (scan != oracle) {
-        ++mismatches;
-        std::string hex;
-        for (unsigned char c : text) hex += fmt::format("{:02x} ", c);
-        FAIL_CHECK(PatternName(kAll[pi]) << " differs on bytes: " << hex);
-      }
-    }
-  }
+  const int mismatches =
+      PoolTextsAgree(pool, 20251130, [](PretokPattern p, const RegexPretokenizer& re, const std::string& text) {
+        return ScanSplit(p, text) == RegexSplit(re, text);
+      });
   CHECK(mismatches == 0);
 }
 
@@ -230,30 +238,14 @@ TEST_CASE("pretokenizer: the ASCII fast path equals the general scanner and PCRE
                                    "\x1c",    "\x1f",    "\x7f",     U8(0xE9), U8(0xA0),     U8(0x85),
                                    U8(0x663), U8(0x301), U8(0x4E2D), "\xff"};
   for (int b = 0; b < 128; ++b) pool.push_back(std::string(1, static_cast<char>(b)));
-  std::mt19937_64 rng(33);
-  RegexPretokenizer res[3] = {*RegexPretokenizer::Create(kAll[0]), *RegexPretokenizer::Create(kAll[1]),
-                              *RegexPretokenizer::Create(kAll[2])};
-  int mismatches = 0;
-  for (int iter = 0; iter < 20000 && mismatches < 5; ++iter) {
-    std::string text;
-    const int pieces = 1 + static_cast<int>(rng() % 24);
-    std::vector<size_t> local;
-    for (int k = 0; k < 6; ++k) local.push_back(rng() % pool.size());
-    for (int k = 0; k < pieces; ++k) text += pool[(rng() % 3 == 0) ? rng() % pool.size() : local[rng() % 6]];
-    for (int pi = 0; pi < 3; ++pi) {
-      std::vector<std::string> general;
-      for (size_t pos = 0; pos < text.size();) {
-        const size_t end = NextPretokenEndGeneral(kAll[pi], text, pos);
-        general.emplace_back(text.substr(pos, end - pos));
-        pos = end;
-      }
-      const auto scan = ScanSplit(kAll[pi], text);
-      if (scan != general || scan != RegexSplit(res[pi], text)) {
-        ++mismatches;
-        std::string hex;
-        for (unsigned char c : text) hex += fmt::format("{:02x} ", c);
-        FAIL_CHECK(PatternName(kAll[pi]) << " differs on bytes: " << hex);
-      }
+  PoolTextsAgree(pool, 33, [](PretokPattern p, const RegexPretokenizer& re, const std::string& text) {
+    std::vector<std::string> general;
+    for (size_t pos = 0; pos < text.size();) {
+      const size_t end = NextPretokenEndGeneral(p, text, pos);
+      general.emplace_back(text.substr(pos, end - pos));
+      pos = end;
     }
-  }
+    const auto scan = ScanSplit(p, text);
+    return scan == general && scan == RegexSplit(re, text);
+  });
 }
