@@ -30,7 +30,7 @@ bool BytesIdMap::Insert(std::string_view key, uint32_t id) {
       s.id = id;
       arena_.append(key);
       ++size_;
-      FilterAdd(h);
+      filter_.Add(h);
       return true;
     }
     if (s.hash == h && s.len == key.size() && std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0)
@@ -51,11 +51,10 @@ void BytesIdMap::Rehash(size_t cap) {
   std::vector<Slot> old = std::move(slots_);
   slots_.assign(cap, Slot{});
   mask_ = cap - 1;
-  filter_.assign(cap / 8, 0);
-  filter_shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap / 8));
+  filter_.Reset(cap);
   for (const Slot& s : old) {
     if (s.id == kNoId) continue;
-    FilterAdd(s.hash);
+    filter_.Add(s.hash);
     size_t i = s.hash & mask_;
     while (slots_[i].id != kNoId) i = (i + 1) & mask_;
     slots_[i] = s;
@@ -77,7 +76,7 @@ void PairMap::Insert(uint32_t left, uint32_t right, uint64_t packed) {
       s.key = key;
       s.value = packed;
       ++size_;
-      FilterAdd(key);
+      filter_.Add(key);
       return;
     }
   }
@@ -98,11 +97,10 @@ void PairMap::Rehash(size_t cap) {
   slots_.assign(cap, Slot{});
   mask_ = cap - 1;
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap));  // Index takes the top log2(cap) bits of the hash
-  filter_.assign(cap / 8, 0);
-  filter_shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap / 8));
+  filter_.Reset(cap);
   for (const Slot& s : old) {
     if (s.key == kEmpty) continue;
-    FilterAdd(s.key);
+    filter_.Add(s.key);
     for (size_t i = Index(s.key);; i = (i + 1) & mask_) {
       if (slots_[i].key == kEmpty) {
         slots_[i] = s;

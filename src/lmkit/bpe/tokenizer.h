@@ -2,6 +2,8 @@
 // pre-tokenization pattern. The readers in tokenizer_files.h fill it; encoder.h and decoder.h use it.
 #pragma once
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -63,9 +65,31 @@ inline uint64_t HashBytes(const char* p, size_t n) {
   return Mum(a ^ k2 ^ h, b ^ k0);
 }
 
-// The maps' Bloom filters: a key's hash times kFilterMul picks one 64-bit word (top bits) and two bits in it.
-inline constexpr uint64_t kFilterMul = 0xD6E8FEB86659FD93ull;
-inline uint64_t FilterBits(uint64_t f) { return (uint64_t{1} << ((f >> 8) & 63)) | (uint64_t{1} << ((f >> 14) & 63)); }
+// The maps' Bloom filter: 8 bits per table slot; a key's hash times a constant picks one 64-bit word (its top bits)
+// and two bits in it, so a key that is surely absent costs one load from a small, cached array.
+class SlotFilter {
+ public:
+  explicit SlotFilter(size_t slots = 0) { Reset(slots); }
+  // Empties the filter and sizes it for a table of `slots` slots (0, or a power of two of at least 8).
+  void Reset(size_t slots) {
+    words_.assign(slots / 8, 0);
+    shift_ = words_.empty() ? 64 : 64 - static_cast<unsigned>(std::countr_zero(words_.size()));
+  }
+  void Add(uint64_t h) { words_[Word(h)] |= Bits(h); }
+  // False: no key with hash h was added. True: perhaps one was.
+  bool MayContain(uint64_t h) const { return (words_[Word(h)] & Bits(h)) == Bits(h); }
+  void Prefetch(uint64_t h) const { __builtin_prefetch(&words_[Word(h)]); }
+
+ private:
+  static constexpr uint64_t kMul = 0xD6E8FEB86659FD93ull;
+  size_t Word(uint64_t h) const { return static_cast<size_t>((h * kMul) >> shift_); }
+  static uint64_t Bits(uint64_t h) {
+    const uint64_t f = h * kMul;
+    return (uint64_t{1} << ((f >> 8) & 63)) | (uint64_t{1} << ((f >> 14) & 63));
+  }
+  std::vector<uint64_t> words_;
+  unsigned shift_ = 64;
+};
 }  // namespace detail
 
 // Open-addressing hash map from byte strings (kept in one arena) to ids, with a Bloom filter in front (as PairMap's:
@@ -80,8 +104,7 @@ class BytesIdMap {
     const size_t n = key.size();
     const uint64_t prefix = detail::LoadUpTo8(key.data(), n < 8 ? n : 8);
     const uint64_t h = detail::HashBytes(key.data(), n);
-    const uint64_t f = h * detail::kFilterMul;
-    if ((filter_[f >> filter_shift_] & detail::FilterBits(f)) != detail::FilterBits(f)) return kNoId;
+    if (!filter_.MayContain(h)) return kNoId;
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.id == kNoId) return kNoId;
@@ -102,18 +125,13 @@ class BytesIdMap {
     uint32_t len = 0;
     uint32_t id = kNoId;
   };
-  void FilterAdd(uint64_t h) {
-    const uint64_t f = h * detail::kFilterMul;
-    filter_[f >> filter_shift_] |= detail::FilterBits(f);
-  }
   void Grow();
   void Rehash(size_t cap);  // cap: a power of two above twice the size
   std::vector<Slot> slots_;
   std::string arena_;
   size_t mask_ = 0;
   size_t size_ = 0;
-  std::vector<uint64_t> filter_;  // slots_.size() / 8 words
-  unsigned filter_shift_ = 64;
+  detail::SlotFilter filter_;  // sized with slots_
 };
 
 // Open-addressing hash map from an id pair to a packed (rank, result) value, with a Bloom filter in front: most pairs
@@ -126,8 +144,7 @@ class PairMap {
   void Insert(uint32_t left, uint32_t right, uint64_t packed);
   uint64_t Find(uint32_t left, uint32_t right) const {
     const uint64_t key = (uint64_t{left} << 32) | right;
-    const uint64_t f = key * detail::kFilterMul;
-    if ((filter_[f >> filter_shift_] & detail::FilterBits(f)) != detail::FilterBits(f)) return kNoPair;
+    if (!filter_.MayContain(key)) return kNoPair;
     for (size_t i = Index(key);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.key == key) return s.value;
@@ -137,7 +154,7 @@ class PairMap {
   // Starts loading what Find(left, right) reads first (filter word and slot); a hint only.
   void Prefetch(uint32_t left, uint32_t right) const {
     const uint64_t key = (uint64_t{left} << 32) | right;
-    __builtin_prefetch(&filter_[(key * detail::kFilterMul) >> filter_shift_]);
+    filter_.Prefetch(key);
     __builtin_prefetch(&slots_[Index(key)]);
   }
   size_t size() const { return size_; }
@@ -149,18 +166,13 @@ class PairMap {
     uint64_t value = kNoPair;
   };
   size_t Index(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
-  void FilterAdd(uint64_t key) {
-    const uint64_t f = key * detail::kFilterMul;
-    filter_[f >> filter_shift_] |= detail::FilterBits(f);
-  }
   void Grow();
   void Rehash(size_t cap);  // cap: a power of two
   std::vector<Slot> slots_ = std::vector<Slot>(16);
   size_t mask_ = 15;
   unsigned shift_ = 60;
   size_t size_ = 0;
-  std::vector<uint64_t> filter_ = std::vector<uint64_t>(2);  // slots_.size() / 8 words
-  unsigned filter_shift_ = 63;
+  detail::SlotFilter filter_{16};  // sized with slots_
 };
 
 struct SpecialToken {
