@@ -107,22 +107,21 @@ void Encoder::EncodeOrdinaryAs(std::string_view text, std::vector<uint32_t>* out
   out->insert(out->end(), buf, w);
 }
 
+template <typename To>
+void Encoder::AppendVia(std::string_view piece, std::vector<uint32_t>* out, To to) {
+  const size_t used = out->size();
+  out->resize(used + piece.size() + kOutSlack);
+  out->resize(static_cast<size_t>((this->*to)(piece, out->data() + used) - out->data()));
+}
+
 void Encoder::EncodePiece(std::string_view piece, std::vector<uint32_t>* out) {
-  const size_t used = out->size();
-  out->resize(used + piece.size() + kOutSlack);
-  out->resize(static_cast<size_t>(EncodePieceTo(piece, out->data() + used) - out->data()));
+  AppendVia(piece, out, &Encoder::EncodePieceTo);
 }
-
 void Encoder::MergeFlat(std::string_view piece, std::vector<uint32_t>* out) {
-  const size_t used = out->size();
-  out->resize(used + piece.size() + kOutSlack);
-  out->resize(static_cast<size_t>(MergeFlatTo(piece, out->data() + used) - out->data()));
+  AppendVia(piece, out, &Encoder::MergeFlatTo);
 }
-
 void Encoder::MergeHeap(std::string_view piece, std::vector<uint32_t>* out) {
-  const size_t used = out->size();
-  out->resize(used + piece.size() + kOutSlack);
-  out->resize(static_cast<size_t>(MergeHeapTo(piece, out->data() + used) - out->data()));
+  AppendVia(piece, out, &Encoder::MergeHeapTo);
 }
 
 inline uint32_t* Encoder::EncodePieceTo(std::string_view piece, uint32_t* w) {

@@ -55,6 +55,9 @@ class Encoder {
   // The internal loops write ids through a pointer into a buffer that has room for them: a piece of n bytes never
   // yields more than n ids, and writers may store up to kOutSlack ids past the ones they report.
   static constexpr size_t kOutSlack = 4;
+  // Runs `to` (one of the ...To loops) into room appended to *out, then trims *out to the ids it wrote.
+  template <typename To>
+  void AppendVia(std::string_view piece, std::vector<uint32_t>* out, To to);
   // EncodeOrdinary writes ids here and appends them to its output in blocks: the block stays in L1, and the output
   // vector is neither checked per id nor zeroed ahead (as resize would).
   static constexpr size_t kScratchIds = 4096;
