@@ -231,9 +231,13 @@ void Encoder::CacheStore(std::string_view piece, uint64_t hash, const uint32_t* 
   std::memcpy(e.ids, ids, n * sizeof(uint32_t));
 }
 
+inline size_t Encoder::PairSlot(uint64_t key) {
+  return static_cast<size_t>(((key * 0x9E3779B97F4A7C15ull) >> 52) & (kPairSlots - 1));
+}
+
 inline uint64_t Encoder::PairRank(uint32_t left, uint32_t right) {
   const uint64_t key = (uint64_t{left} << 32) | right;
-  PairEntry& e = pair_cache_[((key * 0x9E3779B97F4A7C15ull) >> 52) & (kPairSlots - 1)];
+  PairEntry& e = pair_cache_[PairSlot(key)];
   if (e.key != key) {
     e.key = key;
     e.packed = tok_.Merge(left, right);
@@ -243,7 +247,7 @@ inline uint64_t Encoder::PairRank(uint32_t left, uint32_t right) {
 
 inline void Encoder::PrefetchPair(uint32_t left, uint32_t right) const {
   const uint64_t key = (uint64_t{left} << 32) | right;
-  if (pair_cache_[((key * 0x9E3779B97F4A7C15ull) >> 52) & (kPairSlots - 1)].key != key) tok_.PrefetchMerge(left, right);
+  if (pair_cache_[PairSlot(key)].key != key) tok_.PrefetchMerge(left, right);
 }
 
 uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {

@@ -78,6 +78,7 @@ class Encoder {
   // tok_.Merge through a small direct-mapped cache of recent pairs (the tokenizer's pair table is megabytes).
   uint64_t PairRank(uint32_t left, uint32_t right);
   void PrefetchPair(uint32_t left, uint32_t right) const;
+  static size_t PairSlot(uint64_t key);  // the pair cache's slot of an id pair (left << 32 | right)
   static constexpr size_t kPairSlots = 4096;
   struct PairEntry {
     uint64_t key = ~uint64_t{0};  // (left << 32) | right; no pair of valid ids has this key
