@@ -47,6 +47,7 @@
 #include <memory>
 #include <new>
 
+#include "lmkit/bpe/ascii_runs.h"
 #include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/pretokenizer.h"
 #include "lmkit/bpe/special_tokens.h"
@@ -59,9 +60,9 @@ namespace lmkit::bpe {
 
 namespace {
 
-inline bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 inline bool IsSafeCut(std::string_view t, size_t x) {
-  return x > 0 && x < t.size() && IsAsciiLetter(t[x - 1]) && (t[x] == ' ' || t[x] == '\n');
+  return x > 0 && x < t.size() && ascii::IsLetter(static_cast<unsigned char>(t[x - 1])) &&
+         (t[x] == ' ' || t[x] == '\n');
 }
 
 // The last safe pre-token boundary x with lo < x <= hi (and x < t.size()), or 0 when there is none.
