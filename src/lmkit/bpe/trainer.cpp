@@ -332,6 +332,40 @@ class QuadHeap {
   std::vector<HeapEntry> v_;
 };
 
+// One merge step's count changes on one side of the merged pair, per neighbour token: the summed counts, the tokens
+// touched, the last word noted per token, and (token, word) in scan order, once per word.
+struct Side {
+  static constexpr uint32_t kNoWord = ~uint32_t{0};
+  std::vector<int64_t> sum;
+  std::vector<uint32_t> noted;
+  std::vector<uint32_t> touched;
+  std::vector<std::pair<uint32_t, uint32_t>> words;
+
+  void Resize(size_t tokens) {
+    sum.resize(tokens, 0);
+    noted.resize(tokens, kNoWord);
+  }
+  // Word w (of count c) has neighbour t at one more occurrence. (t, w) is noted once per word: one long word would
+  // otherwise note every occurrence (2 M entries for the first merge of a 4 MB word of one letter).
+  void Note(uint32_t t, int64_t c, uint32_t w) {
+    if (sum[t] == 0) touched.push_back(t);
+    sum[t] += c;
+    if (noted[t] != w) {
+      noted[t] = w;
+      words.emplace_back(t, w);
+    }
+  }
+  // Forgets the step: sums and notes of the touched tokens back to empty.
+  void Clear() {
+    for (uint32_t t : touched) {
+      sum[t] = 0;
+      noted[t] = kNoWord;
+    }
+    touched.clear();
+    words.clear();
+  }
+};
+
 class Merger {
  public:
   // Words live in one flat array, each as a record [len, stamp, count low, count high, symbols...] so that visiting a
@@ -434,12 +468,10 @@ class Merger {
     pairs_.where_[idx].TakeInto(&where);
     pairs_.count_[idx] = 0;
     const uint32_t step = static_cast<uint32_t>(merges_.size());
-    if (left_.size() < tokens_.size()) {
-      left_.resize(tokens_.size() * 2, 0);
-      right_.resize(tokens_.size() * 2, 0);
-      left_noted_.resize(tokens_.size() * 2, kNoWord);
-      right_noted_.resize(tokens_.size() * 2, kNoWord);
+    if (pair_of_.size() < tokens_.size()) {
       pair_of_.resize(tokens_.size() * 2, 0);
+      left_.Resize(pair_of_.size());
+      right_.Resize(pair_of_.size());
     }
     new_pairs_.clear();
     // Visiting a word is a cache miss on its record (30% of the merge loop's samples): fetch a few words ahead.
@@ -456,8 +488,8 @@ class Merger {
       uint32_t i = 0;
       while (i < len) {
         if (i + 1 < len && s[i] == a && s[i + 1] == b) {
-          if (out > 0) Note(&left_, &touched_left_, &left_noted_, &left_words_, s[out - 1], c, w);
-          if (i + 2 < len) Note(&right_, &touched_right_, &right_noted_, &right_words_, s[i + 2], c, w);
+          if (out > 0) left_.Note(s[out - 1], c, w);
+          if (i + 2 < len) right_.Note(s[i + 2], c, w);
           s[out++] = z;
           i += 2;
         } else {
@@ -467,59 +499,39 @@ class Merger {
       syms_[w] = out;
     }
     // Gains first: they insert the pairs with z, so a loss on (z, a) (a run "a b a b") finds its pair.
-    Gain(touched_left_, left_, left_words_, [z](uint32_t x) { return Key(x, z); });
-    Gain(touched_right_, right_, right_words_, [z](uint32_t y) { return Key(z, y); });
-    Lose(&touched_left_, &left_, &left_noted_, key, [a](uint32_t x) { return Key(x, a); });
-    Lose(&touched_right_, &right_, &right_noted_, key, [b](uint32_t y) { return Key(b, y); });
+    Gain(left_, [z](uint32_t x) { return Key(x, z); });
+    Gain(right_, [z](uint32_t y) { return Key(z, y); });
+    Lose(&left_, key, [a](uint32_t x) { return Key(x, a); });
+    Lose(&right_, key, [b](uint32_t y) { return Key(b, y); });
     for (uint32_t p : new_pairs_)
       if (pairs_.count_[p] > 0) Push({pairs_.count_[p], Hi(pairs_.key_of_[p]), Lo(pairs_.key_of_[p])});
   }
 
-  // Adds word w's count c to neighbour t's sum and notes (t, w) once per word (one long word would otherwise note
-  // every occurrence: 2 M entries for the first merge of a 4 MB word of one letter).
-  static void Note(std::vector<int64_t>* sum, std::vector<uint32_t>* touched, std::vector<uint32_t>* noted,
-                   std::vector<std::pair<uint32_t, uint32_t>>* words, uint32_t t, int64_t c, uint32_t w) {
-    if ((*sum)[t] == 0) touched->push_back(t);
-    (*sum)[t] += c;
-    if ((*noted)[t] != w) {
-      (*noted)[t] = w;
-      words->emplace_back(t, w);
-    }
-  }
-
   // Adds each touched neighbour's sum to its new pair and records the words the pair is in (in scan order).
   template <typename KeyOf>
-  void Gain(const std::vector<uint32_t>& touched, const std::vector<int64_t>& sum,
-            std::vector<std::pair<uint32_t, uint32_t>>& words, KeyOf key_of) {
-    for (uint32_t t : touched) {
+  void Gain(const Side& side, KeyOf key_of) {
+    for (uint32_t t : side.touched) {
       bool inserted;
       const uint32_t idx = pairs_.FindOrInsert(key_of(t), &inserted);
-      pairs_.count_[idx] += sum[t];
+      pairs_.count_[idx] += side.sum[t];
       if (inserted) new_pairs_.push_back(idx);
       pair_of_[t] = idx;
     }
-    for (const auto& [t, w] : words) {
-      pairs_.where_[pair_of_[t]].AddOnce(w);
-    }
-    words.clear();
+    for (const auto& [t, w] : side.words) pairs_.where_[pair_of_[t]].AddOnce(w);
   }
 
-  // Subtracts each touched neighbour's sum from its old pair (never the pair being merged) and clears the step's state.
+  // Subtracts each touched neighbour's sum from its old pair (never the pair being merged) and clears the side.
   template <typename KeyOf>
-  void Lose(std::vector<uint32_t>* touched, std::vector<int64_t>* sum, std::vector<uint32_t>* noted, uint64_t merging,
-            KeyOf key_of) {
-    for (uint32_t t : *touched) {
+  void Lose(Side* side, uint64_t merging, KeyOf key_of) {
+    for (uint32_t t : side->touched) {
       const uint64_t k = key_of(t);
-      if (k != merging) {
-        bool inserted;
-        const uint32_t idx = pairs_.FindOrInsert(k, &inserted);
-        pairs_.count_[idx] -= (*sum)[t];
-        if (inserted) new_pairs_.push_back(idx);
-      }
-      (*sum)[t] = 0;
-      (*noted)[t] = kNoWord;
+      if (k == merging) continue;
+      bool inserted;
+      const uint32_t idx = pairs_.FindOrInsert(k, &inserted);
+      pairs_.count_[idx] -= side->sum[t];
+      if (inserted) new_pairs_.push_back(idx);
     }
-    touched->clear();
+    side->Clear();
   }
 
   int64_t CountOfWord(uint32_t w) const { return static_cast<int64_t>(syms_[w + 2] | (uint64_t{syms_[w + 3]} << 32)); }
@@ -530,13 +542,8 @@ class Merger {
   QuadHeap<LessT> heap_{Less()};
   std::vector<uint32_t> new_pairs_;
   std::vector<uint32_t> where_scratch_;  // the merged pair's word list during MergeStep
-  // One merge step's changes per neighbour token (MergeStep): summed counts, the tokens touched, the last word noted
-  // per token, (token, word) in scan order, and the pair index of each touched token's new pair.
-  static constexpr uint32_t kNoWord = ~uint32_t{0};
-  std::vector<int64_t> left_, right_;
-  std::vector<uint32_t> left_noted_, right_noted_;
-  std::vector<uint32_t> touched_left_, touched_right_;
-  std::vector<std::pair<uint32_t, uint32_t>> left_words_, right_words_;
+  Side left_, right_;                    // (x, a) -> (x, z) by x, and (b, y) -> (z, y) by y
+  // Per touched neighbour token: the index of its new pair (Gain).
   std::vector<uint32_t> pair_of_;
 };
 
