@@ -17,6 +17,7 @@
 
 #include "lmkit/bpe/pretokenizer.h"
 #include "lmkit/bpe/pretokenizer_ascii.h"
+#include "lmkit/common/huge_pages.h"
 
 namespace lmkit::bpe {
 
@@ -247,7 +248,7 @@ class alignas(64) PretokenTable {
  private:
   void Grow() { Rehash(slots_.size() * 2); }
   void Rehash(size_t new_slots) {
-    std::vector<Slot> old(new_slots);
+    HugeVector<Slot> old(new_slots);
     old.swap(slots_);
     const size_t mask = slots_.size() - 1;
     for (const Slot& s : old) {
@@ -257,9 +258,9 @@ class alignas(64) PretokenTable {
       slots_[i] = s;
     }
   }
-  std::vector<Slot> slots_;
-  std::vector<uint64_t> counts_;
-  std::vector<uint64_t> offs_;  // arena offset per entry (meaningful when len > 8)
+  HugeVector<Slot> slots_;
+  HugeVector<uint64_t> counts_;
+  HugeVector<uint64_t> offs_;  // arena offset per entry (meaningful when len > 8)
   std::string arena_;
 };
 
