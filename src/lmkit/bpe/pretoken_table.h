@@ -167,6 +167,65 @@ class alignas(64) PretokenTable {
     }
   }
 
+  static constexpr size_t kNone = ~size_t{0};
+  // The entry id of the key (as for Add), or kNone when the table lacks it. Reads only.
+  size_t Find(const char* p, size_t len, uint64_t prefix, uint64_t h) const {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.len == 0) return kNone;
+      if (s.prefix == prefix && s.len == len &&
+          (len <= 8 || table_detail::SameTail(arena_.data() + offs_[s.id], p, len)))
+        return s.id;
+    }
+  }
+
+  // For o's slots [begin, end): adds the count of every key this table holds to its entry here, and appends the slot
+  // index of every key it lacks to *missing (in slot order). Writes only counts: calls over disjoint slot ranges of
+  // one `o` may run at the same time, as o's keys are distinct and no two calls add to one count. Look-ups run
+  // kAhead slots behind the prefetch of their first slot here, as in AddPrefetched.
+  void AddFound(const PretokenTable& o, size_t begin, size_t end, std::vector<uint64_t>* missing) {
+    struct Pending {
+      uint64_t hash;
+      size_t slot;
+    };
+    auto look_up = [&](const Pending& q) {
+      const Slot& s = o.slots_[q.slot];
+      const size_t id = Find(o.KeyAt(s), s.len, s.prefix, q.hash);
+      if (id == kNone)
+        missing->push_back(q.slot);
+      else
+        counts_[id] += o.counts_[s.id];
+    };
+    constexpr size_t kAhead = 8;
+    Pending ring[kAhead];
+    size_t n = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const Slot& s = o.slots_[i];
+      if (s.len == 0) continue;
+      const Pending e{Hash(s.prefix, o.KeyAt(s), s.len), i};
+      Prefetch(e.hash);
+      Pending& pending = ring[n++ % kAhead];
+      if (n > kAhead) look_up(pending);
+      pending = e;
+    }
+    for (size_t i = n > kAhead ? n - kAhead : 0; i < n; ++i) look_up(ring[i % kAhead]);
+  }
+
+  // Calls fn(key bytes, count) for the entry in slot i, which must be full (a slot index from AddFound).
+  template <typename Fn>
+  void VisitSlot(size_t i, Fn&& fn) const {
+    const Slot& s = slots_[i];
+    if (s.len > 8) {
+      fn(std::string_view(KeyAt(s), s.len), counts_[s.id]);
+    } else {
+      char tmp[8];
+      std::memcpy(tmp, &s.prefix, 8);
+      fn(std::string_view(tmp, s.len), counts_[s.id]);
+    }
+  }
+  size_t slot_count() const { return slots_.size(); }
+
   // Calls fn(key bytes, count) for every entry, in entry-id order.
   template <typename Fn>
   void ForEach(Fn&& fn) const {
@@ -246,6 +305,8 @@ class alignas(64) PretokenTable {
   size_t key_bytes() const { return arena_.size() + counts_.size() * 8; }
 
  private:
+  // The key bytes of a full slot when they live in the arena (len > 8), else nullptr.
+  const char* KeyAt(const Slot& s) const { return s.len > 8 ? arena_.data() + offs_[s.id] : nullptr; }
   void Grow() { Rehash(slots_.size() * 2); }
   void Rehash(size_t new_slots) {
     HugeVector<Slot> old(new_slots);

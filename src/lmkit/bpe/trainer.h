@@ -102,6 +102,8 @@ class RangeCounter {
 
  private:
   RangeCounter();
+  // TrainBpe hands the per-thread tables to the merger as they are, without Finish's union.
+  friend Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* progress);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
