@@ -101,9 +101,8 @@ void CutSpan(std::string_view t, size_t begin, size_t end, size_t target, std::v
 }
 
 // The counted pre-tokens as the merger reads them: every key of `table`, then the keys in slots `rest_slots` of `rest`
-// (a second table's keys that `table` lacks; the counts of its other keys were added to `table`). Merging two
-// per-thread tables into one cost 0.16-0.27 s on one thread (a rehash of the first, then an insert per new key); the
-// look-ups run on all threads and the new keys are never inserted anywhere.
+// (a second table's keys that `table` lacks; the counts of its other keys were added to `table`), so that training
+// never builds the union of the per-thread tables (see the performance notes above).
 struct CountsView {
   PretokenTable* table = nullptr;
   PretokenTable* rest = nullptr;
@@ -433,11 +432,11 @@ class Merger {
   // cost ~2x more). Word ids are record offsets.
   static constexpr uint32_t kHeader = 4;
 
-  explicit Merger(const CountsView& table) {
+  explicit Merger(const CountsView& counts) {
     tokens_.reserve(1024);
     for (int b = 0; b < 256; ++b) tokens_.emplace_back(1, static_cast<char>(b));
-    syms_.reserve(table.key_bytes() + kHeader * table.size());
-    table.ForEach([&](std::string_view key, uint64_t count) {
+    syms_.reserve(counts.key_bytes() + kHeader * counts.size());
+    counts.ForEach([&](std::string_view key, uint64_t count) {
       if (key.size() < 2) return;  // a single byte has no pair and never changes
       words_.push_back(static_cast<uint32_t>(syms_.size()));
       syms_.push_back(static_cast<uint32_t>(key.size()));
