@@ -212,6 +212,13 @@ class alignas(64) PretokenTable {
     for (size_t i = n > kAhead ? n - kAhead : 0; i < n; ++i) look_up(ring[i % kAhead]);
   }
 
+  // Adds the entry in o's slot i, which must be full (a slot index from AddFound).
+  void AddFrom(const PretokenTable& o, size_t i) {
+    const Slot& s = o.slots_[i];
+    const char* key = o.KeyAt(s);
+    Add(key, s.len, s.prefix, Hash(s.prefix, key, s.len), o.counts_[s.id]);
+  }
+
   // Calls fn(key bytes, count) for the entry in slot i, which must be full (a slot index from AddFound).
   template <typename Fn>
   void VisitSlot(size_t i, Fn&& fn) const {

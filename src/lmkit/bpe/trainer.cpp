@@ -172,8 +172,7 @@ class Counter {
     if (view.rest != nullptr) {
       PretokenTable& all = *view.table;
       all.Reserve(view.size());
-      for (uint64_t slot : view.rest_slots)
-        view.rest->VisitSlot(slot, [&](std::string_view key, uint64_t count) { all.Add(key, count); });
+      for (uint64_t slot : view.rest_slots) all.AddFrom(*view.rest, slot);
       *view.rest = PretokenTable();
     }
     return tables_[0];

@@ -51,7 +51,7 @@ TEST_CASE("pretoken table: long keys that share their first 8 bytes stay apart",
   CHECK(base_count == 1001);
 }
 
-TEST_CASE("pretoken table: AddFound over slot ranges plus the missing keys equals Absorb", "[bpe][pretoken_table]") {
+TEST_CASE("pretoken table: AddFound over slot ranges plus the missing keys (AddFrom) equals Absorb", "[bpe][pretoken_table]") {
   // Keys of 1..33 bytes (inline and arena), a third of them in both tables, enough to grow both tables past their
   // first size; the second table's slots are split into three ranges, as Counter::ReduceView splits them by thread.
   std::mt19937 rng(11);
@@ -100,4 +100,9 @@ TEST_CASE("pretoken table: AddFound over slot ranges plus the missing keys equal
         PretokenTable::kNone);
   CHECK(b.Find(probe.data(), probe.size(), prefix, PretokenTable::Hash(prefix, probe.data(), probe.size())) !=
         PretokenTable::kNone);
+  for (uint64_t slot : missing) a.AddFrom(b, slot);  // as Counter::Reduce completes the union
+  std::map<std::string, uint64_t> completed;
+  a.ForEach([&](std::string_view k, uint64_t c) { completed[std::string(k)] = c; });
+  CHECK(a.size() == truth.size());
+  CHECK(completed == truth);
 }
