@@ -127,11 +127,18 @@ uint64_t GgufHeader::PaddingAfter(size_t i) const {
   return AlignUp(end) - end;
 }
 
+// target_clones dispatches through an ifunc resolver that the dynamic loader runs before ThreadSanitizer's runtime
+// is up, and the instrumented resolver crashes there: TSan builds (scripts/tsan.sh) keep the default clone only.
+#if defined(__SANITIZE_THREAD__)
+#define LMKIT_Q8_0_CLONES
+#else
+#define LMKIT_Q8_0_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+
 // Cloned for AVX2 (chosen at run time): the lane loops then run 8 floats wide instead of SSE2's 4. The lanes fix the
 // order of every operation, and AVX2 brings no FMA, so both clones give the same bytes and sums.
-__attribute__((target_clones("avx2", "default"))) Q8_0Status QuantizeQ8_0(const float* x, uint64_t n, uint8_t* out,
-                                                                          ErrorStats* stats, float* scale_min,
-                                                                          float* scale_max) {
+LMKIT_Q8_0_CLONES Q8_0Status QuantizeQ8_0(const float* x, uint64_t n, uint8_t* out, ErrorStats* stats,
+                                          float* scale_min, float* scale_max) {
   double sx2 = 0, se2 = 0, sh2 = 0;
   float emax = 0, lo = *scale_min, hi = *scale_max;
   for (uint64_t b = 0; b < n; b += kQ8_0Block, out += kQ8_0BlockBytes) {
@@ -205,6 +212,7 @@ __attribute__((target_clones("avx2", "default"))) Q8_0Status QuantizeQ8_0(const 
   *scale_max = hi;
   return Q8_0Status::kOk;
 }
+#undef LMKIT_Q8_0_CLONES
 
 void DequantizeQ8_0(const uint8_t* in, uint64_t n, float* out) {
   for (uint64_t b = 0; b < n; b += kQ8_0Block, in += kQ8_0BlockBytes) {

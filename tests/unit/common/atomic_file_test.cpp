@@ -88,10 +88,13 @@ TEST_CASE("atomic file: a reserved region is filled from several threads while a
   CHECK(*region == 2);
   CHECK(f->bytes_written() == 10);
   REQUIRE(f->Write("yz").ok());
-  std::thread t1([&] { REQUIRE(f->WriteRegion(*region + 4, "4567", 4).ok()); });
-  std::thread t2([&] { REQUIRE(f->WriteRegion(*region, "0123", 4).ok()); });
+  bool ok1 = false, ok2 = false;  // checked on this thread: Catch's assertion macros are not thread-safe
+  std::thread t1([&] { ok1 = f->WriteRegion(*region + 4, "4567", 4).ok(); });
+  std::thread t2([&] { ok2 = f->WriteRegion(*region, "0123", 4).ok(); });
   t1.join();
   t2.join();
+  REQUIRE(ok1);
+  REQUIRE(ok2);
   REQUIRE(f->Commit().ok());
   CHECK(ReadAll(path) == "ab01234567yz");
 }

@@ -52,11 +52,15 @@ TEST_CASE("thread pool: every index exactly once, any thread count", "[common][t
     ThreadPool pool(threads);
     CHECK(pool.size() == threads);
     std::vector<int> hits(1000, 0);
-    for (int round = 0; round < 3; ++round)
+    std::vector<unsigned> worker(hits.size());
+    // Checked after each ParallelFor, on this thread: Catch's assertion macros are not thread-safe.
+    for (int round = 0; round < 3; ++round) {
       pool.ParallelFor(hits.size(), [&](size_t i, unsigned w) {
-        REQUIRE(w < threads);
+        worker[i] = w;
         hits[i] += 1;
       });
+      for (unsigned w : worker) REQUIRE(w < threads);
+    }
     for (int h : hits) REQUIRE(h == 3);
   }
 }
