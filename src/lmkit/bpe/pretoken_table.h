@@ -182,8 +182,8 @@ class alignas(64) PretokenTable {
 
   // For o's slots [begin, end): adds the count of every key this table holds to its entry here, and appends the slot
   // index of every key it lacks to *missing (in slot order). Writes only counts: calls over disjoint slot ranges of
-  // one `o` may run at the same time, as o's keys are distinct and no two calls add to one count. Look-ups run
-  // kAhead slots behind the prefetch of their first slot here, as in AddPrefetched.
+  // one `o` may run at the same time, as o's keys are distinct and no two calls add to one count. Look-ups are
+  // pipelined behind prefetches (Pipelined).
   void AddFound(const PretokenTable& o, size_t begin, size_t end, std::vector<uint64_t>* missing) {
     struct Pending {
       uint64_t hash;
@@ -197,19 +197,16 @@ class alignas(64) PretokenTable {
       else
         counts_[id] += o.counts_[s.id];
     };
-    constexpr size_t kAhead = 8;
-    Pending ring[kAhead];
-    size_t n = 0;
-    for (size_t i = begin; i < end; ++i) {
-      const Slot& s = o.slots_[i];
-      if (s.len == 0) continue;
-      const Pending e{Hash(s.prefix, o.KeyAt(s), s.len), i};
-      Prefetch(e.hash);
-      Pending& pending = ring[n++ % kAhead];
-      if (n > kAhead) look_up(pending);
-      pending = e;
-    }
-    for (size_t i = n > kAhead ? n - kAhead : 0; i < n; ++i) look_up(ring[i % kAhead]);
+    size_t i = begin;
+    Pipelined<Pending>(
+        [&](Pending* e) {
+          while (i < end && o.slots_[i].len == 0) ++i;
+          if (i == end) return false;
+          const Slot& s = o.slots_[i];
+          *e = Pending{Hash(s.prefix, o.KeyAt(s), s.len), i++};
+          return true;
+        },
+        look_up);
   }
 
   // Adds the entry in o's slot i, which must be full (a slot index from AddFound).
@@ -260,23 +257,11 @@ class alignas(64) PretokenTable {
     uint64_t len = 0, prefix = 0, hash = 0, count = 0;
   };
   // Adds the entries next(&entry) produces until it returns false, in that order (so entry ids are as with plain Add
-  // calls). Each look-up runs kAhead entries behind the prefetch of its slot, as in CountSpan, so the cache misses of
-  // a bulk merge overlap.
+  // calls), each look-up pipelined behind the prefetch of its slot (Pipelined) so that the cache misses of a bulk
+  // merge overlap.
   template <typename Next>
   void AddPrefetched(Next&& next) {
-    constexpr size_t kAhead = 8;
-    Entry ring[kAhead];
-    size_t n = 0;
-    for (Entry e; next(&e); ++n) {
-      Prefetch(e.hash);
-      Entry& slot = ring[n % kAhead];
-      if (n >= kAhead) Add(slot.key, slot.len, slot.prefix, slot.hash, slot.count);
-      slot = e;
-    }
-    for (size_t i = n > kAhead ? n - kAhead : 0; i < n; ++i) {
-      const Entry& e = ring[i % kAhead];
-      Add(e.key, e.len, e.prefix, e.hash, e.count);
-    }
+    Pipelined<Entry>(next, [&](const Entry& e) { Add(e.key, e.len, e.prefix, e.hash, e.count); });
   }
 
   // Adds every entry of `o`, in o's slot order, after making room for both tables (one rehash at most instead of one
@@ -312,6 +297,22 @@ class alignas(64) PretokenTable {
   size_t key_bytes() const { return arena_.size() + counts_.size() * 8; }
 
  private:
+  // Takes items from next(&item) until it returns false, prefetches each one's first slot (item.hash) as it comes
+  // and calls done(item) kAhead items later, in order: the cache misses of the look-ups overlap.
+  template <typename Item, typename Next, typename Done>
+  void Pipelined(Next&& next, Done&& done) const {
+    constexpr size_t kAhead = 8;
+    Item ring[kAhead];
+    size_t n = 0;
+    for (Item e; next(&e); ++n) {
+      Prefetch(e.hash);
+      Item& slot = ring[n % kAhead];
+      if (n >= kAhead) done(slot);
+      slot = e;
+    }
+    for (size_t i = n > kAhead ? n - kAhead : 0; i < n; ++i) done(ring[i % kAhead]);
+  }
+
   // The key bytes of a full slot when they live in the arena (len > 8), else nullptr.
   const char* KeyAt(const Slot& s) const { return s.len > 8 ? arena_.data() + offs_[s.id] : nullptr; }
   void Grow() { Rehash(slots_.size() * 2); }

@@ -699,6 +699,12 @@ struct RangeCounter::Impl {
   size_t cap = 0;
   HugeBuffer buf2;  // the next block, read on a second thread while `buf` is counted
   size_t cap2 = 0;
+
+  // After the last range: the read buffers go before the tables are merged.
+  void FreeBuffers() {
+    buf = HugeBuffer();
+    buf2 = HugeBuffer();
+  }
 };
 
 Result<io::Corpus> OpenBpeCorpus(const io::CorpusOptions& corpus, const std::vector<std::string>& specials) {
@@ -819,8 +825,7 @@ Status RangeCounter::Count(uint64_t begin, uint64_t end, BpeTrainStats* stats, P
 }
 
 void RangeCounter::Finish(PretokenTable* table) {
-  impl_->buf = HugeBuffer();
-  impl_->buf2 = HugeBuffer();
+  impl_->FreeBuffers();
   PretokenTable& counted = impl_->counter.Reduce();
   if (table->size() == 0)
     *table = std::move(counted);
@@ -861,8 +866,7 @@ Result<BpeTrainResult> TrainBpe(const BpeTrainOptions& options, ProgressSink* pr
   LMKIT_RETURN_IF_ERROR(rc->Count(co.begin, co.end, &stats, progress));
   // As CountPretokens, but the merger reads the per-thread tables without their union (CountsView).
   const double t_reduce = MonotonicSeconds();
-  rc->impl_->buf = HugeBuffer();
-  rc->impl_->buf2 = HugeBuffer();
+  rc->impl_->FreeBuffers();
   CountsView counts = rc->impl_->counter.ReduceView();
   stats.count_seconds += MonotonicSeconds() - t_reduce;
   return Finish(specials, counts, options, stats, progress);
