@@ -4,15 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/venv.sh build/venv tests/requirements.txt
 test_python=$PWD/build/venv/bin/python
 jobs=$(nproc)
+
+echo "== formatting (.clang-format) =="
+bash scripts/format-check.sh
 
 echo "== release build (CUDA: AUTO) =="
 # The test binary and the command layer build as unity batches here (CI's 20 minutes on 2 cores); the core stays one
 # file per object, so a missing #include in it fails. The fuzz seed replay runs in the sanitizer build below.
-cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMKIT_WERROR=ON -DLMKIT_TEST_PYTHON="$test_python" \
-  -DLMKIT_PYTHON=ON -DPython_EXECUTABLE="$test_python" -DLMKIT_UNITY_FRONTENDS=ON -DLMKIT_FUZZ_REPLAY=OFF >/dev/null
+# scripts/configure.sh is quickstart's configure too: the same features (Parquet included) in both binaries.
+bash scripts/configure.sh build/ci -DCMAKE_BUILD_TYPE=Release -DLMKIT_WERROR=ON -DLMKIT_PYTHON=ON \
+  -DPython_EXECUTABLE="$test_python" -DLMKIT_UNITY_FRONTENDS=ON -DLMKIT_FUZZ_REPLAY=OFF
 cmake --build build/ci -j "$jobs"
 (cd build/ci && ctest --output-on-failure -j "$jobs")
 
@@ -24,9 +27,9 @@ echo "== ASan + UBSan build =="
 # tables, enough for sanitizer stack traces) instead of full -g, and a unity build (several sources per compiler run,
 # so shared headers and templates are compiled once per batch). The release build above stays one-file-per-object,
 # so a missing #include still fails CI; the unity build fails on two files defining the same internal name.
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DLMKIT_SANITIZE=ON \
+bash scripts/configure.sh build/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DLMKIT_SANITIZE=ON \
   -DCMAKE_UNITY_BUILD=ON \
-  -DLMKIT_CUDA=OFF -DLMKIT_PYTHON=OFF -DLMKIT_WERROR=ON -DLMKIT_TEST_PYTHON="$test_python" >/dev/null
+  -DLMKIT_CUDA=OFF -DLMKIT_PYTHON=OFF -DLMKIT_WERROR=ON
 cmake --build build/asan -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build/asan && ctest --output-on-failure -j "$jobs")

@@ -105,6 +105,16 @@ TEST_CASE("bpe corpus cli: --text-field, --doc-separator and --input-format", "[
   }
 }
 
+// README's first command trains on this Parquet sample (scripts/quickstart.sh): its binary and this one come from the
+// same scripts/configure.sh, so Parquet must be built here too, and the rows joined by "\n" are corpus.en.
+TEST_CASE("bpe corpus cli: the quickstart's Parquet sample trains the merges of its text", "[cli][bpe][corpus]") {
+  if (!lmkit::io::ParquetBuilt()) LMKIT_SKIP("this lmkit was built without Parquet (scripts/configure.sh builds it)");
+  TempDir dir;
+  Train({lmkit::test::RepoPath("data/samples/corpus.en")}, dir.file("text"));
+  Train({lmkit::test::RepoPath("data/samples/corpus.parquet")}, dir.file("parquet"), {"--doc-separator", "\n"});
+  CheckSameCorpusFiles(dir.file("text"), dir.file("parquet"));
+}
+
 TEST_CASE("bpe corpus cli: encoding JSONL, .gz, .zst and Parquet equals encoding the joined text",
           "[cli][bpe][corpus]") {
   TempDir dir;
