@@ -38,11 +38,13 @@ bool CudaAllocatorSim::FirstAndLastOfSegment(std::map<uint64_t, Block>::const_it
 
 void CudaAllocatorSim::InsertFree(uint64_t addr) {
   const Block& b = blocks_.at(addr);
+  free_addrs_.insert(addr);
   if (b.mapped) PoolOf(IsSmall(b.segment)).insert({b.size, addr});
 }
 
 void CudaAllocatorSim::EraseFree(uint64_t addr) {
   const Block& b = blocks_.at(addr);
+  free_addrs_.erase(addr);
   if (b.mapped) PoolOf(IsSmall(b.segment)).erase({b.size, addr});
 }
 
@@ -57,6 +59,7 @@ bool CudaAllocatorSim::GetFreeBlock(uint64_t size, bool small, uint64_t* addr) {
   if (size < config_.max_split_size && block >= config_.max_split_size) return false;
   if (size >= config_.max_split_size && block >= size + config_.max_non_split_rounding) return false;
   *addr = it->second;
+  free_addrs_.erase(it->second);
   pool.erase(it);
   return true;
 }
@@ -104,22 +107,22 @@ bool CudaAllocatorSim::AllocExpandable(uint64_t size, bool small, uint64_t* addr
   auto [sit, fresh] = segments_.try_emplace(base, Segment{0, small, true});
   Segment& seg = sit->second;
   std::vector<bool>& pages = mapped_pages_[base];
-  // The first run of free blocks that reaches `size`; a run touching the segment's end continues without limit.
-  uint64_t run_start = base, run_len = 0;
+  // The first run of adjacent free blocks that reaches `size` (free blocks by address: the allocated ones between
+  // runs need no visit); a run touching the segment's end continues without limit.
+  const uint64_t seg_end = base + seg.size;
+  uint64_t run_start = seg_end, run_len = 0, run_end = 0;
   bool found = false;
-  for (auto it = blocks_.lower_bound(base); it != blocks_.end() && it->first < base + seg.size; ++it) {
-    if (it->second.allocated) {
-      run_start = it->first + it->second.size;
-      run_len = 0;
-      continue;
-    }
-    run_len += it->second.size;
+  for (auto it = free_addrs_.lower_bound(base); it != free_addrs_.end() && *it < seg_end; ++it) {
+    const uint64_t sz = blocks_.at(*it).size;
+    if (run_len == 0 || *it != run_end) run_start = *it, run_len = 0;
+    run_len += sz;
+    run_end = *it + sz;
     if (run_len >= size) {
       found = true;
       break;
     }
   }
-  (void)found;  // else the run continues past the end
+  if (!found && !(run_len > 0 && run_end == seg_end)) run_start = seg_end;  // past the last allocated block
   const uint64_t first_page = (run_start - base) / page;
   const uint64_t end_page = CeilDiv(run_start + size - base, page);
   uint64_t new_pages = 0;
@@ -132,17 +135,20 @@ bool CudaAllocatorSim::AllocExpandable(uint64_t size, bool small, uint64_t* addr
     }
     return false;
   }
-  // Take the free blocks the request overlaps, map the pages, and lay the span out again by mapped state.
+  // Take the free blocks the request overlaps (and the free rest of its last page), map the pages, and lay that span
+  // out again by mapped state; past the segment's end the span grows to the last mapped page.
+  const uint64_t map_end = base + end_page * page;
   uint64_t span_end = run_start;
-  for (auto it = blocks_.lower_bound(run_start);
-       it != blocks_.end() && it->first < base + seg.size && it->first < run_start + size;) {
+  for (auto it = blocks_.lower_bound(run_start); it != blocks_.end() && it->first < base + seg.size &&
+                                                 !it->second.allocated &&
+                                                 (it->first < run_start + size || it->first < map_end);) {
     span_end = it->first + it->second.size;
     EraseFree(it->first);
     it = blocks_.erase(it);
   }
+  if (span_end < run_start + size) span_end = std::max(span_end, map_end);
   if (pages.size() < end_page) pages.resize(end_page, false);
   for (uint64_t p = first_page; p < end_page; ++p) pages[p] = true;
-  span_end = std::max(span_end, base + end_page * page);
   seg.size = std::max(seg.size, span_end - base);
   reserved_ += new_pages * page;
   if (new_pages > 0) ++num_device_alloc_;
@@ -318,16 +324,17 @@ uint64_t CudaAllocatorSim::LargestObtainable() const {
   uint64_t largest = 0, releasable = 0;
   for (const FreeSet* pool : {&free_small_, &free_large_})
     if (!pool->empty()) largest = std::max(largest, pool->rbegin()->first);
-  for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+  for (uint64_t addr : free_addrs_) {
+    auto it = blocks_.find(addr);
     const Block& b = it->second;
-    if (b.allocated || !b.mapped) continue;
+    if (!b.mapped) continue;
     const Segment& s = segments_.at(b.segment);
     if (!s.expandable) {
       if (FirstAndLastOfSegment(it)) releasable += b.size;
       continue;
     }
     const uint64_t page = PageOf(s.small);
-    const uint64_t lo = CeilDiv(it->first - b.segment, page), hi = (it->first + b.size - b.segment) / page;
+    const uint64_t lo = CeilDiv(addr - b.segment, page), hi = (addr + b.size - b.segment) / page;
     if (hi > lo) releasable += (hi - lo) * page;
   }
   return std::max(largest, config_.capacity - std::min(config_.capacity, reserved_) + releasable);

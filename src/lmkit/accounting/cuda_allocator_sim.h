@@ -120,6 +120,7 @@ class CudaAllocatorSim {
   std::map<uint64_t, Segment> segments_;
   std::map<uint64_t, std::vector<bool>> mapped_pages_;  // expandable segment -> page mapped?
   FreeSet free_small_, free_large_;
+  std::set<uint64_t> free_addrs_;  // every free block, mapped or not (expandable segments' runs)
   uint64_t allocated_ = 0, reserved_ = 0;
   uint64_t next_addr_ = uint64_t{1} << 32;
   uint64_t num_device_alloc_ = 0, num_device_free_ = 0, num_alloc_retries_ = 0, num_ooms_ = 0;

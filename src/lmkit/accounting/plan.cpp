@@ -156,13 +156,17 @@ Status SetWeights(const std::string& path, bool dtype_given, PlanModel* m, const
   m->weight_params = w->parameters;
   std::map<std::string, uint64_t> by_dtype;  // the dtype holding the most bytes is the model's
   uint64_t h = 1469598103934665603ULL;       // FNV-1a over shapes and dtypes: the architecture
-  auto mix = [&h](const std::string& s) {
+  auto mix = [&h](std::string_view s) {
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  };
+  auto mix_number = [&h](uint64_t v) {  // the 8 bytes of each dimension, then a separator
+    for (int k = 0; k < 8; ++k) h = (h ^ ((v >> (8 * k)) & 0xff)) * 1099511628211ULL;
+    h = (h ^ ',') * 1099511628211ULL;
   };
   for (const auto& t : w->tensors) {
     by_dtype[t.dtype] += t.bytes;
     mix(t.dtype);
-    for (uint64_t d : t.shape) mix("," + std::to_string(d));
+    for (uint64_t d : t.shape) mix_number(d);
     mix(";");
     const uint64_t b =
         dtype_given ? static_cast<uint64_t>(static_cast<double>(t.elements) * DtypeBytes(m->dtype)) : t.bytes;

@@ -448,7 +448,7 @@ class Replay {
     const std::vector<uint64_t> extra = KvPoolTensors(e);  // a vLLM KV pool stays per model
     int buf = -1;
     for (size_t b = 0; b < buffers_.size(); ++b)
-      if (buffers_[b].group == g && !buffers_[b].busy) buf = static_cast<int>(b);
+      if (buffers_[b].group == g && !buffers_[b].busy && buffers_[b].handle != 0) buf = static_cast<int>(b);
     if (buf < 0) {
       st->request_bytes += wbytes;
       uint64_t h = Malloc(wbytes);

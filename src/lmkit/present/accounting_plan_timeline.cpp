@@ -22,7 +22,7 @@ std::string EventText(const PlanResult& r, const TimelineEvent& ev) {
     case TimelineOp::kSwitch:
       return op + " " + name(ev.from) + " -> " + name(ev.model);
     case TimelineOp::kRequest:
-      return op + " " + name(ev.model) + " x" + std::to_string(ev.batch) + " for " + Fixed(ev.duration_s, 2) + " s";
+      return op + " " + name(ev.model) + " (batch " + std::to_string(ev.batch) + ", " + Fixed(ev.duration_s, 2) + " s)";
     case TimelineOp::kEmptyCache:
       return op;
     default:

@@ -65,12 +65,14 @@ TEST_CASE("allocator sim: small requests pack into one 2 MiB segment, split to 5
   CHECK(Layouts(a) == std::vector<std::string>{"A1024 A3072 F2093056"});  // 2 MiB - 4096
   CHECK(a.reserved() == 2 * M);
   CHECK(a.allocated() == 4096);
-  // A small request leaving 512 B splits; one leaving less takes the whole block.
-  const uint64_t z = a.Malloc(2 * M - 4096 - 512);
-  CHECK(Layouts(a) == std::vector<std::string>{"A1024 A3072 A2092544 F512"});
-  a.Free(z);
+  // 1 MiB is still small; then a request leaving exactly 512 B splits it off.
+  REQUIRE(a.Malloc(M) == x + 4096);
+  const uint64_t w = a.Malloc(1044480 - 512);
+  CHECK(Layouts(a) == std::vector<std::string>{"A1024 A3072 A1M A1043968 F512"});
+  a.Free(w);
   a.Free(x);
-  CHECK(Layouts(a) == std::vector<std::string>{"F1024 A3072 F2093056"});  // z merged with the 512 B tail
+  CHECK(Layouts(a) == std::vector<std::string>{"F1024 A3072 A1M F1044480"});  // w merged with the 512 B tail
+  CHECK(a.reserved() == 2 * M);
 }
 
 TEST_CASE("allocator sim: 1-10 MiB requests split a 20 MiB segment; a remainder of 1 MiB or less is not split",
