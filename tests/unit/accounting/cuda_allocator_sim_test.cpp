@@ -4,6 +4,7 @@
 #include "lmkit/accounting/cuda_allocator_sim.h"
 
 #include <catch2/catch.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -236,4 +237,54 @@ TEST_CASE("allocator sim: expandable small pool uses 2 MiB pages", "[allocator]"
   a.EmptyCache();
   CHECK(a.reserved() == 0);
   CHECK(a.allocated() == 0);
+}
+
+TEST_CASE("allocator sim: random days keep the block map consistent and give everything back", "[allocator]") {
+  for (bool expandable : {false, true}) {
+    for (uint64_t max_split : {kNoMaxSplit, 64 * M}) {
+      AllocatorConfig c = Cap(2048 * M);
+      c.expandable_segments = expandable;
+      c.max_split_size = max_split;
+      CudaAllocatorSim a(c);
+      std::mt19937_64 rng(45);  // the engine's output is fixed by the standard
+      std::vector<std::pair<uint64_t, uint64_t>> live;  // handle, rounded size
+      for (int step = 0; step < 4000; ++step) {
+        const uint64_t r = rng() % 100;
+        if (r < 55 || live.empty()) {
+          // Sizes from 1 B to 300 MiB, most of them small.
+          const uint64_t bytes = 1 + rng() % (r < 20 ? 4096 : r < 40 ? 12 * M : 300 * M);
+          const uint64_t h = a.Malloc(bytes);
+          if (h != 0) live.push_back({h, CudaAllocatorSim::RoundSize(bytes)});
+        } else if (r < 98) {
+          const size_t k = rng() % live.size();
+          a.Free(live[k].first);
+          live.erase(live.begin() + static_cast<long>(k));
+        } else {
+          a.EmptyCache();
+        }
+        if (step % 97 != 0) continue;
+        uint64_t allocated = 0, mapped_or_reserved = 0;
+        for (const auto& s : a.Segments()) {
+          uint64_t at = s.addr;
+          for (const auto& b : s.blocks) {
+            REQUIRE(b.addr == at);  // blocks tile their segment: no gap, no overlap
+            at += b.size;
+            if (b.allocated) allocated += b.size;
+            if (!s.expandable) mapped_or_reserved += b.size;
+          }
+          REQUIRE(at == s.addr + s.size);
+        }
+        REQUIRE(allocated == a.allocated());
+        uint64_t want = 0;
+        for (const auto& [h, sz] : live) want += sz;
+        REQUIRE(a.allocated() >= want);  // unsplit tails count as allocated
+        REQUIRE(a.reserved() <= c.capacity);
+        if (!expandable) REQUIRE(mapped_or_reserved == a.reserved());
+      }
+      for (const auto& [h, sz] : live) a.Free(h);
+      a.EmptyCache();
+      CHECK(a.allocated() == 0);
+      CHECK(a.reserved() == 0);
+    }
+  }
 }
