@@ -36,15 +36,30 @@ bool CudaAllocatorSim::FirstAndLastOfSegment(std::map<uint64_t, Block>::const_it
   return !s.expandable && it->first == it->second.segment && it->second.size == s.size;
 }
 
+// What releasing would return from a cached block: a whole free segment, or an expandable block's whole pages.
+uint64_t CudaAllocatorSim::Releasable(std::map<uint64_t, Block>::const_iterator it) const {
+  const Block& b = it->second;
+  if (!b.mapped) return 0;
+  const Segment& s = segments_.at(b.segment);
+  if (!s.expandable) return FirstAndLastOfSegment(it) ? b.size : 0;
+  const uint64_t page = PageOf(s.small);
+  const uint64_t lo = CeilDiv(it->first - b.segment, page), hi = (it->first + b.size - b.segment) / page;
+  return hi > lo ? (hi - lo) * page : 0;
+}
+
 void CudaAllocatorSim::InsertFree(uint64_t addr) {
-  const Block& b = blocks_.at(addr);
+  auto it = blocks_.find(addr);
+  const Block& b = it->second;
   free_addrs_.insert(addr);
+  releasable_ += Releasable(it);
   if (b.mapped) PoolOf(IsSmall(b.segment)).insert({b.size, addr});
 }
 
 void CudaAllocatorSim::EraseFree(uint64_t addr) {
-  const Block& b = blocks_.at(addr);
-  free_addrs_.erase(addr);
+  auto it = blocks_.find(addr);
+  const Block& b = it->second;
+  if (free_addrs_.erase(addr) == 0) return;
+  releasable_ -= Releasable(it);
   if (b.mapped) PoolOf(IsSmall(b.segment)).erase({b.size, addr});
 }
 
@@ -59,8 +74,7 @@ bool CudaAllocatorSim::GetFreeBlock(uint64_t size, bool small, uint64_t* addr) {
   if (size < config_.max_split_size && block >= config_.max_split_size) return false;
   if (size >= config_.max_split_size && block >= size + config_.max_non_split_rounding) return false;
   *addr = it->second;
-  free_addrs_.erase(it->second);
-  pool.erase(it);
+  EraseFree(it->second);
   return true;
 }
 
@@ -321,23 +335,10 @@ uint64_t CudaAllocatorSim::Malloc(uint64_t bytes) {
 }
 
 uint64_t CudaAllocatorSim::LargestObtainable() const {
-  uint64_t largest = 0, releasable = 0;
+  uint64_t largest = 0;
   for (const FreeSet* pool : {&free_small_, &free_large_})
     if (!pool->empty()) largest = std::max(largest, pool->rbegin()->first);
-  for (uint64_t addr : free_addrs_) {
-    auto it = blocks_.find(addr);
-    const Block& b = it->second;
-    if (!b.mapped) continue;
-    const Segment& s = segments_.at(b.segment);
-    if (!s.expandable) {
-      if (FirstAndLastOfSegment(it)) releasable += b.size;
-      continue;
-    }
-    const uint64_t page = PageOf(s.small);
-    const uint64_t lo = CeilDiv(addr - b.segment, page), hi = (addr + b.size - b.segment) / page;
-    if (hi > lo) releasable += (hi - lo) * page;
-  }
-  return std::max(largest, config_.capacity - std::min(config_.capacity, reserved_) + releasable);
+  return std::max(largest, config_.capacity - std::min(config_.capacity, reserved_) + releasable_);
 }
 
 std::vector<SimSegment> CudaAllocatorSim::Segments() const {

@@ -110,6 +110,7 @@ class CudaAllocatorSim {
   bool ReleaseCachedBlocks();
   void ReleaseSegment(uint64_t addr);
   void UnmapFreePages(uint64_t segment);
+  uint64_t Releasable(std::map<uint64_t, Block>::const_iterator it) const;
   void InsertFree(uint64_t addr);
   void EraseFree(uint64_t addr);
   uint64_t MergeFree(uint64_t addr);
@@ -122,6 +123,7 @@ class CudaAllocatorSim {
   FreeSet free_small_, free_large_;
   std::set<uint64_t> free_addrs_;  // every free block, mapped or not (expandable segments' runs)
   uint64_t allocated_ = 0, reserved_ = 0;
+  uint64_t releasable_ = 0;  // sum of Releasable over the free blocks
   uint64_t next_addr_ = uint64_t{1} << 32;
   uint64_t num_device_alloc_ = 0, num_device_free_ = 0, num_alloc_retries_ = 0, num_ooms_ = 0;
 };

@@ -570,11 +570,24 @@ TimelineResult SimulateTimeline(const PlanResult& plan, const Timeline& tl, bool
   }
   for (Policy p : {Policy::kDefault, Policy::kExpandable, Policy::kArchBuffer, Policy::kPinnedPool}) {
     if (p == Policy::kPinnedPool) {
-      // The GPU side is the default allocator's: only the copies' source changes.
-      PolicyRun run = Replay(plan, tl, p, false, hot).Run();
+      // The GPU side is the default allocator's: only where the hot set's weights come from changes.
+      PolicyRun run = r.runs[0];
+      run.policy = p;
+      run.name = kPolicyNames[static_cast<int>(p)].name;
+      run.description = kPolicyNames[static_cast<int>(p)].description;
       run.trace.clear();
+      run.pinned_host_bytes = pinned;
+      run.load_s = 0;
+      for (size_t i = 0; i < run.events.size(); ++i) {
+        EventState& st = run.events[i];
+        const size_t m = static_cast<size_t>(tl.events[i].model);
+        if (!st.source.empty() && hot[m]) {
+          st.source = "pinned pool";
+          st.latency_s = static_cast<double>(plan.models[m].memory.weights) / plan.plan.host.pcie_pinned_bytes_per_s;
+        }
+        run.load_s += st.latency_s;
+      }
       r.runs.push_back(std::move(run));
-      r.runs.back().pinned_host_bytes = pinned;
       continue;
     }
     r.runs.push_back(Replay(plan, tl, p, trace, hot).Run());

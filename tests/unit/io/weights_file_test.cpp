@@ -86,8 +86,12 @@ TEST_CASE("weights: every truncation of the GGUF and ONNX fixtures is a one-line
       const std::string cut = img.substr(0, n);
       auto r = gguf ? ParseGguf(Span(cut), "x") : ParseOnnx(Span(cut), "x");
       if (r.ok()) {
-        // An ONNX prefix can end between fields (then fewer initializers); a GGUF prefix cannot hold its data.
-        CHECK_FALSE(gguf);
+        // An ONNX prefix can end between fields (then fewer initializers); a GGUF prefix only loses the zero padding
+        // after its last tensor (gguf-py pads the file to the 32-byte alignment).
+        if (gguf) {
+          CHECK(n >= img.size() - 32);
+          CHECK(r->bytes == 10384);
+        }
         CHECK(r->bytes <= 12576);
         continue;
       }
