@@ -122,21 +122,42 @@ bool CudaAllocatorSim::AllocExpandable(uint64_t size, bool small, uint64_t* addr
   Segment& seg = sit->second;
   std::vector<bool>& pages = mapped_pages_[base];
   // The first run of adjacent free blocks that reaches `size` (free blocks by address: the allocated ones between
-  // runs need no visit); a run touching the segment's end continues without limit.
+  // runs need no visit); a run touching the segment's end continues without limit. A scan that finds none records
+  // the longest interior run, so the next larger requests go straight to the end until a free changes the runs.
   const uint64_t seg_end = base + seg.size;
-  uint64_t run_start = seg_end, run_len = 0, run_end = 0;
-  bool found = false;
-  for (auto it = free_addrs_.lower_bound(base); it != free_addrs_.end() && *it < seg_end; ++it) {
-    const uint64_t sz = blocks_.at(*it).size;
-    if (run_len == 0 || *it != run_end) run_start = *it, run_len = 0;
-    run_len += sz;
-    run_end = *it + sz;
-    if (run_len >= size) {
-      found = true;
-      break;
+  uint64_t run_start = seg_end;
+  auto bound = run_bound_.find(base);
+  if (bound != run_bound_.end() && size > bound->second) {
+    for (auto r = free_addrs_.lower_bound(seg_end); r != free_addrs_.begin();) {
+      --r;
+      if (*r < base || *r + blocks_.at(*r).size != run_start) break;
+      run_start = *r;
+    }
+  } else {
+    uint64_t run_len = 0, run_end = 0, longest = 0;
+    bool found = false;
+    for (auto it = free_addrs_.lower_bound(base); it != free_addrs_.end() && *it < seg_end; ++it) {
+      const uint64_t sz = blocks_.at(*it).size;
+      if (run_len == 0 || *it != run_end) {
+        longest = std::max(longest, run_len);
+        run_start = *it, run_len = 0;
+      }
+      run_len += sz;
+      run_end = *it + sz;
+      if (run_len >= size) {
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      if (run_len > 0 && run_end == seg_end) {
+        run_bound_[base] = longest;  // the trailing run is not interior
+      } else {
+        run_bound_[base] = std::max(longest, run_len);
+        run_start = seg_end;  // past the last allocated block
+      }
     }
   }
-  if (!found && !(run_len > 0 && run_end == seg_end)) run_start = seg_end;  // past the last allocated block
   const uint64_t first_page = (run_start - base) / page;
   const uint64_t end_page = CeilDiv(run_start + size - base, page);
   uint64_t new_pages = 0;
@@ -296,6 +317,7 @@ uint64_t CudaAllocatorSim::MergeFree(uint64_t addr) {
 void CudaAllocatorSim::Free(uint64_t handle) {
   auto it = blocks_.find(handle);
   if (it == blocks_.end() || !it->second.allocated) return;
+  run_bound_.erase(it->second.segment);  // the runs of an expandable segment grow
   allocated_ -= it->second.size;
   it->second.allocated = false;
   InsertFree(MergeFree(handle));

@@ -121,7 +121,8 @@ class CudaAllocatorSim {
   std::map<uint64_t, Segment> segments_;
   std::map<uint64_t, std::vector<bool>> mapped_pages_;  // expandable segment -> page mapped?
   FreeSet free_small_, free_large_;
-  std::set<uint64_t> free_addrs_;  // every free block, mapped or not (expandable segments' runs)
+  std::set<uint64_t> free_addrs_;           // every free block, mapped or not (expandable segments' runs)
+  std::map<uint64_t, uint64_t> run_bound_;  // expandable segment -> no interior free run is longer
   uint64_t allocated_ = 0, reserved_ = 0;
   uint64_t releasable_ = 0;  // sum of Releasable over the free blocks
   uint64_t next_addr_ = uint64_t{1} << 32;
