@@ -302,7 +302,9 @@ struct Names {
 constexpr Names kPolicyNames[] = {
     {"default", "PyTorch's caching allocator as configured (every tensor allocated and freed)"},
     {"expandable_segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
-    {"arch_buffer", "one weight buffer per architecture, kept across unloads; same-architecture models swap into it"},
+    {"arch_buffer",
+     "one weight buffer per architecture, kept across unloads (given back when the device is full); same-architecture "
+     "models swap into it"},
     {"pinned_pool", "the default allocator, with the hot set's weights kept in pinned host memory"},
 };
 
@@ -380,10 +382,26 @@ class Replay {
   void Trace(char op, uint64_t id, uint64_t bytes, bool ok) {
     if (trace_) ops_.push_back({event_, op, id, bytes, ok});
   }
+  // arch_buffer gives idle buffers back when the device is full, then tries once more.
   uint64_t Malloc(uint64_t bytes) {
-    const uint64_t h = alloc_.Malloc(bytes);
+    uint64_t h = alloc_.Malloc(bytes);
     Trace('a', h, bytes, h != 0);
+    if (h == 0 && policy_ == Policy::kArchBuffer && FreeIdleBuffers()) {
+      h = alloc_.Malloc(bytes);
+      Trace('a', h, bytes, h != 0);
+    }
     return h;
+  }
+  bool FreeIdleBuffers() {
+    bool any = false;
+    for (Buffer& b : buffers_)
+      if (!b.busy && b.handle != 0) {
+        Free(b.handle);
+        idle_bytes_ -= b.bytes;
+        b.handle = 0;
+        any = true;
+      }
+    return any;
   }
   void Free(uint64_t h) {
     alloc_.Free(h);
@@ -451,16 +469,7 @@ class Replay {
       if (buffers_[b].group == g && !buffers_[b].busy && buffers_[b].handle != 0) buf = static_cast<int>(b);
     if (buf < 0) {
       st->request_bytes += wbytes;
-      uint64_t h = Malloc(wbytes);
-      if (h == 0) {
-        for (size_t b = 0; b < buffers_.size(); ++b)
-          if (!buffers_[b].busy && buffers_[b].handle != 0) {
-            Free(buffers_[b].handle);
-            idle_bytes_ -= buffers_[b].bytes;
-            buffers_[b].handle = 0;
-          }
-        h = Malloc(wbytes);
-      }
+      const uint64_t h = Malloc(wbytes);
       if (h == 0) return false;
       buffers_.push_back({g, h, wbytes, false});
       buf = static_cast<int>(buffers_.size() - 1);
