@@ -226,7 +226,7 @@ std::string PlanTimelineSvg(const PlanResult& r) {
   frag.y.max = 1;
   for (const auto& p : t.runs) {
     if (p.policy == Policy::kPinnedPool) continue;  // the default allocator's memory
-    XYSeries rs{p.name + " reserved", Mark::kLine, {}, {}};
+    XYSeries rs{p.name, Mark::kLine, {}, {}};       // one colour per policy across the panels
     XYSeries fs{p.name, Mark::kLine, {}, {}};
     for (size_t i = 0; i < p.events.size(); ++i) {
       const double h = t.timeline.events[i].t_s / 3600;
