@@ -311,8 +311,8 @@ constexpr Names kPolicyNames[] = {
 // One policy's replay.
 class Replay {
  public:
-  Replay(const PlanResult& plan, const Timeline& tl, Policy policy, bool trace, const std::vector<bool>& hot)
-      : plan_(plan), tl_(tl), policy_(policy), trace_(trace), hot_(hot), alloc_(Config(tl, policy)) {
+  Replay(const PlanResult& plan, const Timeline& tl, Policy policy, bool trace)
+      : plan_(plan), tl_(tl), policy_(policy), trace_(trace), alloc_(Config(tl, policy)) {
     const size_t n = plan.models.size();
     resident_.assign(n, false);
     loaded_before_.assign(n, false);
@@ -440,13 +440,11 @@ class Replay {
       return;
     }
     resident_[i] = true;
-    // Where the weights come from: the pinned pool (its hot set), the page cache after a first read, else the disk.
+    // Where the weights come from: the page cache after a first read, else the disk (the pinned pool's hot set is
+    // set afterwards, on the default's replay).
     const double w = static_cast<double>(e.memory.weights);
     const HostFacts& h = plan_.plan.host;
-    if (policy_ == Policy::kPinnedPool && hot_[i]) {
-      st->source = "pinned pool";
-      st->latency_s = w / h.pcie_pinned_bytes_per_s;
-    } else if (loaded_before_[i]) {
+    if (loaded_before_[i]) {
       st->source = "page cache";
       st->latency_s = w / h.pcie_pageable_bytes_per_s;
     } else {
@@ -541,7 +539,6 @@ class Replay {
   const Timeline& tl_;
   Policy policy_;
   bool trace_;
-  const std::vector<bool>& hot_;
   CudaAllocatorSim alloc_;
   std::vector<bool> resident_, loaded_before_;
   std::vector<std::vector<uint64_t>> weights_;
@@ -599,7 +596,7 @@ TimelineResult SimulateTimeline(const PlanResult& plan, const Timeline& tl, bool
       r.runs.push_back(std::move(run));
       continue;
     }
-    r.runs.push_back(Replay(plan, tl, p, trace, hot).Run());
+    r.runs.push_back(Replay(plan, tl, p, trace).Run());
   }
   const PolicyRun& def = r.runs[0];
   for (size_t i = 0; i < def.events.size(); ++i) {
