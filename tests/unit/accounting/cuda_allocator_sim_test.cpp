@@ -246,7 +246,7 @@ TEST_CASE("allocator sim: random days keep the block map consistent and give eve
       c.expandable_segments = expandable;
       c.max_split_size = max_split;
       CudaAllocatorSim a(c);
-      std::mt19937_64 rng(45);  // the engine's output is fixed by the standard
+      std::mt19937_64 rng(45);                          // the engine's output is fixed by the standard
       std::vector<std::pair<uint64_t, uint64_t>> live;  // handle, rounded size
       for (int step = 0; step < 4000; ++step) {
         const uint64_t r = rng() % 100;
