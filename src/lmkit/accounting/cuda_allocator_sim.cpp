@@ -12,7 +12,7 @@ namespace {
 constexpr uint64_t kExpandableSmallBase = uint64_t{1} << 60;
 constexpr uint64_t kExpandableLargeBase = uint64_t{1} << 61;
 
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+uint64_t AllocCeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
 }  // namespace
 
@@ -21,14 +21,14 @@ CudaAllocatorSim::CudaAllocatorSim(const AllocatorConfig& config) : config_(conf
 // round_size: at least 512 B, a multiple of 512 B.
 uint64_t CudaAllocatorSim::RoundSize(uint64_t bytes) {
   if (bytes < kAllocMinBlock) return kAllocMinBlock;
-  return kAllocMinBlock * CeilDiv(bytes, kAllocMinBlock);
+  return kAllocMinBlock * AllocCeilDiv(bytes, kAllocMinBlock);
 }
 
 // get_allocation_size: the segment cudaMalloc is asked for.
 uint64_t CudaAllocatorSim::AllocationSize(uint64_t rounded) {
   if (rounded <= kAllocSmallSize) return kAllocSmallBuffer;
   if (rounded < kAllocMinLargeAlloc) return kAllocLargeBuffer;
-  return kAllocRoundLarge * CeilDiv(rounded, kAllocRoundLarge);
+  return kAllocRoundLarge * AllocCeilDiv(rounded, kAllocRoundLarge);
 }
 
 bool CudaAllocatorSim::FirstAndLastOfSegment(std::map<uint64_t, Block>::const_iterator it) const {
@@ -43,7 +43,7 @@ uint64_t CudaAllocatorSim::Releasable(std::map<uint64_t, Block>::const_iterator 
   const Segment& s = segments_.at(b.segment);
   if (!s.expandable) return FirstAndLastOfSegment(it) ? b.size : 0;
   const uint64_t page = PageOf(s.small);
-  const uint64_t lo = CeilDiv(it->first - b.segment, page), hi = (it->first + b.size - b.segment) / page;
+  const uint64_t lo = AllocCeilDiv(it->first - b.segment, page), hi = (it->first + b.size - b.segment) / page;
   return hi > lo ? (hi - lo) * page : 0;
 }
 
@@ -159,7 +159,7 @@ bool CudaAllocatorSim::AllocExpandable(uint64_t size, bool small, uint64_t* addr
     }
   }
   const uint64_t first_page = (run_start - base) / page;
-  const uint64_t end_page = CeilDiv(run_start + size - base, page);
+  const uint64_t end_page = AllocCeilDiv(run_start + size - base, page);
   uint64_t new_pages = 0;
   for (uint64_t p = first_page; p < end_page; ++p)
     if (p >= pages.size() || !pages[p]) ++new_pages;
@@ -256,7 +256,7 @@ void CudaAllocatorSim::UnmapFreePages(uint64_t segment) {
   bool any = false;
   for (auto it = blocks_.lower_bound(segment); it != blocks_.end() && it->first < segment + seg.size; ++it) {
     if (it->second.allocated || !it->second.mapped) continue;
-    const uint64_t lo = CeilDiv(it->first - segment, page), hi = (it->first + it->second.size - segment) / page;
+    const uint64_t lo = AllocCeilDiv(it->first - segment, page), hi = (it->first + it->second.size - segment) / page;
     for (uint64_t p = lo; p < hi; ++p)
       if (pages[p]) pages[p] = false, reserved_ -= page, any = true;
   }

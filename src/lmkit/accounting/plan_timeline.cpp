@@ -12,7 +12,7 @@
 namespace lmkit::accounting {
 namespace {
 
-constexpr double kGib = 1073741824.0;
+constexpr double kTimelineGib = 1073741824.0;
 
 constexpr EnumName<TimelineOp> kOpNames[] = {{TimelineOp::kLoad, "load"},
                                              {TimelineOp::kUnload, "unload"},
@@ -152,10 +152,10 @@ Result<Timeline> ParseTimeline(const Json& doc, const std::string& subject, cons
   LMKIT_RETURN_IF_ERROR(num(doc, "capacity_gib", 0, 1e6, "", &cap));
   LMKIT_RETURN_IF_ERROR(num(doc, "max_split_size_mb", 0, 1e9, "", &split));
   LMKIT_RETURN_IF_ERROR(num(doc, "pinned_pool_gib", 0, 1e6, "", &pool));
-  if (cap > 0) tl.capacity_bytes = std::floor(cap * kGib);
+  if (cap > 0) tl.capacity_bytes = std::floor(cap * kTimelineGib);
   if (tl.capacity_bytes <= 0) return err("the GPU leaves no capacity after reserved_gib");
   if (split > 0) tl.max_split_size = static_cast<uint64_t>(split) * kMiB;
-  tl.pinned_pool_bytes = pool * kGib;
+  tl.pinned_pool_bytes = pool * kTimelineGib;
   if (!doc.contains("events") || !doc.at("events").is_array()) return err("needs an \"events\" array");
   const Json& evs = doc.at("events");
   double last_t = 0;
@@ -295,11 +295,11 @@ Timeline GenerateTimeline(const PlanResult& plan, int64_t events, uint64_t seed)
 
 namespace {
 
-struct Names {
+struct PolicyName {
   const char* name;
   const char* description;
 };
-constexpr Names kPolicyNames[] = {
+constexpr PolicyName kPolicyNames[] = {
     {"default", "PyTorch's caching allocator as configured (every tensor allocated and freed)"},
     {"expandable_segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
     {"arch_buffer",
@@ -309,9 +309,9 @@ constexpr Names kPolicyNames[] = {
 };
 
 // One policy's replay.
-class Replay {
+class PolicyReplay {
  public:
-  Replay(const PlanResult& plan, const Timeline& tl, Policy policy, bool trace)
+  PolicyReplay(const PlanResult& plan, const Timeline& tl, Policy policy, bool trace)
       : plan_(plan), tl_(tl), policy_(policy), trace_(trace), alloc_(Config(tl, policy)) {
     const size_t n = plan.models.size();
     resident_.assign(n, false);
@@ -596,7 +596,7 @@ TimelineResult SimulateTimeline(const PlanResult& plan, const Timeline& tl, bool
       r.runs.push_back(std::move(run));
       continue;
     }
-    r.runs.push_back(Replay(plan, tl, p, trace).Run());
+    r.runs.push_back(PolicyReplay(plan, tl, p, trace).Run());
   }
   const PolicyRun& def = r.runs[0];
   for (size_t i = 0; i < def.events.size(); ++i) {

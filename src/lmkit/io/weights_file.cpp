@@ -17,16 +17,16 @@
 namespace lmkit::io {
 namespace {
 
-bool EndsWith(const std::string& s, const char* suffix) {
+bool WfEndsWith(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-bool IsDir(const std::string& p) {
+bool WfIsDir(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
-bool IsFile(const std::string& p) {
+bool WfIsFile(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -50,9 +50,9 @@ constexpr GgmlTypeInfo kGgmlTypes[] = {
     {26, "I32", 1, 4},      {27, "I64", 1, 8},      {28, "F64", 1, 8},      {30, "BF16", 1, 2},
 };
 
-class Reader {
+class GgufReader {
  public:
-  Reader(std::span<const uint8_t> d, const std::string& subject) : d_(d), subject_(subject) {}
+  GgufReader(std::span<const uint8_t> d, const std::string& subject) : d_(d), subject_(subject) {}
   size_t pos() const { return pos_; }
   size_t left() const { return d_.size() - pos_; }
   Status Truncated(const char* what) const {
@@ -112,7 +112,7 @@ int GgufValueSize(uint32_t t) {
   }
 }
 
-Status SkipGgufValue(Reader& r, uint32_t type, int depth, const std::string& key, const std::string& subject) {
+Status SkipGgufValue(GgufReader& r, uint32_t type, int depth, const std::string& key, const std::string& subject) {
   const int size = GgufValueSize(type);
   if (size < 0)
     return Status::InvalidInput(subject, "key '" + key + "': unknown GGUF value type " + std::to_string(type));
@@ -137,9 +137,9 @@ Status SkipGgufValue(Reader& r, uint32_t type, int depth, const std::string& key
 
 // ---- protobuf wire format ------------------------------------------------------------------------------------------
 
-class Wire {
+class ProtoWire {
  public:
-  Wire(std::span<const uint8_t> d) : p_(d.data()), end_(d.data() + d.size()), begin_(d.data()) {}
+  ProtoWire(std::span<const uint8_t> d) : p_(d.data()), end_(d.data() + d.size()), begin_(d.data()) {}
   bool done() const { return p_ == end_; }
   size_t offset() const { return static_cast<size_t>(p_ - begin_); }
   bool Varint(uint64_t* v) {
@@ -230,7 +230,7 @@ constexpr OnnxType kOnnxTypes[] = {
 };
 
 Status OnnxTensor(std::span<const uint8_t> bytes, size_t index, const std::string& subject, WeightTensor* t) {
-  Wire w(bytes);
+  ProtoWire w(bytes);
   const std::string where = "initializer " + std::to_string(index);
   auto bad = [&](const std::string& what) {
     return Status::InvalidInput(subject, where + (t->name.empty() ? "" : " '" + t->name + "'") + ": " + what);
@@ -249,7 +249,7 @@ Status OnnxTensor(std::span<const uint8_t> bytes, size_t index, const std::strin
     } else if (f == 1 && wt == 2) {
       std::span<const uint8_t> packed;
       if (!w.Len(&packed)) return bad("malformed dims");
-      Wire pw(packed);
+      ProtoWire pw(packed);
       while (!pw.done()) {
         uint64_t d = 0;
         if (!pw.Varint(&d)) return bad("malformed dims");
@@ -288,7 +288,7 @@ Status OnnxTensor(std::span<const uint8_t> bytes, size_t index, const std::strin
   return Status::Ok();
 }
 
-void Total(WeightsSummary* s) {
+void SumTensors(WeightsSummary* s) {
   for (const auto& t : s->tensors) s->parameters += t.elements, s->bytes += t.bytes;
 }
 
@@ -305,7 +305,7 @@ std::string OnlyFileWith(const std::string& dir, const char* ext) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string p = e.path().string();
-    if (!EndsWith(p, ext) || !IsFile(p)) continue;
+    if (!WfEndsWith(p, ext) || !WfIsFile(p)) continue;
     if (!found.empty()) return "";
     found = p;
   }
@@ -317,7 +317,7 @@ std::string OnlyFileWith(const std::string& dir, const char* ext) {
 Result<WeightsSummary> ParseGguf(std::span<const uint8_t> file, const std::string& subject) {
   if (file.size() < 4 || std::memcmp(file.data(), "GGUF", 4) != 0)
     return Status::InvalidInput(subject, "not a GGUF file (missing the GGUF magic)");
-  Reader r(file.subspan(4), subject);
+  GgufReader r(file.subspan(4), subject);
   uint32_t version = 0;
   uint64_t n_tensors = 0, n_kv = 0;
   LMKIT_RETURN_IF_ERROR(r.Int(&version, "the version"));
@@ -389,12 +389,12 @@ Result<WeightsSummary> ParseGguf(std::span<const uint8_t> file, const std::strin
       return Status::InvalidInput(subject, "tensor '" + s.tensors[i].name + "' (" + std::to_string(s.tensors[i].bytes) +
                                                " bytes at offset " + std::to_string(offsets[i]) +
                                                ") runs past the end of the file");
-  Total(&s);
+  SumTensors(&s);
   return s;
 }
 
 Result<WeightsSummary> ParseOnnx(std::span<const uint8_t> file, const std::string& subject) {
-  Wire w(file);
+  ProtoWire w(file);
   WeightsSummary s;
   s.format = "onnx";
   bool graph = false;
@@ -413,7 +413,7 @@ Result<WeightsSummary> ParseOnnx(std::span<const uint8_t> file, const std::strin
     std::span<const uint8_t> g;
     if (!w.Len(&g)) return Status::InvalidInput(subject, "ONNX graph runs past the end of the file");
     graph = true;
-    Wire gw(g);
+    ProtoWire gw(g);
     while (!gw.done()) {
       uint64_t gf = 0;
       uint32_t gwt = 0;
@@ -431,14 +431,14 @@ Result<WeightsSummary> ParseOnnx(std::span<const uint8_t> file, const std::strin
     }
   }
   if (!graph) return Status::InvalidInput(subject, "not an ONNX model: no graph (ModelProto field 7)");
-  Total(&s);
+  SumTensors(&s);
   return s;
 }
 
 ModelFileKind ClassifyModelFile(const std::string& path, std::string* why) {
-  if (IsDir(path)) {
-    if (IsFile(path + "/config.json")) return ModelFileKind::kConfig;
-    if (IsFile(path + "/model.safetensors") || IsFile(path + "/model.safetensors.index.json") ||
+  if (WfIsDir(path)) {
+    if (WfIsFile(path + "/config.json")) return ModelFileKind::kConfig;
+    if (WfIsFile(path + "/model.safetensors") || WfIsFile(path + "/model.safetensors.index.json") ||
         !OnlyFileWith(path, ".gguf").empty() || !OnlyFileWith(path, ".onnx").empty())
       return ModelFileKind::kWeights;
     *why =
@@ -446,7 +446,7 @@ ModelFileKind ClassifyModelFile(const std::string& path, std::string* why) {
         ".onnx file";
     return ModelFileKind::kNeither;
   }
-  if (EndsWith(path, ".onnx") || EndsWith(path, ".gguf") || EndsWith(path, ".safetensors"))
+  if (WfEndsWith(path, ".onnx") || WfEndsWith(path, ".gguf") || WfEndsWith(path, ".safetensors"))
     return ModelFileKind::kWeights;
   auto f = MappedFile::Open(path);
   if (!f.ok()) return ModelFileKind::kConfig;  // let the config reader report the opening error
@@ -467,18 +467,18 @@ ModelFileKind ClassifyModelFile(const std::string& path, std::string* why) {
 
 Result<WeightsSummary> ReadWeights(const std::string& path) {
   std::string file = path;
-  if (IsDir(path) && !IsFile(path + "/model.safetensors") && !IsFile(path + "/model.safetensors.index.json")) {
+  if (WfIsDir(path) && !WfIsFile(path + "/model.safetensors") && !WfIsFile(path + "/model.safetensors.index.json")) {
     file = OnlyFileWith(path, ".gguf");
     if (file.empty()) file = OnlyFileWith(path, ".onnx");
     if (file.empty()) return Status::InvalidInput(path, "no weights found in this directory");
   }
-  if (EndsWith(file, ".onnx")) return ReadMapped(file, false);
+  if (WfEndsWith(file, ".onnx")) return ReadMapped(file, false);
   {
     auto f = MappedFile::Open(file);
-    if (!f.ok() && !IsDir(file)) return f.status();
+    if (!f.ok() && !WfIsDir(file)) return f.status();
     if (f.ok() && f->size() >= 4 && std::memcmp(f->data(), "GGUF", 4) == 0) return ReadMapped(file, true);
   }
-  if (EndsWith(file, ".gguf")) return ReadMapped(file, true);
+  if (WfEndsWith(file, ".gguf")) return ReadMapped(file, true);
   InspectOptions o;
   o.path = file;
   LMKIT_ASSIGN_OR_RETURN(InspectReport rep, InspectTensors(o, nullptr));
@@ -487,7 +487,7 @@ Result<WeightsSummary> ReadWeights(const std::string& path) {
   s.format = rep.format;
   for (const auto& t : rep.tensors)
     s.tensors.push_back({t.name, std::string(DTypeName(t.dtype)), t.shape, t.elements, t.bytes});
-  Total(&s);
+  SumTensors(&s);
   return s;
 }
 

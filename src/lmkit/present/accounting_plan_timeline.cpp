@@ -12,8 +12,8 @@ namespace {
 
 using namespace accounting;  // NOLINT: this file prints accounting's types and nothing else
 
-std::string B(uint64_t v) { return HumanBytes(static_cast<double>(v)); }
-std::string Pct(double x) { return Fixed(100 * x, 1) + "%"; }
+std::string TlBytes(uint64_t v) { return HumanBytes(static_cast<double>(v)); }
+std::string TlPct(double x) { return Fixed(100 * x, 1) + "%"; }
 
 std::string EventText(const PlanResult& r, const TimelineEvent& ev) {
   auto name = [&](int i) { return i < 0 ? std::string("-") : r.models[static_cast<size_t>(i)].entry.name; };
@@ -58,8 +58,9 @@ std::string RenderPlanTimeline(const PlanResult& r, Format f) {
                "cudaMallocs"};
   pt.numeric = {false, true, true, true, true, true, true, true, true};
   for (const auto& p : t.runs)
-    pt.Add({p.name, std::to_string(p.failures), B(p.peak_reserved), B(p.peak_allocated), Pct(MaxFragmentation(p)),
-            Seconds(p.load_s), p.policy == Policy::kArchBuffer ? B(p.peak_idle_buffers) : "-",
+    pt.Add({p.name, std::to_string(p.failures), TlBytes(p.peak_reserved), TlBytes(p.peak_allocated),
+            TlPct(MaxFragmentation(p)), Seconds(p.load_s),
+            p.policy == Policy::kArchBuffer ? TlBytes(p.peak_idle_buffers) : "-",
             p.policy == Policy::kPinnedPool ? HumanBytes(p.pinned_host_bytes) : "-",
             std::to_string(p.num_device_alloc)});
   out += BlockGap(f) + RenderTable(pt, f);
@@ -73,8 +74,8 @@ std::string RenderPlanTimeline(const PlanResult& r, Format f) {
     const PolicyRun& d = t.runs[0];
     for (size_t i = 0; i < t.timeline.events.size(); ++i) {
       const EventState& s = d.events[i];
-      et.Add({Fixed(t.timeline.events[i].t_s, 1), EventText(r, t.timeline.events[i]), B(s.request_bytes),
-              B(s.allocated), B(s.reserved), B(s.largest_free), Pct(s.fragmentation),
+      et.Add({Fixed(t.timeline.events[i].t_s, 1), EventText(r, t.timeline.events[i]), TlBytes(s.request_bytes),
+              TlBytes(s.allocated), TlBytes(s.reserved), TlBytes(s.largest_free), TlPct(s.fragmentation),
               s.failed    ? "FAILS"
               : s.skipped ? "nothing to do"
                           : "ok",
@@ -90,12 +91,12 @@ std::string RenderPlanTimeline(const PlanResult& r, Format f) {
     const EventState& s = t.runs[0].events[fl.event];
     std::string avoided;
     for (const auto& a : fl.avoided_by) avoided += (avoided.empty() ? "" : ", ") + a;
-    lines +=
-        TextLine("fails: event " + std::to_string(fl.event) + " (t " + Fixed(t.timeline.events[fl.event].t_s, 1) +
-                     " s) " + EventText(r, t.timeline.events[fl.event]) + ": asks " + B(s.request_bytes) + "; " +
-                     B(s.free) + " free but the largest free block is " + B(s.largest_free) + " (fragmentation " +
-                     Pct(s.fragmentation) + "); " + (avoided.empty() ? "no policy avoids it" : "avoided by " + avoided),
-                 f, true);
+    lines += TextLine("fails: event " + std::to_string(fl.event) + " (t " + Fixed(t.timeline.events[fl.event].t_s, 1) +
+                          " s) " + EventText(r, t.timeline.events[fl.event]) + ": asks " + TlBytes(s.request_bytes) +
+                          "; " + TlBytes(s.free) + " free but the largest free block is " + TlBytes(s.largest_free) +
+                          " (fragmentation " + TlPct(s.fragmentation) + "); " +
+                          (avoided.empty() ? "no policy avoids it" : "avoided by " + avoided),
+                      f, true);
   }
   if (t.default_failures.size() > shown)
     lines += TextLine(
@@ -106,10 +107,10 @@ std::string RenderPlanTimeline(const PlanResult& r, Format f) {
     if (p.policy == Policy::kDefault) continue;
     std::string cost;
     if (p.policy == Policy::kArchBuffer)
-      cost = "holds up to " + B(p.peak_idle_buffers) + " in idle buffers; peak reserved " + B(p.peak_reserved) +
-             " (default " + B(def.peak_reserved) + ")";
+      cost = "holds up to " + TlBytes(p.peak_idle_buffers) + " in idle buffers; peak reserved " +
+             TlBytes(p.peak_reserved) + " (default " + TlBytes(def.peak_reserved) + ")";
     if (p.policy == Policy::kExpandable)
-      cost = "peak reserved " + B(p.peak_reserved) + " (default " + B(def.peak_reserved) +
+      cost = "peak reserved " + TlBytes(p.peak_reserved) + " (default " + TlBytes(def.peak_reserved) +
              "); maps memory in 20 MiB pages (slower first allocations, no IPC)";
     if (p.policy == Policy::kPinnedPool) {
       std::string hot;
