@@ -70,6 +70,17 @@ bool CudaAllocatorSim::GetFreeBlock(uint64_t size, bool small, uint64_t* addr) {
   FreeSet& pool = PoolOf(small);
   auto it = pool.lower_bound({size, 0});
   if (it == pool.end()) return false;
+  if (config_.expandable_segments) {
+    // A block followed by unmapped space counts as the size it could grow to (the segment's end: without limit), so
+    // a larger block that cannot grow as far is taken first and the growable one kept for larger requests.
+    auto growable = [&](const std::pair<uint64_t, uint64_t>& e) -> uint64_t {
+      const Block& b = blocks_.at(e.second);
+      auto next = blocks_.find(e.second + e.first);
+      if (next == blocks_.end() || next->second.segment != b.segment) return kNoMaxSplit;
+      return e.first + (next->second.allocated || next->second.mapped ? 0 : next->second.size);
+    };
+    for (auto next = std::next(it); next != pool.end() && growable(*next) < growable(*it); ++next) it = next;
+  }
   const uint64_t block = it->first;
   if (size < config_.max_split_size && block >= config_.max_split_size) return false;
   if (size >= config_.max_split_size && block >= size + config_.max_non_split_rounding) return false;

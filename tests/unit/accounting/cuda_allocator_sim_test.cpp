@@ -224,6 +224,21 @@ TEST_CASE("allocator sim: expandable segments map 20 MiB pages and unmap free on
   CHECK(Layouts(a) == std::vector<std::string>{"A300M U100M A150M A400M F10M"});
 }
 
+TEST_CASE("allocator sim: expandable best fit keeps the block that can grow for larger requests", "[allocator]") {
+  AllocatorConfig c = Cap(1000 * M);
+  c.expandable_segments = true;
+  CudaAllocatorSim a(c);
+  const uint64_t x = a.Malloc(100 * M);  // pages 0-4
+  REQUIRE(a.Malloc(50 * M) != 0);        // pages 5-7: 10 MiB spare at the end
+  REQUIRE(a.Malloc(200 * M) != 0);       // at 150 MiB: pages 8-17, 10 MiB spare again
+  a.Free(x);
+  CHECK(Layouts(a) == std::vector<std::string>{"F100M A50M A200M F10M"});
+  // 5 MiB: the 10 MiB block at the end is the smallest that fits, but it can grow without limit; the 100 MiB one
+  // cannot grow (an allocation follows it), so it is taken.
+  CHECK(a.Malloc(5 * M) == x);
+  CHECK(Layouts(a) == std::vector<std::string>{"A5M F95M A50M A200M F10M"});
+}
+
 TEST_CASE("allocator sim: expandable small pool uses 2 MiB pages", "[allocator]") {
   AllocatorConfig c = Cap(100 * M);
   c.expandable_segments = true;
