@@ -223,6 +223,12 @@ TEST_CASE("plan cli: models given by weight files, and a file that is neither co
   CHECK(j["models"][1]["memory"]["weights"] == 12576);  // the onnx package's raw_data lengths
   CHECK(j["models"][1]["latency"]["total_s"].get<double>() > 0);
   TempDir tmp;
+  // Issue #45's first case: "model" naming a safetensors file is planned from its weights, not read as a config.
+  lmkit::test::WriteAll(tmp.file("m.json"), R"({"gpu": "h100", "models": [{"name": "ranker", "model": ")" +
+                                                TestData("plan/ranker.safetensors") + R"("}]})");
+  auto m = StdoutJson(RunLmkit({"plan", tmp.file("m.json"), "--json"}));
+  CHECK(m["models"][0]["memory"]["weights"] == 99074);
+  CHECK(m["models"][0]["family"] == "weights (safetensors)");
   lmkit::test::WriteAll(tmp.file("p.json"), R"({"gpu": "h100", "models": [{"name": "r", "model": ")" +
                                                 TestData("plan/notes.txt") + R"("}]})");
   CheckOneLineError(RunLmkit({"plan", tmp.file("p.json")}), 1,
