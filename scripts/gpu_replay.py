@@ -40,10 +40,12 @@ def replay(trace, policy):
             k += 1
             if op[1] == "a":
                 try:
-                    live[op[2] if op[4] else ("fail", k)] = torch.empty(op[3], dtype=torch.uint8, device="cuda")
+                    t = torch.empty(op[3], dtype=torch.uint8, device="cuda")
                     ok = True
-                except torch.OutOfMemoryError:
+                except torch.cuda.OutOfMemoryError:
                     ok = False
+                if ok and op[4]:
+                    live[op[2]] = t
                 if ok != op[4]:
                     print(f"{policy}: event {ev}: allocation of {op[3]} bytes {'succeeded' if ok else 'failed'} "
                           f"on the device, the simulation says {'ok' if op[4] else 'out of memory'}")
