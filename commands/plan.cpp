@@ -2,6 +2,7 @@
 #include "lmkit/accounting/plan.h"
 
 #include "commands.h"
+#include "lmkit/accounting/plan_timeline.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
 #include "model_args.h"
@@ -24,13 +25,21 @@ on 16 GPUs), else first-fit decreasing, and the report says which. --what-if nam
 cheapest single change that places it (smaller batch, fp8 KV cache, 8-bit weights, tensor parallelism, more GPUs, a
 larger GPU). Defaults: reserved 1 GiB per GPU, margin 5% of capacity, disk 2 GB/s, PCIe 25 GB/s pinned, 10 GB/s
 pageable, 10 us per all-reduce. Exit codes: 0 planned (models that do not fit are listed with the reason and the
-largest batch that would fit), 1 invalid plan (unknown model, malformed JSON, a bad value), 2 bad flags.)";
+largest batch that would fit), 1 invalid plan (unknown model, malformed JSON, a bad value), 2 bad flags.
+A model may also be given by its weights: {"name": "ranker", "weights": "ranker/model.safetensors" (or .onnx, .gguf,
+a folder), "flops_per_request": 2e9, "activation_bytes": 50000000, "latency_ms": 3}.
+--timeline DAY.json replays {"events": [{"t": 0, "op": "load", "model": "chat"}, {"t": 5, "op": "request", "model":
+"chat", "batch": 4, "duration_s": 2}, {"t": 9, "op": "switch", "from": "chat", "to": "code"}, {"t": 10, "op":
+"unload", "model": "code"}, {"t": 11, "op": "empty_cache"}]} on one GPU against a simulation of PyTorch's caching
+allocator, comparing the default allocator, expandable_segments, one weight buffer per architecture and a pinned
+host pool: per event allocated, reserved, largest free block, fragmentation and failures; per load its latency.)";
 }  // namespace
 
 RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
   struct State {
     accounting::PlanRequest req;
     std::string format = "table";
+    std::string trace_path;
   };
   auto st = std::make_shared<State>();
   sub.add_option("PLAN", st->req.plan_path, "plan file (JSON; '-' = stdin)")->required();
@@ -41,15 +50,36 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
       ->check(CLI::Range(1, 4096));
   sub.add_flag("--what-if", st->req.what_if, "for each model left out, the cheapest change that places it");
   sub.add_option("--format", st->format, EnumChoices(present::FormatNames()) + " [table]");
-  sub.add_option("--svg", st->req.svg_path, "write the GPU memory map (models stacked per GPU) to this SVG file");
+  sub.add_option("--svg", st->req.svg_path,
+                 "write the GPU memory map (models stacked per GPU; with a timeline: memory over the day) to this SVG");
+  sub.add_option("--timeline", st->req.timeline_path,
+                 "replay a day of load/unload/switch/request events (JSON) against the CUDA caching allocator");
+  sub.add_option("--generate-events", st->req.generate_events, "replay a generated day of N events instead")
+      ->transform(DecimalInteger())
+      ->check(CLI::Range(1, 10000000));
+  sub.add_option("--seed", st->req.seed, "seed of the generated day [1]")->transform(DecimalInteger());
+  sub.add_option("--trace", st->trace_path,
+                 "write every simulated allocator call (for scripts/gpu_replay.py) to this JSON file");
   sub.footer(kPlanFooter);
   return [st, &g]() -> int {
-    auto fail = [](const Status& s) { return ReportError("plan", s, {{"plan_path", "PLAN"}}); };
+    auto fail = [](const Status& s) {
+      return ReportError(
+          "plan", s,
+          {{"plan_path", "PLAN"}, {"timeline_path", "--timeline"}, {"generate_events", "--generate-events"}});
+    };
     // The chart replaces its destination: not the plan file it is drawn from.
-    if (Status s = CheckOutputIsNotAnInput({st->req.plan_path}, st->req.svg_path, "--svg"); !s.ok()) return fail(s);
+    if (Status s = CheckOutputIsNotAnInput({st->req.plan_path, st->req.timeline_path}, st->req.svg_path, "--svg");
+        !s.ok())
+      return fail(s);
+    if (Status s = CheckOutputIsNotAnInput({st->req.plan_path, st->req.timeline_path, st->req.svg_path}, st->trace_path,
+                                           "--trace");
+        !s.ok())
+      return fail(s);
+    if (!st->trace_path.empty() && st->req.timeline_path.empty() && st->req.generate_events <= 0)
+      return fail(Status::InvalidArgument("--trace needs --timeline or --generate-events"));
     auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st->format, "format");
     if (!fmt.ok()) return fail(fmt.status());
-    auto res = accounting::RunPlan(st->req);
+    auto res = accounting::RunPlanWithTimeline(st->req, !st->trace_path.empty());
     if (!res.ok()) return fail(res.status());
     if (!res->svg_path.empty()) {
       // ... nor a model config the plan reads.
@@ -57,8 +87,12 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
       for (const auto& m : res->plan.models)
         if (!m.config_file.empty()) configs.push_back(m.config_file);
       if (Status s = CheckOutputIsNotAnInput(configs, res->svg_path, "--svg"); !s.ok()) return fail(s);
-      if (Status w = WriteChart(res->svg_path, present::PlanMemoryMapSvg(*res)); !w.ok()) return fail(w);
+      const std::string svg = res->timeline ? present::PlanTimelineSvg(*res) : present::PlanMemoryMapSvg(*res);
+      if (Status w = WriteChart(res->svg_path, svg); !w.ok()) return fail(w);
     }
+    if (!st->trace_path.empty())
+      if (Status w = WriteChart(st->trace_path, DumpJson(present::PlanTimelineTraceJson(*res), -1) + "\n"); !w.ok())
+        return fail(w);
     if (*fmt == present::Format::kJson) {
       PrintJson(present::PlanJson(*res));
     } else {

@@ -84,6 +84,26 @@ check() {
       --model gpt2 --gpu H200 --mfu 0.4 | grep -E "^(throughput|  stage|  host->device|verdict)"
   done
   rm -f "$tok"
+  echo "== allocator replay: lmkit plan --timeline vs torch.cuda, reserved bytes and failures per event =="
+  # Generated days of small models on a 5 GiB allocator budget (tests/data/plan/replay_*.json), each replayed through
+  # the real caching allocator by scripts/gpu_replay.py: default, expandable_segments and the per-architecture buffer.
+  local py=${GPU_CHECK_PYTHON:-python3}
+  if ! "$py" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    echo "allocator replay: skipped (no torch with CUDA in $py; set GPU_CHECK_PYTHON)"
+  else
+    local replay_rc=0 seed tr
+    for seed in 1 2 3; do
+      tr=${TMPDIR:-/tmp}/gpu-check-trace.$$.$seed.json
+      if ! timeout 120 "$bin/lmkit" plan tests/data/plan/replay_plan.json --gpu-spec tests/data/plan/replay_gpu.json \
+        --generate-events "${GPU_CHECK_REPLAY_EVENTS:-300}" --seed "$seed" --trace "$tr" >/dev/null; then
+        replay_rc=1
+        continue
+      fi
+      timeout 300 "$py" scripts/gpu_replay.py "$tr" || replay_rc=1
+      rm -f "$tr"
+    done
+    [ "$replay_rc" -eq 0 ] || { echo "gpu-check: the allocator simulation differs from torch.cuda" >&2; return 1; }
+  fi
 }
 
 check 2>&1 | tee "$report"  # pipefail (above): the status is check's

@@ -82,7 +82,9 @@ def memory(*config: Any, **options: Any) -> Dict[str, Any]:
 
 
 def plan(*spec: Any, **options: Any) -> Dict[str, Any]:
-    """``lmkit plan``: many models on a few GPUs (placement, tensor parallelism, what-if), from a plan file."""
+    """``lmkit plan``: many models on a few GPUs (placement, tensor parallelism, what-if), from a plan file;
+    ``plan("p.json", timeline="day.json")`` (or ``generate_events=1000``) adds the serving day replayed against the
+    CUDA caching-allocator simulation under each policy as ``doc["timeline"]``."""
     return _report(["plan"], spec, options)
 
 

@@ -62,6 +62,16 @@ def test_plan_equals_the_cli():
     assert lmkit.plan(PLAN) == cli_json("plan", PLAN)
 
 
+def test_plan_timeline_from_python():
+    planted = os.path.join(TEST_DATA, "plan", "planted_plan.json")
+    day = os.path.join(TEST_DATA, "plan", "planted_day.json")
+    got = lmkit.plan(planted, timeline=day)
+    assert got == cli_json("plan", planted, "--timeline", day)
+    tl = got["timeline"]
+    assert [p["failures"] for p in tl["policies"]] == [1, 0, 0, 1]
+    assert tl["default_failures"] == [{"event": 4, "t": 4.0, "avoided_by": ["expandable_segments", "arch_buffer"]}]
+
+
 def test_calibrate_equals_the_cli_and_draws_its_histogram(tmp_path):
     got = lmkit.calibrate(ACTS, method="entropy", output=str(tmp_path / "a.json"), svg=True)
     svg = got.pop("svg")

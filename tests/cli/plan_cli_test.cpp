@@ -213,3 +213,75 @@ TEST_CASE("plan/flops/memory: --svg naming an input file is a usage error and th
   for (int i = 0; i < 2; ++i)
     CHECK(RunLmkit({"flops", dir, "--sweep", "seq-len=128,256", "--svg", dir + "/chart.svg"}).exit_code == 0);
 }
+
+TEST_CASE("plan cli: models given by weight files, and a file that is neither config nor weights", "[cli][plan]") {
+  auto j = StdoutJson(RunLmkit({"plan", TestData("plan/mixed_day.json"), "--json"}));
+  REQUIRE(j["models"].size() == 8);
+  CHECK(j["models"][0]["name"] == "ranker");
+  CHECK(j["models"][0]["memory"]["weights"] == 99074);  // 49,537 fp16 parameters
+  CHECK(j["models"][0]["memory"]["activations"] == 256 * 1048576);
+  CHECK(j["models"][1]["memory"]["weights"] == 12576);  // the onnx package's raw_data lengths
+  CHECK(j["models"][1]["latency"]["total_s"].get<double>() > 0);
+  TempDir tmp;
+  // Issue #45's first case: "model" naming a safetensors file is planned from its weights, not read as a config.
+  lmkit::test::WriteAll(tmp.file("m.json"), R"({"gpu": "h100", "models": [{"name": "ranker", "model": ")" +
+                                                TestData("plan/ranker.safetensors") + R"("}]})");
+  auto m = StdoutJson(RunLmkit({"plan", tmp.file("m.json"), "--json"}));
+  CHECK(m["models"][0]["memory"]["weights"] == 99074);
+  CHECK(m["models"][0]["family"] == "weights (safetensors)");
+  lmkit::test::WriteAll(tmp.file("p.json"), R"({"gpu": "h100", "models": [{"name": "r", "model": ")" +
+                                                TestData("plan/notes.txt") + R"("}]})");
+  CheckOneLineError(RunLmkit({"plan", tmp.file("p.json")}), 1,
+                    "neither a model config (a JSON object) nor weights (safetensors, GGUF or .onnx)");
+  lmkit::test::WriteAll(tmp.file("q.json"), R"({"gpu": "h100", "models": [{"name": "r", "weights": ")" +
+                                                TestData("plan/ranker.safetensors") + R"(", "tp": 2}]})");
+  CheckOneLineError(RunLmkit({"plan", tmp.file("q.json")}), 1, "not for a model given by its weights");
+}
+
+TEST_CASE("plan cli: --timeline finds the planted fragmentation failure and what avoids it", "[cli][plan][timeline]") {
+  TempDir tmp;
+  const std::string svg = tmp.file("day.svg"), trace = tmp.file("trace.json");
+  auto r = RunLmkit({"plan", TestData("plan/planted_plan.json"), "--timeline", TestData("plan/planted_day.json"),
+                     "--svg", svg, "--trace", trace});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("fails: event 4 (t 4.0 s) load x2: asks 419.4 MB; 471.9 MB free but the largest free block is "
+                   "367.0 MB") != std::string::npos);
+  CHECK(r.out.find("avoided by expandable_segments, arch_buffer") != std::string::npos);
+  CHECK(r.out.find("memory over the day: " + svg) != std::string::npos);
+  lmkit::test::CheckSvgFile(svg);
+  auto t = lmkit::Json::parse(ReadAll(trace));
+  CHECK(t["schema"] == "lmkit.plan-trace/1");
+  CHECK(t["policies"]["default"]["failed"] == lmkit::Json::array({false, false, false, false, true}));
+  CHECK(t["policies"]["default"]["reserved_bytes"][4] == 550 * 1048576);
+  const auto& ops = t["policies"]["default"]["ops"];
+  CHECK(ops.back()[1] == "a");
+  CHECK(ops.back()[4] == false);  // x2's 400 MiB allocation fails
+
+  auto j = StdoutJson(RunLmkit(
+      {"plan", TestData("plan/planted_plan.json"), "--timeline", TestData("plan/planted_day.json"), "--json"}));
+  const auto& tl = j["timeline"];
+  REQUIRE(tl["policies"].size() == 4);
+  CHECK(tl["policies"][0]["failures"] == 1);
+  CHECK(tl["policies"][2]["name"] == "arch_buffer");
+  CHECK(tl["policies"][2]["failures"] == 0);
+  CHECK(tl["default_failures"][0]["event"] == 4);
+  CHECK(tl["default_failures"][0]["avoided_by"] == lmkit::Json::array({"expandable_segments", "arch_buffer"}));
+  CHECK(tl["policies"][0]["events"][4]["free_bytes"] == 450 * 1048576);
+  CHECK(tl["policies"][0]["events"][4]["largest_free_bytes"] == 350 * 1048576);
+
+  // A generated day: one document, as many events as asked.
+  auto g = StdoutJson(RunLmkit({"plan", TestData("plan/mixed_day.json"), "--generate-events", "1000", "--json"}));
+  CHECK(g["timeline"]["events"].size() == 1000);
+  CHECK(g["timeline"]["source"] == "generated: 1000 events, seed 1");
+
+  // Errors: a bad timeline, both sources, --trace without a timeline.
+  lmkit::test::WriteAll(tmp.file("bad.json"), R"({"events": [{"t": 0, "op": "load", "model": "nobody"}]})");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/planted_plan.json"), "--timeline", tmp.file("bad.json")}), 1,
+                    "events[0]: no model 'nobody' in the plan");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/planted_plan.json"), "--timeline",
+                              TestData("plan/planted_day.json"), "--generate-events", "5"}),
+                    2, "--timeline or --generate-events, not both");
+  CheckOneLineError(RunLmkit({"plan", TestData("plan/planted_plan.json"), "--trace", tmp.file("t.json")}), 2,
+                    "--trace needs --timeline or --generate-events");
+}

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
 #include "lmkit/accounting/units.h"
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
+#include "lmkit/io/weights_file.h"
 
 namespace lmkit::accounting {
 namespace {
@@ -134,6 +136,58 @@ std::string Where(size_t i, const std::string& name) {
   return "models[" + std::to_string(i) + "]" + (name.empty() ? "" : " '" + name + "'");
 }
 
+// The dtype lmkit's tables use for a tensor dtype name of any of the three formats (for the GPU's peak).
+Dtype ServedDtype(const std::string& t) {
+  if (t == "F32" || t == "FLOAT" || t == "F64" || t == "DOUBLE") return Dtype::kFp32;
+  if (t == "F16" || t == "FLOAT16") return Dtype::kFp16;
+  if (t.rfind("F8", 0) == 0 || t.rfind("FLOAT8", 0) == 0) return Dtype::kFp8;
+  if (t == "I8" || t == "INT8" || t == "UINT8" || t == "U8" || t.rfind("Q", 0) == 0 || t == "INT4" || t == "UINT4")
+    return Dtype::kInt8;
+  return Dtype::kBf16;
+}
+
+// Reads the weights at `path` into `m`: bytes as stored, or parameters x the entry's dtype when it gives one.
+Status SetWeights(const std::string& path, bool dtype_given, PlanModel* m, const PlanFields& f) {
+  auto w = io::ReadWeights(path);
+  if (!w.ok()) return f.Err("weights: " + w.status().ToString());
+  if (w->tensors.empty()) return f.Err("weights: " + path + " holds no tensors");
+  m->weights_only = true;
+  m->weights_format = w->format;
+  m->weight_params = w->parameters;
+  std::map<std::string, uint64_t> by_dtype;  // the dtype holding the most bytes is the model's
+  uint64_t h = 1469598103934665603ULL;       // FNV-1a over shapes and dtypes: the architecture
+  auto mix = [&h](std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  };
+  auto mix_number = [&h](uint64_t v) {  // the 8 bytes of each dimension, then a separator
+    for (int k = 0; k < 8; ++k) h = (h ^ ((v >> (8 * k)) & 0xff)) * 1099511628211ULL;
+    h = (h ^ ',') * 1099511628211ULL;
+  };
+  for (const auto& t : w->tensors) {
+    by_dtype[t.dtype] += t.bytes;
+    mix(t.dtype);
+    for (uint64_t d : t.shape) mix_number(d);
+    mix(";");
+    const uint64_t b =
+        dtype_given ? static_cast<uint64_t>(static_cast<double>(t.elements) * DtypeBytes(m->dtype)) : t.bytes;
+    m->tensor_bytes.push_back(b);
+    m->weight_bytes += b;
+  }
+  if (!dtype_given) {
+    std::string top;
+    uint64_t most = 0;
+    for (const auto& [d, b] : by_dtype)
+      if (b > most) most = b, top = d;
+    m->dtype = ServedDtype(top);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  m->weights_signature = w->format + ": " + std::to_string(w->tensors.size()) + " tensors, shapes " + hex;
+  m->spec.family = "weights (" + w->format + ")";
+  m->spec.source = path;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::string& base_dir) {
@@ -187,10 +241,20 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     const std::string where = Where(i, name.empty() ? m.model : name);
     PlanFields f(e, subject, where);
     LMKIT_RETURN_IF_ERROR(
-        f.CheckKeys({"name", "model", "dims", "dtype", "kv_dtype", "quant_scope", "batch", "seq_len", "output_tokens",
-                     "requests_per_s", "count", "tp", "kv_tokens", "gpu_memory_utilization"}));
-    if (f.Has("model") == f.Has("dims"))
-      return f.Err("give exactly one of \"model\" (preset or config path) or \"dims\"");
+        f.CheckKeys({"name", "model", "weights", "dims", "dtype", "kv_dtype", "quant_scope", "batch", "seq_len",
+                     "output_tokens", "requests_per_s", "count", "tp", "kv_tokens", "gpu_memory_utilization",
+                     "flops_per_request", "activation_bytes", "latency_ms"}));
+    if (int(f.Has("model")) + int(f.Has("dims")) + int(f.Has("weights")) != 1)
+      return f.Err(
+          "give exactly one of \"model\" (preset or config path), \"weights\" (a safetensors, .onnx or GGUF file or "
+          "folder) or \"dims\"");
+    std::string weights_path;
+    LMKIT_RETURN_IF_ERROR(f.Str("weights", &weights_path));
+    int64_t act = 0;
+    LMKIT_RETURN_IF_ERROR(f.Num("flops_per_request", 0, 1e30, false, &m.flops_per_request));
+    LMKIT_RETURN_IF_ERROR(f.Int("activation_bytes", 0, int64_t{1} << 50, &act));
+    LMKIT_RETURN_IF_ERROR(f.Num("latency_ms", 0, 1e9, false, &m.latency_ms));
+    m.activation_bytes = static_cast<uint64_t>(act);
     const int64_t big = int64_t{1} << 31;
     LMKIT_RETURN_IF_ERROR(f.Int("batch", 1, big, &m.batch));
     LMKIT_RETURN_IF_ERROR(f.Int("seq_len", 1, big, &m.seq_len));
@@ -222,9 +286,39 @@ Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::s
     if (m.kv_tokens > 0 && m.gpu_memory_utilization > 0)
       return f.Err("give kv_tokens or gpu_memory_utilization, not both (each sets the KV cache budget)");
 
-    if (!m.model.empty()) {
-      std::string arg = m.model;
-      if (!base_dir.empty() && arg[0] != '/' && Exists(base_dir + "/" + arg)) arg = base_dir + "/" + arg;
+    auto near_plan = [&](const std::string& a) {
+      return !base_dir.empty() && a[0] != '/' && Exists(base_dir + "/" + a) ? base_dir + "/" + a : a;
+    };
+    if (!m.model.empty() && Exists(near_plan(m.model))) {
+      std::string why;
+      switch (io::ClassifyModelFile(near_plan(m.model), &why)) {
+        case io::ModelFileKind::kWeights:
+          weights_path = m.model;
+          break;
+        case io::ModelFileKind::kNeither:
+          return f.Err("'" + m.model + "': " + why);
+        case io::ModelFileKind::kConfig:
+          break;
+      }
+    }
+    if (!weights_path.empty()) {
+      const std::string arg = near_plan(weights_path);
+      if (!Exists(arg)) return Status::NotFound(subject, where + ": weights '" + weights_path + "': no such file");
+      LMKIT_RETURN_IF_ERROR(SetWeights(arg, f.Has("dtype"), &m, f));
+      m.config_file = arg;
+      m.model = weights_path;
+      m.spec.name = name.empty() ? std::filesystem::path(weights_path).stem().string() : name;
+      if (m.tp > 1 || m.output_tokens > 0 || m.kv_tokens > 0 || m.gpu_memory_utilization > 0 || m.kv_dtype)
+        return f.Err(
+            "tp, output_tokens, kv_tokens, gpu_memory_utilization and kv_dtype are for transformer models, not for a "
+            "model given by its weights");
+    } else if (m.flops_per_request > 0 || m.activation_bytes > 0 || m.latency_ms > 0) {
+      return f.Err("flops_per_request, activation_bytes and latency_ms are for a model given by its weights");
+    }
+    if (m.weights_only) {
+      // described by its weights above
+    } else if (!m.model.empty()) {
+      std::string arg = near_plan(m.model);
       if (Exists(arg)) {
         std::error_code ec;
         m.config_file = std::filesystem::is_directory(arg, ec) ? arg + "/config.json" : arg;

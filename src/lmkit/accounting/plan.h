@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,19 @@ struct PlanModel {
   int64_t tp = 1;                     // tensor-parallel degree: GPUs the model spans
   int64_t kv_tokens = 0;              // KV budget in tokens (a pool shared by the batch); 0 = batch x seq_len
   double gpu_memory_utilization = 0;  // vLLM's: the share of each GPU it takes, the KV cache getting the rest; 0 = off
+
+  // A model given by its weights (safetensors file or folder, .onnx initializers, GGUF) rather than a config: memory is
+  // its tensors' bytes plus activation_bytes per request; latency is latency_ms, else flops_per_request x batch on
+  // the GPU's peak (at least the weights' read at its bandwidth).
+  bool weights_only = false;
+  std::string weights_format;          // "safetensors", "onnx", "gguf"
+  uint64_t weight_bytes = 0;           // as served: the file's bytes, or parameters x dtype when "dtype" is given
+  uint64_t weight_params = 0;          // elements of all tensors
+  std::vector<uint64_t> tensor_bytes;  // each tensor as served, file order (the timeline allocates them one by one)
+  std::string weights_signature;       // tensor shapes and dtypes: equal = same architecture
+  double flops_per_request = 0;        // one request (one sample of the batch)
+  uint64_t activation_bytes = 0;       // working set of one request
+  double latency_ms = 0;               // measured latency of one batch; 0 = from flops_per_request
 };
 
 struct Plan {
@@ -121,12 +135,17 @@ struct GpuUse {
 
 struct PlanRequest {
   std::string plan_path;
-  std::string gpu;       // overrides the plan's "gpu"
-  std::string gpu_spec;  // a file describing the GPU instead
-  int64_t gpus = 0;      // overrides the plan's "gpus" when > 0
-  bool what_if = false;  // name the cheapest change that places each model left out
-  std::string svg_path;  // a memory map will be written here (by the caller)
+  std::string gpu;              // overrides the plan's "gpu"
+  std::string gpu_spec;         // a file describing the GPU instead
+  int64_t gpus = 0;             // overrides the plan's "gpus" when > 0
+  bool what_if = false;         // name the cheapest change that places each model left out
+  std::string svg_path;         // a memory map will be written here (by the caller)
+  std::string timeline_path;    // replay this day of events (plan_timeline.h)
+  int64_t generate_events = 0;  // or a generated day of this many events
+  uint64_t seed = 1;            // of the generated day
 };
+
+struct TimelineResult;  // plan_timeline.h
 
 struct PlanResult {
   Plan plan;
@@ -140,6 +159,7 @@ struct PlanResult {
   bool packing_optimal = false;
   std::vector<int> unplaced;
   std::string svg_path;
+  std::shared_ptr<const TimelineResult> timeline;  // with PlanRequest::timeline_path or generate_events
 };
 
 // Evaluates every model and places as many as fit; models that cannot be placed (too large for empty GPUs, more

@@ -13,9 +13,58 @@ namespace {
 
 std::string Where(const PlanModel& pm) { return "models[" + std::to_string(pm.index) + "] '" + pm.name + "'"; }
 
+// A model given by its weights: latency_ms when measured; else one batch's flops at the GPU's peak or the read of its
+// weights and activations at the GPU's bandwidth, whichever is longer (a roofline of the whole batch).
+Status WeightsModelSpeed(const PlanModel& pm, const GpuSpec& gpu, ModelEstimate* e) {
+  Roofline& rl = e->prefill;
+  rl.peak = gpu.PeakFlops(pm.dtype);
+  rl.bandwidth = gpu.bandwidth_bytes_per_s;
+  rl.flops = pm.flops_per_request * static_cast<double>(pm.batch);
+  rl.bytes = static_cast<double>(e->memory.weights + e->memory.activations);
+  rl.compute_s = rl.peak > 0 ? rl.flops / rl.peak : 0;
+  rl.memory_s = rl.bandwidth > 0 ? rl.bytes / rl.bandwidth : 0;
+  rl.time_s = std::max(rl.compute_s, rl.memory_s);
+  if (pm.latency_ms > 0) {
+    e->prefill_s = pm.latency_ms / 1000;
+    e->bound = "measured";
+    e->bound_detail = "measured latency";
+  } else {
+    e->prefill_s = rl.time_s;
+    e->bound = rl.compute_s >= rl.memory_s ? "compute" : "memory";
+    e->bound_detail = "forward " + e->bound + "-bound";
+    if (pm.flops_per_request <= 0)
+      e->warnings.push_back("no flops_per_request or latency_ms: its latency is the read of its weights only");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Footprint> ModelFootprint(const PlanModel& pm, const GpuSpec& gpu, double usable, double runtime) {
+  if (pm.weights_only) {
+    // Its tensors, activation_bytes per request of the batch, the runtime.
+    Footprint f;
+    MemoryReport& m = f.memory;
+    m.params.total = static_cast<int64_t>(pm.weight_params);
+    m.weights = pm.weight_bytes;
+    m.activations = pm.activation_bytes * static_cast<uint64_t>(pm.batch);
+    m.overhead = static_cast<uint64_t>(runtime);
+    m.total = m.weights + m.activations + m.overhead;
+    m.per_sequence = pm.activation_bytes;
+    m.fixed = m.weights + m.overhead;
+    m.kv_dtype = pm.dtype;
+    f.footprint = m.total;
+    f.max_sequences = pm.batch;
+    const double room = usable - static_cast<double>(m.fixed);
+    const int64_t cap = int64_t{1} << 31;
+    f.max_batch_alone =
+        room < 0 ? 0
+        : pm.activation_bytes == 0
+            ? cap
+            : std::min<int64_t>(cap, static_cast<int64_t>(room / static_cast<double>(pm.activation_bytes)));
+    m.max_batch = f.max_batch_alone;
+    return f;
+  }
   MemoryOptions o;
   o.mode = Mode::kInference;
   o.dtype = pm.dtype;
@@ -88,7 +137,8 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
     if (r.gpu.PeakFlops(pm.dtype) <= 0)
       return Status::InvalidInput(subject, where + ": " + r.gpu.name + " has no " + DtypeName(pm.dtype) +
                                                " peak in the GPU table; choose another dtype or GPU");
-    auto shard = ShardForTensorParallel(pm.spec, pm.tp, "tp");
+    Result<ModelSpec> shard = pm.spec;
+    if (!pm.weights_only) shard = ShardForTensorParallel(pm.spec, pm.tp, "tp");
     if (!shard.ok()) return Status::InvalidInput(subject, where + ": " + shard.status().ToString());
     auto fp = ModelFootprint(pm, r.gpu, r.usable_bytes, plan.runtime_bytes_per_model);
     if (!fp.ok()) return Status::InvalidInput(subject, where + ": " + fp.status().ToString());
@@ -99,36 +149,39 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
     e.kv_budget_tokens = fp->kv_tokens;
     e.max_sequences = fp->max_sequences;
     e.max_batch_alone = fp->max_batch_alone;
-
-    // Speed: roofline of the prefill (or the single forward pass) plus output_tokens decode steps at the mean context,
-    // on one GPU's slice, plus the tensor-parallel all-reduces.
-    const Precision prec{pm.dtype, pm.kv_dtype.value_or(AutoKvDtype(pm.dtype)), pm.quant_scope};
-    FlopsOptions fo;
-    fo.batch = pm.batch;
-    fo.seq_len = pm.seq_len - pm.output_tokens;
-    auto ops = BuildMatmuls(*shard, fo);
-    if (!ops.ok()) return Status::InvalidInput(subject, where + ": " + ops.status().ToString());
-    LMKIT_ASSIGN_OR_RETURN(e.prefill, ComputeRoofline(*ops, r.gpu, prec));
-    const double link = r.gpu.interconnect_bytes_per_s, alpha = plan.host.allreduce_latency_s;
-    e.prefill_comm =
-        TensorParallelAllReduce(pm.spec, pm.tp, pm.batch * fo.seq_len, prec.ActivationBytes(), link, alpha);
-    e.prefill_s = e.prefill.time_s + e.prefill_comm.seconds;
-    auto bound_of = [](const Roofline& rl, const AllReduceCost& c) -> std::string {
-      if (c.seconds > rl.time_s) return "communication";
-      return rl.compute_s >= rl.memory_s ? "compute" : "memory";
-    };
-    std::string pre_bound = bound_of(e.prefill, e.prefill_comm);
-    e.bound = pre_bound;
-    e.bound_detail = (pm.output_tokens > 0 ? "prefill " : "forward ") + pre_bound + "-bound";
-    if (pm.output_tokens > 0) {
-      auto dec = BuildDecodeMatmuls(*shard, pm.batch, fo.seq_len + pm.output_tokens / 2);
-      if (!dec.ok()) return Status::InvalidInput(subject, where + ": " + dec.status().ToString());
-      LMKIT_ASSIGN_OR_RETURN(e.decode, ComputeRoofline(*dec, r.gpu, prec));
-      e.decode_comm = TensorParallelAllReduce(pm.spec, pm.tp, pm.batch, prec.ActivationBytes(), link, alpha);
-      e.decode_s = (e.decode.time_s + e.decode_comm.seconds) * static_cast<double>(pm.output_tokens);
-      std::string dec_bound = bound_of(e.decode, e.decode_comm);
-      e.bound_detail += ", decode " + dec_bound + "-bound";
-      if (e.decode_s > e.prefill_s) e.bound = dec_bound;
+    if (pm.weights_only) {
+      LMKIT_RETURN_IF_ERROR(WeightsModelSpeed(pm, r.gpu, &e));
+    } else {
+      // Speed: roofline of the prefill (or the single forward pass) plus output_tokens decode steps at the mean
+      // context, on one GPU's slice, plus the tensor-parallel all-reduces.
+      const Precision prec{pm.dtype, pm.kv_dtype.value_or(AutoKvDtype(pm.dtype)), pm.quant_scope};
+      FlopsOptions fo;
+      fo.batch = pm.batch;
+      fo.seq_len = pm.seq_len - pm.output_tokens;
+      auto ops = BuildMatmuls(*shard, fo);
+      if (!ops.ok()) return Status::InvalidInput(subject, where + ": " + ops.status().ToString());
+      LMKIT_ASSIGN_OR_RETURN(e.prefill, ComputeRoofline(*ops, r.gpu, prec));
+      const double link = r.gpu.interconnect_bytes_per_s, alpha = plan.host.allreduce_latency_s;
+      e.prefill_comm =
+          TensorParallelAllReduce(pm.spec, pm.tp, pm.batch * fo.seq_len, prec.ActivationBytes(), link, alpha);
+      e.prefill_s = e.prefill.time_s + e.prefill_comm.seconds;
+      auto bound_of = [](const Roofline& rl, const AllReduceCost& c) -> std::string {
+        if (c.seconds > rl.time_s) return "communication";
+        return rl.compute_s >= rl.memory_s ? "compute" : "memory";
+      };
+      std::string pre_bound = bound_of(e.prefill, e.prefill_comm);
+      e.bound = pre_bound;
+      e.bound_detail = (pm.output_tokens > 0 ? "prefill " : "forward ") + pre_bound + "-bound";
+      if (pm.output_tokens > 0) {
+        auto dec = BuildDecodeMatmuls(*shard, pm.batch, fo.seq_len + pm.output_tokens / 2);
+        if (!dec.ok()) return Status::InvalidInput(subject, where + ": " + dec.status().ToString());
+        LMKIT_ASSIGN_OR_RETURN(e.decode, ComputeRoofline(*dec, r.gpu, prec));
+        e.decode_comm = TensorParallelAllReduce(pm.spec, pm.tp, pm.batch, prec.ActivationBytes(), link, alpha);
+        e.decode_s = (e.decode.time_s + e.decode_comm.seconds) * static_cast<double>(pm.output_tokens);
+        std::string dec_bound = bound_of(e.decode, e.decode_comm);
+        e.bound_detail += ", decode " + dec_bound + "-bound";
+        if (e.decode_s > e.prefill_s) e.bound = dec_bound;
+      }
     }
     if (pm.tp > 1) e.bound_detail += ", tp " + std::to_string(pm.tp);
     e.latency_s = e.prefill_s + e.decode_s;
@@ -169,8 +222,11 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
       e.fits_alone = true;
     }
 
-    e.architecture = DescribeModel(pm.spec) + "; " + Grouped(static_cast<uint64_t>(e.memory.params.total)) +
-                     " parameters; " + DtypeName(pm.dtype) + (pm.tp > 1 ? "; tp " + std::to_string(pm.tp) : "");
+    e.architecture = pm.weights_only ? pm.weights_signature + "; " + Grouped(pm.weight_params) + " parameters; " +
+                                           HumanBytes(static_cast<double>(pm.weight_bytes))
+                                     : DescribeModel(pm.spec) + "; " +
+                                           Grouped(static_cast<uint64_t>(e.memory.params.total)) + " parameters; " +
+                                           DtypeName(pm.dtype) + (pm.tp > 1 ? "; tp " + std::to_string(pm.tp) : "");
     auto [it, fresh] = group_of.emplace(e.architecture, static_cast<int>(r.groups.size()));
     if (fresh) r.groups.push_back(ArchGroup{e.architecture, {}, e.memory.weights});
     e.group = it->second;
@@ -227,7 +283,9 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
   }
   r.plan = std::move(plan);
   if (what_if)
-    for (int i : r.unplaced) r.models[static_cast<size_t>(i)].what_if = CheapestChanges(r, static_cast<size_t>(i));
+    for (int i : r.unplaced)
+      if (!r.models[static_cast<size_t>(i)].entry.weights_only)
+        r.models[static_cast<size_t>(i)].what_if = CheapestChanges(r, static_cast<size_t>(i));
   return r;
 }
 

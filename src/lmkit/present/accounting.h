@@ -24,5 +24,12 @@ std::string MemoryIgnoredNote(const accounting::MemoryResult& r);
 
 std::string RenderPlan(const accounting::PlanResult& r, Format f);
 Json PlanJson(const accounting::PlanResult& r);
+// The timeline of a plan run with one (plan_timeline.h): the policies compared, the events (up to 40), each failure
+// of the default allocator and what avoids it; "" / null without a timeline. PlanJson includes it as "timeline".
+std::string RenderPlanTimeline(const accounting::PlanResult& r, Format f);
+Json PlanTimelineJson(const accounting::PlanResult& r);
+// Every allocator call of the replayed policies with the simulated reserved bytes and failures per event, for
+// scripts/gpu_replay.py ("lmkit.plan-trace/1").
+Json PlanTimelineTraceJson(const accounting::PlanResult& r);
 
 }  // namespace lmkit::present

@@ -126,6 +126,7 @@ Json PlanJson(const PlanResult& r) {
                   {"reason", r.models[static_cast<size_t>(i)].unplaced_reason}});
   j["unplaced"] = un;
   j["svg"] = r.svg_path.empty() ? Json(nullptr) : Json(r.svg_path);
+  if (r.timeline) j["timeline"] = PlanTimelineJson(r);
   return j;
 }
 

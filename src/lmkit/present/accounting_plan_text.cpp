@@ -151,7 +151,9 @@ std::string RenderPlan(const PlanResult& r, Format f) {
   }
   if (r.unplaced.empty()) warn += PlanLine("every model fits", f);
   out += BlockGap(f) + warn;
-  if (!r.svg_path.empty() && f != Format::kCsv) out += BlockGap(f) + PlanLine("memory map: " + r.svg_path, f);
+  if (r.timeline) out += BlockGap(f) + RenderPlanTimeline(r, f);
+  if (!r.svg_path.empty() && f != Format::kCsv)
+    out += BlockGap(f) + PlanLine((r.timeline ? "memory over the day: " : "memory map: ") + r.svg_path, f);
   return out;
 }
 

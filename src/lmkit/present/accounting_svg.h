@@ -19,5 +19,8 @@ std::string MemorySweepSvg(const accounting::MemoryResult& r);
 // One 100% column per GPU: reserved (bottom), the placed models (a tensor-parallel model on each of its GPUs), the
 // fragmentation margin and free memory (top), in the semantic colours of chart.h for reserved, margin and free.
 std::string PlanMemoryMapSvg(const accounting::PlanResult& r);
+// With a timeline: reserved bytes per policy and the default's allocated bytes over the day, the default's failures
+// marked, and each policy's fragmentation.
+std::string PlanTimelineSvg(const accounting::PlanResult& r);
 
 }  // namespace lmkit::present
