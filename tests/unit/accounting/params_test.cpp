@@ -189,3 +189,20 @@ TEST_CASE("params: family features that change KV or FLOPs are read", "[accounti
   CHECK(f.norms_per_layer == 1);
   CHECK(f.tied);
 }
+
+// Configs exactly as transformers 5.24 writes them (tests/data/accounting/tiny-hf5/make_tiny.py): the parameter count
+// of each family equals the number of elements in the safetensors save_pretrained wrote beside it. Qwen3-MoE names
+// its expert count num_local_experts there, and DeepSeek-V3's router holds e_score_correction_bias without a
+// topk_method key.
+TEST_CASE("params: every family's count equals its transformers 5 checkpoint", "[accounting][params]") {
+  const std::pair<const char*, int64_t> golden[] = {
+      {"deepseek_v2", 99968}, {"deepseek_v3", 95412}, {"falcon", 94592},   {"gemma2", 70208},
+      {"gemma3_text", 70272}, {"gpt2", 112384},       {"gpt_neox", 75200}, {"llama", 78144},
+      {"mistral", 78144},     {"mixtral", 189248},    {"olmo2", 78336},    {"phi3", 78144},
+      {"qwen2", 78400},       {"qwen2_moe", 109760},  {"qwen3", 78208},    {"qwen3_moe", 91008},
+  };
+  for (const auto& [family, count] : golden) {
+    INFO(family);
+    CHECK(CountParameters(lmkit::test::RealConfig(std::string("tiny-hf5/") + family + ".json")).total == count);
+  }
+}
