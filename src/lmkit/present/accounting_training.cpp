@@ -84,6 +84,7 @@ std::string StepText(const TrainingResult& r, Format f) {
   t.header = {"part", "seconds", "share", "bytes per GPU", "link"};
   t.numeric = {false, true, true, true, false};
   for (const auto& p : s.parts) {
+    if (p.seconds == 0 && p.bytes == 0) continue;  // a parallelism the layout does not use
     std::string link = p.link_bytes_per_s > 0
                            ? Human(p.link_bytes_per_s, "B") + "/s" + (p.inter_node ? " inter-node" : " intra-node")
                            : "";
@@ -256,6 +257,8 @@ Json TrainingJson(const TrainingResult& r) {
   if (x.capacity_known) {
     j["memory"]["capacity_bytes"] = x.options.capacity_bytes;
     j["memory"]["fits"] = x.fits;
+    j["memory"]["megatron"]["fits"] =
+        static_cast<double>(x.megatron.weight_and_optimizer + x.megatron.activations) <= x.options.capacity_bytes;
   }
   if (r.step) {
     const TrainingStepReport& s = *r.step;
