@@ -221,3 +221,23 @@ TEST_CASE("params: training presets equal the published counts", "[accounting][p
     CHECK(CountParameters(lmkit::test::Preset(name)).total == count);
   }
 }
+
+// The Qwen3 dense presets against their model cards, which give the total and the non-embedding count rounded
+// (0.6B / 0.44B, 1.7B / 1.4B, 4.0B / 3.6B, 8.2B / 6.95B, 14.8B / 13.2B, 32.8B / 31.2B).
+TEST_CASE("params: Qwen3 dense presets match the model cards", "[accounting][params]") {
+  struct Card {
+    const char* preset;
+    double total, non_embedding;
+    int decimals;  // of the non-embedding figure
+  };
+  const Card cards[] = {{"qwen3-0.6b", 0.6, 0.44, 2}, {"qwen3-1.7b", 1.7, 1.4, 1},  {"qwen3-4b", 4.0, 3.6, 1},
+                        {"qwen3-8b", 8.2, 6.95, 2},   {"qwen3-14b", 14.8, 13.2, 1}, {"qwen3-32b", 32.8, 31.2, 1}};
+  for (const auto& c : cards) {
+    INFO(c.preset);
+    auto p = CountParameters(lmkit::test::Preset(c.preset));
+    CHECK(std::round(static_cast<double>(p.total) / 1e8) / 10 == Approx(c.total));
+    const double scale = std::pow(10.0, c.decimals);
+    CHECK(std::round(static_cast<double>(p.non_embedding) / 1e9 * scale) / scale == Approx(c.non_embedding));
+  }
+  CHECK(CountParameters(lmkit::test::Preset("qwen3-0.6b")).total == 596049920);  // tied: embedding counted once
+}
