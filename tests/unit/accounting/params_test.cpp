@@ -213,8 +213,9 @@ TEST_CASE("params: training presets equal the published counts", "[accounting][p
   const std::pair<const char*, int64_t> golden[] = {
       {"llama-3.1-70b", 70553706496},  // as Meta-Llama-3-70B: total_size 141,107,412,992 B bf16
       {"llama-3.1-405b", 405853388800}, {"qwen3-235b-a22b", 235093634560},
-      {"gemma-3-4b", 3880263168},  // the language model of google/gemma-3-4b-it
-      {"olmo-2-7b", 7298617344},   // total_size 29,194,469,376 B fp32
+      {"gemma-3-4b", 3880263168},    // the language model of google/gemma-3-4b-it
+      {"olmo-2-7b", 7298617344},     // total_size 29,194,469,376 B fp32
+      {"qwen2.5-72b", 72706203648},  // model card 72.7B
   };
   for (const auto& [name, count] : golden) {
     INFO(name);
