@@ -216,6 +216,7 @@ TEST_CASE("params: training presets equal the published counts", "[accounting][p
       {"gemma-3-4b", 3880263168},    // the language model of google/gemma-3-4b-it
       {"olmo-2-7b", 7298617344},     // total_size 29,194,469,376 B fp32
       {"qwen2.5-72b", 72706203648},  // model card 72.7B
+      {"phi-4", 14659507200},        // Hub: 14.7B
   };
   for (const auto& [name, count] : golden) {
     INFO(name);
