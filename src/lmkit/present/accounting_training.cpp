@@ -58,7 +58,8 @@ std::string MemoryText(const TrainingResult& r, Format f) {
          GB(mg.weight_and_optimizer + mg.activations)});
   const uint64_t lm_wo = top.weights + top.gradients + top.optimizer, lm_act = top.activations + top.logits;
   c.Add({"lmkit", Grouped(lm_wo), Grouped(lm_act), GB(lm_wo + lm_act)});
-  out += BlockGap(f) + RenderTable(c, f);
+  // The convention asked for comes first.
+  out = megatron ? BlockGap(f) + RenderTable(c, f) + out : out + BlockGap(f) + RenderTable(c, f);
   out += TextLine(std::string("Megatron: 18 B/param (bf16 weights, fp32 main gradients, fp32 Adam), 6 + 12/DP with the "
                               "distributed optimizer; vocabulary padded to ") +
                       Grouped(mg.padded_vocab) + "; activations of the first stage by its " +
