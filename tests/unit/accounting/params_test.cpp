@@ -244,10 +244,11 @@ TEST_CASE("params: Qwen3 dense presets match the model cards", "[accounting][par
   CHECK(CountParameters(lmkit::test::Preset("qwen3-0.6b")).total == 596049920);  // tied: embedding counted once
 }
 
-TEST_CASE("params: Mixtral 8x22B and DeepSeek-R1 presets match their model cards", "[accounting][params]") {
+TEST_CASE("params: Mixtral 8x22B, OLMo 2 13B and DeepSeek-R1 presets match their model cards", "[accounting][params]") {
   auto x = CountParameters(lmkit::test::Preset("mixtral-8x22b-v0.1"));
   CHECK(std::round(static_cast<double>(x.total) / 1e9) == 141);  // "141B parameters, 39B active"
   CHECK(std::round(static_cast<double>(x.active) / 1e9) == 39);
+  CHECK(std::round(CountParameters(lmkit::test::Preset("olmo-2-13b")).total / 1e8) == 137);  // Hub: 13.7B
   CHECK(CountParameters(lmkit::test::Preset("deepseek-r1")).total ==
         CountParameters(lmkit::test::Preset("deepseek-v3")).total);  // 671B, V3's architecture
 }
