@@ -1,8 +1,10 @@
 // `lmkit flops`: the matmul inventory, FLOPs, parameters, 6ND, step time and roofline of a transformer step.
 #include "commands.h"
+#include "layout_flags.h"
 #include "lmkit/accounting/run_flops.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
+#include "lmkit/present/accounting_training.h"
 #include "model_args.h"
 
 namespace lmkit::cli {
@@ -28,6 +30,59 @@ Roofline (with --gpu): fused attention (FlashAttention-style) unless --attention
 Default step: batch 1 x seq-len 1024, bf16 peaks. See docs/accounting.md for every formula and its source.)";
 }  // namespace
 
+namespace {
+const char* kLayoutStep = R"(
+Training step under a layout (any layout flag, --gpus or --zero; implies --training): compute of the slowest
+  pipeline stage at the GPU's peak (its matmuls / (tp*cp), recomputation included), the bubble (pp-1)/(vpp*m) of
+  it, TP all-reduces (4 per layer and micro-batch, 6 with full recomputation), the CP ring exchange of K and V (as
+  far as attention does not hide it), EP all-to-alls (4 per MoE layer), PP sends, and DP gradient reduce-scatter and
+  parameter all-gather (overlapped with the last/first micro-batch unless --no-overlap); ring collectives over the
+  GPU table's interconnect within a node of --gpus-per-node, --inter-node-gb-s between nodes. --mfu adds the step
+  at that end-to-end MFU. --svg draws the step's parts. Needs --gpu.)";
+
+template <typename State>
+int RunLayoutStep(CLI::App& sub, const GlobalOptions& g, State& st) {
+  auto fail = [](const Status& s) { return ReportError("flops", s, kAccountingFlags); };
+  auto& t = st.layout.req;
+  auto src = st.args.Source(AnyDimFlag(sub));
+  if (!src.ok()) return fail(src.status());
+  t.source = *src;
+  for (const char* f :
+       {"--kv-dtype", "--quant-scope", "--attention", "--sweep", "--steps", "--no-lm-head", "--softmax", "--macs"})
+    if (sub.count(f) > 0)
+      return fail(Status::InvalidArgument(Field(FieldOf(f)) + " does not combine with the layout flags"));
+  if (st.req.gpu.empty() && st.req.gpu_spec.empty())
+    return fail(Status::InvalidArgument("the layout's step time needs " + Field("gpu")));
+  auto dt = accounting::ParseDtype(st.dtype);
+  if (!dt.ok()) return fail(dt.status());
+  t.dtype = *dt;
+  auto rc = ParseEnum(accounting::RecomputeNames(), st.recompute, "recompute");
+  if (!rc.ok()) return fail(rc.status());
+  t.layout.recompute = *rc;
+  if (Status s = FinishLayoutFlags(sub, &st.layout, IfGiven(sub, "--zero", st.zero)); !s.ok()) return fail(s);
+  if (sub.count("--gpus") > 0) t.layout.gpus = st.gpus;
+  if (sub.count("--micro-batch") == 0 && sub.count("--batch") > 0) t.layout.micro_batch = st.req.options.batch;
+  t.seq_len = st.req.options.seq_len;
+  t.causal_half = st.req.options.causal_half;
+  t.gpu = st.req.gpu;
+  t.gpu_spec = st.req.gpu_spec;
+  t.mfu = IfGiven(sub, "--mfu", st.mfu);
+  t.svg_path = st.args.svg;
+  auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st.args.format, "format");
+  if (!fmt.ok()) return fail(fmt.status());
+  if (Status s = CheckOutputIsNotAnInput(st.args.InputFiles({}), t.svg_path, "--svg"); !s.ok()) return fail(s);
+  auto res = accounting::RunTraining(t);
+  if (!res.ok()) return fail(res.status());
+  if (Status w = WriteChart(t.svg_path, present::TrainingStepSvg(*res)); !w.ok()) return fail(w);
+  if (*fmt == present::Format::kJson) {
+    PrintJson(present::TrainingJson(*res));
+  } else {
+    PrintText(AsFlags(present::RenderTraining(*res, *fmt, true)));
+  }
+  return kExitOk;
+}
+}  // namespace
+
 RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
   struct State {
     ModelArgs args;
@@ -36,6 +91,9 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
     double mfu = 0;
     int64_t steps = 0;
     std::string recompute = "none", dtype = "bf16", kv_dtype, quant_scope, attention;
+    LayoutFlags layout;
+    int64_t gpus = 0;
+    int zero = 0;
   };
   auto st = std::make_shared<State>();
   st->args.Bind(sub);
@@ -66,9 +124,17 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
       "--attention", st->attention,
       "with --gpu: the roofline's attention kernels: " + EnumChoices(accounting::AttentionNames()) + " [fused]");
   sub.add_option("--steps", st->steps, "with --gpu and --mfu: total time of this many steps");
-  sub.footer(kFlopsConventions);
+  sub.add_option("--gpus", st->gpus, "with a layout flag: total GPUs (DP = gpus / (tp x pp x cp))")
+      ->group("training layout (Megatron-style; any of these switches to the per-stage model)");
+  sub.add_option("--zero", st->zero, "with a layout flag: ZeRO stage 0-3 [0]")
+      ->transform(DecimalInteger())
+      ->check(CLI::Range(0, 3))
+      ->group("training layout (Megatron-style; any of these switches to the per-stage model)");
+  AddLayoutFlags(sub, &st->layout, false);
+  sub.footer(std::string(kFlopsConventions) + kLayoutStep);
   return [st, &g, &sub]() -> int {
     auto fail = [](const Status& s) { return ReportError("flops", s, kAccountingFlags); };
+    if (AnyLayoutFlag(sub) || sub.count("--gpus") > 0 || sub.count("--zero") > 0) return RunLayoutStep(sub, g, *st);
     auto& a = st->args;
     auto& req = st->req;
     auto src = a.Source(AnyDimFlag(sub));

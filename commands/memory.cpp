@@ -1,8 +1,10 @@
 // `lmkit memory`: weights, gradients, optimizer state, activations, KV cache and overhead per GPU; fit and max batch.
 #include "commands.h"
+#include "layout_flags.h"
 #include "lmkit/accounting/run_memory.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
+#include "lmkit/present/accounting_training.h"
 #include "model_args.h"
 
 namespace lmkit::cli {
@@ -25,6 +27,66 @@ const char* kMemoryConventions = R"(Conventions (defaults; flags change them):
     (datasheet GB) for the fit verdict and the largest batch. See docs/accounting.md.)";
 }  // namespace
 
+namespace {
+const char* kLayoutConventions = R"(
+With a layout flag (--tp, --pp, --vpp, --cp, --ep, --dp, --sequence-parallel, --micro-batch, --global-batch,
+  --distributed-optimizer, --per-stage, --convention, --search): --gpus is the total GPU count (DP = gpus / (tp*pp*cp)),
+  --batch the micro-batch; memory is per GPU on the most loaded pipeline stage (--per-stage: every stage) under 1F1B
+  (interleaved with --vpp), beside Megatron-LM's theoretical_memory_usage.py (--convention megatron leads with it).
+  With --gpu the step time follows (see lmkit flops --help). --search lists the layouts of --gpus GPUs that fit
+  (needs --gpu and --global-batch). --svg draws the memory by stage.)";
+
+// `memory` with a training layout: one RunTraining call, the layout renderer.
+template <typename State>
+int RunLayout(CLI::App& sub, const GlobalOptions& g, State& st) {
+  auto fail = [](const Status& s) { return ReportError("memory", s, kAccountingFlags); };
+  auto& t = st.layout.req;
+  auto src = st.args.Source(AnyDimFlag(sub));
+  if (!src.ok()) return fail(src.status());
+  t.source = *src;
+  auto mode = ParseEnum(accounting::ModeNames(), st.mode, "mode");
+  if (!mode.ok()) return fail(mode.status());
+  if (*mode != accounting::Mode::kTraining)
+    return fail(Status::InvalidArgument("the layout flags (" + Field("tp") + ", " + Field("pp") +
+                                        " ...) model training; drop " + Field("mode") + " inference"));
+  for (const char* f : {"--kv-dtype", "--quant-scope", "--activations", "--sweep"})
+    if (sub.count(f) > 0)
+      return fail(Status::InvalidArgument(Field(FieldOf(f)) + " does not combine with the layout flags"));
+  auto dt = accounting::ParseDtype(st.dtype);
+  if (!dt.ok()) return fail(dt.status());
+  t.dtype = *dt;
+  auto opt = ParseEnum(accounting::OptimizerNames(), st.optimizer, "optimizer");
+  if (!opt.ok()) return fail(opt.status());
+  t.optimizer = *opt;
+  auto rc = ParseEnum(accounting::RecomputeNames(), st.recompute, "recompute");
+  if (!rc.ok()) return fail(rc.status());
+  t.layout.recompute = *rc;
+  if (Status s = FinishLayoutFlags(sub, &st.layout, IfGiven(sub, "--zero", st.zero)); !s.ok()) return fail(s);
+  if (sub.count("--gpus") > 0) t.layout.gpus = st.req.gpus;
+  if (sub.count("--micro-batch") == 0 && sub.count("--batch") > 0) t.layout.micro_batch = st.req.batch;
+  t.seq_len = st.req.seq_len;
+  t.overhead_gib = st.req.overhead_gib;
+  t.capacity_gb = st.req.capacity_gb;
+  t.gpu = st.req.gpu;
+  t.gpu_spec = st.req.gpu_spec;
+  t.svg_path = st.args.svg;
+  auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st.args.format, "format");
+  if (!fmt.ok()) return fail(fmt.status());
+  if (Status s = CheckOutputIsNotAnInput(st.args.InputFiles({}), t.svg_path, "--svg"); !s.ok()) return fail(s);
+  if (t.search && !t.svg_path.empty())
+    return fail(Status::InvalidArgument(Field("svg") + " does not combine with " + Field("search")));
+  auto res = accounting::RunTraining(t);
+  if (!res.ok()) return fail(res.status());
+  if (Status w = WriteChart(t.svg_path, present::TrainingMemorySvg(*res)); !w.ok()) return fail(w);
+  if (*fmt == present::Format::kJson) {
+    PrintJson(present::TrainingJson(*res));
+  } else {
+    PrintText(AsFlags(present::RenderTraining(*res, *fmt, false)));
+  }
+  return kExitOk;
+}
+}  // namespace
+
 RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
   struct State {
     ModelArgs args;
@@ -32,6 +94,7 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
     std::string mode = "training", dtype = "bf16", optimizer = "adamw", recompute = "none", activations = "korthikanti";
     std::string kv_dtype, quant_scope;
     int zero = 0;
+    LayoutFlags layout;
   };
   auto st = std::make_shared<State>();
   st->args.Bind(sub);
@@ -60,9 +123,11 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--gpu-spec", o.gpu_spec, "a JSON file describing the GPU (a gpus.json entry), instead of --gpu");
   sub.add_option("--capacity-gb", o.capacity_gb, "memory per GPU in GB (1e9 bytes) instead of --gpu's");
   sub.add_option("--overhead-gib", o.overhead_gib, "fixed allowance for CUDA context and workspaces [1]");
-  sub.footer(kMemoryConventions);
+  AddLayoutFlags(sub, &st->layout, true);
+  sub.footer(std::string(kMemoryConventions) + kLayoutConventions);
   return [st, &g, &sub]() -> int {
     auto fail = [](const Status& s) { return ReportError("memory", s, kAccountingFlags); };
+    if (AnyLayoutFlag(sub)) return RunLayout(sub, g, *st);
     auto& req = st->req;
     auto src = st->args.Source(AnyDimFlag(sub));
     if (!src.ok()) return fail(src.status());

@@ -1,7 +1,7 @@
 """lmkit: the numbers language-model engineers need, from the same C++ core as the ``lmkit`` command.
 
 Tokenizers with tiktoken's surface (:func:`get_encoding`, :class:`Encoding`) and CS336's (:func:`train_bpe`,
-:class:`Tokenizer`); the reports (:func:`flops`, :func:`memory`, :func:`plan`, :func:`calibrate`, :func:`quantize`) as
+:class:`Tokenizer`); the reports (:func:`flops`, :func:`memory`, :func:`layouts`, :func:`plan`, :func:`calibrate`, :func:`quantize`) as
 the dicts their ``--json`` prints, and any command line through :func:`run`.
 """
 
@@ -14,11 +14,11 @@ _here = _os.path.dirname(_os.path.abspath(__file__))
 if _os.path.isdir(_os.path.join(_here, "share", "lmkit")):
     _lmkit._set_data_dir(_os.path.join(_here, "share", "lmkit"))
 
-from ._commands import CommandResult, calibrate, flops, memory, plan, quantize, run  # noqa: E402
+from ._commands import CommandResult, calibrate, flops, layouts, memory, plan, quantize, run  # noqa: E402
 from ._cs336 import Tokenizer, train_bpe  # noqa: E402
 from ._encoding import Encoding, get_encoding, list_encoding_names  # noqa: E402
 
 __version__ = _lmkit.__version__
 
-__all__ = ["CommandResult", "Encoding", "Tokenizer", "calibrate", "flops", "get_encoding", "list_encoding_names",
-           "memory", "plan", "quantize", "run", "train_bpe", "__version__"]
+__all__ = ["CommandResult", "Encoding", "Tokenizer", "calibrate", "flops", "get_encoding", "layouts",
+           "list_encoding_names", "memory", "plan", "quantize", "run", "train_bpe", "__version__"]

@@ -81,6 +81,14 @@ def memory(*config: Any, **options: Any) -> Dict[str, Any]:
     return _report(["memory"], config, options)
 
 
+def layouts(*config: Any, **options: Any) -> Dict[str, Any]:
+    """``lmkit memory --search``: the training layouts of ``gpus`` GPUs that fit, fastest first, why the others fail
+    and the cheapest change for the fastest misses, e.g. ``layouts("llama-3.1-405b", gpus=16384, gpu="h100",
+    seq_len=8192, global_batch=2048)``. ``memory``/``flops`` take the layout keywords themselves (``tp=8, pp=16,
+    sequence_parallel=True, micro_batch=1, global_batch=2048, distributed_optimizer=True, per_stage=True``)."""
+    return _report(["memory"], config, {**options, "search": True})
+
+
 def plan(*spec: Any, **options: Any) -> Dict[str, Any]:
     """``lmkit plan``: many models on a few GPUs (placement, tensor parallelism, what-if), from a plan file;
     ``plan("p.json", timeline="day.json")`` (or ``generate_events=1000``) adds the serving day replayed against the

@@ -131,3 +131,25 @@ def test_commands_from_several_threads_give_the_same_documents():
     for t in threads:
         t.join()
     assert len(results) == 20 and all(r == want for r in results)
+
+
+def test_memory_and_flops_take_the_layout_keywords():
+    layout = dict(tp=8, pp=4, sequence_parallel=True, gpus=64, global_batch=64, distributed_optimizer=True,
+                  recompute="selective", seq_len=8192, gpu="h100")
+    got = lmkit.memory("llama-3-8b", per_stage=True, **layout)
+    assert got == cli_json("memory", "llama-3-8b", "--tp", "8", "--pp", "4", "--sequence-parallel", "--gpus", "64",
+                           "--global-batch", "64", "--distributed-optimizer", "--recompute", "selective",
+                           "--seq-len", "8192", "--gpu", "h100", "--per-stage")
+    assert got["layout"]["dp"] == 2 and len(got["memory"]["stages"]) == 4
+    step = lmkit.flops("llama-3-8b", mfu=0.4, **layout)["step"]
+    assert step["bound"] and 0 < step["mfu"] <= 1 and step["at_mfu"]["mfu"] == 0.4
+    svg = lmkit.flops("llama-3-8b", svg=True, **layout)["svg"]
+    assert svg.rstrip().endswith("</svg>")
+
+
+def test_layouts_searches_like_memory_search():
+    got = lmkit.layouts("llama-3-8b", gpus=16, gpu="h100", seq_len=8192, global_batch=64, top=3)
+    assert got == cli_json("memory", "llama-3-8b", "--search", "--gpus", "16", "--gpu", "h100", "--seq-len", "8192",
+                           "--global-batch", "64", "--top", "3")
+    best = got["search"]["best"]
+    assert 0 < len(best) <= 3 and best[0]["step_s"] <= best[-1]["step_s"]

@@ -335,7 +335,8 @@ Status ParseQwen(const Reader& r, const std::string& t, HfConfig& c) {
   }
   if (t == "qwen2_moe" || t == "qwen3_moe") {
     const bool q2 = t == "qwen2_moe";
-    LMKIT_READ(c.moe_spec.routed_experts, r.Dim({"num_experts"}, q2 ? 60 : 128, kMaxCount));
+    // transformers 5 writes Qwen3-MoE's expert count as num_local_experts; earlier versions as num_experts.
+    LMKIT_READ(c.moe_spec.routed_experts, r.Dim({"num_experts", "num_local_experts"}, q2 ? 60 : 128, kMaxCount));
     LMKIT_READ(c.moe_spec.top_k, r.Dim({"num_experts_per_tok"}, q2 ? 4 : 8, kMaxCount));
     LMKIT_READ(c.moe_spec.expert_d_ff, r.Dim({"moe_intermediate_size"}, q2 ? 1408 : 768, kMaxWidth));
     if (q2) {
@@ -363,7 +364,8 @@ Status ParseDeepSeek(const Reader& r, const std::string& t, HfConfig& c) {
     if (freq <= 0) return r.Err("field 'moe_layer_freq' must be positive");
     for (int64_t i = 0; i < c.layers; ++i) c.moe[static_cast<size_t>(i)] = i >= first_dense && i % freq == 0;
     LMKIT_READ(std::string topk_method, r.Str({"topk_method"}, ""));
-    c.moe_spec.router_bias = topk_method == "noaux_tc";
+    // DeepseekV3's router always holds e_score_correction_bias (transformers 5 no longer writes topk_method).
+    c.moe_spec.router_bias = t == "deepseek_v3" || topk_method == "noaux_tc";
   }
   if (t == "deepseek") return Status::Ok();
   c.mla = true;

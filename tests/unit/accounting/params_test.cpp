@@ -189,3 +189,66 @@ TEST_CASE("params: family features that change KV or FLOPs are read", "[accounti
   CHECK(f.norms_per_layer == 1);
   CHECK(f.tied);
 }
+
+// Configs exactly as transformers 5.24 writes them (tests/data/accounting/tiny-hf5/make_tiny.py): the parameter count
+// of each family equals the number of elements in the safetensors save_pretrained wrote beside it. Qwen3-MoE names
+// its expert count num_local_experts there, and DeepSeek-V3's router holds e_score_correction_bias without a
+// topk_method key.
+TEST_CASE("params: every family's count equals its transformers 5 checkpoint", "[accounting][params]") {
+  const std::pair<const char*, int64_t> golden[] = {
+      {"deepseek_v2", 99968}, {"deepseek_v3", 95412}, {"falcon", 94592},   {"gemma2", 70208},
+      {"gemma3_text", 70272}, {"gpt2", 112384},       {"gpt_neox", 75200}, {"llama", 78144},
+      {"mistral", 78144},     {"mixtral", 189248},    {"olmo2", 78336},    {"phi3", 78144},
+      {"qwen2", 78400},       {"qwen2_moe", 109760},  {"qwen3", 78208},    {"qwen3_moe", 91008},
+  };
+  for (const auto& [family, count] : golden) {
+    INFO(family);
+    CHECK(CountParameters(lmkit::test::RealConfig(std::string("tiny-hf5/") + family + ".json")).total == count);
+  }
+}
+
+// The planning presets added for training at scale: their parameter counts equal the published ones
+// (data/models/README.md, tests/data/accounting/PROVENANCE.md).
+TEST_CASE("params: training presets equal the published counts", "[accounting][params]") {
+  const std::pair<const char*, int64_t> golden[] = {
+      {"llama-3.1-70b", 70553706496},  // as Meta-Llama-3-70B: total_size 141,107,412,992 B bf16
+      {"llama-3.1-405b", 405853388800}, {"qwen3-235b-a22b", 235093634560},
+      {"gemma-3-4b", 3880263168},    // the language model of google/gemma-3-4b-it
+      {"olmo-2-7b", 7298617344},     // total_size 29,194,469,376 B fp32
+      {"qwen2.5-72b", 72706203648},  // model card 72.7B
+      {"phi-4", 14659507200},        // Hub: 14.7B
+  };
+  for (const auto& [name, count] : golden) {
+    INFO(name);
+    CHECK(CountParameters(lmkit::test::Preset(name)).total == count);
+  }
+}
+
+// The Qwen3 dense presets against their model cards, which give the total and the non-embedding count rounded
+// (0.6B / 0.44B, 1.7B / 1.4B, 4.0B / 3.6B, 8.2B / 6.95B, 14.8B / 13.2B, 32.8B / 31.2B).
+TEST_CASE("params: Qwen3 dense presets match the model cards", "[accounting][params]") {
+  struct Card {
+    const char* preset;
+    double total, non_embedding;
+    int decimals;  // of the non-embedding figure
+  };
+  const Card cards[] = {{"qwen3-0.6b", 0.6, 0.44, 2}, {"qwen3-1.7b", 1.7, 1.4, 1},  {"qwen3-4b", 4.0, 3.6, 1},
+                        {"qwen3-8b", 8.2, 6.95, 2},   {"qwen3-14b", 14.8, 13.2, 1}, {"qwen3-32b", 32.8, 31.2, 1}};
+  for (const auto& c : cards) {
+    INFO(c.preset);
+    auto p = CountParameters(lmkit::test::Preset(c.preset));
+    CHECK(std::round(static_cast<double>(p.total) / 1e8) / 10 == Approx(c.total));
+    const double scale = std::pow(10.0, c.decimals);
+    CHECK(std::round(static_cast<double>(p.non_embedding) / 1e9 * scale) / scale == Approx(c.non_embedding));
+  }
+  CHECK(CountParameters(lmkit::test::Preset("qwen3-0.6b")).total == 596049920);  // tied: embedding counted once
+}
+
+TEST_CASE("params: Mixtral 8x22B, OLMo 2 13B and DeepSeek-R1 presets match their model cards", "[accounting][params]") {
+  auto x = CountParameters(lmkit::test::Preset("mixtral-8x22b-v0.1"));
+  CHECK(std::round(static_cast<double>(x.total) / 1e9) == 141);  // "141B parameters, 39B active"
+  CHECK(std::round(static_cast<double>(x.active) / 1e9) == 39);
+  CHECK(std::round(CountParameters(lmkit::test::Preset("olmo-2-13b")).total / 1e8) == 137);  // Hub: 13.7B
+  CHECK(CountParameters(lmkit::test::Preset("deepseek-r1")).total ==
+        CountParameters(lmkit::test::Preset("deepseek-v3")).total);  // 671B, V3's architecture
+}
