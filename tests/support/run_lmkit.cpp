@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string_view>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -170,8 +171,21 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::string TestData(const std::string& relative) { return std::string(LMKIT_TEST_DATA_DIR) + "/" + relative; }
-std::string RepoPath(const std::string& relative) { return std::string(LMKIT_REPO_DIR) + "/" + relative; }
+namespace {
+// Built by appending to a string of runtime length: GCC 12's -Warray-bounds misfires on `literal + "/" + s` once the
+// literal (a checkout path, different in every clone) is inlined into a unity batch.
+std::string PathUnderRoot(std::string_view root, const std::string& relative) {
+  std::string path;
+  path.reserve(root.size() + 1 + relative.size());
+  path.append(root.data(), root.size());
+  path.push_back('/');
+  path.append(relative);
+  return path;
+}
+}  // namespace
+
+std::string TestData(const std::string& relative) { return PathUnderRoot(LMKIT_TEST_DATA_DIR, relative); }
+std::string RepoPath(const std::string& relative) { return PathUnderRoot(LMKIT_REPO_DIR, relative); }
 
 size_t CountOf(const std::string& text, const std::string& needle) {
   size_t n = 0;
