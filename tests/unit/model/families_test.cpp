@@ -1,0 +1,172 @@
+// Every supported family against transformers: tiny random checkpoints that transformers 5 saved itself
+// (tests/data/model/<family>/, scripts/model-fixtures.py) with its fp32 logits over a fixed sequence and its greedy ids.
+// lmkit's logits must be within 1e-4 of transformers' at every position, and greedy decoding with the KV cache must give
+// the same ids. The two silent defects of #39 are the llama3 (rope_parameters, theta 500000) and mistral (sliding
+// window 8 over 48 tokens) fixtures; the variants below show they would fail when read the old way.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "lmkit/common/file_reader.h"
+#include "lmkit/common/json.h"
+#include "lmkit/io/npy.h"
+#include "lmkit/model/llama.h"
+#include "support/run_lmkit.h"
+
+using namespace lmkit;
+using namespace lmkit::model;
+using lmkit::test::TempDir;
+using lmkit::test::TestData;
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename T>
+std::vector<T> Npy(const std::string& path) {
+  auto f = io::NpyFile::Open(path);
+  REQUIRE(f.ok());
+  std::vector<T> out(f->header().num_elements());
+  REQUIRE(f->data().size() == out.size() * sizeof(T));
+  std::memcpy(out.data(), f->data().data(), f->data().size());
+  return out;
+}
+
+struct Fixture {
+  std::vector<uint32_t> tokens, greedy;
+  std::vector<float> logits;  // [T, vocab]
+};
+
+Fixture Load(const std::string& dir) {
+  Fixture f;
+  for (int32_t t : Npy<int32_t>(dir + "/tokens.npy")) f.tokens.push_back(static_cast<uint32_t>(t));
+  for (int32_t t : Npy<int32_t>(dir + "/greedy.npy")) f.greedy.push_back(static_cast<uint32_t>(t));
+  f.logits = Npy<float>(dir + "/logits.npy");
+  return f;
+}
+
+// max |lmkit - transformers| over every position's logits.
+double MaxDelta(const LlamaModel& m, const Fixture& f, unsigned threads) {
+  const uint32_t n = static_cast<uint32_t>(f.tokens.size()), V = m.config().vocab;
+  std::vector<float> out(size_t{n} * V);
+  KvCache c = m.NewCache(n);
+  ThreadPool pool(threads);
+  const Status s = m.Forward(f.tokens, c, &pool, out.data(), true);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out.size() == f.logits.size());
+  double d = 0;
+  for (size_t i = 0; i < out.size(); ++i) d = std::max(d, std::abs(static_cast<double>(out[i]) - f.logits[i]));
+  return d;
+}
+
+// Greedy decoding from the fixture's prompt: one prefill, then one token at a time through the KV cache.
+std::vector<uint32_t> Greedy(const LlamaModel& m, const std::vector<uint32_t>& prompt, size_t total) {
+  const uint32_t V = m.config().vocab;
+  KvCache c = m.NewCache(static_cast<uint32_t>(total));
+  std::vector<float> logits(V);
+  std::vector<uint32_t> ids = prompt;
+  std::vector<uint32_t> step = prompt;
+  ThreadPool pool(2);
+  while (ids.size() < total) {
+    REQUIRE(m.Forward(step, c, &pool, logits.data(), false).ok());
+    const uint32_t next = static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    ids.push_back(next);
+    step = {next};
+  }
+  return ids;
+}
+
+const char* const kFamilies[] = {"llama3", "llama_linear", "llama_dynamic", "mistral", "qwen2",   "qwen3",
+                                 "gemma2", "gemma3",       "phi3",          "olmo2",   "mixtral", "qwen2_moe",
+                                 "qwen3_moe_fused"};
+
+// A copy of fixture `family` in `dir` with config.json edited by `edit` (the weights linked, not copied).
+std::string Variant(const std::string& family, const std::string& dir, const std::function<void(Json&)>& edit) {
+  const std::string src = TestData("model/" + family);
+  auto cfg = ParseJson(*ReadFileToString(src + "/config.json"), "cfg");
+  REQUIRE(cfg.ok());
+  edit(*cfg);
+  fs::create_directories(dir);
+  lmkit::test::WriteAll(dir + "/config.json", DumpJson(*cfg));
+  fs::copy_file(src + "/model.safetensors", dir + "/model.safetensors");
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("families: logits within 1e-4 of transformers' and the same greedy ids, for every family",
+          "[model][families]") {
+  for (const char* family : kFamilies) {
+    const std::string dir = TestData(std::string("model/") + family);
+    INFO(family);
+    auto m = LlamaModel::Load(dir);
+    INFO(m.status().ToString());
+    REQUIRE(m.ok());
+    const Fixture f = Load(dir);
+    const double d1 = MaxDelta(*m, f, 1);
+    CHECK(d1 <= 1e-4);
+    CHECK(MaxDelta(*m, f, 3) == d1);  // the same bytes for any thread count
+    const std::vector<uint32_t> prompt(f.greedy.begin(), f.greedy.begin() + 16);
+    CHECK(Greedy(*m, prompt, f.greedy.size()) == f.greedy);
+  }
+}
+
+TEST_CASE("families: the two silent defects of #39 fail the references when read the old way", "[model][families]") {
+  TempDir tmp;
+  // (a) rope_parameters ignored = theta 10000 and no llama3 scaling.
+  const Fixture llama = Load(TestData("model/llama3"));
+  auto old = LlamaModel::Load(Variant("llama3", tmp.path() + "/a", [](Json& j) { j.erase("rope_parameters"); }));
+  REQUIRE(old.ok());
+  CHECK(MaxDelta(*old, llama, 1) > 1e-2);
+  // The same parameters in transformers 4's spelling (top-level rope_theta + rope_scaling) give the same logits.
+  auto v4 = LlamaModel::Load(Variant("llama3", tmp.path() + "/b", [](Json& j) {
+    Json p = j["rope_parameters"];
+    j.erase("rope_parameters");
+    j["rope_theta"] = p["rope_theta"];
+    p.erase("rope_theta");
+    j["rope_scaling"] = p;
+  }));
+  REQUIRE(v4.ok());
+  CHECK(MaxDelta(*v4, llama, 1) <= 1e-4);
+  // (b) the sliding window ignored = full attention over 48 tokens.
+  const Fixture mistral = Load(TestData("model/mistral"));
+  auto full = LlamaModel::Load(Variant("mistral", tmp.path() + "/c", [](Json& j) { j["sliding_window"] = nullptr; }));
+  REQUIRE(full.ok());
+  CHECK(MaxDelta(*full, mistral, 1) > 1e-2);
+  CHECK(full->config().window == std::vector<uint32_t>{0, 0});
+  // qwen2: the window applies from max_window_layers on, only with use_sliding_window.
+  auto q = LlamaModel::Load(TestData("model/qwen2"));
+  REQUIRE(q.ok());
+  CHECK(q->config().window == std::vector<uint32_t>{0, 8});
+  auto qoff =
+      LlamaModel::Load(Variant("qwen2", tmp.path() + "/d", [](Json& j) { j["use_sliding_window"] = false; }));
+  REQUIRE(qoff.ok());
+  CHECK(qoff->config().window == std::vector<uint32_t>{0, 0});
+  CHECK(MaxDelta(*qoff, Load(TestData("model/qwen2")), 1) > 1e-3);
+}
+
+TEST_CASE("families: MoE experts load from per-expert 2-D tensors and fused 3-D ones alike", "[model][families]") {
+  auto fused = LlamaModel::Load(TestData("model/qwen3_moe_fused"));
+  REQUIRE(fused.ok());
+  const auto names = fused->LinearNames();
+  // Per layer: q, k, v, o, router, 4 experts x (gate, up, down).
+  REQUIRE(names.size() == 2 * (4 + 1 + 12));
+  CHECK(names[4] == "model.layers.0.mlp.gate");
+  CHECK(names[5] == "model.layers.0.mlp.experts.0.gate_proj");
+  const auto src = fused->LinearInputSource();
+  CHECK(src[1] == 0);
+  CHECK(src[5] == 5);
+  CHECK(src[6] == 5);
+  CHECK(src[7] == 7);
+  auto mixtral = LlamaModel::Load(TestData("model/mixtral"));
+  REQUIRE(mixtral.ok());
+  CHECK(mixtral->LinearNames()[5] == "model.layers.0.block_sparse_moe.experts.0.w1");
+  auto qwen2 = LlamaModel::Load(TestData("model/qwen2_moe"));
+  REQUIRE(qwen2.ok());
+  // Layer 0 is dense (mlp_only_layers); layer 1: router, 4 experts, shared expert, shared_expert_gate.
+  const auto q2 = qwen2->LinearNames();
+  REQUIRE(q2.size() == 7 + 4 + 1 + 12 + 3 + 1);
+  CHECK(q2.back() == "model.layers.1.mlp.shared_expert_gate");
+  CHECK(qwen2->LinearInputSource().back() == 7 + 4);
+}
