@@ -4,8 +4,8 @@ fp32 logits and greedy ids on them (the references tests/unit/model/families_tes
 Not CI: run from the heavy venv (scripts/heavy-venv.sh prints its python):
     $(bash scripts/heavy-venv.sh) scripts/model-fixtures.py [--out tests/data/model] [--seed 0] [--scale 1] [FAMILY...]
 Each fixture directory gets config.json + model.safetensors (save_pretrained, or the transformers-5 fused 3-D expert
-layout for the *_fused families), tokens.npy (int32 [T], fixed), logits.npy (fp32 [T, vocab]: the logits of every
-position of one forward pass over tokens), greedy.npy (int32 [prompt + new]: model.generate(do_sample=False) from the
+layout for the *_fused families), tokens.npy (uint32 [T], fixed: `lmkit eval --tokens` reads it), logits.npy (fp32 [T, vocab]: the logits of every
+position of one forward pass over tokens), greedy.npy (uint32 [prompt + new]: model.generate(do_sample=False) from the
 first PROMPT tokens) and fixture.json (transformers/torch versions, seed, what the family exercises).
 scripts/interop/check_model_families.py imports this file to build fresh checkpoints with other seeds and sizes.
 """
@@ -134,7 +134,7 @@ def references(model, tokens):
         logits = model(ids).logits[0].float().numpy()
         gen = model.generate(ids[:, :PROMPT], max_new_tokens=NEW, do_sample=False, min_new_tokens=NEW,
                              pad_token_id=0, eos_token_id=None)
-    return logits, gen[0].numpy().astype(np.int32)
+    return logits, gen[0].numpy().astype(np.uint32)
 
 
 def write(name, out_root, seed, scale):
@@ -151,7 +151,7 @@ def write(name, out_root, seed, scale):
     if os.path.exists(gen_cfg):
         os.remove(gen_cfg)
     rng = np.random.default_rng(1000 + seed)
-    tokens = rng.integers(3, model.config.vocab_size, size=T).astype(np.int32)
+    tokens = rng.integers(3, model.config.vocab_size, size=T).astype(np.uint32)
     logits, greedy = references(model, tokens.tolist())
     np.save(os.path.join(out, "tokens.npy"), tokens)
     np.save(os.path.join(out, "logits.npy"), logits.astype(np.float32))

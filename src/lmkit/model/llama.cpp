@@ -410,7 +410,9 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
       // Mixtral's Hub checkpoints call the block block_sparse_moe and its experts' projections w1 (gate), w3 (up),
       // w2 (down); transformers 5 keeps the fused 3-D experts.gate_up_proj [E, 2I, H] / experts.down_proj [E, H, I]
       // in memory and may be handed either.
-      const std::string mp = ld.index.count(p + "block_sparse_moe.gate.weight") ? p + "block_sparse_moe." : p + "mlp.";
+      const std::string bs = p + "block_sparse_moe.gate.weight";
+      const std::string mp =
+          ld.index.count(bs) || ld.index.count(bs + "_packed") ? p + "block_sparse_moe." : p + "mlp.";
       const uint32_t E = c.experts, I = c.expert_intermediate;
       LMKIT_ASSIGN_OR_RETURN(L.router, lin(mp + "gate", E, H, false));
       if (ld.index.count(mp + "experts.gate_up_proj")) {

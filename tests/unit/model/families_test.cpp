@@ -39,8 +39,8 @@ struct Fixture {
 
 Fixture Load(const std::string& dir) {
   Fixture f;
-  for (int32_t t : Npy<int32_t>(dir + "/tokens.npy")) f.tokens.push_back(static_cast<uint32_t>(t));
-  for (int32_t t : Npy<int32_t>(dir + "/greedy.npy")) f.greedy.push_back(static_cast<uint32_t>(t));
+  for (uint32_t t : Npy<uint32_t>(dir + "/tokens.npy")) f.tokens.push_back(t);
+  for (uint32_t t : Npy<uint32_t>(dir + "/greedy.npy")) f.greedy.push_back(t);
   f.logits = Npy<float>(dir + "/logits.npy");
   return f;
 }
