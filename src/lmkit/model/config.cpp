@@ -21,6 +21,9 @@ bool IsGemma(const std::string& t) { return t == "gemma2" || t == "gemma3" || t 
 Result<LlamaConfig> LlamaConfigFrom(const io::HfConfig& h) {
   const std::string& subject = h.subject;
   const std::string& t = h.model_type;
+  if (h.mla)
+    return Status::Unsupported(subject, "model_type '" + t +
+                                            "': multi-head latent attention (kv_lora_rank) is not implemented");
   if (!kFamilies.count(t))
     return Status::Unsupported(subject, "model_type '" + t +
                                             "' has no forward pass (llama, mistral, qwen2, qwen3, gemma2, gemma3, "
@@ -36,7 +39,6 @@ Result<LlamaConfig> LlamaConfigFrom(const io::HfConfig& h) {
     return Status::Unsupported(subject, "field 'hidden_act' \"" + h.hidden_act +
                                             "\" is not implemented (silu, gelu, gelu_pytorch_tanh)");
   }
-  if (h.mla) return Status::Unsupported(subject, "multi-head latent attention (kv_lora_rank) is not implemented");
   if (h.max_positions <= 0)
     return Status::InvalidInput(subject, "field 'max_position_embeddings' must be positive (got 0)");
   if (h.head_dim % 2 != 0)
