@@ -211,13 +211,16 @@ Status ParseRope(const Reader& r, const std::string& t, HfConfig& c) {
   LMKIT_READ(int64_t top_original, r.Opt({"original_max_position_embeddings"}, t == "phi3" ? 4096 : 0, kMaxPositions));
   const char* key = r.Has("rope_scaling") ? "rope_scaling" : r.Has("rope_parameters") ? "rope_parameters" : nullptr;
   const Json* dict = key ? &r.At(key) : nullptr;
-  const bool nested = dict && dict->is_object() && (dict->contains("full_attention") || dict->contains("sliding_attention"));
+  const bool nested =
+      dict && dict->is_object() && (dict->contains("full_attention") || dict->contains("sliding_attention"));
   if (!nested) {
-    LMKIT_READ(c.rope, RopeFrom(r, dict, key ? key : "rope_parameters", c.rope_theta, partial, top_original,
-                                c.max_positions));
+    LMKIT_READ(c.rope,
+               RopeFrom(r, dict, key ? key : "rope_parameters", c.rope_theta, partial, top_original, c.max_positions));
     c.rope_local = c.rope;
   } else {
-    auto sub = [&](const char* k) -> const Json* { return dict->contains(k) && !(*dict)[k].is_null() ? &(*dict)[k] : nullptr; };
+    auto sub = [&](const char* k) -> const Json* {
+      return dict->contains(k) && !(*dict)[k].is_null() ? &(*dict)[k] : nullptr;
+    };
     LMKIT_READ(c.rope, RopeFrom(r, sub("full_attention"), std::string(key) + ".full_attention", c.rope_theta, partial,
                                 top_original, c.max_positions));
     LMKIT_READ(c.rope_local, RopeFrom(r, sub("sliding_attention"), std::string(key) + ".sliding_attention",

@@ -31,8 +31,8 @@ struct MoeSpec {
 };
 
 // Rotary embedding parameters as transformers 5 standardises them: the dict `rope_parameters` (or the older
-// `rope_scaling`, which wins when both are present), with rope_theta and partial_rotary_factor taken from the dict, else
-// the top level, else the class default. The type's own fields (factor, low_freq_factor, ...) stay in `params`.
+// `rope_scaling`, which wins when both are present), with rope_theta and partial_rotary_factor taken from the dict,
+// else the top level, else the class default. The type's own fields (factor, low_freq_factor, ...) stay in `params`.
 struct RopeSpec {
   std::string type = "default";  // rope_type (or the older "type")
   double theta = 10000.0;

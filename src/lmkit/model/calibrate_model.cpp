@@ -120,9 +120,10 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
   table.tensors = std::move(ranges);
   quant::AddCalibrationWarnings(&table);
   for (const std::string& e : unrouted)
-    table.warnings.push_back(e + ": no calibration token was routed to this expert; its range is the fallback (gate/up: "
-                                 "the MoE block input's, down: the widest routed expert's); use --all-experts to "
-                                 "calibrate every expert on every token");
+    table.warnings.push_back(e +
+                             ": no calibration token was routed to this expert; its range is the fallback (gate/up: "
+                             "the MoE block input's, down: the widest routed expert's); use --all-experts to "
+                             "calibrate every expert on every token");
   table.seconds = MonotonicSeconds() - t0;
   LMKIT_RETURN_IF_ERROR(outputs.Commit(table));
   return table;

@@ -7,7 +7,8 @@
 // named by module (e.g. "model.layers.0.self_attn.q_proj", what quantize looks up), in forward order; q/k/v and
 // gate/up see the same input, which is calibrated once and its range given to each. The nvidia flavour runs the windows
 // twice (see StreamingCalibrator). A routed expert is calibrated on the rows routed to it (all rows with all_experts);
-// one no token reaches takes a fallback range, with a warning naming it (docs/model.md). Errors: as Evaluate (token ids, seq_len) and Calibrate (options). Deterministic.
+// one no token reaches takes a fallback range, with a warning naming it (docs/model.md). Errors: as Evaluate (token
+// ids, seq_len) and Calibrate (options). Deterministic.
 #pragma once
 
 #include <cstdint>

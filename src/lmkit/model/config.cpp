@@ -11,8 +11,8 @@
 namespace lmkit::model {
 namespace {
 
-const std::set<std::string> kFamilies = {"llama",  "mistral",     "qwen2", "qwen3", "gemma2",  "gemma3",   "gemma3_text",
-                                         "phi3",   "olmo2",       "mixtral", "qwen2_moe", "qwen3_moe"};
+const std::set<std::string> kFamilies = {"llama",       "mistral", "qwen2", "qwen3",   "gemma2",    "gemma3",
+                                         "gemma3_text", "phi3",    "olmo2", "mixtral", "qwen2_moe", "qwen3_moe"};
 
 bool IsGemma(const std::string& t) { return t == "gemma2" || t == "gemma3" || t == "gemma3_text"; }
 
@@ -22,8 +22,8 @@ Result<LlamaConfig> LlamaConfigFrom(const io::HfConfig& h) {
   const std::string& subject = h.subject;
   const std::string& t = h.model_type;
   if (h.mla)
-    return Status::Unsupported(subject, "model_type '" + t +
-                                            "': multi-head latent attention (kv_lora_rank) is not implemented");
+    return Status::Unsupported(subject,
+                               "model_type '" + t + "': multi-head latent attention (kv_lora_rank) is not implemented");
   if (!kFamilies.count(t))
     return Status::Unsupported(subject, "model_type '" + t +
                                             "' has no forward pass (llama, mistral, qwen2, qwen3, gemma2, gemma3, "
@@ -36,8 +36,8 @@ Result<LlamaConfig> LlamaConfigFrom(const io::HfConfig& h) {
   } else if (h.hidden_act == "gelu") {
     c.act = Activation::kGelu;
   } else {
-    return Status::Unsupported(subject, "field 'hidden_act' \"" + h.hidden_act +
-                                            "\" is not implemented (silu, gelu, gelu_pytorch_tanh)");
+    return Status::Unsupported(
+        subject, "field 'hidden_act' \"" + h.hidden_act + "\" is not implemented (silu, gelu, gelu_pytorch_tanh)");
   }
   if (h.max_positions <= 0)
     return Status::InvalidInput(subject, "field 'max_position_embeddings' must be positive (got 0)");
@@ -66,7 +66,8 @@ Result<LlamaConfig> LlamaConfigFrom(const io::HfConfig& h) {
   c.rope_local = h.rope_local;
   c.attn_softcap = h.attn_logit_softcap;
   c.final_softcap = h.final_logit_softcap;
-  c.attn_scale = 1.0 / std::sqrt(h.query_pre_attn_scalar > 0 ? h.query_pre_attn_scalar : static_cast<double>(h.head_dim));
+  c.attn_scale =
+      1.0 / std::sqrt(h.query_pre_attn_scalar > 0 ? h.query_pre_attn_scalar : static_cast<double>(h.head_dim));
   if (IsGemma(t)) {
     c.norms = NormPlacement::kSandwich;
     c.unit_offset_norms = c.scale_embeddings = true;
@@ -112,10 +113,10 @@ Result<LlamaConfig> ParseLlamaConfig(const Json& config_in, const std::string& s
   LMKIT_ASSIGN_OR_RETURN(io::HfConfig h, io::ParseHfConfig(config, subject));
   const std::string& t = h.model_type;
   const Json empty = Json::object();
-  const Json& j = t == "gemma3" ? (config.contains("text_config") && config["text_config"].is_object()
-                                       ? config["text_config"]
-                                       : empty)
-                                : config;
+  const Json& j =
+      t == "gemma3"
+          ? (config.contains("text_config") && config["text_config"].is_object() ? config["text_config"] : empty)
+          : config;
   auto has = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
   auto flag = [&](const char* k, bool fallback) -> Result<bool> {
     if (!has(k)) return fallback;
@@ -137,10 +138,10 @@ Result<LlamaConfig> ParseLlamaConfig(const Json& config_in, const std::string& s
     const char* name;
     Json noop;  // the value that changes nothing
   };
-  const Key kRefused[] = {{"use_qk_norm", false},        {"attention_chunk_size", nullptr}, {"no_rope_layers", nullptr},
-                          {"logits_scaling", 1.0},       {"embedding_multiplier", 1.0},   {"residual_multiplier", 1.0},
-                          {"attention_multiplier", 1.0}, {"use_bidirectional_attention", false},
-                          {"rope_interleave", false}};
+  const Key kRefused[] = {
+      {"use_qk_norm", false},        {"attention_chunk_size", nullptr},      {"no_rope_layers", nullptr},
+      {"logits_scaling", 1.0},       {"embedding_multiplier", 1.0},          {"residual_multiplier", 1.0},
+      {"attention_multiplier", 1.0}, {"use_bidirectional_attention", false}, {"rope_interleave", false}};
   for (const Key& k : kRefused) {
     if (!j.contains(k.name) || j[k.name].is_null() || j[k.name] == k.noop) continue;
     return Status::Unsupported(subject, "field '" + std::string(k.name) + "' (" + DumpJson(j[k.name], -1) +

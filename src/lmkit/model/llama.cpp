@@ -269,8 +269,8 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
   const LlamaConfig& c = model.config_;
   // The forward pass indexes with 32-bit products of these; each bounds a real tensor's row count.
   if (uint64_t{c.heads} * c.head_dim > (uint64_t{1} << 30))
-    return Status::InvalidInput(config_path, fmt::format("num_attention_heads x head_dim = {} is too large",
-                                                         uint64_t{c.heads} * c.head_dim));
+    return Status::InvalidInput(
+        config_path, fmt::format("num_attention_heads x head_dim = {} is too large", uint64_t{c.heads} * c.head_dim));
 
   ModelLoader ld;
   ld.subject = path;
@@ -337,8 +337,9 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     LMKIT_ASSIGN_OR_RETURN(Linear l, ld.LoadLinear(m, out, in));
     if (bias && l.bias.empty()) return Status::InvalidInput(path, "missing tensor '" + m + ".bias'");
     if (!bias && !l.bias.empty())
-      return Status::InvalidInput(path, "tensor '" + m + ".bias' is not part of the model config.json describes "
-                                                         "(attention_bias / mlp_bias is false)");
+      return Status::InvalidInput(path, "tensor '" + m +
+                                            ".bias' is not part of the model config.json describes "
+                                            "(attention_bias / mlp_bias is false)");
     return l;
   };
   auto mlp = [&](const std::string& p, uint32_t inter, bool bias, bool fused, const char* g, const char* u,
@@ -403,9 +404,8 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     }
     LMKIT_ASSIGN_OR_RETURN(L.o, lin(p + "self_attn.o_proj", H, qd, c.o_bias));
     if (!L.moe) {
-      LMKIT_ASSIGN_OR_RETURN(L.mlp,
-                             mlp(p + "mlp.", c.intermediate, c.mlp_bias, c.fused_gate_up, "gate_proj", "up_proj",
-                                 "down_proj"));
+      LMKIT_ASSIGN_OR_RETURN(
+          L.mlp, mlp(p + "mlp.", c.intermediate, c.mlp_bias, c.fused_gate_up, "gate_proj", "up_proj", "down_proj"));
     } else {
       // Mixtral's Hub checkpoints call the block block_sparse_moe and its experts' projections w1 (gate), w3 (up),
       // w2 (down); transformers 5 keeps the fused 3-D experts.gate_up_proj [E, 2I, H] / experts.down_proj [E, H, I]
@@ -433,11 +433,12 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
           L.experts.push_back(std::move(m));
         }
       } else {
-        const bool w123 = ld.index.count(mp + "experts.0.w1.weight") || ld.index.count(mp + "experts.0.w1.weight_packed");
+        const bool w123 =
+            ld.index.count(mp + "experts.0.w1.weight") || ld.index.count(mp + "experts.0.w1.weight_packed");
         for (uint32_t e = 0; e < E; ++e) {
-          LMKIT_ASSIGN_OR_RETURN(Mlp m, mlp(fmt::format("{}experts.{}.", mp, e), I, false, false,
-                                            w123 ? "w1" : "gate_proj", w123 ? "w3" : "up_proj",
-                                            w123 ? "w2" : "down_proj"));
+          LMKIT_ASSIGN_OR_RETURN(Mlp m,
+                                 mlp(fmt::format("{}experts.{}.", mp, e), I, false, false, w123 ? "w1" : "gate_proj",
+                                     w123 ? "w3" : "up_proj", w123 ? "w2" : "down_proj"));
           L.experts.push_back(std::move(m));
         }
       }

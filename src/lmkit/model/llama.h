@@ -23,8 +23,8 @@
 // Errors: kInvalidInput for a token id >= vocab_size ("token id 600 at position 3 is >= vocab_size 512") or when the
 // cache would overflow its capacity. `observer` (may be null) sees the input of every Linear in LinearNames() order
 // (for calibration; a routed expert sees only the rows routed to it, and is not called when none is, unless the
-// observer asks for RouteAllExperts). A model is immutable: Forward may run concurrently with separate caches and pools. Output is the
-// same for any pool size.
+// observer asks for RouteAllExperts). A model is immutable: Forward may run concurrently with separate caches and
+// pools. Output is the same for any pool size.
 #pragma once
 
 #include <cstdint>

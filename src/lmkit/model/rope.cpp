@@ -15,11 +15,15 @@ const std::set<std::string>& KnownKeys(const std::string& type) {
   static const std::set<std::string> kDefault = {}, kScaled = {"factor"},
                                      kLlama3 = {"factor", "low_freq_factor", "high_freq_factor",
                                                 "original_max_position_embeddings"},
-                                     kYarn = {"factor",    "original_max_position_embeddings", "attention_factor",
-                                              "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"},
+                                     kYarn = {"factor",           "original_max_position_embeddings",
+                                              "attention_factor", "beta_fast",
+                                              "beta_slow",        "mscale",
+                                              "mscale_all_dim",   "truncate"},
                                      // short_mscale / long_mscale: older Phi-3 configs; transformers 5 reads neither.
-                                     kLong = {"factor",      "original_max_position_embeddings", "attention_factor",
-                                              "long_factor", "short_factor", "short_mscale", "long_mscale"};
+      kLong = {"factor",           "original_max_position_embeddings",
+               "attention_factor", "long_factor",
+               "short_factor",     "short_mscale",
+               "long_mscale"};
   if (type == "linear" || type == "dynamic") return kScaled;
   if (type == "llama3") return kLlama3;
   if (type == "yarn") return kYarn;
@@ -45,15 +49,17 @@ Result<RopeSchedule> RopeSchedule::Make(const io::RopeSpec& spec, uint32_t head_
   const auto& known = KnownKeys(spec.type);
   for (auto it = p.begin(); it != p.end(); ++it) {
     const std::string& k = it.key();
-    if (k == "rope_type" || k == "type" || k == "rope_theta" || k == "partial_rotary_factor" || known.count(k)) continue;
+    if (k == "rope_type" || k == "type" || k == "rope_theta" || k == "partial_rotary_factor" || known.count(k))
+      continue;
     if (it.value().is_null()) continue;
-    return Status::Unsupported(subject,
-                               "field 'rope_parameters." + k + "' is not implemented for rope_type '" + spec.type + "'");
+    return Status::Unsupported(
+        subject, "field 'rope_parameters." + k + "' is not implemented for rope_type '" + spec.type + "'");
   }
   auto num = [&](const char* k, bool required, double fallback) -> Result<double> {
     if (!p.contains(k) || p[k].is_null()) {
       if (required)
-        return Status::InvalidInput(subject, fmt::format("rope_type '{}' needs field 'rope_parameters.{}'", spec.type, k));
+        return Status::InvalidInput(subject,
+                                    fmt::format("rope_type '{}' needs field 'rope_parameters.{}'", spec.type, k));
       return fallback;
     }
     if (!p[k].is_number() || !std::isfinite(p[k].get<double>()))
@@ -84,8 +90,9 @@ Result<RopeSchedule> RopeSchedule::Make(const io::RopeSpec& spec, uint32_t head_
     LMKIT_ASSIGN_OR_RETURN(double lo, num("low_freq_factor", true, 1));
     LMKIT_ASSIGN_OR_RETURN(double hi, num("high_freq_factor", true, 4));
     if (!(factor > 0) || !(hi > lo) || !(lo > 0))
-      return Status::InvalidInput(subject, "llama3 rope_parameters need factor > 0 and high_freq_factor > "
-                                           "low_freq_factor > 0");
+      return Status::InvalidInput(subject,
+                                  "llama3 rope_parameters need factor > 0 and high_freq_factor > "
+                                  "low_freq_factor > 0");
     const double old = s.original_max_, lo_wl = old / lo, hi_wl = old / hi;
     for (double& x : f) {
       const double wl = 2 * std::numbers::pi / x;

@@ -37,7 +37,7 @@ class RopeSchedule {
   std::string type_;
   uint32_t dim_ = 0, max_positions_ = 0, original_max_ = 0;
   double theta_ = 10000.0, factor_ = 1.0;
-  RopeFreqs fixed_;                               // every type but dynamic / longrope-long
+  RopeFreqs fixed_;                                 // every type but dynamic / longrope-long
   std::vector<double> long_factor_, short_factor_;  // longrope
 };
 

@@ -2,12 +2,11 @@
 #include "lmkit/model/config.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <numbers>
 
 #include "lmkit/common/json.h"
 #include "lmkit/model/rope.h"
-
-#include <cmath>
-#include <numbers>
 
 using namespace lmkit;
 using namespace lmkit::model;
@@ -59,9 +58,10 @@ TEST_CASE("config: defaults are transformers' per model_type, shared with accoun
 namespace {
 
 Json Small(const std::string& type) {
-  return {{"model_type", type},     {"hidden_size", 64},         {"intermediate_size", 128},
-          {"num_hidden_layers", 4}, {"num_attention_heads", 4},  {"num_key_value_heads", 2},
-          {"vocab_size", 100},      {"max_position_embeddings", 256}};
+  return {{"model_type", type},       {"hidden_size", 64},
+          {"intermediate_size", 128}, {"num_hidden_layers", 4},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+          {"vocab_size", 100},        {"max_position_embeddings", 256}};
 }
 
 std::string Err(const Json& j) { return ParseLlamaConfig(j, "c.json").status().ToString(); }
@@ -72,9 +72,9 @@ std::string Err(const Json& j) { return ParseLlamaConfig(j, "c.json").status().T
 // rope_scaling are still read, rope_scaling winning as transformers' convert_rope_params_to_dict does.
 TEST_CASE("config: rope_parameters and the older rope_theta / rope_scaling", "[model][config]") {
   Json j = Small("llama");
-  j["rope_parameters"] = {{"rope_type", "llama3"},      {"rope_theta", 500000.0},
-                          {"factor", 8.0},              {"low_freq_factor", 1.0},
-                          {"high_freq_factor", 4.0},    {"original_max_position_embeddings", 64}};
+  j["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 500000.0},
+                          {"factor", 8.0},           {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
   auto c = ParseLlamaConfig(j, "c.json");
   REQUIRE(c.ok());
   CHECK(c->rope.type == "llama3");
@@ -89,8 +89,9 @@ TEST_CASE("config: rope_parameters and the older rope_theta / rope_scaling", "[m
   CHECK(c->rope_theta == 250000.0);
   // A rope type or parameter the forward pass does not implement is refused, naming it.
   j["rope_scaling"] = {{"rope_type", "mrope"}};
-  CHECK(Err(j) == "c.json: field 'rope_parameters.rope_type' 'mrope' is not implemented (default, linear, dynamic, "
-                  "llama3, yarn, longrope)");
+  CHECK(Err(j) ==
+        "c.json: field 'rope_parameters.rope_type' 'mrope' is not implemented (default, linear, dynamic, "
+        "llama3, yarn, longrope)");
   j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"mrope_section", {1, 2}}};
   CHECK(Err(j) == "c.json: field 'rope_parameters.mrope_section' is not implemented for rope_type 'linear'");
   j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"high_freq_factor", 4.0}};
@@ -106,8 +107,9 @@ TEST_CASE("config: rope_parameters and the older rope_theta / rope_scaling", "[m
   REQUIRE(c.ok());
   CHECK(c->rope.partial == 0.5);
   j["partial_rotary_factor"] = 0.1;  // 16 * 0.1 = 1 rotary dimension
-  CHECK(Err(j) == "c.json: partial_rotary_factor 0.1 gives 1 rotary dimensions of head_dim 16 (needs an even number "
-                  ">= 2)");
+  CHECK(Err(j) ==
+        "c.json: partial_rotary_factor 0.1 gives 1 rotary dimensions of head_dim 16 (needs an even number "
+        ">= 2)");
 }
 
 TEST_CASE("config: rope formulas - yarn and longrope attention factors, llama3 bands, dynamic growth",

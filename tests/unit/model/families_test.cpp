@@ -1,8 +1,8 @@
 // Every supported family against transformers: tiny random checkpoints that transformers 5 saved itself
-// (tests/data/model/<family>/, scripts/model-fixtures.py) with its fp32 logits over a fixed sequence and its greedy ids.
-// lmkit's logits must be within 1e-4 of transformers' at every position, and greedy decoding with the KV cache must give
-// the same ids. The two silent defects of #39 are the llama3 (rope_parameters, theta 500000) and mistral (sliding
-// window 8 over 48 tokens) fixtures; the variants below show they would fail when read the old way.
+// (tests/data/model/<family>/, scripts/model-fixtures.py) with its fp32 logits over a fixed sequence and its greedy
+// ids. lmkit's logits must be within 1e-4 of transformers' at every position, and greedy decoding with the KV cache
+// must give the same ids. The two silent defects of #39 are the llama3 (rope_parameters, theta 500000) and mistral
+// (sliding window 8 over 48 tokens) fixtures; the variants below show they would fail when read the old way.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -77,9 +77,9 @@ std::vector<uint32_t> Greedy(const LlamaModel& m, const std::vector<uint32_t>& p
   return ids;
 }
 
-const char* const kFamilies[] = {"llama3", "llama_linear", "llama_dynamic", "mistral", "qwen2",   "qwen3",
-                                 "gemma2", "gemma3",       "phi3",          "olmo2",   "mixtral", "qwen2_moe",
-                                 "qwen3_moe_fused"};
+const char* const kFamilies[] = {"llama3",  "llama_linear", "llama_dynamic",  "mistral", "qwen2",
+                                 "qwen3",   "gemma2",       "gemma3",         "phi3",    "olmo2",
+                                 "mixtral", "qwen2_moe",    "qwen3_moe_fused"};
 
 // A copy of fixture `family` in `dir` with config.json edited by `edit` (the weights linked, not copied).
 std::string Variant(const std::string& family, const std::string& dir, const std::function<void(Json&)>& edit) {
@@ -139,8 +139,7 @@ TEST_CASE("families: the two silent defects of #39 fail the references when read
   auto q = LlamaModel::Load(TestData("model/qwen2"));
   REQUIRE(q.ok());
   CHECK(q->config().window == std::vector<uint32_t>{0, 8});
-  auto qoff =
-      LlamaModel::Load(Variant("qwen2", tmp.path() + "/d", [](Json& j) { j["use_sliding_window"] = false; }));
+  auto qoff = LlamaModel::Load(Variant("qwen2", tmp.path() + "/d", [](Json& j) { j["use_sliding_window"] = false; }));
   REQUIRE(qoff.ok());
   CHECK(qoff->config().window == std::vector<uint32_t>{0, 0});
   CHECK(MaxDelta(*qoff, Load(TestData("model/qwen2")), 1) > 1e-3);
