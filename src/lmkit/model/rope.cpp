@@ -77,6 +77,12 @@ Result<RopeSchedule> RopeSchedule::Make(const io::RopeSpec& spec, uint32_t head_
                                                      "{} (needs an even number >= 2)",
                                                      spec.partial, dim, head_dim));
   s.dim_ = dim;
+  if ((spec.type == "llama3" || spec.type == "yarn" || spec.type == "longrope") && s.original_max_ < 2)
+    return Status::InvalidInput(
+        subject,
+        fmt::format("rope_type '{}' needs original_max_position_embeddings >= 2 (got {})", spec.type, s.original_max_));
+  if (spec.type == "dynamic" && dim < 4)
+    return Status::InvalidInput(subject, "rope_type 'dynamic' needs at least 4 rotary dimensions");
   s.fixed_.rot_dim = dim;
   s.fixed_.inv_freq = BaseInvFreq(spec.theta, dim);
   std::vector<double>& f = s.fixed_.inv_freq;

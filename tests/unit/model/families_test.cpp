@@ -11,6 +11,7 @@
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/json.h"
 #include "lmkit/io/npy.h"
+#include "lmkit/io/safetensors.h"
 #include "lmkit/model/llama.h"
 #include "support/run_lmkit.h"
 
@@ -168,4 +169,36 @@ TEST_CASE("families: MoE experts load from per-expert 2-D tensors and fused 3-D 
   REQUIRE(q2.size() == 7 + 4 + 1 + 12 + 3 + 1);
   CHECK(q2.back() == "model.layers.1.mlp.shared_expert_gate");
   CHECK(qwen2->LinearInputSource().back() == 7 + 4);
+}
+
+// gemma3 (Gemma3ForConditionalGeneration): the text model nested in text_config, its tensors under
+// model.language_model. (transformers 5) with a vision tower beside them, gives gemma3_text's logits.
+TEST_CASE("families: gemma3's multimodal layout runs its language model", "[model][families]") {
+  TempDir tmp;
+  const std::string src = TestData("model/gemma3"), dir = tmp.path() + "/mm";
+  fs::create_directories(dir);
+  auto text = ParseJson(*ReadFileToString(src + "/config.json"), "cfg");
+  REQUIRE(text.ok());
+  (*text)["model_type"] = "gemma3_text";
+  Json cfg = {{"model_type", "gemma3"}, {"text_config", *text}, {"vision_config", {{"hidden_size", 8}}}};
+  lmkit::test::WriteAll(dir + "/config.json", DumpJson(cfg));
+  auto st = io::SafetensorsFile::Open(src + "/model.safetensors");
+  REQUIRE(st.ok());
+  std::vector<io::TensorData> out;
+  for (const auto& t : st->tensors()) {
+    std::string name = t.name;
+    if (name.rfind("model.", 0) == 0) name = "model.language_model." + name.substr(6);
+    out.push_back({name, t.dtype, t.shape, st->Data(t)});
+  }
+  const float patch[4] = {1, 2, 3, 4};
+  out.push_back({"model.vision_tower.patch.weight",
+                 io::DType::kF32,
+                 {2, 2},
+                 std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(patch), sizeof patch)});
+  REQUIRE(io::WriteSafetensors(dir + "/model.safetensors", out).ok());
+  auto m = LlamaModel::Load(dir);
+  INFO(m.status().ToString());
+  REQUIRE(m.ok());
+  CHECK(m->config().model_type == "gemma3");
+  CHECK(MaxDelta(*m, Load(src), 1) <= 1e-4);
 }
