@@ -202,3 +202,49 @@ TEST_CASE("families: gemma3's multimodal layout runs its language model", "[mode
   CHECK(m->config().model_type == "gemma3");
   CHECK(MaxDelta(*m, Load(src), 1) <= 1e-4);
 }
+
+// BF16 and F16 checkpoints of every family load (upcast to fp32) and stay close to the fp32 model: the difference is
+// the rounding of the stored weights (and gemma's sqrt(hidden) embedding scale rounded to the embeddings' dtype).
+TEST_CASE("families: BF16 and F16 copies of every family run", "[model][families]") {
+  TempDir tmp;
+  for (const char* family : kFamilies) {
+    const std::string src = TestData(std::string("model/") + family);
+    const Fixture f = Load(src);
+    for (io::DType dt : {io::DType::kBF16, io::DType::kF16}) {
+      INFO(family << " " << io::DTypeName(dt));
+      const std::string dir = tmp.path() + "/" + family + std::string(io::DTypeName(dt));
+      fs::create_directories(dir);
+      fs::copy_file(src + "/config.json", dir + "/config.json");
+      auto st = io::SafetensorsFile::Open(src + "/model.safetensors");
+      REQUIRE(st.ok());
+      std::vector<std::vector<uint8_t>> bufs;
+      std::vector<io::TensorData> out;
+      for (const auto& t : st->tensors()) {
+        const auto bytes = st->Data(t);
+        std::vector<float> v(t.num_elements());
+        std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+        bufs.emplace_back(v.size() * 2);
+        REQUIRE(io::ConvertFromF32(dt, v.data(), bufs.back().data(), v.size()).ok());
+        out.push_back({t.name, dt, t.shape, bufs.back()});
+      }
+      REQUIRE(io::WriteSafetensors(dir + "/model.safetensors", out).ok());
+      auto m = LlamaModel::Load(dir);
+      INFO(m.status().ToString());
+      REQUIRE(m.ok());
+      // Top-1 agreement with the fp32 references over the 48 positions (a MoE router may flip an expert, so no
+      // bound on the largest logit difference).
+      const uint32_t n = static_cast<uint32_t>(f.tokens.size()), V = m->config().vocab;
+      std::vector<float> logits(size_t{n} * V);
+      KvCache c = m->NewCache(n);
+      REQUIRE(m->Forward(f.tokens, c, nullptr, logits.data(), true).ok());
+      uint32_t agree = 0;
+      for (uint32_t t = 0; t < n; ++t) {
+        const float* a = &logits[size_t{t} * V];
+        const float* b = &f.logits[size_t{t} * V];
+        CHECK(std::isfinite(a[0]));
+        agree += std::max_element(a, a + V) - a == std::max_element(b, b + V) - b;
+      }
+      CHECK(agree >= n * 3 / 4);
+    }
+  }
+}
