@@ -41,10 +41,13 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
       "streamed through histograms; or from the inputs of every Linear of a model run over token ids (--model)");
   sub.add_option("ACTIVATIONS", a->o.inputs, ".npy or .safetensors files; same-name tensors are merged in order");
   auto* model = sub.add_option("--model", a->m.model,
-                               "instead of ACTIVATIONS: a Llama-family checkpoint whose Linear inputs are recorded");
+                               "instead of ACTIVATIONS: a checkpoint (docs/model.md families) whose Linear inputs are "
+                               "recorded");
   auto* tokens = sub.add_option("--tokens", a->m.tokens, "with --model: token ids (.npy or uint16 .bin) to run");
   sub.add_option("--seq-len", a->m.seq_len, "with --model: window length (default min(max_position_embeddings, 1024))");
   sub.add_option("--max-tokens", a->m.max_tokens, "with --model: use only the first N tokens");
+  sub.add_flag("--all-experts", a->m.all_experts,
+               "with --model, MoE: run every expert on every token for calibration (outputs still use the top-k)");
   sub.add_option("--method", a->method, MethodHelp())->required();
   sub.add_option("--flavor", a->flavor, FlavorHelp());
   auto* p =

@@ -1,4 +1,5 @@
-// `lmkit eval`: NLL / perplexity of a Llama-family checkpoint over a token file; --compare adds KL and top-1 agreement.
+// `lmkit eval`: NLL / perplexity of a decoder checkpoint (docs/model.md families) over a token file; --compare adds KL
+// and top-1 agreement.
 #include "lmkit/model/eval.h"
 
 #include <optional>
@@ -17,7 +18,8 @@ RunFn SetupEval(CLI::App& sub, const GlobalOptions& g) {
   };
   auto a = std::make_shared<Args>();
   sub.description(
-      "Mean negative log-likelihood and perplexity of a Hugging Face Llama-family checkpoint (float, or INT8 from "
+      "Mean negative log-likelihood and perplexity of a Hugging Face decoder checkpoint (Llama, Qwen, Gemma, Phi-3, "
+      "OLMo 2, Mixtral, ...) (float, or INT8 from "
       "'lmkit quantize') over a token file; --compare OTHER adds per-token KL divergence, top-1 agreement and the "
       "perplexity delta");
   sub.add_option("MODEL", a->o.model, "model directory (config.json + *.safetensors) or a .safetensors file")

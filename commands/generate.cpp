@@ -20,7 +20,8 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
   };
   auto a = std::make_shared<Args>();
   sub.description(
-      "Continue token ids with a Llama-family checkpoint: greedy by default, or sampled with --temperature/--seed; "
+      "Continue token ids with a decoder checkpoint (docs/model.md families): greedy by default, or sampled with "
+      "--temperature/--seed; "
       "prints the ids (one sequence per line), or writes them to a token file with -o");
   sub.add_option("MODEL", a->o.model, "model directory (config.json + *.safetensors) or a .safetensors file")
       ->required();

@@ -154,3 +154,72 @@ TEST_CASE("model commands: bad inputs are one-line errors", "[model][cli]") {
   CHECK(r.err == "lmkit eval: --dtype applies to .bin token files (a .npy header gives its own dtype)\n");
   CHECK(RunLmkit({"eval", kCliModel, "--tokens", d.file("ok.npy")}).exit_code == 0);
 }
+
+// #39: every routed expert's input is recorded; an expert no calibration token reaches gets the documented fallback
+// range and a warning naming it, and --all-experts calibrates every expert on every token without changing the model.
+TEST_CASE("calibrate --model: MoE experts, the unrouted fallback and --all-experts", "[model][cli]") {
+  TempDir d;
+  const std::string moe = TestData("model/qwen2_moe");
+  REQUIRE(RunLmkit({"generate", moe, "--prompt-ids", "5", "--max-tokens", "1", "-o", d.file("one.npy")}).exit_code ==
+          0);
+  auto r = RunLmkit({"calibrate", "--model", moe, "--tokens", d.file("one.npy"), "--max-tokens", "1", "--method",
+                     "minmax", "-o", d.file("m.json")});
+  REQUIRE(r.exit_code == 0);
+  const Json m = Parse(ReadAll(d.file("m.json")));
+  // Layer 0 dense (7), layer 1: q k v o, router, 4 experts x 3, shared expert x 3, shared gate.
+  REQUIRE(m["tensors"].size() == 7 + 4 + 1 + 12 + 3 + 1);
+  int unrouted = 0;
+  for (int e = 0; e < 4; ++e) {
+    const std::string p = "model.layers.1.mlp.experts." + std::to_string(e);
+    for (const char* leaf : {".gate_proj", ".up_proj", ".down_proj"}) {
+      const Json& t = m["tensors"][p + leaf];
+      CHECK(std::isfinite(t["amax"].get<double>()));
+      CHECK(t["amax"].get<double>() > 0);
+    }
+    if (m["tensors"][p + ".gate_proj"]["samples"] == 0) {
+      ++unrouted;
+      // gate/up fall back to the block input's range (the router's).
+      CHECK(m["tensors"][p + ".gate_proj"]["amax"] == m["tensors"]["model.layers.1.mlp.gate"]["amax"]);
+      CHECK(r.err.find(p + ": no calibration token was routed to this expert") != std::string::npos);
+    }
+  }
+  CHECK(unrouted == 2);  // one token, top-2 of 4 experts
+  auto all = RunLmkit({"calibrate", "--model", moe, "--tokens", d.file("one.npy"), "--max-tokens", "1", "--method",
+                       "minmax", "--all-experts", "-o", d.file("a.json")});
+  REQUIRE(all.exit_code == 0);
+  const Json a = Parse(ReadAll(d.file("a.json")));
+  for (int e = 0; e < 4; ++e)
+    CHECK(a["tensors"]["model.layers.1.mlp.experts." + std::to_string(e) + ".down_proj"]["samples"].get<int64_t>() > 0);
+  CHECK(all.err.find("no calibration token") == std::string::npos);
+}
+
+// #39: the 8-bit kinds `lmkit quantize` writes load and run in every family (fused phi3 projections, MoE routers and
+// experts, gemma's norms), close to the float model.
+TEST_CASE("calibrate + quantize + eval: w8a16, w8a8 (dynamic and static) and fp8 copies of every family run",
+          "[model][cli][families]") {
+  TempDir d;
+  for (const char* family : {"llama3", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "olmo2", "mixtral",
+                             "qwen2_moe", "qwen3_moe_fused"}) {
+    const std::string m = TestData(std::string("model/") + family);
+    // calibrate --model runs on every family too; its table drives static w8a8.
+    const std::string calib = d.file(std::string(family) + ".calib.json");
+    REQUIRE(RunLmkit({"calibrate", "--model", m, "--tokens", m + "/tokens.npy", "--method", "minmax", "-o", calib})
+                .exit_code == 0);
+    for (const std::string scheme : {"w8a16", "w8a8", "fp8", "w8a8-static"}) {
+      INFO(family << " " << scheme);
+      const std::string out = d.file(std::string(family) + "-" + scheme);
+      std::vector<std::string> args = {"quantize", m, "-o", out, "--scheme", scheme == "w8a8-static" ? "w8a8" : scheme};
+      if (scheme == "w8a8-static") args.insert(args.end(), {"--calibration", calib});
+      auto q = RunLmkit(args);
+      INFO(q.err);
+      REQUIRE(q.exit_code == 0);
+      auto e = RunLmkit({"--json", "eval", m, "--tokens", m + "/tokens.npy", "--compare", out});
+      INFO(e.err);
+      REQUIRE(e.exit_code == 0);
+      const Json c = Parse(e.out)["compare"];
+      if (scheme == "w8a8-static") CHECK(c["mode"] == "w8a8-static");
+      CHECK(c["mean_kl"].get<double>() < 0.5);  // random weights with x8 outlier channels quantize coarsely
+      CHECK(c["top1_agreement"].get<double>() >= 0.65);
+    }
+  }
+}

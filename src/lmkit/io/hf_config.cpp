@@ -171,14 +171,71 @@ Status ApplyLayerTypes(const Reader& r, int64_t window, HfConfig& c) {
   return Status::Ok();
 }
 
-// The rope_scaling type ("default", "llama3", "linear", "yarn", ...): "" when absent or null.
-std::string RopeScalingType(const Reader& r) {
-  if (!r.Has("rope_scaling")) return "";
-  const Json& rs = r.At("rope_scaling");
-  if (rs.is_object())
-    for (const char* k : {"rope_type", "type"})
-      if (rs.contains(k) && rs[k].is_string()) return rs[k].get<std::string>();
-  return "?";
+// One RoPE dict (or none) completed as transformers' standardize_rope_params does: rope_type (else "type", else
+// "default"), rope_theta and partial_rotary_factor (else the top-level values), original_max_position_embeddings.
+Result<RopeSpec> RopeFrom(const Reader& r, const Json* dict, const std::string& name, double theta, double partial,
+                          int64_t top_original, int64_t max_positions) {
+  RopeSpec s;
+  s.theta = theta;
+  s.partial = partial;
+  if (dict != nullptr) {
+    if (!dict->is_object()) return r.Err("field '" + name + "' is not an object");
+    s.params = *dict;
+  }
+  const Json& p = s.params;
+  for (const char* k : {"type", "rope_type"}) {
+    if (!p.contains(k) || p[k].is_null()) continue;
+    if (!p[k].is_string()) return r.Err("field '" + name + "." + k + "' is not a string");
+    s.type = p[k].get<std::string>();
+  }
+  auto real = [&](const char* k, double* out) -> Status {
+    if (!p.contains(k) || p[k].is_null()) return Status::Ok();
+    if (!p[k].is_number() || !(p[k].get<double>() > 0) || !std::isfinite(p[k].get<double>()))
+      return r.Err("field '" + name + "." + k + "' must be a positive number");
+    *out = p[k].get<double>();
+    return Status::Ok();
+  };
+  LMKIT_RETURN_IF_ERROR(real("rope_theta", &s.theta));
+  LMKIT_RETURN_IF_ERROR(real("partial_rotary_factor", &s.partial));
+  double original = 0;
+  LMKIT_RETURN_IF_ERROR(real("original_max_position_embeddings", &original));
+  s.original_max = top_original > 0 ? top_original : original > 0 ? static_cast<int64_t>(original) : max_positions;
+  return s;
+}
+
+// `rope_parameters` / `rope_scaling`, flat or (gemma3) nested by layer type: full_attention for global layers,
+// sliding_attention for local ones (the older gemma3 configs: rope_scaling for global, rope_local_base_freq local).
+Status ParseRope(const Reader& r, const std::string& t, HfConfig& c) {
+  LMKIT_READ(double partial, r.Real("partial_rotary_factor", 1.0));
+  // Phi3Config always has the attribute (4096); elsewhere only a config.json that writes it.
+  LMKIT_READ(int64_t top_original, r.Opt({"original_max_position_embeddings"}, t == "phi3" ? 4096 : 0, kMaxPositions));
+  const char* key = r.Has("rope_scaling") ? "rope_scaling" : r.Has("rope_parameters") ? "rope_parameters" : nullptr;
+  const Json* dict = key ? &r.At(key) : nullptr;
+  const bool nested =
+      dict && dict->is_object() && (dict->contains("full_attention") || dict->contains("sliding_attention"));
+  if (!nested) {
+    LMKIT_READ(c.rope,
+               RopeFrom(r, dict, key ? key : "rope_parameters", c.rope_theta, partial, top_original, c.max_positions));
+    c.rope_local = c.rope;
+  } else {
+    auto sub = [&](const char* k) -> const Json* {
+      return dict->contains(k) && !(*dict)[k].is_null() ? &(*dict)[k] : nullptr;
+    };
+    LMKIT_READ(c.rope, RopeFrom(r, sub("full_attention"), std::string(key) + ".full_attention", c.rope_theta, partial,
+                                top_original, c.max_positions));
+    LMKIT_READ(c.rope_local, RopeFrom(r, sub("sliding_attention"), std::string(key) + ".sliding_attention",
+                                      c.rope_theta, partial, top_original, c.max_positions));
+  }
+  if (t == "gemma3_text") {
+    // Gemma3TextConfig: the local layers' base is rope_local_base_freq (10000) unless their dict gives one, and they
+    // never take the global rope_scaling.
+    LMKIT_READ(double local, r.Real("rope_local_base_freq", 10000.0));
+    if (!nested) c.rope_local = RopeSpec{};
+    if (!c.rope_local.params.contains("rope_theta")) c.rope_local.theta = local;
+  }
+  c.rope_theta = c.rope.theta;
+  c.rope_scaling = c.rope.type == "default" ? "" : c.rope.type;
+  return Status::Ok();
 }
 
 int64_t TokenId(const Json& j, const char* key) {
@@ -385,6 +442,7 @@ Status ParseDeepSeek(const Reader& r, const std::string& t, HfConfig& c) {
 
 Status ParseGemma(const Reader& r, const std::string& t, HfConfig& c) {
   c.norms_per_layer = 4;  // input, post-attention, pre-feedforward, post-feedforward
+  LMKIT_READ(c.query_pre_attn_scalar, r.Real("query_pre_attn_scalar", 256.0));
   LMKIT_READ(int64_t w, r.OptNone("sliding_window", 4096, kMaxPositions));
   if (t == "gemma2") {
     LMKIT_READ(c.attn_logit_softcap, r.RealNone("attn_logit_softcapping", 50.0));
@@ -436,7 +494,7 @@ Status ParseFamily(const Reader& r, const std::string& t, HfConfig& c) {
   if (t == "deepseek" || t == "deepseek_v2" || t == "deepseek_v3") LMKIT_RETURN_IF_ERROR(ParseDeepSeek(r, t, c));
   if (t == "gemma2" || t == "gemma3_text") LMKIT_RETURN_IF_ERROR(ParseGemma(r, t, c));
   if (t == "olmo2") c.qk_norm = QkNorm::kFullWidth;  // post-norm layers: post-attention and post-feedforward norms
-  c.rope_scaling = RopeScalingType(r);
+  LMKIT_RETURN_IF_ERROR(ParseRope(r, t, c));
 
   // Checked once every key is read, so that a missing key is named first. A class default that does not fit these
   // heads (MistralConfig's 8 KV heads under 4 heads) is the config's omission, which the message says rather than

@@ -30,6 +30,17 @@ struct MoeSpec {
   bool router_bias = false;  // deepseek_v3 noaux_tc: e_score_correction_bias, one value per routed expert
 };
 
+// Rotary embedding parameters as transformers 5 standardises them: the dict `rope_parameters` (or the older
+// `rope_scaling`, which wins when both are present), with rope_theta and partial_rotary_factor taken from the dict,
+// else the top level, else the class default. The type's own fields (factor, low_freq_factor, ...) stay in `params`.
+struct RopeSpec {
+  std::string type = "default";  // rope_type (or the older "type")
+  double theta = 10000.0;
+  double partial = 1.0;          // partial_rotary_factor
+  int64_t original_max = 0;      // original_max_position_embeddings (top level, else the dict's, else max positions)
+  Json params = Json::object();  // the whole dict ({} when the config has none)
+};
+
 // Where q/k RMSNorms apply: none, over each head (qwen3, gemma3: head_dim weights each), or over the whole q and k
 // projections (olmo2: heads·head_dim and kv_heads·head_dim weights).
 enum class QkNorm { kNone, kPerHead, kFullWidth };
@@ -61,6 +72,9 @@ struct HfConfig {
   double norm_eps = 1e-6;
   double rope_theta = 10000.0;
   std::string rope_scaling;                                // rope_scaling's rope_type/type; "" = none
+  RopeSpec rope;                                           // full-attention layers (every layer but gemma3's local)
+  RopeSpec rope_local;                                     // gemma3's sliding layers (rope_local_base_freq); = rope
+  double query_pre_attn_scalar = 0;                        // gemma: scores scale by its -1/2 power; 0 = head_dim
   double attn_logit_softcap = 0, final_logit_softcap = 0;  // gemma2 tanh soft-capping; 0 = none
 
   std::vector<int64_t> window;  // per layer: sliding-window span in tokens, 0 = full attention

@@ -13,23 +13,26 @@
 namespace lmkit::model {
 namespace {
 
-// Per layer, LinearNames() lists q, k, v, o, gate, up, down; q/k/v and gate/up read the same tensor, so only the first
-// of each group is calibrated (the entropy search dominates the run time) and its range is copied to the others.
-constexpr uint32_t kGroupOf[7] = {0, 0, 0, 1, 2, 2, 3};
-constexpr uint32_t kGroups = 4;
-
+// Linears that read the same rows (q/k/v, gate/up, a MoE block's router and shared expert) are calibrated once, as the
+// first of them (LinearInputSource; the entropy search dominates the run time), and the range is copied to the others.
 class Feed : public ActivationObserver {
  public:
-  explicit Feed(quant::StreamingCalibrator& c) : c_(c) {}
+  Feed(quant::StreamingCalibrator& c, const std::vector<size_t>& source, const std::vector<size_t>& group, bool all)
+      : c_(c), source_(source), group_(group), all_(all) {}
   Status Observe(size_t linear, const float* x, uint64_t rows, uint64_t cols) override {
-    const size_t layer = linear / 7, pos = linear % 7;
-    if (pos != 0 && kGroupOf[pos] == kGroupOf[pos - 1]) return Status::Ok();  // same input as the previous Linear
-    return c_.Add(layer * kGroups + kGroupOf[pos], x, rows * cols);
+    if (source_[linear] != linear || rows == 0) return Status::Ok();
+    return c_.Add(group_[linear], x, rows * cols);
   }
+  bool RouteAllExperts() const override { return all_; }
 
  private:
   quant::StreamingCalibrator& c_;
+  const std::vector<size_t>& source_;
+  const std::vector<size_t>& group_;
+  bool all_;
 };
+
+bool IsExpert(const std::string& name) { return name.find(".experts.") != std::string::npos; }
 
 }  // namespace
 
@@ -50,9 +53,17 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
     if (tf[i] >= V)
       return Status::InvalidInput(o.tokens, fmt::format("token id {} at index {} is >= vocab_size {}", tf[i], i, V));
   const std::vector<std::string> names = model.LinearNames();
+  const std::vector<size_t> source = model.LinearInputSource();
+  std::vector<size_t> group(names.size());  // calibrated tensor of each Linear's input
   std::vector<std::string> group_names;
-  for (size_t i = 0; i < names.size(); ++i)
-    if (i % 7 == 0 || kGroupOf[i % 7] != kGroupOf[i % 7 - 1]) group_names.push_back(names[i]);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (source[i] == i) {
+      group[i] = group_names.size();
+      group_names.push_back(names[i]);
+    } else {
+      group[i] = group[source[i]];
+    }
+  }
   LMKIT_ASSIGN_OR_RETURN(quant::StreamingCalibrator cal,
                          quant::StreamingCalibrator::Create(o.calib, group_names, o.model));
   // The outputs are opened before the forward passes, so an unwritable path fails before the work.
@@ -61,7 +72,7 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
   KvCache cache = model.NewCache(T);
   std::vector<float> logits(V);
   std::vector<uint32_t> ids(T);
-  Feed feed(cal);
+  Feed feed(cal, source, group, o.all_experts);
   const uint64_t windows = (total + T - 1) / T;
   if (progress) progress->Begin("calibrating", windows * cal.passes(), "windows");
   for (int pass = 0; pass < cal.passes(); ++pass) {
@@ -80,11 +91,39 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
   LMKIT_ASSIGN_OR_RETURN(quant::CalibrationTable table, cal.Finish());
   std::vector<quant::TensorRange> ranges;
   for (size_t i = 0; i < names.size(); ++i) {
-    ranges.push_back(table.tensors[(i / 7) * kGroups + kGroupOf[i % 7]]);
+    ranges.push_back(table.tensors[group[i]]);
     ranges.back().name = names[i];
+  }
+  // Experts no calibration token was routed to have no data. Fallback (docs/model.md): an expert's gate/up take the
+  // range of the MoE block's input over all tokens (the router's, a superset of what any expert sees); its down_proj
+  // takes the widest down_proj range among the layer's experts that were routed to.
+  std::vector<std::string> unrouted;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (ranges[i].samples > 0 || !IsExpert(names[i])) continue;
+    const std::string block = names[i].substr(0, names[i].find(".experts."));
+    const bool down = names[i].ends_with("down_proj") || names[i].ends_with(".w2");
+    const quant::TensorRange* best = nullptr;
+    for (size_t j = 0; j < names.size(); ++j) {
+      if (ranges[j].samples == 0 || names[j].rfind(block, 0) != 0) continue;
+      const bool jdown = names[j].ends_with("down_proj") || names[j].ends_with(".w2");
+      const bool fits = down ? IsExpert(names[j]) && jdown : names[j] == block + ".gate";
+      if (fits && (best == nullptr || ranges[j].amax > best->amax)) best = &ranges[j];
+    }
+    if (best == nullptr) continue;  // no routed expert in the layer either: the warning below names it
+    const std::string name = names[i];
+    ranges[i] = *best;
+    ranges[i].name = name;
+    ranges[i].samples = 0;
+    ranges[i].batches = 0;
+    if (name.ends_with("gate_proj") || name.ends_with(".w1")) unrouted.push_back(name.substr(0, name.rfind('.')));
   }
   table.tensors = std::move(ranges);
   quant::AddCalibrationWarnings(&table);
+  for (const std::string& e : unrouted)
+    table.warnings.push_back(e +
+                             ": no calibration token was routed to this expert; its range is the fallback (gate/up: "
+                             "the MoE block input's, down: the widest routed expert's); use --all-experts to "
+                             "calibrate every expert on every token");
   table.seconds = MonotonicSeconds() - t0;
   LMKIT_RETURN_IF_ERROR(outputs.Commit(table));
   return table;

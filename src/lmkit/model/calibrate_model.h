@@ -6,7 +6,9 @@
 // one calibration batch per Linear (rows = window tokens, so samples = tokens x in_features). The table's tensors are
 // named by module (e.g. "model.layers.0.self_attn.q_proj", what quantize looks up), in forward order; q/k/v and
 // gate/up see the same input, which is calibrated once and its range given to each. The nvidia flavour runs the windows
-// twice (see StreamingCalibrator). Errors: as Evaluate (token ids, seq_len) and Calibrate (options). Deterministic.
+// twice (see StreamingCalibrator). A routed expert is calibrated on the rows routed to it (all rows with all_experts);
+// one no token reaches takes a fallback range, with a warning naming it (docs/model.md). Errors: as Evaluate (token
+// ids, seq_len) and Calibrate (options). Deterministic.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@ struct CalibrateModelOptions {
   io::TokenDtype bin_dtype = io::TokenDtype::kU16;
   uint32_t seq_len = 0;           // 0 = min(max_position_embeddings, 1024)
   uint64_t max_tokens = 0;        // 0 = the whole file
+  bool all_experts = false;       // MoE: every expert runs on (and is calibrated with) every token; logits unchanged
   quant::CalibrateOptions calib;  // method, flavor, percentile, bins, threads, output, trt_cache (inputs unused)
 };
 

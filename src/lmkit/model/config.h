@@ -1,9 +1,11 @@
-// The architecture of a Hugging Face Llama-family checkpoint (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM):
-// the runtime's view of the one config.json parser (io/hf_config.h).
+// The architecture of a Hugging Face decoder-only checkpoint as the forward pass runs it: the runtime's view of the
+// one config.json parser (io/hf_config.h). One struct covers every supported family (docs/model.md has the table):
+// llama, mistral, qwen2, qwen3, gemma2, gemma3 / gemma3_text, phi3, olmo2, mixtral, qwen2_moe, qwen3_moe.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lmkit/common/json.h"
 #include "lmkit/common/status.h"
@@ -11,8 +13,14 @@
 
 namespace lmkit::model {
 
+enum class Activation : uint8_t { kSilu, kGeluTanh, kGelu };
+
+// Where the RMSNorms of a layer sit: before each block (Llama), before and after each block (Gemma 2/3: input,
+// post_attention, pre_feedforward, post_feedforward), or only after each block's output (OLMo 2).
+enum class NormPlacement : uint8_t { kPre, kSandwich, kPost };
+
 struct LlamaConfig {
-  std::string model_type;  // llama | mistral | qwen2
+  std::string model_type;  // one of the families above
   uint32_t hidden = 0;
   uint32_t intermediate = 0;
   uint32_t layers = 0;
@@ -22,17 +30,38 @@ struct LlamaConfig {
   uint32_t vocab = 0;
   uint32_t max_positions = 0;
   double rms_eps = 1e-6;
-  double rope_theta = 10000.0;
+  double rope_theta = 10000.0;  // rope.theta
   bool tie_embeddings = false;
   int64_t bos_token = -1;  // -1 when config.json has none
   int64_t eos_token = -1;
+
+  Activation act = Activation::kSilu;  // of the gated MLP: act(gate) * up
+  NormPlacement norms = NormPlacement::kPre;
+  bool unit_offset_norms = false;  // gemma: RMSNorm weights are stored as w - 1, applied as (1 + w)
+  bool scale_embeddings = false;   // gemma: embeddings times sqrt(hidden), rounded to the checkpoint's dtype
+  bool qkv_bias = false, o_bias = false, mlp_bias = false;
+  io::QkNorm qk_norm = io::QkNorm::kNone;
+  bool fused_qkv = false, fused_gate_up = false;  // phi3: qkv_proj, gate_up_proj
+  double attn_scale = 0;                          // score multiplier: head_dim^-1/2, or query_pre_attn_scalar^-1/2
+  double attn_softcap = 0, final_softcap = 0;     // gemma2: cap * tanh(x / cap); 0 = none
+  std::vector<uint32_t> window;                   // per layer: sliding window in tokens (0 = full attention)
+  std::vector<bool> local_rope;                   // per layer: uses rope_local (gemma3 sliding layers)
+  io::RopeSpec rope, rope_local;
+
+  // Mixture of experts (mixtral, qwen2_moe, qwen3_moe): experts == 0 means dense.
+  uint32_t experts = 0, top_k = 0, expert_intermediate = 0, shared_intermediate = 0;
+  bool norm_topk_prob = false;  // renormalise the top-k softmax weights to sum to 1
+  bool shared_gate = false;     // qwen2_moe: sigmoid(shared_expert_gate(x)) scales the shared expert
+  std::vector<bool> moe;        // per layer
 };
 
-// The forward pass's view of `c`: kUnsupported for what it does not implement (another model_type or hidden_act, a
-// rope_scaling other than "default"), kInvalidInput naming c.subject for an odd head_dim or no positions. Pure.
+// The forward pass's view of `c`: kUnsupported naming the field for what it does not implement (another model_type,
+// hidden_act, rope_type or rope parameter, MLA, ...), kInvalidInput naming c.subject for an odd head_dim, no positions
+// or a malformed rope dict. Pure.
 Result<LlamaConfig> LlamaConfigFrom(const io::HfConfig& c);
 // ParseHfConfig (transformers' defaults: e.g. max_position_embeddings 2048 for llama, 131072 for mistral), then
-// LlamaConfigFrom. Errors name `subject` and the key, in one line.
+// LlamaConfigFrom, then the config.json keys that change the maths and that neither reads: each one present (with a
+// value other than its no-op) is kUnsupported naming it. Errors name `subject` and the key, in one line.
 Result<LlamaConfig> ParseLlamaConfig(const Json& config, const std::string& subject);
 
 }  // namespace lmkit::model

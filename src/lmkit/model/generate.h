@@ -5,9 +5,9 @@
 // Greedy (temperature 0) takes the arg-max (lowest index on ties). Sampling draws from softmax(logits / temperature)
 // with one std::mt19937_64 seeded with `seed`, consumed in sample order (uniform = top 53 bits / 2^53, inverse CDF in
 // double), so the ids are the same for any thread count. `final_logits` are the logits after the whole first sequence
-// (prompt + generated ids) has been fed, i.e. the prediction for the next position. Errors: kInvalidArgument for an empty
-// prompt, max_tokens 0, negative temperature, or a length beyond max_position_embeddings; kInvalidInput for an id >=
-// vocab_size; load errors as LlamaModel::Load.
+// (prompt + generated ids) has been fed, i.e. the prediction for the next position. Errors: kInvalidArgument for an
+// empty prompt, max_tokens 0, negative temperature, or a length beyond max_position_embeddings; kInvalidInput for an id
+// >= vocab_size; load errors as LlamaModel::Load.
 #pragma once
 
 #include <cstdint>

@@ -269,8 +269,8 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
   const LlamaConfig& c = model.config_;
   // The forward pass indexes with 32-bit products of these; each bounds a real tensor's row count.
   if (uint64_t{c.heads} * c.head_dim > (uint64_t{1} << 30))
-    return Status::InvalidInput(config_path, fmt::format("num_attention_heads x head_dim = {} is too large",
-                                                         uint64_t{c.heads} * c.head_dim));
+    return Status::InvalidInput(
+        config_path, fmt::format("num_attention_heads x head_dim = {} is too large", uint64_t{c.heads} * c.head_dim));
 
   ModelLoader ld;
   ld.subject = path;
@@ -317,53 +317,209 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
 
   for (io::CheckpointFile& f : ck.files) LMKIT_RETURN_IF_ERROR(ld.AddFile(std::move(f.file)));
 
-  const uint32_t H = c.hidden, qd = c.heads * c.head_dim, kvd = c.kv_heads * c.head_dim;
-  LMKIT_ASSIGN_OR_RETURN(model.embed_, ld.Float("model.embed_tokens.weight", {c.vocab, H}));
+  // Gemma3ForConditionalGeneration keeps its language model under a prefix; its vision tower is not run.
+  std::string pre = "model.", head_name = "lm_head";
+  if (c.model_type == "gemma3" && ld.index.count("language_model.model.embed_tokens.weight")) {
+    pre = "language_model.model.";
+    head_name = "language_model.lm_head";
+  } else if (c.model_type == "gemma3" && ld.index.count("model.language_model.embed_tokens.weight")) {
+    pre = "model.language_model.";
+  }
+  const uint32_t H = c.hidden, hd = c.head_dim, qd = c.heads * hd, kvd = c.kv_heads * hd;
+  auto norm = [&](const std::string& name, uint32_t n) -> Result<std::vector<float>> {
+    LMKIT_ASSIGN_OR_RETURN(std::vector<float> w, ld.Float(name, {n}));
+    if (c.unit_offset_norms)
+      for (float& v : w) v = 1.0f + v;  // Gemma's RMSNorm multiplies by (1 + w), in fp32
+    return w;
+  };
+  // A Linear whose bias must be there exactly when the config says so (attention_bias, mlp_bias, qwen2's q/k/v).
+  auto lin = [&](const std::string& m, uint32_t out, uint32_t in, bool bias) -> Result<Linear> {
+    LMKIT_ASSIGN_OR_RETURN(Linear l, ld.LoadLinear(m, out, in));
+    if (bias && l.bias.empty()) return Status::InvalidInput(path, "missing tensor '" + m + ".bias'");
+    if (!bias && !l.bias.empty())
+      return Status::InvalidInput(path, "tensor '" + m +
+                                            ".bias' is not part of the model config.json describes "
+                                            "(attention_bias / mlp_bias is false)");
+    return l;
+  };
+  auto mlp = [&](const std::string& p, uint32_t inter, bool bias, bool fused, const char* g, const char* u,
+                 const char* d) -> Result<Mlp> {
+    Mlp m;
+    if (fused) {
+      LMKIT_ASSIGN_OR_RETURN(m.gate, lin(p + "gate_up_proj", 2 * inter, H, bias));
+    } else {
+      LMKIT_ASSIGN_OR_RETURN(m.gate, lin(p + g, inter, H, bias));
+      LMKIT_ASSIGN_OR_RETURN(m.up, lin(p + u, inter, H, bias));
+    }
+    LMKIT_ASSIGN_OR_RETURN(m.down, lin(p + d, H, inter, bias));
+    return m;
+  };
+
+  {
+    const io::SafetensorsFile* ef = nullptr;
+    const io::TensorInfo* et = ld.Find(pre + "embed_tokens.weight", &ef);
+    if (et && c.scale_embeddings) {
+      // transformers multiplies by sqrt(hidden) cast to the embeddings' dtype (55.5 rather than 55.43 in bf16).
+      float s = static_cast<float>(std::sqrt(static_cast<double>(H)));
+      if (et->dtype == io::DType::kBF16) s = io::Bf16ToF32(io::F32ToBf16(s));
+      if (et->dtype == io::DType::kF16) s = io::F16ToF32(io::F32ToF16(s));
+      model.embed_scale_ = s;
+    }
+  }
+  LMKIT_ASSIGN_OR_RETURN(model.embed_, ld.Float(pre + "embed_tokens.weight", {c.vocab, H}));
   for (uint32_t i = 0; i < c.layers; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
+    const std::string p = fmt::format("{}layers.{}.", pre, i);
     Layer L;
-    LMKIT_ASSIGN_OR_RETURN(L.attn_norm, ld.Float(p + "input_layernorm.weight", {H}));
-    LMKIT_ASSIGN_OR_RETURN(L.mlp_norm, ld.Float(p + "post_attention_layernorm.weight", {H}));
-    LMKIT_ASSIGN_OR_RETURN(L.q, ld.LoadLinear(p + "self_attn.q_proj", qd, H));
-    LMKIT_ASSIGN_OR_RETURN(L.k, ld.LoadLinear(p + "self_attn.k_proj", kvd, H));
-    LMKIT_ASSIGN_OR_RETURN(L.v, ld.LoadLinear(p + "self_attn.v_proj", kvd, H));
-    LMKIT_ASSIGN_OR_RETURN(L.o, ld.LoadLinear(p + "self_attn.o_proj", H, qd));
-    LMKIT_ASSIGN_OR_RETURN(L.gate, ld.LoadLinear(p + "mlp.gate_proj", c.intermediate, H));
-    LMKIT_ASSIGN_OR_RETURN(L.up, ld.LoadLinear(p + "mlp.up_proj", c.intermediate, H));
-    LMKIT_ASSIGN_OR_RETURN(L.down, ld.LoadLinear(p + "mlp.down_proj", H, c.intermediate));
+    L.moe = c.experts > 0 && c.moe[i];
+    switch (c.norms) {
+      case NormPlacement::kPre: {
+        LMKIT_ASSIGN_OR_RETURN(L.pre_attn, norm(p + "input_layernorm.weight", H));
+        LMKIT_ASSIGN_OR_RETURN(L.pre_mlp, norm(p + "post_attention_layernorm.weight", H));
+        break;
+      }
+      case NormPlacement::kSandwich: {
+        LMKIT_ASSIGN_OR_RETURN(L.pre_attn, norm(p + "input_layernorm.weight", H));
+        LMKIT_ASSIGN_OR_RETURN(L.post_attn, norm(p + "post_attention_layernorm.weight", H));
+        LMKIT_ASSIGN_OR_RETURN(L.pre_mlp, norm(p + "pre_feedforward_layernorm.weight", H));
+        LMKIT_ASSIGN_OR_RETURN(L.post_mlp, norm(p + "post_feedforward_layernorm.weight", H));
+        break;
+      }
+      case NormPlacement::kPost: {
+        LMKIT_ASSIGN_OR_RETURN(L.post_attn, norm(p + "post_attention_layernorm.weight", H));
+        LMKIT_ASSIGN_OR_RETURN(L.post_mlp, norm(p + "post_feedforward_layernorm.weight", H));
+        break;
+      }
+    }
+    if (c.qk_norm != io::QkNorm::kNone) {
+      const bool head = c.qk_norm == io::QkNorm::kPerHead;
+      LMKIT_ASSIGN_OR_RETURN(L.q_norm, norm(p + "self_attn.q_norm.weight", head ? hd : qd));
+      LMKIT_ASSIGN_OR_RETURN(L.k_norm, norm(p + "self_attn.k_norm.weight", head ? hd : kvd));
+    }
+    if (c.fused_qkv) {
+      LMKIT_ASSIGN_OR_RETURN(L.q, lin(p + "self_attn.qkv_proj", qd + 2 * kvd, H, c.qkv_bias));
+    } else {
+      LMKIT_ASSIGN_OR_RETURN(L.q, lin(p + "self_attn.q_proj", qd, H, c.qkv_bias));
+      LMKIT_ASSIGN_OR_RETURN(L.k, lin(p + "self_attn.k_proj", kvd, H, c.qkv_bias));
+      LMKIT_ASSIGN_OR_RETURN(L.v, lin(p + "self_attn.v_proj", kvd, H, c.qkv_bias));
+    }
+    LMKIT_ASSIGN_OR_RETURN(L.o, lin(p + "self_attn.o_proj", H, qd, c.o_bias));
+    if (!L.moe) {
+      LMKIT_ASSIGN_OR_RETURN(
+          L.mlp, mlp(p + "mlp.", c.intermediate, c.mlp_bias, c.fused_gate_up, "gate_proj", "up_proj", "down_proj"));
+    } else {
+      // Mixtral's Hub checkpoints call the block block_sparse_moe and its experts' projections w1 (gate), w3 (up),
+      // w2 (down); transformers 5 keeps the fused 3-D experts.gate_up_proj [E, 2I, H] / experts.down_proj [E, H, I]
+      // in memory and may be handed either.
+      const std::string bs = p + "block_sparse_moe.gate.weight";
+      const std::string mp =
+          ld.index.count(bs) || ld.index.count(bs + "_packed") ? p + "block_sparse_moe." : p + "mlp.";
+      const uint32_t E = c.experts, I = c.expert_intermediate;
+      LMKIT_ASSIGN_OR_RETURN(L.router, lin(mp + "gate", E, H, false));
+      if (ld.index.count(mp + "experts.gate_up_proj")) {
+        LMKIT_ASSIGN_OR_RETURN(std::vector<float> gu, ld.Float(mp + "experts.gate_up_proj", {E, 2 * I, H}));
+        LMKIT_ASSIGN_OR_RETURN(std::vector<float> dn, ld.Float(mp + "experts.down_proj", {E, H, I}));
+        const size_t slab = size_t{I} * H;
+        for (uint32_t e = 0; e < E; ++e) {
+          Mlp m;
+          auto fill = [&](Linear& l, const char* leaf, uint32_t out, uint32_t in, const float* w) {
+            l.name = fmt::format("{}experts.{}.{}", mp, e, leaf);
+            l.out = out;
+            l.in = in;
+            l.weight.assign(w, w + size_t{out} * in);
+          };
+          fill(m.gate, "gate_proj", I, H, gu.data() + 2 * slab * e);
+          fill(m.up, "up_proj", I, H, gu.data() + 2 * slab * e + slab);
+          fill(m.down, "down_proj", H, I, dn.data() + slab * e);
+          L.experts.push_back(std::move(m));
+        }
+      } else {
+        const bool w123 =
+            ld.index.count(mp + "experts.0.w1.weight") || ld.index.count(mp + "experts.0.w1.weight_packed");
+        for (uint32_t e = 0; e < E; ++e) {
+          LMKIT_ASSIGN_OR_RETURN(Mlp m,
+                                 mlp(fmt::format("{}experts.{}.", mp, e), I, false, false, w123 ? "w1" : "gate_proj",
+                                     w123 ? "w3" : "up_proj", w123 ? "w2" : "down_proj"));
+          L.experts.push_back(std::move(m));
+        }
+      }
+      if (c.shared_intermediate > 0) {
+        LMKIT_ASSIGN_OR_RETURN(L.shared, mlp(mp + "shared_expert.", c.shared_intermediate, false, false, "gate_proj",
+                                             "up_proj", "down_proj"));
+        if (c.shared_gate) {
+          LMKIT_ASSIGN_OR_RETURN(L.shared_gate, lin(mp + "shared_expert_gate", 1, H, false));
+        }
+      }
+    }
     model.layers_.push_back(std::move(L));
   }
-  LMKIT_ASSIGN_OR_RETURN(model.final_norm_, ld.Float("model.norm.weight", {H}));
+  LMKIT_ASSIGN_OR_RETURN(model.final_norm_, norm(pre + "norm.weight", H));
   if (c.tie_embeddings) {
-    ld.used.insert("lm_head.weight");  // transformers ignores a stored head when the embeddings are tied
-    model.head_.name = "lm_head";
+    ld.used.insert(head_name + ".weight");  // transformers ignores a stored head when the embeddings are tied
+    model.head_.name = head_name;
     model.head_.out = c.vocab;
     model.head_.in = H;
     model.head_.weight = model.embed_;
   } else {
-    LMKIT_ASSIGN_OR_RETURN(model.head_, ld.LoadLinear("lm_head", c.vocab, H));
+    LMKIT_ASSIGN_OR_RETURN(model.head_, lin(head_name, c.vocab, H, false));
   }
   for (const auto& [name, ft] : ld.index) {
     if (ld.used.count(name) || name.ends_with("rotary_emb.inv_freq")) continue;
+    if (c.model_type == "gemma3" &&
+        (name.find("vision_tower.") != std::string::npos || name.find("multi_modal_projector.") != std::string::npos))
+      continue;
     return Status::InvalidInput(ft.first->path(), "tensor '" + name +
                                                       "' is not part of the model config.json describes "
                                                       "(config/weights mismatch)");
   }
-  model.inv_freq_.resize(c.head_dim / 2);
-  for (uint32_t i = 0; i < c.head_dim / 2; ++i)
-    model.inv_freq_[i] = 1.0 / std::pow(c.rope_theta, 2.0 * i / static_cast<double>(c.head_dim));
+  LMKIT_ASSIGN_OR_RETURN(model.rope_, RopeSchedule::Make(c.rope, hd, c.max_positions, config_path));
+  LMKIT_ASSIGN_OR_RETURN(model.rope_local_, RopeSchedule::Make(c.rope_local, hd, c.max_positions, config_path));
   return model;
+}
+
+std::vector<std::pair<const Linear*, size_t>> LlamaModel::Linears() const {
+  std::vector<std::pair<const Linear*, size_t>> out;
+  auto add = [&](const Linear& l, size_t source) { out.emplace_back(&l, source); };
+  auto add_mlp = [&](const Mlp& m, size_t source) {
+    add(m.gate, source);
+    if (!m.up.name.empty()) add(m.up, source);
+    add(m.down, out.size());
+  };
+  for (const Layer& L : layers_) {
+    const size_t a = out.size();
+    add(L.q, a);
+    if (!L.k.name.empty()) {
+      add(L.k, a);
+      add(L.v, a);
+    }
+    add(L.o, out.size());
+    if (!L.moe) {
+      add_mlp(L.mlp, out.size());
+      continue;
+    }
+    const size_t r = out.size();
+    add(L.router, r);
+    for (const Mlp& e : L.experts) add_mlp(e, out.size());
+    if (!L.shared.gate.name.empty()) add_mlp(L.shared, r);
+    if (!L.shared_gate.name.empty()) add(L.shared_gate, r);
+  }
+  return out;
 }
 
 std::vector<std::string> LlamaModel::LinearNames() const {
   std::vector<std::string> out;
-  for (const Layer& L : layers_)
-    for (const Linear* l : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) out.push_back(l->name);
+  for (const auto& [l, source] : Linears()) out.push_back(l->name);
+  return out;
+}
+
+std::vector<size_t> LlamaModel::LinearInputSource() const {
+  std::vector<size_t> out;
+  for (const auto& [l, source] : Linears()) out.push_back(source);
   return out;
 }
 
 namespace {
 
+// y = x / rms(x) * w (w already holds gemma's 1 + w); y may alias x.
 void RmsNorm(const float* x, const float* w, uint32_t n, double eps, float* y) {
   double ss = 0;
   for (uint32_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
@@ -371,16 +527,23 @@ void RmsNorm(const float* x, const float* w, uint32_t n, double eps, float* y) {
   for (uint32_t i = 0; i < n; ++i) y[i] = w[i] * (x[i] * r);
 }
 
-// Hugging Face rotate-half RoPE on one head vector: pairs (i, i + d/2).
-void Rope(float* v, uint32_t d, const double* inv_freq, uint32_t pos) {
-  const uint32_t h = d / 2;
-  for (uint32_t i = 0; i < h; ++i) {
-    const double a = pos * inv_freq[i];
-    const float cs = static_cast<float>(std::cos(a)), sn = static_cast<float>(std::sin(a));
-    const float x0 = v[i], x1 = v[i + h];
-    v[i] = x0 * cs - x1 * sn;
-    v[i + h] = x1 * cs + x0 * sn;
+void RmsNormRows(const float* x, const std::vector<float>& w, uint32_t rows, double eps, float* y) {
+  const uint32_t n = static_cast<uint32_t>(w.size());
+  for (uint32_t t = 0; t < rows; ++t) RmsNorm(x + size_t{t} * n, w.data(), n, eps, y + size_t{t} * n);
+}
+
+float Act(Activation a, float g) {
+  switch (a) {
+    case Activation::kSilu:
+      return g / (1.0f + std::exp(-g));
+    case Activation::kGeluTanh: {
+      const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+      return 0.5f * g * (1.0f + std::tanh(k * (g + 0.044715f * g * g * g)));
+    }
+    case Activation::kGelu:
+      return 0.5f * g * (1.0f + std::erf(g * 0.7071067811865476f));
   }
+  return g;
 }
 
 void ForEach(ThreadPool* pool, size_t n, const std::function<void(size_t, unsigned)>& fn) {
@@ -391,7 +554,130 @@ void ForEach(ThreadPool* pool, size_t n, const std::function<void(size_t, unsign
   }
 }
 
+// cos/sin [n][rot_dim / 2] of positions p0 ... p0 + n - 1, times the rope's attention factor (as transformers scales
+// them).
+struct RopeTable {
+  uint32_t half = 0;
+  std::vector<float> cos, sin;
+};
+
+RopeTable MakeTable(const RopeSchedule& s, uint32_t p0, uint32_t n) {
+  const RopeFreqs f = s.At(uint64_t{p0} + n);
+  RopeTable t;
+  t.half = f.rot_dim / 2;
+  t.cos.resize(size_t{n} * t.half);
+  t.sin.resize(t.cos.size());
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t j = 0; j < t.half; ++j) {
+      const double a = static_cast<double>(p0 + i) * f.inv_freq[j];
+      t.cos[size_t{i} * t.half + j] = static_cast<float>(std::cos(a) * f.attention_factor);
+      t.sin[size_t{i} * t.half + j] = static_cast<float>(std::sin(a) * f.attention_factor);
+    }
+  return t;
+}
+
+struct AttnArgs {
+  const float* q;   // [n, heads * hd]
+  const float* kc;  // the layer's cache, [capacity, kv_heads * hd]
+  const float* vc;
+  float* out;  // [n, heads * hd]
+  uint32_t n, p0, heads, kv_heads, hd, window;
+  float scale, softcap;
+};
+
+// Causal attention in blocks of queries x keys with an online softmax (running max and sum per query, no score
+// matrix): each (query block, head) item is computed by one worker in a fixed order, so the output does not depend on
+// the thread count. A query at position p sees keys (p - window, p] (window 0: all of [0, p]).
+void Attention(const AttnArgs& a, ThreadPool* pool) {
+  constexpr uint32_t kBq = 16, kBk = 64;
+  const uint32_t qd = a.heads * a.hd, kvd = a.kv_heads * a.hd, group = a.heads / a.kv_heads;
+  const uint32_t qblocks = (a.n + kBq - 1) / kBq;
+  const unsigned workers = pool ? pool->size() : 1;
+  struct Scratch {
+    std::vector<float> s, m, l, acc;
+  };
+  std::vector<Scratch> scratch(workers);
+  for (Scratch& s : scratch) {
+    s.s.resize(kBk);
+    s.m.resize(kBq);
+    s.l.resize(kBq);
+    s.acc.resize(size_t{kBq} * a.hd);
+  }
+  // A single decoding step over a short cache is too little work to hand out (see linear.cpp).
+  ThreadPool* attn_pool = uint64_t{a.n} * a.heads * (a.p0 + a.n) * a.hd >= (uint64_t{1} << 16) ? pool : nullptr;
+  ForEach(attn_pool, size_t{qblocks} * a.heads, [&](size_t item, unsigned w) {
+    Scratch& S = scratch[w];
+    const uint32_t qb = static_cast<uint32_t>(item / a.heads), h = static_cast<uint32_t>(item % a.heads);
+    const uint32_t t0 = qb * kBq, t1 = std::min(a.n, t0 + kBq), kvh = h / group;
+    std::fill(S.m.begin(), S.m.end(), -INFINITY);
+    std::fill(S.l.begin(), S.l.end(), 0.0f);
+    std::fill(S.acc.begin(), S.acc.end(), 0.0f);
+    auto lo_of = [&](uint32_t pos) { return a.window && pos + 1 > a.window ? pos + 1 - a.window : 0u; };
+    const uint32_t first = lo_of(a.p0 + t0), last = a.p0 + t1;
+    for (uint32_t kb = first; kb < last; kb += kBk) {
+      const uint32_t ke = std::min(last, kb + kBk);
+      for (uint32_t t = t0; t < t1; ++t) {
+        const uint32_t pos = a.p0 + t, lo = std::max(kb, lo_of(pos)), hi = std::min(ke, pos + 1);
+        if (lo >= hi) continue;
+        const uint32_t r = t - t0;
+        const float* qv = a.q + size_t{t} * qd + size_t{h} * a.hd;
+        float bm = -INFINITY;
+        for (uint32_t j = lo; j < hi; ++j) {
+          float s = Dot(qv, a.kc + size_t{j} * kvd + size_t{kvh} * a.hd, a.hd) * a.scale;
+          if (a.softcap > 0) s = a.softcap * std::tanh(s / a.softcap);
+          S.s[j - kb] = s;
+          bm = std::max(bm, s);
+        }
+        const float mn = std::max(S.m[r], bm), corr = std::exp(S.m[r] - mn);
+        float* acc = &S.acc[size_t{r} * a.hd];
+        if (corr != 1.0f) {
+          S.l[r] *= corr;
+          for (uint32_t i = 0; i < a.hd; ++i) acc[i] *= corr;
+        }
+        for (uint32_t j = lo; j < hi; ++j) {
+          const float p = std::exp(S.s[j - kb] - mn);
+          S.l[r] += p;
+          const float* vv = a.vc + size_t{j} * kvd + size_t{kvh} * a.hd;
+          for (uint32_t i = 0; i < a.hd; ++i) acc[i] += p * vv[i];
+        }
+        S.m[r] = mn;
+      }
+    }
+    for (uint32_t t = t0; t < t1; ++t) {
+      const uint32_t r = t - t0;
+      float* o = a.out + size_t{t} * qd + size_t{h} * a.hd;
+      const float inv = 1.0f / S.l[r];
+      for (uint32_t i = 0; i < a.hd; ++i) o[i] = S.acc[size_t{r} * a.hd + i] * inv;
+    }
+  });
+}
+
 }  // namespace
+
+Status LlamaModel::RunMlp(const Mlp& m, const float* x, uint64_t rows, float* y, ThreadPool* pool,
+                          ActivationObserver* observer, size_t first_linear, bool observe_input) const {
+  const uint32_t H = config_.hidden;
+  const bool fused = m.up.name.empty();
+  const uint32_t I = fused ? m.gate.out / 2 : m.gate.out;
+  std::vector<float> g(rows * (fused ? 2 * I : I)), u(fused ? 0 : rows * I), a(rows * I);
+  size_t li = first_linear;
+  if (observer && observe_input) {
+    LMKIT_RETURN_IF_ERROR(observer->Observe(li, x, rows, H));
+    if (!fused) LMKIT_RETURN_IF_ERROR(observer->Observe(li + 1, x, rows, H));
+  }
+  li += fused ? 1 : 2;
+  m.gate.Apply(x, rows, g.data(), pool);
+  if (!fused) m.up.Apply(x, rows, u.data(), pool);
+  for (uint64_t t = 0; t < rows; ++t) {
+    // phi3's gate_up_proj: the first half of each row is the gate, the second the up projection.
+    const float* gr = fused ? &g[t * 2 * I] : &g[t * I];
+    const float* ur = fused ? gr + I : &u[t * I];
+    for (uint32_t i = 0; i < I; ++i) a[t * I + i] = Act(config_.act, gr[i]) * ur[i];
+  }
+  if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, a.data(), rows, I));
+  m.down.Apply(a.data(), rows, y, pool);
+  return Status::Ok();
+}
 
 Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, ThreadPool* pool, float* logits,
                            bool all_logits, ActivationObserver* observer) const {
@@ -405,81 +691,163 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
   if (static_cast<uint64_t>(cache.length_) + n > cache.capacity_)
     return Status::InvalidInput(
         "", fmt::format("sequence of {} tokens exceeds the KV cache capacity {}", cache.length_ + n, cache.capacity_));
-  const uint32_t H = c.hidden, hd = c.head_dim, qd = c.heads * hd, kvd = c.kv_heads * hd, I = c.intermediate;
-  const uint32_t p0 = cache.length_, group = c.heads / c.kv_heads;
+  const uint32_t H = c.hidden, hd = c.head_dim, qd = c.heads * hd, kvd = c.kv_heads * hd;
+  const uint32_t p0 = cache.length_;
   std::vector<float> x(static_cast<size_t>(n) * H), xn(x.size()), tmp(x.size());
   std::vector<float> q(static_cast<size_t>(n) * qd), att(q.size()), k(static_cast<size_t>(n) * kvd), v(k.size());
-  std::vector<float> g(static_cast<size_t>(n) * I), u(g.size());
-  for (uint32_t t = 0; t < n; ++t)
-    std::copy_n(embed_.data() + static_cast<size_t>(tokens[t]) * H, H, x.data() + static_cast<size_t>(t) * H);
-  const unsigned workers = pool ? pool->size() : 1;
-  std::vector<std::vector<float>> scores(workers, std::vector<float>(p0 + n));
-  const float inv_sqrt = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  std::vector<float> qkv(c.fused_qkv ? static_cast<size_t>(n) * (qd + 2 * kvd) : 0);
+  for (uint32_t t = 0; t < n; ++t) {
+    const float* e = embed_.data() + static_cast<size_t>(tokens[t]) * H;
+    float* xt = x.data() + static_cast<size_t>(t) * H;
+    for (uint32_t i = 0; i < H; ++i) xt[i] = c.scale_embeddings ? e[i] * embed_scale_ : e[i];
+  }
+  const RopeTable global = MakeTable(rope_, p0, n);
+  RopeTable local;
+  if (std::find(c.local_rope.begin(), c.local_rope.end(), true) != c.local_rope.end())
+    local = MakeTable(rope_local_, p0, n);
   size_t li = 0;  // index into LinearNames()
-  auto observe = [&](const std::vector<float>& in, uint32_t cols, int count) -> Status {
+  auto observe = [&](const float* in, uint64_t rows, uint32_t cols, int count) -> Status {
     for (int r = 0; r < count; ++r, ++li)
-      if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, in.data(), n, cols));
+      if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, in, rows, cols));
     return Status::Ok();
   };
 
   for (uint32_t l = 0; l < c.layers; ++l) {
     const Layer& L = layers_[l];
-    for (uint32_t t = 0; t < n; ++t) RmsNorm(&x[size_t{t} * H], L.attn_norm.data(), H, c.rms_eps, &xn[size_t{t} * H]);
-    LMKIT_RETURN_IF_ERROR(observe(xn, H, 3));
-    L.q.Apply(xn.data(), n, q.data(), pool);
-    L.k.Apply(xn.data(), n, k.data(), pool);
-    L.v.Apply(xn.data(), n, v.data(), pool);
+    const float* ain = x.data();
+    if (!L.pre_attn.empty()) {
+      RmsNormRows(x.data(), L.pre_attn, n, c.rms_eps, xn.data());
+      ain = xn.data();
+    }
+    if (c.fused_qkv) {
+      LMKIT_RETURN_IF_ERROR(observe(ain, n, H, 1));
+      L.q.Apply(ain, n, qkv.data(), pool);
+      for (uint32_t t = 0; t < n; ++t) {
+        const float* r = &qkv[size_t{t} * (qd + 2 * kvd)];
+        std::copy_n(r, qd, &q[size_t{t} * qd]);
+        std::copy_n(r + qd, kvd, &k[size_t{t} * kvd]);
+        std::copy_n(r + qd + kvd, kvd, &v[size_t{t} * kvd]);
+      }
+    } else {
+      LMKIT_RETURN_IF_ERROR(observe(ain, n, H, 3));
+      L.q.Apply(ain, n, q.data(), pool);
+      L.k.Apply(ain, n, k.data(), pool);
+      L.v.Apply(ain, n, v.data(), pool);
+    }
+    if (c.qk_norm == io::QkNorm::kPerHead) {
+      RmsNormRows(q.data(), L.q_norm, n * c.heads, c.rms_eps, q.data());
+      RmsNormRows(k.data(), L.k_norm, n * c.kv_heads, c.rms_eps, k.data());
+    } else if (c.qk_norm == io::QkNorm::kFullWidth) {
+      RmsNormRows(q.data(), L.q_norm, n, c.rms_eps, q.data());
+      RmsNormRows(k.data(), L.k_norm, n, c.rms_eps, k.data());
+    }
+    const RopeTable& rt = c.local_rope[l] ? local : global;
     float* kc = cache.k_.data() + static_cast<size_t>(l) * cache.capacity_ * kvd;
     float* vc = cache.v_.data() + static_cast<size_t>(l) * cache.capacity_ * kvd;
     for (uint32_t t = 0; t < n; ++t) {
-      for (uint32_t h = 0; h < c.heads; ++h) Rope(&q[size_t{t} * qd + h * hd], hd, inv_freq_.data(), p0 + t);
-      for (uint32_t h = 0; h < c.kv_heads; ++h) Rope(&k[size_t{t} * kvd + h * hd], hd, inv_freq_.data(), p0 + t);
+      const float* cs = &rt.cos[size_t{t} * rt.half];
+      const float* sn = &rt.sin[size_t{t} * rt.half];
+      for (uint32_t h = 0; h < c.heads; ++h) ApplyRope(&q[size_t{t} * qd + h * hd], 2 * rt.half, cs, sn);
+      for (uint32_t h = 0; h < c.kv_heads; ++h) ApplyRope(&k[size_t{t} * kvd + h * hd], 2 * rt.half, cs, sn);
       std::copy_n(&k[size_t{t} * kvd], kvd, kc + size_t{p0 + t} * kvd);
       std::copy_n(&v[size_t{t} * kvd], kvd, vc + size_t{p0 + t} * kvd);
     }
-    // Attention of a single decoding step over a short cache is too little work to hand out (see linear.cpp).
-    ThreadPool* attn_pool = uint64_t{n} * c.heads * (p0 + n) * hd >= (uint64_t{1} << 16) ? pool : nullptr;
-    ForEach(attn_pool, size_t{n} * c.heads, [&](size_t item, unsigned w) {
-      const uint32_t t = static_cast<uint32_t>(item / c.heads), h = static_cast<uint32_t>(item % c.heads);
-      const uint32_t kvh = h / group, len = p0 + t + 1;
-      const float* qv = &q[size_t{t} * qd + h * hd];
-      float* sc = scores[w].data();
-      float mx = -INFINITY;
-      for (uint32_t s = 0; s < len; ++s) {
-        sc[s] = Dot(qv, kc + size_t{s} * kvd + kvh * hd, hd) * inv_sqrt;
-        mx = std::max(mx, sc[s]);
-      }
-      float sum = 0;
-      for (uint32_t s = 0; s < len; ++s) {
-        sc[s] = std::exp(sc[s] - mx);
-        sum += sc[s];
-      }
-      float* o = &att[size_t{t} * qd + h * hd];
-      std::fill_n(o, hd, 0.0f);
-      for (uint32_t s = 0; s < len; ++s) {
-        const float p = sc[s] / sum;
-        const float* vv = vc + size_t{s} * kvd + kvh * hd;
-        for (uint32_t i = 0; i < hd; ++i) o[i] += p * vv[i];
-      }
-    });
-    LMKIT_RETURN_IF_ERROR(observe(att, qd, 1));
+    Attention({q.data(), kc, vc, att.data(), n, p0, c.heads, c.kv_heads, hd, c.window[l],
+               static_cast<float>(c.attn_scale), static_cast<float>(c.attn_softcap)},
+              pool);
+    LMKIT_RETURN_IF_ERROR(observe(att.data(), n, qd, 1));
     L.o.Apply(att.data(), n, tmp.data(), pool);
+    if (!L.post_attn.empty()) RmsNormRows(tmp.data(), L.post_attn, n, c.rms_eps, tmp.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
 
-    for (uint32_t t = 0; t < n; ++t) RmsNorm(&x[size_t{t} * H], L.mlp_norm.data(), H, c.rms_eps, &xn[size_t{t} * H]);
-    LMKIT_RETURN_IF_ERROR(observe(xn, H, 2));
-    L.gate.Apply(xn.data(), n, g.data(), pool);
-    L.up.Apply(xn.data(), n, u.data(), pool);
-    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-    LMKIT_RETURN_IF_ERROR(observe(g, I, 1));
-    L.down.Apply(g.data(), n, tmp.data(), pool);
+    const float* min = x.data();
+    if (!L.pre_mlp.empty()) {
+      RmsNormRows(x.data(), L.pre_mlp, n, c.rms_eps, xn.data());
+      min = xn.data();
+    }
+    if (!L.moe) {
+      LMKIT_RETURN_IF_ERROR(RunMlp(L.mlp, min, n, tmp.data(), pool, observer, li, true));
+      li += L.mlp.up.name.empty() ? 2 : 3;
+    } else {
+      LMKIT_RETURN_IF_ERROR(MoeBlock(L, min, n, tmp.data(), pool, observer, li));
+    }
+    if (!L.post_mlp.empty()) RmsNormRows(tmp.data(), L.post_mlp, n, c.rms_eps, tmp.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
   }
   cache.length_ += n;
   const uint32_t first = all_logits ? 0 : n - 1;
-  for (uint32_t t = first; t < n; ++t)
-    RmsNorm(&x[size_t{t} * H], final_norm_.data(), H, c.rms_eps, &xn[size_t{t - first} * H]);
+  RmsNormRows(&x[size_t{first} * H], final_norm_, n - first, c.rms_eps, xn.data());
   head_.Apply(xn.data(), n - first, logits, pool);
+  if (c.final_softcap > 0) {
+    const float cap = static_cast<float>(c.final_softcap);
+    for (size_t i = 0; i < size_t{n - first} * c.vocab; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
+  }
+  return Status::Ok();
+}
+
+// Router softmax (fp32) over the experts, top-k by probability (ties to the lower index), optionally renormalised;
+// each expert runs on the rows routed to it and its output, times the routing weight, is added in expert order, then
+// the shared expert times sigmoid(shared_expert_gate).
+Status LlamaModel::MoeBlock(const Layer& L, const float* x, uint32_t n, float* y, ThreadPool* pool,
+                            ActivationObserver* observer, size_t& li) const {
+  const LlamaConfig& c = config_;
+  const uint32_t H = c.hidden, E = c.experts, K = c.top_k;
+  if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, x, n, H));
+  ++li;
+  std::vector<float> rl(size_t{n} * E);
+  L.router.Apply(x, n, rl.data(), pool);
+  std::vector<std::vector<std::pair<uint32_t, float>>> routed(E);  // per expert: (row, weight)
+  std::vector<uint32_t> order(E);
+  std::vector<float> prob(E);
+  for (uint32_t t = 0; t < n; ++t) {
+    const float* r = &rl[size_t{t} * E];
+    const float mx = *std::max_element(r, r + E);
+    float sum = 0;
+    for (uint32_t e = 0; e < E; ++e) sum += prob[e] = std::exp(r[e] - mx);
+    for (uint32_t e = 0; e < E; ++e) prob[e] /= sum;
+    for (uint32_t e = 0; e < E; ++e) order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return prob[a] > prob[b]; });
+    float top = 0;
+    for (uint32_t j = 0; j < K; ++j) top += prob[order[j]];
+    for (uint32_t j = 0; j < K; ++j)
+      routed[order[j]].emplace_back(t, c.norm_topk_prob ? prob[order[j]] / top : prob[order[j]]);
+  }
+  std::fill_n(y, size_t{n} * H, 0.0f);
+  const bool all = observer && observer->RouteAllExperts();
+  std::vector<float> xe, ye;
+  for (uint32_t e = 0; e < E; ++e) {
+    const Mlp& m = L.experts[e];
+    const size_t first = li;
+    li += 3;
+    const auto& rows = routed[e];
+    if (rows.empty() && !all) continue;
+    const uint32_t R = all ? n : static_cast<uint32_t>(rows.size());
+    xe.resize(size_t{R} * H);
+    ye.resize(size_t{R} * H);
+    for (uint32_t i = 0; i < R; ++i) std::copy_n(x + size_t{all ? i : rows[i].first} * H, H, &xe[size_t{i} * H]);
+    LMKIT_RETURN_IF_ERROR(RunMlp(m, xe.data(), R, ye.data(), pool, observer, first, true));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const uint32_t t = rows[i].first;
+      const float w = rows[i].second;
+      const float* src = &ye[(all ? t : i) * size_t{H}];
+      for (uint32_t d = 0; d < H; ++d) y[size_t{t} * H + d] += src[d] * w;
+    }
+  }
+  if (!L.shared.gate.name.empty()) {
+    std::vector<float> sy(size_t{n} * H);
+    LMKIT_RETURN_IF_ERROR(RunMlp(L.shared, x, n, sy.data(), pool, observer, li, true));
+    li += 3;
+    std::vector<float> sg(n, 0.0f);
+    if (!L.shared_gate.name.empty()) {
+      if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, x, n, H));
+      ++li;
+      L.shared_gate.Apply(x, n, sg.data(), pool);
+    }
+    for (uint32_t t = 0; t < n; ++t) {
+      const float s = L.shared_gate.name.empty() ? 1.0f : 1.0f / (1.0f + std::exp(-sg[t]));
+      for (uint32_t d = 0; d < H; ++d) y[size_t{t} * H + d] += s * sy[size_t{t} * H + d];
+    }
+  }
   return Status::Ok();
 }
 

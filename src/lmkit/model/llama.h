@@ -1,5 +1,8 @@
-// A Llama-family causal LM (RMSNorm, RoPE in Hugging Face's rotate-half order, grouped-query attention, SwiGLU, tied or
-// untied head) loaded from a Hugging Face checkpoint, with a multithreaded fp32 CPU forward pass and a KV cache.
+// A decoder-only causal LM of the families config.h lists (Llama 3.x, Mistral, Qwen2/2.5, Qwen3, Gemma 2/3, Phi-3,
+// OLMo 2, Mixtral, Qwen2-MoE, Qwen3-MoE: RMSNorms placed as the family does, RoPE of every rope_type in Hugging Face's
+// rotate-half order, grouped-query attention with per-layer sliding windows and soft-capping, gated MLPs or routed
+// experts, tied or untied head) loaded from a Hugging Face checkpoint, with a multithreaded fp32 CPU forward pass and a
+// KV cache. The class keeps its historical name.
 //
 // Loading contract: LlamaModel::Load(PATH) opens PATH with io::OpenCheckpoint (a model directory: config.json plus
 // model.safetensors, or shards listed by model.safetensors.index.json under its strict rules; or a .safetensors file
@@ -19,8 +22,9 @@
 // and values to `cache`, and writes logits: [n, vocab] rows when `all_logits`, else only the last position's [vocab].
 // Errors: kInvalidInput for a token id >= vocab_size ("token id 600 at position 3 is >= vocab_size 512") or when the
 // cache would overflow its capacity. `observer` (may be null) sees the input of every Linear in LinearNames() order
-// (for calibration). A model is immutable: Forward may run concurrently with separate caches and pools. Output is the
-// same for any pool size.
+// (for calibration; a routed expert sees only the rows routed to it, and is not called when none is, unless the
+// observer asks for RouteAllExperts). A model is immutable: Forward may run concurrently with separate caches and
+// pools. Output is the same for any pool size.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,7 @@
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/model/config.h"
 #include "lmkit/model/linear.h"
+#include "lmkit/model/rope.h"
 
 namespace lmkit::model {
 
@@ -60,6 +65,9 @@ class ActivationObserver {
  public:
   virtual ~ActivationObserver() = default;
   virtual Status Observe(size_t linear, const float* x, uint64_t rows, uint64_t cols) = 0;
+  // Calibration only: every routed expert runs on (and is observed with) every token; the layer's output still
+  // weighs only the top-k experts, so the logits are unchanged (llm-compressor's moe_calibrate_all_experts).
+  virtual bool RouteAllExperts() const { return false; }
 };
 
 class LlamaModel {
@@ -69,19 +77,40 @@ class LlamaModel {
   const LlamaConfig& config() const { return config_; }
   WeightMode mode() const { return mode_; }
   const std::string& path() const { return path_; }
-  // Module names of the quantizable Linear layers in forward order: per layer q, k, v, o, gate, up, down projections
-  // (7 per layer; q/k/v share one input, gate/up another).
+  // Module names of the quantizable Linear layers in forward order. Per layer: q, k, v (or phi3's one qkv_proj), o;
+  // then a dense MLP's gate, up (or gate_up_proj), down, or a MoE block's router (mlp.gate), each routed expert's
+  // gate, up, down, and the shared expert's gate, up, down and shared_expert_gate. Llama-like dense layers give 7.
   std::vector<std::string> LinearNames() const;
+  // For each entry of LinearNames(), the index of the first Linear that reads the same input rows (itself when it is
+  // the first): q/k/v share one, gate/up another, a MoE block's router, shared expert and shared gate a third, each
+  // expert's gate/up their own (the rows routed to it).
+  std::vector<size_t> LinearInputSource() const;
 
   KvCache NewCache(uint32_t capacity) const { return KvCache(config_, capacity); }
   Status Forward(std::span<const uint32_t> tokens, KvCache& cache, ThreadPool* pool, float* logits, bool all_logits,
                  ActivationObserver* observer = nullptr) const;
 
  private:
-  struct Layer {
-    std::vector<float> attn_norm, mlp_norm;
-    Linear q, k, v, o, gate, up, down;
+  struct Mlp {
+    Linear gate, up, down;  // fused_gate_up: gate holds gate_up_proj and up is empty
   };
+  struct Layer {
+    // Empty when the family has no such norm (config.h NormPlacement); gemma's are stored as (1 + w).
+    std::vector<float> pre_attn, post_attn, pre_mlp, post_mlp;
+    std::vector<float> q_norm, k_norm;
+    Linear q, k, v, o;  // fused_qkv: q holds qkv_proj and k, v are empty
+    Mlp mlp;            // dense layers
+    Linear router, shared_gate;
+    std::vector<Mlp> experts;
+    Mlp shared;
+    bool moe = false;
+  };
+  // Every Linear in LinearNames() order with the index of the Linear whose input it shares.
+  std::vector<std::pair<const Linear*, size_t>> Linears() const;
+  Status MoeBlock(const Layer& L, const float* x, uint32_t n, float* y, ThreadPool* pool, ActivationObserver* observer,
+                  size_t& li) const;
+  Status RunMlp(const Mlp& m, const float* x, uint64_t rows, float* y, ThreadPool* pool, ActivationObserver* observer,
+                size_t first_linear, bool observe_input) const;
   LlamaConfig config_;
   WeightMode mode_ = WeightMode::kFloat;
   std::string path_;
@@ -89,7 +118,8 @@ class LlamaModel {
   std::vector<float> final_norm_;
   Linear head_;  // lm_head (a copy of embed_ when tied)
   std::vector<Layer> layers_;
-  std::vector<double> inv_freq_;  // RoPE, [head_dim / 2]
+  RopeSchedule rope_, rope_local_;
+  float embed_scale_ = 1.0f;  // gemma: sqrt(hidden) in the embeddings' dtype
 
   friend struct ModelLoader;
 };
