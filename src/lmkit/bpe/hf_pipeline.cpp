@@ -18,7 +18,7 @@
 namespace lmkit::bpe {
 namespace {
 
-pcre2_code* Code(void* p) { return static_cast<pcre2_code*>(p); }
+pcre2_code* Pcre2Code(void* p) { return static_cast<pcre2_code*>(p); }
 
 constexpr std::string_view kWs = "\\t-\\r\\x{85}\\p{Z}";          // Unicode White_Space (Oniguruma's \s)
 constexpr std::string_view kWord = "\\p{L}\\p{M}\\p{Nd}\\p{Pc}";  // Oniguruma's \w
@@ -103,15 +103,15 @@ Result<std::shared_ptr<const HfRegex>> HfRegex::Compile(std::string_view onig_pa
 }
 
 HfRegex::~HfRegex() {
-  if (code_ != nullptr) pcre2_code_free(Code(code_));
+  if (code_ != nullptr) pcre2_code_free(Pcre2Code(code_));
 }
 
 void HfRegex::FindAll(std::string_view text, std::vector<std::pair<size_t, size_t>>* out) const {
   out->clear();
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(Code(code_), nullptr);
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(Pcre2Code(code_), nullptr);
   size_t pos = 0;
   while (pos <= text.size()) {
-    const int rc = pcre2_match(Code(code_), reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos,
+    const int rc = pcre2_match(Pcre2Code(code_), reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos,
                                PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc < 0) break;
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
@@ -128,9 +128,9 @@ void HfRegex::FindAll(std::string_view text, std::vector<std::pair<size_t, size_
 }
 
 bool HfRegex::Matches(std::string_view text) const {
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(Code(code_), nullptr);
-  const int rc = pcre2_match(Code(code_), reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, PCRE2_NO_UTF_CHECK,
-                             md, nullptr);
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(Pcre2Code(code_), nullptr);
+  const int rc = pcre2_match(Pcre2Code(code_), reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0,
+                             PCRE2_NO_UTF_CHECK, md, nullptr);
   pcre2_match_data_free(md);
   return rc >= 0;
 }

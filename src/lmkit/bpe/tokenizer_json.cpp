@@ -25,13 +25,13 @@ Status ParseDom(const std::string& text, const std::string& path, sj::dom::parse
   return Status::Ok();
 }
 
-std::string Quoted(std::string_view s) { return DumpJson(Json(std::string(s)), -1); }
+std::string QuotedJson(std::string_view s) { return DumpJson(Json(std::string(s)), -1); }
 
 // The id of vocabulary entry `key` (the message is built only on error: quoting every key was 12% of a load).
 Result<uint32_t> DomId(sj::dom::element v, const std::string& path, std::string_view key) {
   uint64_t id = 0;
   if (v.get_uint64().get(id) || id >= 0x7FFFFFFFu)
-    return Status::InvalidInput(path, "token " + Quoted(key) + ": id must be a non-negative integer");
+    return Status::InvalidInput(path, "token " + QuotedJson(key) + ": id must be a non-negative integer");
   return static_cast<uint32_t>(id);
 }
 
@@ -121,7 +121,7 @@ Status ParseNormalizer(const Json& n, const std::string& path, std::vector<Norma
       s.literal = pat;
     }
   } else {
-    return Status::Unsupported(path, "normalizer " + Quoted(type) +
+    return Status::Unsupported(path, "normalizer " + QuotedJson(type) +
                                          " is not implemented (lmkit has NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
                                          "Prepend, Replace, Sequence)");
   }
@@ -141,7 +141,7 @@ Result<SplitBehavior> ParseBehavior(const Json& p, const std::string& path, cons
       {"Contiguous", SplitBehavior::kContiguous}};
   for (const auto& [name, v] : kNames)
     if (b == name) return v;
-  return Status::Unsupported(path, where + " behavior " + Quoted(b) + " is not one of Hugging Face's five");
+  return Status::Unsupported(path, where + " behavior " + QuotedJson(b) + " is not one of Hugging Face's five");
 }
 
 // `byte_level` is set when a ByteLevel step is present (the vocabulary is then in GPT-2's byte form).
@@ -213,11 +213,11 @@ Status ParsePreTokenizer(const Json& p, const std::string& path, std::vector<Pre
     } else if (scheme == "never") {
       s.prepend = PreTokenizerStep::Prepend::kNever;
     } else {
-      return Status::Unsupported(path, where + " prepend_scheme " + Quoted(scheme) + " is not always/first/never");
+      return Status::Unsupported(path, where + " prepend_scheme " + QuotedJson(scheme) + " is not always/first/never");
     }
     if (s.replacement.empty()) return Status::InvalidInput(path, where + " \"replacement\" is empty");
   } else {
-    return Status::Unsupported(path, "pre_tokenizer " + Quoted(type) +
+    return Status::Unsupported(path, "pre_tokenizer " + QuotedJson(type) +
                                          " is not implemented (lmkit has ByteLevel, Split, Digits, Punctuation, "
                                          "Whitespace, WhitespaceSplit, Metaspace, Sequence)");
   }
@@ -248,7 +248,7 @@ void ParseDecoder(const Json& d, Tokenizer::DecodeRules* r) {
         d.value("prepend_scheme", Json()) == Json("never") || d.value("add_prefix_space", Json()) == Json(false);
     r->metaspace_drop_first = !never;
   } else {
-    r->decode_error = "decoder " + Quoted(type) + " is not implemented";
+    r->decode_error = "decoder " + QuotedJson(type) + " is not implemented";
   }
 }
 
@@ -286,11 +286,11 @@ Status ParsePostProcessor(const Json& p, const std::string& path, std::vector<ui
         const std::string name = st.contains("id") && st["id"].is_string() ? st["id"].get<std::string>() : "";
         if (!specials.is_object() || !specials.contains(name) || !specials[name].contains("ids") ||
             !specials[name]["ids"].is_array())
-          return Status::InvalidInput(path, "post_processor TemplateProcessing: special token " + Quoted(name) +
+          return Status::InvalidInput(path, "post_processor TemplateProcessing: special token " + QuotedJson(name) +
                                                 " is not in its \"special_tokens\"");
         for (const Json& id : specials[name]["ids"]) {
           if (!id.is_number_unsigned() || id.get<uint64_t>() > kMaxTokenId)
-            return Status::InvalidInput(path, "post_processor TemplateProcessing: bad id for " + Quoted(name));
+            return Status::InvalidInput(path, "post_processor TemplateProcessing: bad id for " + QuotedJson(name));
           (seen_sequence ? suffix : prefix)->push_back(id.get<uint32_t>());
         }
       } else {
@@ -301,7 +301,7 @@ Status ParsePostProcessor(const Json& p, const std::string& path, std::vector<ui
     }
     *has = true;
   } else {
-    return Status::Unsupported(path, "post_processor " + Quoted(type) + " is not implemented");
+    return Status::Unsupported(path, "post_processor " + QuotedJson(type) + " is not implemented");
   }
   return Status::Ok();
 }
@@ -341,20 +341,20 @@ Status AddMergeByText(Tokenizer& tok, std::string_view a, std::string_view b, bo
   if (printable) {
     if (!PrintableToBytesInto(a, sa) || !PrintableToBytesInto(b, sb)) {
       const std::string_view bad = PrintableToBytesInto(a, sa) ? b : a;
-      return Status::InvalidInput(where, "token " + Quoted(bad) + " is not in the vocabulary");
+      return Status::InvalidInput(where, "token " + QuotedJson(bad) + " is not in the vocabulary");
     }
   } else {
     sa->assign(a);
     sb->assign(b);
   }
   const uint32_t left = tok.TokenId(*sa), right = tok.TokenId(*sb);
-  if (left == kNoId) return Status::InvalidInput(where, "token " + Quoted(a) + " is not in the vocabulary");
-  if (right == kNoId) return Status::InvalidInput(where, "token " + Quoted(b) + " is not in the vocabulary");
+  if (left == kNoId) return Status::InvalidInput(where, "token " + QuotedJson(a) + " is not in the vocabulary");
+  if (right == kNoId) return Status::InvalidInput(where, "token " + QuotedJson(b) + " is not in the vocabulary");
   sa->append(*sb);
   const uint32_t result = tok.TokenId(*sa);
   if (result == kNoId)
     return Status::InvalidInput(where,
-                                "token " + Quoted(std::string(a) + std::string(b)) + " is not in the vocabulary");
+                                "token " + QuotedJson(std::string(a) + std::string(b)) + " is not in the vocabulary");
   return tok.AddMerge(left, right, rank, result).WithSubject(where);
 }
 
@@ -450,7 +450,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
     }
   }
   LMKIT_ASSIGN_OR_RETURN(const std::string model_type, StrField(m, "type", "BPE", path, "model"));
-  if (model_type != "BPE") return Status::Unsupported(path, "model type " + Quoted(model_type) + " is not BPE");
+  if (model_type != "BPE") return Status::Unsupported(path, "model type " + QuotedJson(model_type) + " is not BPE");
   if (!has_vocab || !has_merges) return Status::InvalidInput(path, "model needs \"vocab\" and \"merges\"");
   if (m.contains("dropout") && !m["dropout"].is_null() && !(m["dropout"].is_number() && m["dropout"] == 0))
     return Status::Unsupported(path, "model \"dropout\" is set: BPE dropout makes ids random");
@@ -504,7 +504,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
         !a["id"].is_number_unsigned() || a["id"].get<uint64_t>() >= 0x7FFFFFFFu)
       return Status::InvalidInput(path, "added_tokens entries need \"id\" (a non-negative integer) and \"content\"");
     Added e{a["content"].get<std::string>(), a["id"].get<uint32_t>(), {}};
-    const std::string where = "added token " + Quoted(e.text);
+    const std::string where = "added token " + QuotedJson(e.text);
     LMKIT_ASSIGN_OR_RETURN(e.flags.lstrip, BoolField(a, "lstrip", false, path, where));
     LMKIT_ASSIGN_OR_RETURN(e.flags.rstrip, BoolField(a, "rstrip", false, path, where));
     LMKIT_ASSIGN_OR_RETURN(e.flags.single_word, BoolField(a, "single_word", false, path, where));
@@ -538,7 +538,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
     if (byte_level) {
       if (IsRawSpecial(key, id, added_by_id, &bytes)) continue;
       if (!PrintableToBytesInto(key, &bytes))
-        return Status::InvalidInput(path, "token " + Quoted(key) + " is not in GPT-2's byte-level form");
+        return Status::InvalidInput(path, "token " + QuotedJson(key) + " is not in GPT-2's byte-level form");
       LMKIT_RETURN_IF_ERROR(tok->AddToken(bytes, id).WithSubject(path));
     } else if (const int b = byte_fallback ? FallbackByte(key) : -1; b >= 0) {
       LMKIT_RETURN_IF_ERROR(tok->AddByteFallback(static_cast<uint8_t>(b), id).WithSubject(path));
@@ -547,7 +547,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
     }
   }
   if (!unk_token.empty() && unk == kNoId)
-    return Status::InvalidInput(path, "model \"unk_token\" " + Quoted(unk_token) + " is not in the vocabulary");
+    return Status::InvalidInput(path, "model \"unk_token\" " + QuotedJson(unk_token) + " is not in the vocabulary");
   if (!byte_level) tok->set_char_level(byte_fallback, unk, fuse_unk);
 
   sj::dom::array merges;
