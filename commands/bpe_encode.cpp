@@ -26,6 +26,7 @@ struct EncodeFlags {
   std::string pattern;
   size_t chunk_bytes = 0;
   bool mpi = false;
+  bool add_special_tokens = false;
   CorpusFlags corpus;
 };
 
@@ -86,6 +87,9 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
       ->transform(DecimalCount())
       ->group("");  // for tests and experiments
   sub.add_flag("--mpi", f->mpi, "run as one rank of an MPI job: each rank encodes a range, rank 0 writes -o");
+  sub.add_flag("--add-special-tokens", f->add_special_tokens,
+               "add the ids of a tokenizer.json's post-processor (e.g. BOS) around the input, as HF's "
+               "add_special_tokens=True (default: none)");
   AddCorpusFlags(sub, &f->corpus);
   return [f, &g]() -> int {
     const std::string cmd = "bpe encode";
@@ -114,6 +118,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     req.threads = g.ResolvedThreads();
     req.chunk_bytes = f->chunk_bytes;
     req.mpi = f->mpi;
+    req.add_special_tokens = f->add_special_tokens;
     if (g.json && f->output.empty())
       return UsageError(cmd, "--json prints a summary on stdout, so the ids need -o FILE");
     if (f->output.empty() && req.format && (*req.format == bpe::IdFormat::kBin || *req.format == bpe::IdFormat::kNpy) &&

@@ -250,7 +250,8 @@ void RegisterBpe(nb::module_& m) {
             const SpecialTokenSplitter& splitter = c.SplitterFor(names);
             std::vector<bpe::SpecialToken> specials;
             for (const auto& n : names) specials.push_back({n, c.SpecialId(n)});
-            const size_t cut = bpe::LastSafeCut(t, 0, specials);
+            // A tokenizer.json pipeline has no proved cut points: the whole text is one piece (cut 0: none).
+            const size_t cut = c.tokenizer().cut_safe() ? bpe::LastSafeCut(t, 0, specials) : 0;
             std::vector<uint32_t> ids;
             size_t chars = 0;
             if (cut > 0) {

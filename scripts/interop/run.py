@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 import check_compressed_tensors
+import check_hf_families
 import check_hf_tokenizers
 import check_model_families
 import check_ort_calibrators
@@ -44,7 +45,8 @@ def llamacpp():
 
 CHECKS = {"tiktoken": check_tiktoken.run, "hf_tokenizers": check_hf_tokenizers.run,
           "compressed_tensors": check_compressed_tensors.run, "ort_calibrators": check_ort_calibrators.run,
-          "llamacpp": llamacpp, "model_families": check_model_families.run}
+          "llamacpp": llamacpp, "model_families": check_model_families.run,
+          "hf_families": check_hf_families.run}
 
 
 def versions():

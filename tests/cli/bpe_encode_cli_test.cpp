@@ -315,3 +315,24 @@ TEST_CASE("cli bpe encode: a trained folder encodes its specials like its tokeni
   CHECK(folder.out == "[98,0,99]\n");
   CHECK(json.out == folder.out);
 }
+
+TEST_CASE("cli bpe encode: --add-special-tokens applies a tokenizer.json's post-processor", "[cli][bpe][encode]") {
+  // Goldens: HF tokenizers' encode(text, add_special_tokens=True) (tests/data/bpe/hf/goldens.json, case 0).
+  auto golden = lmkit::ParseJson(ReadAll(TestData("bpe/hf/goldens.json")), "goldens");
+  REQUIRE(golden.ok());
+  REQUIRE((*golden)["cases"][0] == "Hello world");
+  for (const char* name : {"llama2_prepend_replace", "mistral_metaspace_first", "llama3_known_regex"}) {
+    INFO(name);
+    const std::string tok = TestData(std::string("bpe/hf/") + name + ".json");
+    const auto& row = (*golden)["tokenizers"][name][0];
+    auto with = RunLmkit({"bpe", "encode", "-t", tok, "--add-special-tokens"}, "Hello world");
+    REQUIRE(with.exit_code == 0);
+    CHECK(with.out == lmkit::DumpJson(row["ids_with_special"], -1) + "\n");
+    auto without = RunLmkit({"bpe", "encode", "-t", tok}, "Hello world");  // the default adds nothing
+    CHECK(without.out == lmkit::DumpJson(row["ids"], -1) + "\n");
+  }
+  auto none = RunLmkit({"bpe", "encode", "-t", "gpt2", "--add-special-tokens"}, "x");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("--add-special-tokens") != std::string::npos);
+  CHECK(none.err.find("post-processor") != std::string::npos);
+}

@@ -63,6 +63,18 @@ std::string BytesToPrintable(std::string_view bytes) {
   return out;
 }
 
+bool PrintableToBytesInto(std::string_view printable, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < printable.size();) {
+    const DecodedChar d = DecodeUtf8At(printable, i);
+    const int b = d.cp == kInvalidCodePoint ? -1 : CodePointToByte(d.cp);
+    if (b < 0) return false;
+    out->push_back(static_cast<char>(b));
+    i += d.len;
+  }
+  return true;
+}
+
 Result<std::string> PrintableToBytes(std::string_view printable) {
   std::string out;
   out.reserve(printable.size());

@@ -23,5 +23,7 @@ int CodePointToByte(uint32_t cp);
 std::string BytesToPrintable(std::string_view bytes);
 void AppendPrintable(std::string& out, std::string_view bytes);
 Result<std::string> PrintableToBytes(std::string_view printable);
+// PrintableToBytes into *out without building an error: false where PrintableToBytes fails.
+bool PrintableToBytesInto(std::string_view printable, std::string* out);
 
 }  // namespace lmkit::bpe

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "lmkit/bpe/id_output.h"
@@ -18,6 +19,40 @@ namespace lmkit::bpe {
 Status DecodeIds(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index,
                  std::string* out) {
   std::string_view bytes;
+  const Tokenizer::DecodeRules& rules = tokenizer.decode_rules();
+  if (!rules.decode_error.empty()) return Status::Unsupported("", rules.decode_error);
+  if (rules.active()) {
+    // tokenizer.json decoders (tokenizer.h DecodeRules).
+    char hex[8];
+    for (size_t i = 0; i < count; ++i) {
+      if (!tokenizer.TokenBytes(ids[i], &bytes))
+        return Status::InvalidInput("", "token id " + std::to_string(ids[i]) + " at index " +
+                                            std::to_string(first_index + i) + " is not in the tokenizer (ids 0.." +
+                                            std::to_string(tokenizer.id_limit() - 1) + ")");
+      if (rules.fallback_as_text) {
+        if (const int b = tokenizer.FallbackByteOf(ids[i]); b >= 0) {
+          std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+          bytes = hex;
+        }
+      }
+      const size_t start = out->size();
+      const std::string_view ms = rules.metaspace;
+      const bool drop = first_index + i == 0 && rules.metaspace_drop_first;
+      while (!bytes.empty()) {
+        const size_t at = ms.empty() ? std::string_view::npos : bytes.find(ms);
+        out->append(bytes.substr(0, at));
+        if (at == std::string_view::npos) break;
+        if (!drop) out->push_back(' ');
+        bytes.remove_prefix(at + ms.size());
+      }
+      if (first_index + i == 0) {
+        size_t k = 0;
+        while (k < rules.strip_leading && start + k < out->size() && (*out)[start + k] == ' ') ++k;
+        out->erase(start, k);
+      }
+    }
+    return Status::Ok();
+  }
   for (size_t i = 0; i < count; ++i) {
     if (!tokenizer.TokenBytes(ids[i], &bytes))
       return Status::InvalidInput("", "token id " + std::to_string(ids[i]) + " at index " +

@@ -53,10 +53,16 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
     if (req.specials.allowed.kind != SpecialSetKind::kAll || req.specials.disallowed.kind != SpecialSetKind::kAll)
       return Status::InvalidArgument(Field("allowed_special") + " and " + Field("disallowed_special") +
                                      " are not supported with " + Field("mpi"));
+    if (req.add_special_tokens)
+      return Status::InvalidArgument(Field("add_special_tokens") + " is not supported with " + Field("mpi"));
     return EncodeFileMpi(req, progress);
   }
   LMKIT_ASSIGN_OR_RETURN(EncodeSetup setup, PrepareEncode(req));
   EncodeReport& rep = setup.report;
+  if (req.add_special_tokens && !setup.tokenizer->has_template())
+    return Status::InvalidArgument(Field("add_special_tokens") + ": " + req.tokenizer +
+                                   " has no post-processor lmkit implements (a tokenizer.json TemplateProcessing, "
+                                   "RobertaProcessing or BertProcessing)");
   LMKIT_ASSIGN_OR_RETURN(io::Corpus corpus, OpenEncodeCorpus(req));
   LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<io::ByteSource> source, corpus.Open());
   StreamOptions opts;
@@ -66,15 +72,19 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
   const double t1 = MonotonicSeconds();
   const double c1 = ProcessCpuSeconds();
   LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<IdOutput> out, OpenIdOutput(req, *setup.tokenizer, rep.format, rep.dtype));
+  const std::vector<uint32_t>& prefix = setup.tokenizer->template_prefix();
+  const std::vector<uint32_t>& suffix = setup.tokenizer->template_suffix();
+  if (req.add_special_tokens && !prefix.empty()) LMKIT_RETURN_IF_ERROR(out->Write(prefix.data(), prefix.size()));
   Result<StreamStats> streamed = EncodeStream(*setup.tokenizer, *source, *out, opts, progress);
   // Errors found in the text (a disallowed special) name no file: this is the input they are in.
   if (!streamed.ok()) return streamed.status().WithSubject(rep.input == "-" ? "<stdin>" : rep.input);
+  if (req.add_special_tokens && !suffix.empty()) LMKIT_RETURN_IF_ERROR(out->Write(suffix.data(), suffix.size()));
   LMKIT_RETURN_IF_ERROR(out->Commit());
   const StreamStats& stats = *streamed;
   rep.encode_seconds = MonotonicSeconds() - t1;
   rep.encode_cpu_seconds = ProcessCpuSeconds() - c1;
   rep.bytes = stats.bytes;
-  rep.tokens = stats.tokens;
+  rep.tokens = stats.tokens + (req.add_special_tokens ? prefix.size() + suffix.size() : 0);
   rep.chunks = stats.chunks;
   rep.largest_chunk = stats.largest_chunk;
   rep.peak_rss_bytes = PeakRssBytes();

@@ -42,6 +42,9 @@ struct EncodeRequest {
   unsigned threads = 1;
   size_t chunk_bytes = 0;
   bool mpi = false;
+  // Adds the ids of the tokenizer's post-processor (tokenizer.json TemplateProcessing "single", e.g. BOS) around the
+  // whole input, which is one sequence. Errors: kInvalidArgument when the tokenizer has none, or with mpi.
+  bool add_special_tokens = false;
 };
 
 struct EncodeReport {

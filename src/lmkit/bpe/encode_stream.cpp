@@ -16,12 +16,15 @@ namespace {
 class Chunker {
  public:
   // `carry` is a buffer the caller keeps (its contents are discarded here).
-  Chunker(ByteSource& source, size_t chunk, const std::vector<SpecialToken>& specials, std::string& carry)
+  // `cut`: false for a tokenizer whose pipeline the cut rules are not proved for (tokenizer.h cut_safe): the input is
+  // then one chunk.
+  Chunker(ByteSource& source, size_t chunk, const std::vector<SpecialToken>& specials, std::string& carry, bool cut)
       : source_(source),
         chunk_(chunk),
         read_block_(std::clamp<size_t>(chunk, 4096, size_t{1} << 20)),
         specials_(specials),
-        carry_(carry) {
+        carry_(carry),
+        cut_(cut) {
     for (const auto& s : specials) look_ = std::max(look_, s.text.size());
     carry_.clear();
   }
@@ -34,6 +37,10 @@ class Chunker {
     LMKIT_RETURN_IF_ERROR(Fill(&buf, chunk_ + look_ + 1));
     if (buf.empty()) return false;
     size_t c = 0;
+    if (!cut_) {
+      while (!eof_) LMKIT_RETURN_IF_ERROR(Fill(&buf, buf.size() + read_block_));
+      return true;
+    }
     if (buf.size() > chunk_ + look_) {
       for (size_t k = chunk_; k >= 2 && c == 0; --k)
         if (IsSafeCut(buf, k, specials_)) c = k;
@@ -73,6 +80,7 @@ class Chunker {
   const std::vector<SpecialToken>& specials_;
   size_t look_ = 2;  // bytes a cut decision needs beyond the cut
   std::string& carry_;
+  bool cut_;
   bool eof_ = false;
 };
 
@@ -107,7 +115,7 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
   EncoderPool& pool = options.encoders ? *options.encoders : local_pool;
   if (&pool.tokenizer() != &tokenizer) return Status::Internal("EncodeStream: encoder pool of another tokenizer");
   // No chunk cut may split an allowed or a disallowed special.
-  Chunker chunker(source, chunk, rules.watched(), pool.Carry());
+  Chunker chunker(source, chunk, rules.watched(), pool.Carry(), tokenizer.cut_safe());
 
   // One thread: the calling thread reads, encodes and writes. More: `threads` workers encode.
   PipelineOptions po;

@@ -34,11 +34,14 @@
 #include <cstring>
 
 #include "lmkit/bpe/pretokenizer_ascii.h"
+#include "lmkit/bpe/unicode_classes.h"
 
 namespace lmkit::bpe {
 
 Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_slots)
     : tok_(tokenizer),
+      pipeline_(tokenizer.pipeline()),
+      char_level_(tokenizer.char_level()),
       own_rules_(SpecialRules::AllowAll(tokenizer)),
       pattern_(tokenizer.pattern()),
       shortcut_(tokenizer.whole_piece_shortcut()) {
@@ -54,6 +57,7 @@ Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_slots)
 }
 
 void Encoder::Encode(std::string_view text, std::vector<uint32_t>* out) {
+  if (pipeline_ != nullptr || tok_.has_added_flags()) return EncodeHf(text, out);
   const SpecialRules& rules = special_rules();
   const SpecialTokenSplitter& splitter = rules.allowed();
   if (splitter.empty()) {
@@ -71,6 +75,7 @@ void Encoder::Encode(std::string_view text, std::vector<uint32_t>* out) {
 }
 
 void Encoder::EncodeOrdinary(std::string_view text, std::vector<uint32_t>* out) {
+  if (pipeline_ != nullptr) return EncodeSegment(text, true, out);
   switch (pattern_) {
     case PretokPattern::kGpt2:
       return EncodeOrdinaryAs<PretokPattern::kGpt2>(text, out);
@@ -107,6 +112,125 @@ void Encoder::EncodeOrdinaryAs(std::string_view text, std::vector<uint32_t>* out
   out->insert(out->end(), buf, w);
 }
 
+namespace {
+
+// Rust's char::is_alphanumeric, which Hugging Face's single_word tests (letters and numbers).
+bool IsWordChar(uint32_t cp) {
+  const CharClass c = CharClassOf(cp);
+  return IsLetterClass(c) || c == kClassNumber;
+}
+
+// The code point ending at `end` (> 0) of text.
+uint32_t CodePointBefore(std::string_view text, size_t end) {
+  size_t k = end - 1;
+  while (k > 0 && end - k < 4 && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) --k;
+  return DecodeUtf8At(text, k).cp;
+}
+
+}  // namespace
+
+void Encoder::EncodeHf(std::string_view text, std::vector<uint32_t>* out) {
+  const SpecialRules& rules = special_rules();
+  const SpecialTokenSplitter& splitter = rules.allowed();
+  size_t pos = 0;     // start of the ordinary text not yet encoded
+  size_t search = 0;  // where the next match may start
+  SpecialTokenSplitter::Match m;
+  while (search < text.size() && !splitter.empty() && splitter.FindNext(text, search, &m)) {
+    const uint32_t id = rules.allowed_id(m.index);
+    const Tokenizer::AddedFlags f = tok_.added_flags(id);
+    size_t begin = m.begin, end = m.begin + m.length;
+    if (f.single_word) {
+      const bool left_ok = begin == 0 || !IsWordChar(CodePointBefore(text, begin));
+      const bool right_ok = end >= text.size() || !IsWordChar(DecodeUtf8At(text, end).cp);
+      if (!left_ok || !right_ok) {
+        search = end;  // Hugging Face skips the match; its text stays ordinary
+        continue;
+      }
+    }
+    if (f.lstrip)
+      while (begin > pos) {
+        const uint32_t cp = CodePointBefore(text, begin);
+        if (!IsUnicodeWhiteSpace(cp)) break;
+        size_t k = begin - 1;
+        while (k > pos && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) --k;
+        begin = k;
+      }
+    if (f.rstrip)
+      while (end < text.size()) {
+        const DecodedChar d = DecodeUtf8At(text, end);
+        if (!IsUnicodeWhiteSpace(d.cp)) break;
+        end += d.len;
+      }
+    if (begin > pos) EncodeSegment(text.substr(pos, begin - pos), pos == 0, out);
+    out->push_back(id);
+    pos = search = end;
+  }
+  if (pos < text.size()) EncodeSegment(text.substr(pos), pos == 0, out);
+}
+
+void Encoder::EncodeSegment(std::string_view text, bool at_start, std::vector<uint32_t>* out) {
+  if (pipeline_ == nullptr) {
+    EncodeOrdinary(text, out);
+    return;
+  }
+  // Hugging Face sees valid UTF-8 only; here each ill-formed byte is a word of its own and the runs between are
+  // segments.
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size()) {
+      const DecodedChar d = DecodeUtf8At(text, j);
+      if (d.cp == kInvalidCodePoint) break;
+      j += d.len;
+    }
+    if (j > i) EncodeValidSegment(text.substr(i, j - i), at_start && i == 0, out);
+    if (j < text.size()) EncodePiece(text.substr(j, 1), out), ++j;
+    i = j;
+  }
+}
+
+void Encoder::EncodeValidSegment(std::string_view text, bool at_start, std::vector<uint32_t>* out) {
+  std::string_view t = text;
+  if (pipeline_->has_normalizer()) {
+    pipeline_->Normalize(text, &norm_);
+    t = norm_;
+  }
+  if (pipeline_->pre_tokenizer.empty()) {
+    if (!t.empty()) EncodePiece(t, out);
+    return;
+  }
+  pipeline_->PreTokenize(t, at_start, &pre_);
+  for (size_t k = 0; k < pre_.words.size(); ++k) EncodePiece(pre_.word(k), out);
+}
+
+size_t Encoder::CharIds(std::string_view piece, uint32_t* ids) const {
+  const uint32_t unk = tok_.unk_id();
+  const bool fuse = tok_.fuse_unk();
+  size_t m = 0;
+  bool prev_unk = false;
+  for (size_t i = 0; i < piece.size();) {
+    const size_t len = DecodeUtf8At(piece, i).len;
+    uint32_t id = len == 1 ? tok_.ByteId(static_cast<uint8_t>(piece[i])) : tok_.TokenId(piece.substr(i, len));
+    if (id == kNoId && len > 1) {
+      bool all = tok_.byte_fallback();
+      for (size_t k = 0; k < len && all; ++k) all = tok_.fallback_id(static_cast<uint8_t>(piece[i + k])) != kNoId;
+      if (all) {
+        for (size_t k = 0; k < len; ++k) ids[m++] = tok_.fallback_id(static_cast<uint8_t>(piece[i + k]));
+        prev_unk = false;
+        i += len;
+        continue;
+      }
+      id = unk;
+    }
+    i += len;
+    if (id == kNoId) continue;  // no unk token: Hugging Face drops the character
+    if (id == unk && fuse && prev_unk) continue;
+    ids[m++] = id;
+    prev_unk = id == unk;
+  }
+  return m;
+}
+
 template <typename To>
 void Encoder::AppendVia(std::string_view piece, std::vector<uint32_t>* out, To to) {
   const size_t used = out->size();
@@ -115,6 +239,7 @@ void Encoder::AppendVia(std::string_view piece, std::vector<uint32_t>* out, To t
 }
 
 void Encoder::EncodePiece(std::string_view piece, std::vector<uint32_t>* out) {
+  if (piece.empty()) return;
   AppendVia(piece, out, &Encoder::EncodePieceTo);
 }
 void Encoder::MergeFlat(std::string_view piece, std::vector<uint32_t>* out) {
@@ -128,7 +253,7 @@ inline uint32_t* Encoder::EncodePieceTo(std::string_view piece, uint32_t* w) {
   const size_t len = piece.size();
   if (len == 1) {
     *w = tok_.ByteId(static_cast<uint8_t>(piece[0]));
-    return w + 1;
+    return w + (*w != kNoId);  // kNoId: a char-level tokenizer without the character, unk or fallback
   }
   if (len > kPieceMaxBytes) return EncodeUncached(piece, w);
   PieceKey key;
@@ -256,7 +381,11 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
   if (ranks_.size() < m) ranks_.resize(m);
   uint32_t* ids = ids_.data();
   uint64_t* ranks = ranks_.data();
-  for (size_t i = 0; i < m; ++i) ids[i] = tok_.ByteId(static_cast<uint8_t>(piece[i]));
+  if (char_level_) {
+    m = CharIds(piece, ids);
+  } else {
+    for (size_t i = 0; i < m; ++i) ids[i] = tok_.ByteId(static_cast<uint8_t>(piece[i]));
+  }
   for (size_t i = 0; i + 1 < m; ++i) ranks[i] = PairRank(ids[i], ids[i + 1]);
   while (m > 1) {
     uint64_t best = kNoPair;
@@ -286,14 +415,18 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
 }
 
 uint32_t* Encoder::MergeHeapTo(std::string_view piece, uint32_t* w) {
-  const size_t n = piece.size();
+  size_t n = piece.size();
   constexpr uint32_t kEnd = 0xFFFFFFFFu;
   ids_.resize(n);
   next_.resize(n);
   prev_.resize(n);
   heap_.clear();
+  if (char_level_) {
+    n = CharIds(piece, ids_.data());
+  } else {
+    for (size_t i = 0; i < n; ++i) ids_[i] = tok_.ByteId(static_cast<uint8_t>(piece[i]));
+  }
   for (size_t i = 0; i < n; ++i) {
-    ids_[i] = tok_.ByteId(static_cast<uint8_t>(piece[i]));
     next_[i] = i + 1 < n ? static_cast<uint32_t>(i + 1) : kEnd;
     prev_[i] = i > 0 ? static_cast<uint32_t>(i - 1) : kEnd;
   }

@@ -64,6 +64,13 @@ class Encoder {
   std::vector<uint32_t> scratch_;
   template <PretokPattern P>
   void EncodeOrdinaryAs(std::string_view text, std::vector<uint32_t>* out);
+  // The tokenizer.json path (tokenizer.pipeline() or added-token flags): added tokens with their flags, then per
+  // segment the normalizer, the pre-tokenizer and the model. `at_start`: the segment starts the input.
+  void EncodeHf(std::string_view text, std::vector<uint32_t>* out);
+  void EncodeSegment(std::string_view text, bool at_start, std::vector<uint32_t>* out);
+  void EncodeValidSegment(std::string_view text, bool at_start, std::vector<uint32_t>* out);
+  // A char-level tokenizer's first symbols of `piece` (tokenizer.h set_char_level); returns their count.
+  size_t CharIds(std::string_view piece, uint32_t* ids) const;
   // Each returns the end of the ids it wrote at `w`.
   uint32_t* EncodePieceTo(std::string_view piece, uint32_t* w);
   struct PieceKey;
@@ -87,6 +94,10 @@ class Encoder {
   std::vector<PairEntry> pair_cache_;
 
   const Tokenizer& tok_;
+  const Pipeline* pipeline_;
+  bool char_level_;
+  std::string norm_;
+  PreTokenized pre_;
   SpecialRules own_rules_;
   const SpecialRules* rules_ = nullptr;
   PretokPattern pattern_;

@@ -114,6 +114,24 @@ void PairMap::Rehash(size_t cap) {
 
 void Tokenizer::ReserveTokens(size_t count) { tokens_.Reserve(count); }
 
+Status Tokenizer::AddByteFallback(uint8_t b, uint32_t id) {
+  if (id > kMaxTokenId)
+    return Status::InvalidInput(
+        "", "token id " + std::to_string(id) + " is above lmkit's limit of " + std::to_string(kMaxTokenId));
+  if (IsOrdinary(id)) return Status::InvalidInput("", "token id " + std::to_string(id) + " is defined twice");
+  if (fallback_ids_[b] != kNoId)
+    return Status::InvalidInput("", "byte-fallback token of byte " + std::to_string(b) + " is defined twice");
+  fallback_ids_[b] = id;
+  if (id >= ordinary_.size()) ordinary_.resize(size_t{id} + 1);
+  ordinary_[id] = {static_cast<uint32_t>(token_arena_.size()), 1};
+  token_arena_.push_back(static_cast<char>(b));
+  return Status::Ok();
+}
+
+void Tokenizer::set_added_flags(uint32_t id, AddedFlags f) {
+  if (f.lstrip || f.rstrip || f.single_word) added_flags_.emplace_back(id, f);
+}
+
 Status Tokenizer::AddToken(std::string_view bytes, uint32_t id) {
   if (id > kMaxTokenId)
     return Status::InvalidInput(
@@ -189,7 +207,13 @@ Status Tokenizer::EnableSpecial(std::string_view text) {
 }
 
 Status Tokenizer::Finish() {
-  for (int b = 0; b < 256; ++b) {
+  for (int b = 0; b < 256 && char_level_; ++b) {
+    const char c = static_cast<char>(b);
+    byte_ids_[b] = b < 0x80 ? tokens_.Find(std::string_view(&c, 1)) : kNoId;
+    if (byte_ids_[b] == kNoId && byte_fallback_) byte_ids_[b] = fallback_ids_[b];
+    if (byte_ids_[b] == kNoId) byte_ids_[b] = unk_;
+  }
+  for (int b = 0; b < 256 && !char_level_; ++b) {
     char c = static_cast<char>(b);
     byte_ids_[b] = tokens_.Find(std::string_view(&c, 1));
     if (byte_ids_[b] == kNoId) {

@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "lmkit/bpe/hf_pipeline.h"
 #include "lmkit/bpe/pretokenizer.h"
 #include "lmkit/bpe/special_tokens.h"
 #include "lmkit/common/status.h"
@@ -207,6 +209,47 @@ class Tokenizer {
   // the result.
   void set_whole_piece_shortcut(bool on) { shortcut_ = on; }
   void set_description(std::string d) { description_ = std::move(d); }
+
+  // ---- Hugging Face tokenizer.json models (tokenizer_json.cpp) ----
+  // The normalizer and pre-tokenizer the encoder runs instead of `pattern` (null: the pattern alone).
+  void set_pipeline(std::shared_ptr<const Pipeline> p) { pipeline_ = std::move(p); }
+  // Character-level BPE (SentencePiece-style vocabularies, tokens are UTF-8 text): a word starts as its characters
+  // (a character that is no token: its <0xXX> byte tokens with byte_fallback, else `unk`, consecutive unks fused with
+  // fuse_unk, else dropped), not as its bytes. Then the bytes need not all be tokens.
+  void set_char_level(bool byte_fallback, uint32_t unk, bool fuse_unk) {
+    char_level_ = true;
+    byte_fallback_ = byte_fallback;
+    unk_ = unk;
+    fuse_unk_ = fuse_unk;
+  }
+  // The byte-fallback token <0xXX> of byte b: decodes to that byte, never looked up as text. Errors as AddToken's.
+  Status AddByteFallback(uint8_t b, uint32_t id);
+  // An added token's matching rules (Hugging Face's AddedToken): whitespace before (lstrip) or after (rstrip) joins
+  // the match; single_word matches only between non-word characters.
+  struct AddedFlags {
+    bool lstrip = false, rstrip = false, single_word = false;
+  };
+  void set_added_flags(uint32_t id, AddedFlags f);
+  // How decoding rewrites token text (Hugging Face's decoders): `metaspace` (e.g. "▁") becomes ' ', except in the
+  // first token, where metaspace_drop_first drops it (Metaspace decoder); up to strip_leading spaces at the very start
+  // of the output are removed (Fuse + Strip); fallback_as_text writes a byte-fallback token as its "<0xXX>" text (no
+  // ByteFallback decoder). A non-empty decode_error makes decoding fail with it.
+  struct DecodeRules {
+    std::string metaspace;
+    bool metaspace_drop_first = false;
+    size_t strip_leading = 0;
+    bool fallback_as_text = false;
+    bool byte_fallback_decoder = false;
+    std::string decode_error;
+    bool active() const { return !metaspace.empty() || strip_leading > 0 || fallback_as_text || !decode_error.empty(); }
+  };
+  void set_decode_rules(DecodeRules r) { decode_rules_ = std::move(r); }
+  // The ids the post-processor adds around one sequence (TemplateProcessing's "single"), for --add-special-tokens.
+  void set_template(std::vector<uint32_t> prefix, std::vector<uint32_t> suffix) {
+    template_prefix_ = std::move(prefix);
+    template_suffix_ = std::move(suffix);
+    has_template_ = true;
+  }
   // Checks that every byte is a token and builds the decode table. Errors: kInvalidInput naming the missing byte,
   // or a special whose id collides with a different ordinary token.
   Status Finish();
@@ -238,6 +281,39 @@ class Tokenizer {
   PretokPattern pattern() const { return pattern_; }
   bool whole_piece_shortcut() const { return shortcut_; }
   const std::string& description() const { return description_; }
+  const Pipeline* pipeline() const { return pipeline_.get(); }
+  bool char_level() const { return char_level_; }
+  bool byte_fallback() const { return byte_fallback_; }
+  uint32_t fallback_id(uint8_t b) const { return fallback_ids_[b]; }
+  // The byte whose fallback token is `id`, or -1.
+  int FallbackByteOf(uint32_t id) const {
+    for (int b = 0; b < 256 && byte_fallback_; ++b)
+      if (fallback_ids_[b] == id) return b;
+    return -1;
+  }
+  uint32_t unk_id() const { return unk_; }
+  bool fuse_unk() const { return fuse_unk_; }
+  bool has_added_flags() const { return !added_flags_.empty(); }
+  // The flags of added token `id` (all false when none were set).
+  AddedFlags added_flags(uint32_t id) const {
+    for (const auto& [i, f] : added_flags_)
+      if (i == id) return f;
+    return {};
+  }
+  const DecodeRules& decode_rules() const { return decode_rules_; }
+  bool has_template() const { return has_template_; }
+  const std::vector<uint32_t>& template_prefix() const { return template_prefix_; }
+  const std::vector<uint32_t>& template_suffix() const { return template_suffix_; }
+  // True when decode(encode(text)) == text for every text (byte-level, no normalizer, no rewriting step, no added
+  // token that takes in the whitespace around it).
+  bool lossless() const {
+    for (const auto& [id, f] : added_flags_)
+      if (f.lstrip || f.rstrip) return false;
+    return !char_level_ && (pipeline_ == nullptr || pipeline_->lossless());
+  }
+  // True when the cut rules of safe_cut.h hold (proved for the three hand-written patterns only): a tokenizer with a
+  // pipeline or added-token flags is encoded in one piece per input.
+  bool cut_safe() const { return pipeline_ == nullptr && added_flags_.empty(); }
 
  private:
   struct Span {
@@ -252,13 +328,21 @@ class Tokenizer {
   std::vector<SpecialToken> known_specials_;
   std::vector<SpecialToken> enabled_specials_;
   SpecialTokenSplitter splitter_;
-  uint32_t byte_ids_[256];
+  uint32_t byte_ids_[256];  // char-level: the character's token, its fallback, unk, or kNoId (dropped)
   std::vector<Span> decode_;
   std::string decode_arena_;
   size_t max_token_bytes_ = 0;
   PretokPattern pattern_ = PretokPattern::kGpt2;
   bool shortcut_ = false;
   std::string description_;
+  std::shared_ptr<const Pipeline> pipeline_;
+  bool char_level_ = false, byte_fallback_ = false, fuse_unk_ = false;
+  uint32_t unk_ = kNoId;
+  std::vector<uint32_t> fallback_ids_ = std::vector<uint32_t>(256, kNoId);
+  std::vector<std::pair<uint32_t, AddedFlags>> added_flags_;
+  DecodeRules decode_rules_;
+  bool has_template_ = false;
+  std::vector<uint32_t> template_prefix_, template_suffix_;
 };
 
 }  // namespace lmkit::bpe

@@ -45,4 +45,14 @@ Result<std::unique_ptr<Tokenizer>> ReadTiktoken(const std::string& path, const T
 
 std::vector<std::string> BuiltinTokenizerNames();  // gpt2, cl100k_base, o200k_base
 
+namespace detail {  // shared by the readers
+// The hand-written pattern whose regex is exactly `re`, if any.
+std::optional<PretokPattern> PatternFromRegex(std::string_view re);
+// Enables options.specials, then tok.Finish(); errors name `subject`.
+Status FinishTokenizer(Tokenizer& tok, const TokenizerOptions& options, const std::string& subject);
+// Removes the first line from *text and returns it without its "\n" or "\r\n" (rank and merges files come from
+// Windows checkouts too).
+std::string_view TakeLine(std::string_view* text);
+}  // namespace detail
+
 }  // namespace lmkit::bpe

@@ -183,14 +183,14 @@ TEST_CASE("bpe tokenizer files: malformed files found by fuzz_tokenizer are one-
   };
   const std::string tj = dir.file("tokenizer.json");
   // Fields of the wrong type used to escape as exceptions ("internal error: [json.exception.type_error.302] ...").
-  CHECK(tokenizer_json([](Json& j) { j["model"]["type"] = 5; }) == tj + ": \"type\" must be a string");
+  CHECK(tokenizer_json([](Json& j) { j["model"]["type"] = 5; }) == tj + ": model \"type\" must be a string");
   CHECK(tokenizer_json([](Json& j) { j["model"]["ignore_merges"] = "yes"; }) ==
-        tj + ": \"ignore_merges\" must be true or false");
+        tj + ": model \"ignore_merges\" must be true or false");
   CHECK(tokenizer_json([](Json& j) { j["pre_tokenizer"]["use_regex"] = 1; }) ==
-        tj + ": \"use_regex\" must be true or false");
+        tj + ": pre_tokenizer ByteLevel \"use_regex\" must be true or false");
   CHECK(tokenizer_json([](Json& j) {
           j["pre_tokenizer"] = Json{{"type", "Sequence"}, {"pretokenizers", {7}}};
-        }) == tj + ": \"pretokenizers\" entries must be objects");
+        }) == tj + ": \"pre_tokenizer\" and \"pretokenizers\" entries must be objects");
   CHECK(tokenizer_json([](Json& j) { j["model"]["merges"] = Json{{"h", "e"}}; }) == tj + ": \"merges\" must be a list");
   // A special token whose id is an ordinary token of other bytes: the file is named, the token quoted.
   CHECK(tokenizer_json([](Json& j) {
