@@ -1,0 +1,225 @@
+// Performance notes (AMD EPYC Zen 2 VM, AVX2, 2 FMA pipes: peak 16 fp32 FMAs per cycle per core):
+// - Outer-product micro-kernel: 6 rows of x times one 16-wide packed panel, 12 ymm accumulators, one broadcast per
+//   row and two panel loads per k. Each accumulator lane is one output's FMA chain in k order, which is what makes the
+//   SIMD bytes equal the scalar definition (a dot-product kernel would reorder the sum per vector width).
+// - k is blocked by 256 (a 16 x 256 fp32 panel slice is 16 KiB, half of L1d); partial sums go through y between
+//   blocks, which rounds nothing (they are fp32 either way).
+// - Fewer than 4 rows (decoding) take 2 or 4 panels per step so that 8 or more chains hide the FMA latency.
+// - 16-bit weights are widened one panel slice at a time into a per-call buffer (io's bulk conversions), so a bf16
+//   checkpoint stays 2 bytes per weight in memory.
+#include "lmkit/model/gemm_f32.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "lmkit/io/dtype.h"
+
+namespace lmkit::model::gemm {
+namespace {
+
+constexpr size_t kKc = 256;  // k block
+constexpr size_t kMr = 6;    // rows per micro-kernel call
+
+float WeightAt(const WeightView& w, uint32_t c, size_t k) {
+  const size_t i = w.packed ? size_t{c / kPanel} * kPanel * w.in + k * kPanel + c % kPanel : size_t{c} * w.in + k;
+  switch (w.type) {
+    case WeightType::kF32:
+      return static_cast<const float*>(w.data)[i];
+    case WeightType::kBf16:
+      return io::Bf16ToF32(static_cast<const uint16_t*>(w.data)[i]);
+    case WeightType::kF16:
+      return io::F16ToF32(static_cast<const uint16_t*>(w.data)[i]);
+  }
+  return 0;
+}
+
+// Panel p's k slice [k0, k0 + kc) as 16 * kc fp32 (k-major): a pointer into the weights when they are packed fp32,
+// else `buf` filled by widening or gathering.
+const float* PanelSlice(const WeightView& w, uint32_t p, size_t k0, size_t kc, float* buf) {
+  if (w.packed) {
+    const size_t off = size_t{p} * kPanel * w.in + k0 * kPanel;
+    switch (w.type) {
+      case WeightType::kF32:
+        return static_cast<const float*>(w.data) + off;
+      case WeightType::kBf16:
+        io::Bf16ToF32(static_cast<const uint16_t*>(w.data) + off, buf, kPanel * kc);
+        return buf;
+      case WeightType::kF16:
+        io::F16ToF32(static_cast<const uint16_t*>(w.data) + off, buf, kPanel * kc);
+        return buf;
+    }
+  }
+  for (uint32_t j = 0; j < kPanel; ++j) {
+    const uint32_t c = p * kPanel + j;
+    if (c >= w.out) {
+      for (size_t k = 0; k < kc; ++k) buf[k * kPanel + j] = 0;
+    } else if (w.type == WeightType::kF32) {
+      const float* row = static_cast<const float*>(w.data) + size_t{c} * w.in + k0;
+      for (size_t k = 0; k < kc; ++k) buf[k * kPanel + j] = row[k];
+    } else {
+      for (size_t k = 0; k < kc; ++k) buf[k * kPanel + j] = WeightAt(w, c, k0 + k);
+    }
+  }
+  return buf;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// rows x (np panels) of y += x[:, k0:k0+kc] * slices; `ncols[i]` of panel i's 16 columns are stored (the rest of a
+// last, partial panel is padding). first: the chains start from 0 instead of y.
+template <int MR, int NP>
+__attribute__((target("avx2,fma"))) void KernelAvx2(const float* x, size_t ldx, const float* const* b, size_t kc,
+                                                    float* y, size_t ldy, const uint32_t* ncols, bool first) {
+  __m256 acc[MR][NP][2];
+  for (int r = 0; r < MR; ++r)
+    for (int p = 0; p < NP; ++p) {
+      if (first) {
+        acc[r][p][0] = _mm256_setzero_ps();
+        acc[r][p][1] = _mm256_setzero_ps();
+      } else {
+        alignas(32) float t[kPanel] = {};
+        const float* src = y + r * ldy + p * kPanel;
+        if (ncols[p] != kPanel) {
+          std::memcpy(t, src, ncols[p] * sizeof(float));
+          src = t;
+        }
+        acc[r][p][0] = _mm256_loadu_ps(src);
+        acc[r][p][1] = _mm256_loadu_ps(src + 8);
+      }
+    }
+  for (size_t k = 0; k < kc; ++k) {
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+      const __m256 b0 = _mm256_loadu_ps(b[p] + k * kPanel), b1 = _mm256_loadu_ps(b[p] + k * kPanel + 8);
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) {
+        const __m256 a = _mm256_broadcast_ss(x + r * ldx + k);
+        acc[r][p][0] = _mm256_fmadd_ps(a, b0, acc[r][p][0]);
+        acc[r][p][1] = _mm256_fmadd_ps(a, b1, acc[r][p][1]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int p = 0; p < NP; ++p) {
+      float* dst = y + r * ldy + p * kPanel;
+      if (ncols[p] == kPanel) {
+        _mm256_storeu_ps(dst, acc[r][p][0]);
+        _mm256_storeu_ps(dst + 8, acc[r][p][1]);
+      } else {
+        alignas(32) float t[kPanel];
+        _mm256_store_ps(t, acc[r][p][0]);
+        _mm256_store_ps(t + 8, acc[r][p][1]);
+        std::memcpy(dst, t, ncols[p] * sizeof(float));
+      }
+    }
+}
+
+#pragma GCC diagnostic pop
+
+using Kernel = void (*)(const float*, size_t, const float* const*, size_t, float*, size_t, const uint32_t*, bool);
+
+template <int MR>
+Kernel PickNp(int np) {
+  switch (np) {
+    case 1:
+      return KernelAvx2<MR, 1>;
+    case 2:
+      return KernelAvx2<MR, 2>;
+    case 3:
+      return KernelAvx2<MR, 3>;
+    default:
+      return KernelAvx2<MR, 4>;
+  }
+}
+
+Kernel Pick(int mr, int np) {
+  switch (mr) {
+    case 1:
+      return PickNp<1>(np);
+    case 2:
+      return PickNp<2>(np);
+    case 3:
+      return PickNp<3>(np);
+    case 4:
+      return KernelAvx2<4, 1>;
+    case 5:
+      return KernelAvx2<5, 1>;
+    default:
+      return KernelAvx2<6, 1>;
+  }
+}
+
+bool HaveAvx2() {
+  static const bool have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return have;
+}
+
+}  // namespace
+
+template <class T>
+AlignedVector<T> PackPanels(const T* w, uint32_t out, uint32_t in) {
+  const size_t panels = (size_t{out} + kPanel - 1) / kPanel;
+  AlignedVector<T> p(panels * kPanel * in, T{0});
+  for (size_t c = 0; c < out; ++c) {
+    T* dst = p.data() + (c / kPanel) * kPanel * in + c % kPanel;
+    const char* src = reinterpret_cast<const char*>(w + c * in);  // w may be unaligned (a mapped file)
+    for (size_t k = 0; k < in; ++k) std::memcpy(dst + k * kPanel, src + k * sizeof(T), sizeof(T));
+  }
+  return p;
+}
+template AlignedVector<float> PackPanels<float>(const float*, uint32_t, uint32_t);
+template AlignedVector<uint16_t> PackPanels<uint16_t>(const uint16_t*, uint32_t, uint32_t);
+
+void GemmF32Ref(const WeightView& w, const float* x, size_t ldx, size_t rows, uint32_t c0, uint32_t c1, float* y,
+                size_t ldy) {
+  for (size_t r = 0; r < rows; ++r)
+    for (uint32_t c = c0; c < c1; ++c) {
+      float acc = 0;
+      for (size_t k = 0; k < w.in; ++k) acc = std::fma(x[r * ldx + k], WeightAt(w, c, k), acc);
+      y[r * ldy + c] = acc;
+    }
+}
+
+void GemmF32(const WeightView& w, const float* x, size_t ldx, size_t rows, uint32_t c0, uint32_t c1, float* y,
+             size_t ldy) {
+  if (!HaveAvx2()) return GemmF32Ref(w, x, ldx, rows, c0, c1, y, ldy);
+  if (rows == 0 || c1 <= c0) return;
+  if (w.in == 0) {
+    for (size_t r = 0; r < rows; ++r) std::fill(y + r * ldy + c0, y + r * ldy + c1, 0.0f);
+    return;
+  }
+  const int np_max = rows >= 4 ? 1 : rows >= 2 ? 2 : 4;
+  const bool direct = w.packed && w.type == WeightType::kF32;
+  AlignedVector<float> buf(direct ? 0 : size_t{4} * kPanel * kKc);
+  const uint32_t p0 = c0 / kPanel, p1 = (c1 + kPanel - 1) / kPanel;
+  for (size_t k0 = 0; k0 < w.in; k0 += kKc) {
+    const size_t kc = std::min<size_t>(kKc, w.in - k0);
+    for (uint32_t p = p0; p < p1; p += np_max) {
+      const int np = static_cast<int>(std::min<uint32_t>(np_max, p1 - p));
+      const float* b[4];
+      uint32_t ncols[4];
+      for (int i = 0; i < np; ++i) {
+        b[i] = PanelSlice(w, p + i, k0, kc, buf.data() + size_t(i) * kPanel * kKc);
+        ncols[i] = std::min<uint32_t>(kPanel, c1 - (p + i) * kPanel);
+      }
+      for (size_t r = 0; r < rows; r += kMr) {
+        const int mr = static_cast<int>(std::min(kMr, rows - r));
+        Kernel kern = Pick(mr, mr >= 4 ? 1 : np);
+        if (mr >= 4 && np > 1) {
+          for (int i = 0; i < np; ++i)
+            kern(x + r * ldx + k0, ldx, b + i, kc, y + r * ldy + (p + i) * kPanel, ldy, ncols + i, k0 == 0);
+        } else {
+          kern(x + r * ldx + k0, ldx, b, kc, y + r * ldy + p * kPanel, ldy, ncols, k0 == 0);
+        }
+      }
+    }
+  }
+}
+
+const char* GemmF32Isa() { return HaveAvx2() ? "avx2" : "scalar"; }
+
+}  // namespace lmkit::model::gemm
