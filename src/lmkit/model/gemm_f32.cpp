@@ -69,27 +69,19 @@ const float* PanelSlice(const WeightView& w, uint32_t p, size_t k0, size_t kc, f
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-// rows x (np panels) of y += x[:, k0:k0+kc] * slices; `ncols[i]` of panel i's 16 columns are stored (the rest of a
-// last, partial panel is padding). first: the chains start from 0 instead of y.
+// MR rows x NP panels of c (full 16-column panels, row stride ldc) += x[:, 0:kc] * the panels' slices b[]; with
+// `first` the chains start from 0 instead of c. Accumulators are indexed by constants only, so that GCC keeps them in
+// registers (with a partial-panel memcpy inside, it stored every accumulator back to the stack on each k: half speed).
 template <int MR, int NP>
 __attribute__((target("avx2,fma"))) void KernelAvx2(const float* x, size_t ldx, const float* const* b, size_t kc,
-                                                    float* y, size_t ldy, const uint32_t* ncols, bool first) {
+                                                    float* c, size_t ldc, bool first) {
   __m256 acc[MR][NP][2];
+#pragma GCC unroll 6
   for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      if (first) {
-        acc[r][p][0] = _mm256_setzero_ps();
-        acc[r][p][1] = _mm256_setzero_ps();
-      } else {
-        alignas(32) float t[kPanel] = {};
-        const float* src = y + r * ldy + p * kPanel;
-        if (ncols[p] != kPanel) {
-          std::memcpy(t, src, ncols[p] * sizeof(float));
-          src = t;
-        }
-        acc[r][p][0] = _mm256_loadu_ps(src);
-        acc[r][p][1] = _mm256_loadu_ps(src + 8);
-      }
+      acc[r][p][0] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + p * kPanel);
+      acc[r][p][1] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + p * kPanel + 8);
     }
   for (size_t k = 0; k < kc; ++k) {
 #pragma GCC unroll 4
@@ -103,24 +95,18 @@ __attribute__((target("avx2,fma"))) void KernelAvx2(const float* x, size_t ldx, 
       }
     }
   }
+#pragma GCC unroll 6
   for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      float* dst = y + r * ldy + p * kPanel;
-      if (ncols[p] == kPanel) {
-        _mm256_storeu_ps(dst, acc[r][p][0]);
-        _mm256_storeu_ps(dst + 8, acc[r][p][1]);
-      } else {
-        alignas(32) float t[kPanel];
-        _mm256_store_ps(t, acc[r][p][0]);
-        _mm256_store_ps(t + 8, acc[r][p][1]);
-        std::memcpy(dst, t, ncols[p] * sizeof(float));
-      }
+      _mm256_storeu_ps(c + r * ldc + p * kPanel, acc[r][p][0]);
+      _mm256_storeu_ps(c + r * ldc + p * kPanel + 8, acc[r][p][1]);
     }
 }
 
 #pragma GCC diagnostic pop
 
-using Kernel = void (*)(const float*, size_t, const float* const*, size_t, float*, size_t, const uint32_t*, bool);
+using Kernel = void (*)(const float*, size_t, const float* const*, size_t, float*, size_t, bool);
 
 template <int MR>
 Kernel PickNp(int np) {
@@ -195,29 +181,29 @@ void GemmF32(const WeightView& w, const float* x, size_t ldx, size_t rows, uint3
   const int np_max = rows >= 4 ? 1 : rows >= 2 ? 2 : 4;
   const bool direct = w.packed && w.type == WeightType::kF32;
   AlignedVector<float> buf(direct ? 0 : size_t{4} * kPanel * kKc);
-  const uint32_t p0 = c0 / kPanel, p1 = (c1 + kPanel - 1) / kPanel;
+  // The last panel of a range that ends mid-panel goes through `edge` (rows x 16), so kernels store whole panels.
+  const uint32_t p0 = c0 / kPanel, p1 = (c1 + kPanel - 1) / kPanel, full_end = c1 / kPanel;
+  AlignedVector<float> edge(full_end < p1 ? rows * kPanel : 0);
+  const uint32_t edge_cols = c1 - full_end * kPanel;
   for (size_t k0 = 0; k0 < w.in; k0 += kKc) {
     const size_t kc = std::min<size_t>(kKc, w.in - k0);
-    for (uint32_t p = p0; p < p1; p += np_max) {
-      const int np = static_cast<int>(std::min<uint32_t>(np_max, p1 - p));
+    for (uint32_t p = p0; p < p1;) {
+      const bool is_edge = p >= full_end;
+      const int np = is_edge ? 1 : static_cast<int>(std::min<uint32_t>(np_max, full_end - p));
       const float* b[4];
-      uint32_t ncols[4];
-      for (int i = 0; i < np; ++i) {
-        b[i] = PanelSlice(w, p + i, k0, kc, buf.data() + size_t(i) * kPanel * kKc);
-        ncols[i] = std::min<uint32_t>(kPanel, c1 - (p + i) * kPanel);
-      }
+      for (int i = 0; i < np; ++i) b[i] = PanelSlice(w, p + i, k0, kc, buf.data() + size_t(i) * kPanel * kKc);
+      float* c = is_edge ? edge.data() : y + size_t{p} * kPanel;  // edge keeps its k blocks' partial sums
+      const size_t ldc = is_edge ? kPanel : ldy;
       for (size_t r = 0; r < rows; r += kMr) {
         const int mr = static_cast<int>(std::min(kMr, rows - r));
-        Kernel kern = Pick(mr, mr >= 4 ? 1 : np);
-        if (mr >= 4 && np > 1) {
-          for (int i = 0; i < np; ++i)
-            kern(x + r * ldx + k0, ldx, b + i, kc, y + r * ldy + (p + i) * kPanel, ldy, ncols + i, k0 == 0);
-        } else {
-          kern(x + r * ldx + k0, ldx, b, kc, y + r * ldy + p * kPanel, ldy, ncols, k0 == 0);
-        }
+        Pick(mr, mr >= 4 ? 1 : np)(x + r * ldx + k0, ldx, b, kc, c + r * ldc, ldc, k0 == 0);
       }
+      p += np;
     }
   }
+  if (!edge.empty())
+    for (size_t r = 0; r < rows; ++r)
+      std::memcpy(y + r * ldy + full_end * kPanel, edge.data() + r * kPanel, edge_cols * sizeof(float));
 }
 
 const char* GemmF32Isa() { return HaveAvx2() ? "avx2" : "scalar"; }

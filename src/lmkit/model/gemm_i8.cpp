@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace lmkit::model::gemm {
 namespace {
@@ -32,10 +33,13 @@ void PackPanel(const int8_t* w, uint32_t out, uint32_t in, uint32_t p, int8_t* d
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 
+// MR rows x one panel: c[r * ldc + 0..15] = the exact sums. Constant indices only, so the accumulators stay in
+// registers (a partial-panel memcpy at the end made GCC keep them on the stack).
 template <int MR>
-__attribute__((target("avx2"))) void KernelAvx2(const int16_t* x, size_t ldx, const int8_t* b, size_t pairs,
-                                                int32_t* acc, size_t ldacc, uint32_t ncols) {
+__attribute__((target("avx2"))) void KernelAvx2(const int16_t* x, size_t ldx, const int8_t* b, size_t pairs, int32_t* c,
+                                                size_t ldc) {
   __m256i s[MR][2];
+#pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
   for (size_t j = 0; j < pairs; ++j) {
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + j * 32)));
@@ -49,17 +53,16 @@ __attribute__((target("avx2"))) void KernelAvx2(const int16_t* x, size_t ldx, co
       s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(a, w1));
     }
   }
+#pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) {
-    alignas(32) int32_t t[kPanel];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), s[r][0]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t + 8), s[r][1]);
-    std::memcpy(acc + r * ldacc, t, ncols * sizeof(int32_t));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc), s[r][0]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc + 8), s[r][1]);
   }
 }
 
 #pragma GCC diagnostic pop
 
-using Kernel = void (*)(const int16_t*, size_t, const int8_t*, size_t, int32_t*, size_t, uint32_t);
+using Kernel = void (*)(const int16_t*, size_t, const int8_t*, size_t, int32_t*, size_t);
 
 Kernel Pick(size_t mr) {
   switch (mr) {
@@ -107,6 +110,7 @@ void GemmI8(const int8_t* w, bool packed, uint32_t out, uint32_t in, const int16
   if (!HaveAvx2() && !packed) return GemmI8Ref(w, in, xq, ldx, rows, c0, c1, acc, ldacc);
   const size_t bytes = kPanel * I8RowStride(in), pairs = I8RowStride(in) / 2;
   AlignedVector<int8_t> buf(packed ? 0 : bytes);
+  std::vector<int32_t> edge(c1 % kPanel ? rows * kPanel : 0);
   for (uint32_t p = c0 / kPanel; p * kPanel < c1; ++p) {
     const int8_t* b = w + size_t{p} * bytes;
     if (!packed) {
@@ -125,10 +129,15 @@ void GemmI8(const int8_t* w, bool packed, uint32_t out, uint32_t in, const int16
         }
       continue;
     }
+    // A partial last panel goes through `edge` so that the kernel always stores 16 columns.
+    int32_t* c = ncols == kPanel ? dst : edge.data();
+    const size_t ldc = ncols == kPanel ? ldacc : kPanel;
     for (size_t r = 0; r < rows; r += kMr) {
       const size_t mr = std::min(kMr, rows - r);
-      Pick(mr)(xq + r * ldx, ldx, b, pairs, dst + r * ldacc, ldacc, ncols);
+      Pick(mr)(xq + r * ldx, ldx, b, pairs, c + r * ldc, ldc);
     }
+    if (ncols != kPanel)
+      for (size_t r = 0; r < rows; ++r) std::memcpy(dst + r * ldacc, edge.data() + r * kPanel, ncols * sizeof(int32_t));
   }
 }
 
