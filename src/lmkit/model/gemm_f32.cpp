@@ -20,8 +20,8 @@
 namespace lmkit::model::gemm {
 namespace {
 
-constexpr size_t kKc = 256;  // k block
-constexpr size_t kMr = 6;    // rows per micro-kernel call
+constexpr size_t kF32Kc = 256;  // k block
+constexpr size_t kF32Mr = 6;    // rows per micro-kernel call
 
 float WeightAt(const WeightView& w, uint32_t c, size_t k) {
   const size_t i = w.packed ? size_t{c / kPanel} * kPanel * w.in + k * kPanel + c % kPanel : size_t{c} * w.in + k;
@@ -106,10 +106,10 @@ __attribute__((target("avx2,fma"))) void KernelAvx2(const float* x, size_t ldx, 
 
 #pragma GCC diagnostic pop
 
-using Kernel = void (*)(const float*, size_t, const float* const*, size_t, float*, size_t, bool);
+using KernelF32 = void (*)(const float*, size_t, const float* const*, size_t, float*, size_t, bool);
 
 template <int MR>
-Kernel PickNp(int np) {
+KernelF32 PickF32Np(int np) {
   switch (np) {
     case 1:
       return KernelAvx2<MR, 1>;
@@ -122,14 +122,14 @@ Kernel PickNp(int np) {
   }
 }
 
-Kernel Pick(int mr, int np) {
+KernelF32 PickF32(int mr, int np) {
   switch (mr) {
     case 1:
-      return PickNp<1>(np);
+      return PickF32Np<1>(np);
     case 2:
-      return PickNp<2>(np);
+      return PickF32Np<2>(np);
     case 3:
-      return PickNp<3>(np);
+      return PickF32Np<3>(np);
     case 4:
       return KernelAvx2<4, 1>;
     case 5:
@@ -139,7 +139,7 @@ Kernel Pick(int mr, int np) {
   }
 }
 
-bool HaveAvx2() {
+bool HaveAvx2Fma() {
   static const bool have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return have;
 }
@@ -172,7 +172,7 @@ void GemmF32Ref(const WeightView& w, const float* x, size_t ldx, size_t rows, ui
 
 void GemmF32(const WeightView& w, const float* x, size_t ldx, size_t rows, uint32_t c0, uint32_t c1, float* y,
              size_t ldy) {
-  if (!HaveAvx2()) return GemmF32Ref(w, x, ldx, rows, c0, c1, y, ldy);
+  if (!HaveAvx2Fma()) return GemmF32Ref(w, x, ldx, rows, c0, c1, y, ldy);
   if (rows == 0 || c1 <= c0) return;
   if (w.in == 0) {
     for (size_t r = 0; r < rows; ++r) std::fill(y + r * ldy + c0, y + r * ldy + c1, 0.0f);
@@ -180,23 +180,23 @@ void GemmF32(const WeightView& w, const float* x, size_t ldx, size_t rows, uint3
   }
   const int np_max = rows >= 4 ? 1 : rows >= 2 ? 2 : 4;
   const bool direct = w.packed && w.type == WeightType::kF32;
-  AlignedVector<float> buf(direct ? 0 : size_t{4} * kPanel * kKc);
+  AlignedVector<float> buf(direct ? 0 : size_t{4} * kPanel * kF32Kc);
   // The last panel of a range that ends mid-panel goes through `edge` (rows x 16), so kernels store whole panels.
   const uint32_t p0 = c0 / kPanel, p1 = (c1 + kPanel - 1) / kPanel, full_end = c1 / kPanel;
   AlignedVector<float> edge(full_end < p1 ? rows * kPanel : 0);
   const uint32_t edge_cols = c1 - full_end * kPanel;
-  for (size_t k0 = 0; k0 < w.in; k0 += kKc) {
-    const size_t kc = std::min<size_t>(kKc, w.in - k0);
+  for (size_t k0 = 0; k0 < w.in; k0 += kF32Kc) {
+    const size_t kc = std::min<size_t>(kF32Kc, w.in - k0);
     for (uint32_t p = p0; p < p1;) {
       const bool is_edge = p >= full_end;
       const int np = is_edge ? 1 : static_cast<int>(std::min<uint32_t>(np_max, full_end - p));
       const float* b[4];
-      for (int i = 0; i < np; ++i) b[i] = PanelSlice(w, p + i, k0, kc, buf.data() + size_t(i) * kPanel * kKc);
+      for (int i = 0; i < np; ++i) b[i] = PanelSlice(w, p + i, k0, kc, buf.data() + size_t(i) * kPanel * kF32Kc);
       float* c = is_edge ? edge.data() : y + size_t{p} * kPanel;  // edge keeps its k blocks' partial sums
       const size_t ldc = is_edge ? kPanel : ldy;
-      for (size_t r = 0; r < rows; r += kMr) {
-        const int mr = static_cast<int>(std::min(kMr, rows - r));
-        Pick(mr, mr >= 4 ? 1 : np)(x + r * ldx + k0, ldx, b, kc, c + r * ldc, ldc, k0 == 0);
+      for (size_t r = 0; r < rows; r += kF32Mr) {
+        const int mr = static_cast<int>(std::min(kF32Mr, rows - r));
+        PickF32(mr, mr >= 4 ? 1 : np)(x + r * ldx + k0, ldx, b, kc, c + r * ldc, ldc, k0 == 0);
       }
       p += np;
     }
@@ -206,6 +206,6 @@ void GemmF32(const WeightView& w, const float* x, size_t ldx, size_t rows, uint3
       std::memcpy(y + r * ldy + full_end * kPanel, edge.data() + r * kPanel, edge_cols * sizeof(float));
 }
 
-const char* GemmF32Isa() { return HaveAvx2() ? "avx2" : "scalar"; }
+const char* GemmF32Isa() { return HaveAvx2Fma() ? "avx2" : "scalar"; }
 
 }  // namespace lmkit::model::gemm

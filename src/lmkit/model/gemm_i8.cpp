@@ -15,10 +15,10 @@
 namespace lmkit::model::gemm {
 namespace {
 
-constexpr size_t kMr = 6;
+constexpr size_t kI8Mr = 6;
 
 // Panel p of w [out, in] (as stored) into dst, in the packed layout (16 * I8RowStride(in) bytes).
-void PackPanel(const int8_t* w, uint32_t out, uint32_t in, uint32_t p, int8_t* dst) {
+void PackI8Panel(const int8_t* w, uint32_t out, uint32_t in, uint32_t p, int8_t* dst) {
   const size_t pairs = I8RowStride(in) / 2;
   std::memset(dst, 0, pairs * 32);
   for (uint32_t j = 0; j < kPanel; ++j) {
@@ -36,8 +36,8 @@ void PackPanel(const int8_t* w, uint32_t out, uint32_t in, uint32_t p, int8_t* d
 // MR rows x one panel: c[r * ldc + 0..15] = the exact sums. Constant indices only, so the accumulators stay in
 // registers (a partial-panel memcpy at the end made GCC keep them on the stack).
 template <int MR>
-__attribute__((target("avx2"))) void KernelAvx2(const int16_t* x, size_t ldx, const int8_t* b, size_t pairs, int32_t* c,
-                                                size_t ldc) {
+__attribute__((target("avx2"))) void KernelI8Avx2(const int16_t* x, size_t ldx, const int8_t* b, size_t pairs,
+                                                  int32_t* c, size_t ldc) {
   __m256i s[MR][2];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
@@ -62,26 +62,26 @@ __attribute__((target("avx2"))) void KernelAvx2(const int16_t* x, size_t ldx, co
 
 #pragma GCC diagnostic pop
 
-using Kernel = void (*)(const int16_t*, size_t, const int8_t*, size_t, int32_t*, size_t);
+using KernelI8 = void (*)(const int16_t*, size_t, const int8_t*, size_t, int32_t*, size_t);
 
-Kernel Pick(size_t mr) {
+KernelI8 PickI8(size_t mr) {
   switch (mr) {
     case 1:
-      return KernelAvx2<1>;
+      return KernelI8Avx2<1>;
     case 2:
-      return KernelAvx2<2>;
+      return KernelI8Avx2<2>;
     case 3:
-      return KernelAvx2<3>;
+      return KernelI8Avx2<3>;
     case 4:
-      return KernelAvx2<4>;
+      return KernelI8Avx2<4>;
     case 5:
-      return KernelAvx2<5>;
+      return KernelI8Avx2<5>;
     default:
-      return KernelAvx2<6>;
+      return KernelI8Avx2<6>;
   }
 }
 
-bool HaveAvx2() {
+bool HaveAvx2I8() {
   static const bool have = __builtin_cpu_supports("avx2");
   return have;
 }
@@ -91,7 +91,7 @@ bool HaveAvx2() {
 AlignedVector<int8_t> PackI8Panels(const int8_t* w, uint32_t out, uint32_t in) {
   const size_t panels = (size_t{out} + kPanel - 1) / kPanel, bytes = kPanel * I8RowStride(in);
   AlignedVector<int8_t> p(panels * bytes);
-  for (size_t i = 0; i < panels; ++i) PackPanel(w, out, in, static_cast<uint32_t>(i), p.data() + i * bytes);
+  for (size_t i = 0; i < panels; ++i) PackI8Panel(w, out, in, static_cast<uint32_t>(i), p.data() + i * bytes);
   return p;
 }
 
@@ -107,19 +107,19 @@ void GemmI8Ref(const int8_t* w, uint32_t in, const int16_t* xq, size_t ldx, size
 
 void GemmI8(const int8_t* w, bool packed, uint32_t out, uint32_t in, const int16_t* xq, size_t ldx, size_t rows,
             uint32_t c0, uint32_t c1, int32_t* acc, size_t ldacc) {
-  if (!HaveAvx2() && !packed) return GemmI8Ref(w, in, xq, ldx, rows, c0, c1, acc, ldacc);
+  if (!HaveAvx2I8() && !packed) return GemmI8Ref(w, in, xq, ldx, rows, c0, c1, acc, ldacc);
   const size_t bytes = kPanel * I8RowStride(in), pairs = I8RowStride(in) / 2;
   AlignedVector<int8_t> buf(packed ? 0 : bytes);
   std::vector<int32_t> edge(c1 % kPanel ? rows * kPanel : 0);
   for (uint32_t p = c0 / kPanel; p * kPanel < c1; ++p) {
     const int8_t* b = w + size_t{p} * bytes;
     if (!packed) {
-      PackPanel(w, out, in, p, buf.data());
+      PackI8Panel(w, out, in, p, buf.data());
       b = buf.data();
     }
     const uint32_t ncols = std::min<uint32_t>(kPanel, c1 - p * kPanel);
     int32_t* dst = acc + (p * kPanel - c0);
-    if (!HaveAvx2()) {  // packed weights on a CPU without AVX2: the definition over the packed layout
+    if (!HaveAvx2I8()) {  // packed weights on a CPU without AVX2: the definition over the packed layout
       for (size_t r = 0; r < rows; ++r)
         for (uint32_t j = 0; j < ncols; ++j) {
           int32_t s = 0;
@@ -132,9 +132,9 @@ void GemmI8(const int8_t* w, bool packed, uint32_t out, uint32_t in, const int16
     // A partial last panel goes through `edge` so that the kernel always stores 16 columns.
     int32_t* c = ncols == kPanel ? dst : edge.data();
     const size_t ldc = ncols == kPanel ? ldacc : kPanel;
-    for (size_t r = 0; r < rows; r += kMr) {
-      const size_t mr = std::min(kMr, rows - r);
-      Pick(mr)(xq + r * ldx, ldx, b, pairs, c + r * ldc, ldc);
+    for (size_t r = 0; r < rows; r += kI8Mr) {
+      const size_t mr = std::min(kI8Mr, rows - r);
+      PickI8(mr)(xq + r * ldx, ldx, b, pairs, c + r * ldc, ldc);
     }
     if (ncols != kPanel)
       for (size_t r = 0; r < rows; ++r) std::memcpy(dst + r * ldacc, edge.data() + r * kPanel, ncols * sizeof(int32_t));
