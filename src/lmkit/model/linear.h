@@ -61,6 +61,10 @@ struct Linear {
   gemm::AlignedVector<int8_t> packed_i8_;
 };
 
+// out[i] = E4M3(x[i] / s) * s (formats/fp8.h rounding; 0 for every i when s <= 0): the fp8 kinds' activations, 8 lanes
+// at a time with the same bits as the scalar formats::E4M3ToF32(formats::E4M3FromF32(x / s)) * s (exposed for tests).
+void RoundThroughE4M3(const float* x, uint32_t n, float s, float* out);
+
 // Dot product of n floats (the fp32 kernel, exposed for the attention code and tests).
 float Dot(const float* a, const float* b, uint32_t n);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/formats/fp8.h"
 #include "lmkit/io/dtype.h"
 
 using namespace lmkit;
@@ -161,4 +162,32 @@ TEST_CASE("linear: Pack keeps every kind's results, bf16/fp16 equal float on the
   for (size_t i = 0; i < w.size(); ++i) q.codes[i] = static_cast<int8_t>(std::lround(w[i] * 127.0f));
   q.weight_scale.assign(out, 1.0f / 127.0f);
   check(q);
+}
+
+TEST_CASE("linear: the vector E4M3 rounding of activations equals the scalar definition bit for bit",
+          "[model][linear]") {
+  // Every E4M3 value and the midpoints around it, both signs, plus saturation, NaN, infinities and zeros, at scales
+  // that put them on the subnormal grid, at the normal boundary and past 448.
+  std::vector<float> x;
+  for (int b = 0; b < 256; ++b) {
+    const float v = formats::E4M3ToF32(static_cast<uint8_t>(b));
+    x.push_back(v);
+    x.push_back(std::nextafter(v, 1e9f));
+    x.push_back(std::nextafter(v, -1e9f));
+    x.push_back(v * 1.0625f);  // a midpoint for normal values
+  }
+  for (float v : {0.0f, -0.0f, 448.0f, 464.0f, 465.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN, 0x1p-10f, 0x1p-9f,
+                  0x1.8p-9f, 0x1.8p-8f, 0x1.fp-7f, 0x1p-6f})
+    x.push_back(v);
+  for (float s : {1.0f, 0.37f, 3.0f, 1e-3f, 0.0f}) {
+    std::vector<float> got(x.size());
+    RoundThroughE4M3(x.data(), static_cast<uint32_t>(x.size()), s, got.data());
+    size_t bad = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = s > 0 ? formats::E4M3ToF32(formats::E4M3FromF32(x[i] / s)) * s : 0.0f;
+      bad += std::memcmp(&want, &got[i], sizeof want) != 0;
+    }
+    INFO("scale " << s);
+    CHECK(bad == 0);
+  }
 }
