@@ -47,7 +47,7 @@ for t in $THREADS_LIST; do
   rec lm-w8a8 "$t" "$(lm "$W8A8" "$t")"
 done
 
-python3 - "$RES" "$SHAPE" "$SEQS" "$SEQ" "$THREADS_LIST" "$("$LMKIT" --version 2>/dev/null | head -1)" "$OUT" <<'PY'
+python3 - "$RES" "$SHAPE" "$SEQS" "$SEQ" "$THREADS_LIST" "$("$LMKIT" --version 2>/dev/null | head -1) (git $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null))" "$OUT" <<'PY'
 import json, platform, sys
 res, shape, seqs, seq, threads, lmver, out = sys.argv[1:8]
 rows = [json.loads(l) for l in open(res)]
@@ -57,7 +57,7 @@ ref_bf16 = get("hf-f32-on-bf16", 2)
 hfv = next(r["r"] for r in rows if r["run"] == "hf-f32")
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
 lines = [f"Model {shape} (hidden-layers-heads-kv-ffn-vocab-seqs-seq), {tokens} tokens; transformers "
-         f"{hfv['transformers']} on PyTorch {hfv['torch']} (CPU); lmkit {lmver}; CPU {cpu}.", "",
+         f"{hfv['transformers']} on PyTorch {hfv['torch']} (CPU); {lmver}; CPU {cpu}.", "",
          "| threads | run | mean NLL | seconds | tokens/s | ratio |", "|---|---|---|---|---|---|"]
 bad = []
 for t in (int(x) for x in threads.split()):
