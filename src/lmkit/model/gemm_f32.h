@@ -2,7 +2,7 @@
 //
 // Definition (GemmF32Ref): every output element is one fused multiply-add chain over k in increasing order,
 //   acc = 0; for k in [0, in): acc = fma(x[r][k], W[c][k], acc); y[r][c] = acc,
-// with 16-bit weights widened to fp32 exactly first. GemmF32 computes the same chains with AVX2/FMA (or AVX-512F)
+// with 16-bit weights widened to fp32 exactly first. GemmF32 computes the same chains with AVX2/FMA
 // vectors across 16 output columns, so its bytes equal the reference's on every machine and for any split of the
 // work into tiles or threads.
 //
@@ -64,7 +64,7 @@ void GemmF32(const WeightView& w, const float* x, size_t ldx, size_t rows, uint3
 void GemmF32Ref(const WeightView& w, const float* x, size_t ldx, size_t rows, uint32_t c0, uint32_t c1, float* y,
                 size_t ldy);
 
-// Which kernel GemmF32 uses on this CPU: "avx512f", "avx2" or "scalar".
+// Which kernel GemmF32 uses on this CPU: "avx2" or "scalar" (the reference, on CPUs without AVX2 and FMA).
 const char* GemmF32Isa();
 
 }  // namespace lmkit::model::gemm
