@@ -1,9 +1,10 @@
-// Performance notes: the matmul is a dot product of a row of x with a row of W (both contiguous, W kept [out, in] as
-// stored), 8 independent fp32 lanes through GCC vector extensions, so the result does not depend on the compiler's
-// willingness to reassociate. Work is split into (row block, output block) tiles so that both prefill (many rows) and
-// decoding (one row) keep every worker busy; each output element belongs to exactly one tile (determinism). Matmuls
-// under 64k multiply-adds run on the calling thread: for stories260K decoding (64x64 matrices) the pool round trip was
-// most of the time (generate 16 x 256 tokens, 2 threads: 1.32 s -> 0.98 s with the threshold; same ids).
+// Performance notes: the products are gemm_f32.h / gemm_i8.h (packed weights, AVX2 outer-product kernels; their own
+// notes say what was measured). Work is split into (row block, output block) tiles so that both prefill (many rows)
+// and decoding (one row) keep every worker busy; each output element belongs to exactly one tile and its sum does not
+// depend on the tile (determinism). Row blocks are at most 96 rows and output blocks at most 256 columns, so a tile's
+// activations (96 x 256 k-block, 96 KiB) and outputs stay in L2 while its panels stream through L1. Matmuls under 64k
+// multiply-adds run on the calling thread: for stories260K decoding (64x64 matrices) the pool round trip was most of
+// the time (generate 16 x 256 tokens, 2 threads: 1.32 s -> 0.98 s with the threshold; same ids).
 #include "lmkit/model/linear.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "lmkit/formats/fp8.h"
 #include "lmkit/formats/int8.h"
+#include "lmkit/model/gemm_i8.h"
 
 namespace lmkit::model {
 namespace {
@@ -19,20 +21,57 @@ namespace {
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float F8 __attribute__((vector_size(32)));
 
-int32_t DotI8(const int8_t* a, const int8_t* b, uint32_t n) {
-  int32_t acc = 0;
-  for (uint32_t i = 0; i < n; ++i) acc += static_cast<int32_t>(a[i]) * static_cast<int32_t>(b[i]);
-  return acc;
-}
-
-// Codes of one activation row with scale `s` (compressed-tensors convention, see linear.h).
-void QuantizeRow(const float* x, uint32_t n, float s, int8_t* q) {
+// Codes of one activation row with scale `s` (compressed-tensors convention, see linear.h), as int16 for gemm_i8.h.
+void QuantizeRow(const float* x, uint32_t n, float s, int16_t* q) {
   const formats::Int8Range r = formats::RangeOf(formats::Int8Convention::kHalfStep);
   const float inv = formats::InverseScale(s);
   for (uint32_t i = 0; i < n; ++i) q[i] = formats::QuantizeValue(x[i], s, inv, r.lo, r.hi);
 }
 
+typedef uint32_t U8 __attribute__((vector_size(32)));
+
+// formats::E4M3FromF32 then E4M3ToF32 on 8 values, branch-free: the same cases (NaN, saturation at 448, the subnormal
+// grid of 2^-9, normal values keeping 3 mantissa bits, ties to even) as lane masks.
+F8 E4M3Round8(F8 v) {
+  U8 bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const U8 sign = bits & 0x80000000u, a = bits & 0x7fffffffu;
+  F8 af;
+  std::memcpy(&af, &a, sizeof af);
+  // Subnormal: rint(a * 512) / 512; adding 2^23 rounds a * 512 (< 8) to an integer, half to even.
+  const F8 sub = ((af * 512.0f + 8388608.0f) - 8388608.0f) * (1.0f / 512.0f);
+  U8 sub_bits;
+  std::memcpy(&sub_bits, &sub, sizeof sub_bits);
+  const U8 normal = (a + 0x7ffffu + ((a >> 20) & 1u)) & 0xfff00000u;
+  const U8 is_nan = (U8)(a > 0x7f800000u), is_sat = (U8)(a >= 0x43e00000u);
+  const U8 is_sub = (U8)(a < 0x3c800000u);
+  U8 r = (is_sub & sub_bits) | (~is_sub & normal);
+  r = (is_sat & 0x43e00000u) | (~is_sat & r);
+  r = (is_nan & 0x7fc00000u) | (~is_nan & r);
+  r |= sign;
+  F8 out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
+}
+
 }  // namespace
+
+void RoundThroughE4M3(const float* x, uint32_t n, float s, float* out) {
+  if (!(s > 0)) {
+    std::fill(out, out + n, 0.0f);
+    return;
+  }
+  uint32_t i = 0;
+  F8 vs;
+  for (int l = 0; l < 8; ++l) vs[l] = s;
+  for (; i + 8 <= n; i += 8) {
+    F8 v;
+    std::memcpy(&v, x + i, sizeof v);
+    const F8 r = E4M3Round8(v / vs) * vs;
+    std::memcpy(out + i, &r, sizeof r);
+  }
+  for (; i < n; ++i) out[i] = formats::E4M3ToF32(formats::E4M3FromF32(x[i] / s)) * s;
+}
 
 float Dot(const float* a, const float* b, uint32_t n) {
   F8 acc = {};
@@ -48,13 +87,50 @@ float Dot(const float* a, const float* b, uint32_t n) {
   return s;
 }
 
+void Linear::Pack() {
+  if (packed_) return;
+  switch (kind) {
+    case Kind::kFloat:
+    case Kind::kFp8Static:
+    case Kind::kFp8Dynamic:
+      packed_f32_ = gemm::PackPanels(weight.data(), out, in);
+      std::vector<float>().swap(weight);
+      break;
+    case Kind::kBf16:
+    case Kind::kFp16:
+      packed_u16_ = gemm::PackPanels(half.data(), out, in);
+      std::vector<uint16_t>().swap(half);
+      break;
+    case Kind::kInt8Static:
+    case Kind::kInt8Dynamic:
+      packed_i8_ = gemm::PackI8Panels(codes.data(), out, in);
+      std::vector<int8_t>().swap(codes);
+      break;
+  }
+  packed_ = true;
+}
+
+void Linear::PackHalf(Kind half_kind, const void* bits) {
+  kind = half_kind;
+  std::vector<uint16_t>().swap(half);
+  packed_u16_ = gemm::PackPanels(static_cast<const uint16_t*>(bits), out, in);
+  packed_ = true;
+}
+
+size_t Linear::WeightBytes() const {
+  return (weight.size() + packed_f32_.size()) * sizeof(float) + (half.size() + packed_u16_.size()) * sizeof(uint16_t) +
+         codes.size() + packed_i8_.size();
+}
+
 void Linear::Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) const {
-  // Activation codes and scales for the int8 kinds, computed once per row before the matmul.
-  std::vector<int8_t> xq;
-  std::vector<float> xs;
+  const bool int8 = kind == Kind::kInt8Static || kind == Kind::kInt8Dynamic;
+  const bool fp8 = kind == Kind::kFp8Static || kind == Kind::kFp8Dynamic;
   // FP8 kinds: the activations rounded through E4M3, then the float matmul.
   std::vector<float> xf;
-  const bool fp8 = kind == Kind::kFp8Static || kind == Kind::kFp8Dynamic;
+  // Int8 kinds: activation codes (int16, rows padded to even) and scales, computed once per row before the matmul.
+  std::vector<int16_t> xq;
+  std::vector<float> xs;
+  const size_t ldq = gemm::I8RowStride(in);
   if (fp8) {
     xf.resize(rows * in);
     for (uint64_t r = 0; r < rows; ++r) {
@@ -65,12 +141,11 @@ void Linear::Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) co
         for (uint32_t i = 0; i < in; ++i) amax = std::max(amax, std::fabs(row[i]));
         s = amax / formats::kE4M3Max;
       }
-      for (uint32_t i = 0; i < in; ++i)
-        xf[r * in + i] = s > 0 ? formats::E4M3ToF32(formats::E4M3FromF32(row[i] / s)) * s : 0.0f;
+      RoundThroughE4M3(row, in, s, xf.data() + r * in);
     }
     x = xf.data();
-  } else if (kind != Kind::kFloat) {
-    xq.resize(rows * in);
+  } else if (int8) {
+    xq.assign(rows * ldq, 0);
     xs.resize(rows);
     for (uint64_t r = 0; r < rows; ++r) {
       const float* row = x + r * in;
@@ -81,33 +156,51 @@ void Linear::Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) co
         s = amax / formats::RangeOf(formats::Int8Convention::kHalfStep).divisor;
       }
       xs[r] = s;
-      QuantizeRow(row, in, s, xq.data() + r * in);
+      QuantizeRow(row, in, s, xq.data() + r * ldq);
     }
   }
+  gemm::WeightView w;
+  w.type = kind == Kind::kBf16   ? gemm::WeightType::kBf16
+           : kind == Kind::kFp16 ? gemm::WeightType::kF16
+                                 : gemm::WeightType::kF32;
+  w.packed = packed_;
+  w.out = out;
+  w.in = in;
+  if (w.type == gemm::WeightType::kF32)
+    w.data = packed_ ? static_cast<const void*>(packed_f32_.data()) : weight.data();
+  else
+    w.data = packed_ ? static_cast<const void*>(packed_u16_.data()) : half.data();
+
   const unsigned workers = pool ? pool->size() : 1;
-  const uint64_t row_block = std::max<uint64_t>(1, std::min<uint64_t>(16, rows / workers));
-  const uint64_t row_blocks = (rows + row_block - 1) / row_block;
-  // Enough output blocks that every worker has several tiles, but at least 16 outputs per tile.
-  uint64_t col_blocks = std::max<uint64_t>(1, (4 * workers + row_blocks - 1) / row_blocks);
-  col_blocks = std::min<uint64_t>(col_blocks, std::max<uint32_t>(1, out / 16));
-  const uint64_t col_block = (out + col_blocks - 1) / col_blocks;
+  uint64_t row_block = rows;
+  if (rows > 6) row_block = std::min<uint64_t>(96, ((rows + workers - 1) / workers + 5) / 6 * 6);
+  const uint64_t row_blocks = rows == 0 ? 0 : (rows + row_block - 1) / row_block;
+  const uint64_t panels = (out + gemm::kPanel - 1) / gemm::kPanel;
+  // Enough output blocks that every worker has several tiles, and none wider than 256 outputs.
+  uint64_t col_blocks =
+      std::max<uint64_t>((4 * workers + row_blocks - 1) / std::max<uint64_t>(1, row_blocks), (out + 255) / 256);
+  col_blocks = std::max<uint64_t>(1, std::min<uint64_t>(col_blocks, panels));
+  const uint64_t col_block = (panels + col_blocks - 1) / col_blocks * gemm::kPanel;
+  col_blocks = col_block == 0 ? 0 : (out + col_block - 1) / col_block;
   auto tile = [&](size_t t, unsigned) {
     const uint64_t rb = t / col_blocks, cb = t % col_blocks;
     const uint64_t r0 = rb * row_block, r1 = std::min(rows, r0 + row_block);
-    const uint64_t c0 = cb * col_block, c1 = std::min<uint64_t>(out, c0 + col_block);
-    for (uint64_t r = r0; r < r1; ++r) {
-      float* yr = y + r * out;
-      if (kind == Kind::kFloat || fp8) {
-        const float* xr = x + r * in;
-        for (uint64_t c = c0; c < c1; ++c) yr[c] = Dot(xr, weight.data() + c * in, in);
-      } else {
-        const int8_t* qr = xq.data() + r * in;
-        for (uint64_t c = c0; c < c1; ++c)
-          yr[c] = static_cast<float>(DotI8(qr, codes.data() + c * in, in)) * (xs[r] * weight_scale[c]);
-      }
-      if (!bias.empty())
-        for (uint64_t c = c0; c < c1; ++c) yr[c] += bias[c];
+    const uint32_t c0 = static_cast<uint32_t>(cb * col_block);
+    const uint32_t c1 = static_cast<uint32_t>(std::min<uint64_t>(out, c0 + col_block));
+    if (int8) {
+      const size_t n = c1 - c0;
+      std::vector<int32_t> acc((r1 - r0) * n);
+      gemm::GemmI8(packed_ ? packed_i8_.data() : codes.data(), packed_, out, in, xq.data() + r0 * ldq, ldq, r1 - r0, c0,
+                   c1, acc.data(), n);
+      for (uint64_t r = r0; r < r1; ++r)
+        for (uint32_t c = c0; c < c1; ++c)
+          y[r * out + c] = static_cast<float>(acc[(r - r0) * n + (c - c0)]) * (xs[r] * weight_scale[c]);
+    } else {
+      gemm::GemmF32(w, x + r0 * in, in, r1 - r0, c0, c1, y + r0 * out, out);
     }
+    if (!bias.empty())
+      for (uint64_t r = r0; r < r1; ++r)
+        for (uint32_t c = c0; c < c1; ++c) y[r * out + c] += bias[c];
   };
   const uint64_t tiles = row_blocks * col_blocks;
   // Below ~64k multiply-adds a ParallelFor round trip (wake, hand out, join) costs more than the work.

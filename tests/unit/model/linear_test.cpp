@@ -3,9 +3,12 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/formats/fp8.h"
+#include "lmkit/io/dtype.h"
 
 using namespace lmkit;
 using namespace lmkit::model;
@@ -93,4 +96,98 @@ TEST_CASE("linear: fp8 activations are rounded through E4M3 at the static or per
   const float x19[2] = {0, 19};
   l.Apply(x19, 1, y, nullptr);
   CHECK(y[0] == 20.0f);
+}
+
+TEST_CASE("linear: Pack keeps every kind's results, bf16/fp16 equal float on the widened weights", "[model][linear]") {
+  const uint32_t out = 50, in = 70;
+  const uint64_t rows = 9;
+  std::vector<float> w(size_t{out} * in), x(rows * in), b(out);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.11f * static_cast<float>(i));
+  for (uint32_t i = 0; i < out; ++i) b[i] = 0.01f * static_cast<float>(i);
+  ThreadPool pool(3);
+  auto check = [&](Linear l) {
+    std::vector<float> y1(rows * out), y2(rows * out), y3(rows * out);
+    l.Apply(x.data(), rows, y1.data(), nullptr);
+    const size_t before = l.WeightBytes();
+    l.Pack();
+    CHECK(l.packed());
+    CHECK(l.WeightBytes() >= before);  // panels pad `out` to 16 and `in` to even (int8)
+    CHECK(l.WeightBytes() < before * 2);
+    l.Apply(x.data(), rows, y2.data(), nullptr);
+    l.Apply(x.data(), rows, y3.data(), &pool);
+    CHECK(y1 == y2);
+    CHECK(y1 == y3);
+    return y1;
+  };
+  Linear f;
+  f.out = out;
+  f.in = in;
+  f.bias = b;
+  Linear h = f;
+  // bf16 of w, and the float layer on exactly those values.
+  h.kind = Linear::Kind::kBf16;
+  h.half.resize(w.size());
+  io::F32ToBf16(w.data(), h.half.data(), w.size());
+  f.weight.resize(w.size());
+  for (size_t i = 0; i < w.size(); ++i) f.weight[i] = io::Bf16ToF32(h.half[i]);
+  const auto yf = check(f);
+  CHECK(check(h) == yf);
+  h.kind = Linear::Kind::kFp16;
+  io::F32ToF16(w.data(), h.half.data(), w.size());
+  for (size_t i = 0; i < w.size(); ++i) f.weight[i] = io::F16ToF32(h.half[i]);
+  CHECK(check(h) == check(f));
+  // PackHalf reads the checkpoint's bytes in place, at any alignment.
+  std::vector<unsigned char> raw(h.half.size() * 2 + 1);
+  std::memcpy(raw.data() + 1, h.half.data(), h.half.size() * 2);
+  Linear hp;
+  hp.out = out;
+  hp.in = in;
+  hp.bias = b;
+  hp.PackHalf(Linear::Kind::kFp16, raw.data() + 1);
+  CHECK(hp.kind == Linear::Kind::kFp16);
+  std::vector<float> yh(rows * out), yp(rows * out);
+  h.Apply(x.data(), rows, yh.data(), nullptr);
+  hp.Apply(x.data(), rows, yp.data(), &pool);
+  CHECK(yh == yp);
+  // A bf16 layer keeps 2 bytes per weight (plus panel padding: 64 rows for 50).
+  h.Pack();
+  CHECK(h.WeightBytes() == size_t{64} * in * 2);
+  // int8: packed codes give the same exact sums.
+  Linear q;
+  q.out = out;
+  q.in = in;
+  q.kind = Linear::Kind::kInt8Dynamic;
+  q.codes.resize(w.size());
+  for (size_t i = 0; i < w.size(); ++i) q.codes[i] = static_cast<int8_t>(std::lround(w[i] * 127.0f));
+  q.weight_scale.assign(out, 1.0f / 127.0f);
+  check(q);
+}
+
+TEST_CASE("linear: the vector E4M3 rounding of activations equals the scalar definition bit for bit",
+          "[model][linear]") {
+  // Every E4M3 value and the midpoints around it, both signs, plus saturation, NaN, infinities and zeros, at scales
+  // that put them on the subnormal grid, at the normal boundary and past 448.
+  std::vector<float> x;
+  for (int b = 0; b < 256; ++b) {
+    const float v = formats::E4M3ToF32(static_cast<uint8_t>(b));
+    x.push_back(v);
+    x.push_back(std::nextafter(v, 1e9f));
+    x.push_back(std::nextafter(v, -1e9f));
+    x.push_back(v * 1.0625f);  // a midpoint for normal values
+  }
+  for (float v : {0.0f, -0.0f, 448.0f, 464.0f, 465.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN, 0x1p-10f, 0x1p-9f,
+                  0x1.8p-9f, 0x1.8p-8f, 0x1.fp-7f, 0x1p-6f})
+    x.push_back(v);
+  for (float s : {1.0f, 0.37f, 3.0f, 1e-3f, 0.0f}) {
+    std::vector<float> got(x.size());
+    RoundThroughE4M3(x.data(), static_cast<uint32_t>(x.size()), s, got.data());
+    size_t bad = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = s > 0 ? formats::E4M3ToF32(formats::E4M3FromF32(x[i] / s)) * s : 0.0f;
+      bad += std::memcmp(&want, &got[i], sizeof want) != 0;
+    }
+    INFO("scale " << s);
+    CHECK(bad == 0);
+  }
 }
