@@ -258,7 +258,7 @@ TEST_CASE("quantize: NaN weights name the tensor - usage errors - deterministic 
         "lmkit quantize: " + in + ": tensor 'model.layers.0.mlp.up_proj.weight': non-finite value at [3, 9]\n");
   CHECK_FALSE(fs::exists(dir.file("o.safetensors")));
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--granularity", "row"}).exit_code == 2);
-  CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--scheme", "w4a16"}).exit_code == 2);
+  CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--scheme", "w3a16"}).exit_code == 2);
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--exclude", "("}).exit_code == 2);
   // A selection that matches nothing wrote a full-precision copy labelled as quantized, with exit 0.
   auto none = RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--include", "no_such_module"});
@@ -822,7 +822,7 @@ TEST_CASE("quantize --list-schemes: every scheme and what each loader does with 
   Json j = ParseOut(r.out);
   std::vector<std::string> names;
   for (const Json& s : j["schemes"]) names.push_back(s["name"]);
-  CHECK(names == std::vector<std::string>{"w8a16", "w8a8", "fp8", "fp8-static"});
+  CHECK(names == std::vector<std::string>{"w8a16", "w8a8", "fp8", "fp8-static", "w4a16"});
   CHECK(j["schemes"][3]["calibration"] == "required");
   CHECK(j["schemes"][1]["calibration"] == "optional");
   // Each written combination says which loaders serve it; everything lmkit writes transformers loads.
