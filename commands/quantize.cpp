@@ -71,7 +71,9 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--samples", a->o.samples, "calibration windows to run (default: every full window of the file)");
   sub.add_option("--seq-len", a->o.seq_len, "calibration window length (default: min(max_position_embeddings, 512))");
   sub.add_option("--dampening", a->o.dampening, "GPTQ: fraction of mean(diag H) added to H's diagonal (default 0.01)");
-  sub.add_flag("--act-order", a->o.act_order, "GPTQ: quantize input channels in descending order of diag H");
+  sub.add_flag("--act-order,!--no-act-order", a->o.act_order,
+               "GPTQ: quantize input channels in descending order of diag H (default on, as llm-compressor's "
+               "\"static\" act order; --no-act-order for column order)");
   sub.add_option("--format", a->format, FormatHelp());
   sub.add_option("--report", a->report, "also write the JSON report to this file");
   sub.add_option("--svg", a->svg,

@@ -31,7 +31,7 @@ print(s + ("  alpha %.2f" % a if a is not None else ""))' "$T/$name.json")
 C=(--calibration-tokens "$T/calib.bin" --seq-len 256)
 run w8a8-rtn --scheme w8a8
 run w8a8-gptq --scheme w8a8 --method gptq "${C[@]}"
-run w8a8-gptq-actorder --scheme w8a8 --method gptq --act-order "${C[@]}"
+run w8a8-gptq-no-actorder --scheme w8a8 --method gptq --no-act-order "${C[@]}"
 run w8a8-sq0.8-rtn --scheme w8a8 --smoothquant 0.8 "${C[@]}"
 run w8a8-sq0.8-gptq --scheme w8a8 --smoothquant 0.8 --method gptq "${C[@]}"
 run w8a8-sqauto-gptq --scheme w8a8 --smoothquant auto --method gptq "${C[@]}"

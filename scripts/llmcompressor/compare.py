@@ -130,10 +130,13 @@ def main():
     import transformers
     group4 = {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": True,
                                                              "strategy": "group", "group_size": GROUP}}}
+    channel8 = {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "int", "symmetric": True,
+                                                               "strategy": "channel"}}}
     configs = [
         ("w8a8 gptq", ["--scheme", "w8a8", "--method", "gptq"], [GPTQModifier(scheme="W8A8", ignore=["lm_head"])]),
+        # compressed-tensors' W8A16 preset is group 128; lmkit's w8a16 default is channel, so the group is spelled out.
         ("w8a16 gptq", ["--scheme", "w8a16", "--method", "gptq"],
-         [GPTQModifier(scheme="W8A16", ignore=["lm_head"])]),
+         [GPTQModifier(config_groups=channel8, ignore=["lm_head"])]),
         ("w4a16 group:%d gptq" % GROUP, ["--scheme", "w4a16", "--granularity", "group:%d" % GROUP, "--method", "gptq"],
          [GPTQModifier(config_groups=group4, ignore=["lm_head"])]),
         ("w8a8 smoothquant 0.8 + gptq", ["--scheme", "w8a8", "--smoothquant", "0.8", "--method", "gptq"],

@@ -47,7 +47,8 @@ struct QuantizeOptions {
   uint64_t samples = 0;
   uint32_t seq_len = 0;
   double dampening = 0.01;  // GPTQ: fraction of mean(diag H) added to the diagonal
-  bool act_order = false;   // GPTQ: columns in descending diag H
+  // GPTQ: columns in descending diag H, scales of the original groups (llm-compressor 0.14's default, "static").
+  bool act_order = true;
   // Further outputs rendered from the finished report (the CLI's --report JSON and --svg chart, present/quant*.h):
   // opened before any work, written and renamed into place before the checkpoint, so the checkpoint is not replaced
   // when one of them fails.
