@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+// clang-format off
 namespace lmkit::quant::gptq_golden {
 
 constexpr uint64_t kRows = 8, kCols = 96, kTokens = 64, kSeed = 12345, kBlock = 32;
@@ -154,3 +155,4 @@ constexpr float kGroup4AtStartScales[] = {0.130133331f, 0.123168834f, 0.16206471
 constexpr double kGroup4AtStartError = 0.0020000141145651235;
 
 }  // namespace lmkit::quant::gptq_golden
+// clang-format on
