@@ -102,6 +102,9 @@ def rel_error(w, q, h):
     return float(np.einsum("ij,jk,ik->", d, h, d) / np.einsum("ij,jk,ik->", w, h, w))
 
 
+SMOOTHED = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
+
+
 def norm_of(m):
     layer = m.rsplit(".", 2)[0]
     return layer + (".input_layernorm.weight" if ".self_attn." in m else ".post_attention_layernorm.weight")
@@ -168,7 +171,7 @@ def main():
             cl, sl_, dl = codes_and_scales(sl, m, ql)
             cc, sc_, dc = codes_and_scales(sc, m, qm)
             w = orig[m + ".weight"].astype(np.float64)
-            if "smoothquant" in label:  # back to the unsmoothed domain
+            if "smoothquant" in label and m.rsplit(".", 1)[1] in SMOOTHED:  # back to the unsmoothed domain
                 dl = dl / (orig[norm_of(m)] / sl[norm_of(m)])[None, :]
                 dc = dc / (orig[norm_of(m)] / sc[norm_of(m)])[None, :]
             el, ec = rel_error(w, dl, H[m]), rel_error(w, dc, H[m])
