@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "commands.h"
@@ -34,7 +35,8 @@ std::string FormatHelp() {
 RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
     quant::QuantizeOptions o;
-    std::string scheme = "w8a16", granularity, format = "compressed-tensors", report, svg;
+    std::string scheme = "w8a16", granularity, format = "compressed-tensors", report, svg, method = "rtn", smoothquant,
+                tokens_dtype = "u16";
     bool list_schemes = false;
   };
   auto a = std::make_shared<Args>();
@@ -55,6 +57,23 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
       ->allow_extra_args(false);
   sub.add_flag("--split-fused", a->o.split_fused,
                "write a checkpoint that quantizes only part of q/k/v or gate/up (vLLM fuses them and refuses it)");
+  std::string methods;
+  for (const quant::MethodInfo& m : quant::Methods())
+    methods += fmt::format("{}{}: {}", methods.empty() ? "" : "; ", m.name, m.summary);
+  sub.add_option("--method", a->method, methods + " (default rtn)");
+  sub.add_option("--smoothquant", a->smoothquant,
+                 "ALPHA in [0, 1] or auto: fold SmoothQuant scales max|X_j|^a / max|W_j|^(1-a) into the norms and the "
+                 "q/k/v and gate/up weights (auto: the alpha of 0.3..0.9 with the lowest KL on held-out windows)");
+  sub.add_option("--calibration-tokens", a->o.calibration_tokens,
+                 "token ids the model runs over for --method gptq and --smoothquant (.npy, or .bin from `lmkit bpe "
+                 "encode`)");
+  sub.add_option("--tokens-dtype", a->tokens_dtype, "id type of a .bin calibration token file: u16 (default) or u32");
+  sub.add_option("--samples", a->o.samples, "calibration windows to run (default: every full window of the file)");
+  sub.add_option("--seq-len", a->o.seq_len, "calibration window length (default: min(max_position_embeddings, 512))");
+  sub.add_option("--dampening", a->o.dampening, "GPTQ: fraction of mean(diag H) added to H's diagonal (default 0.01)");
+  sub.add_flag("--act-order,!--no-act-order", a->o.act_order,
+               "GPTQ: quantize input channels in descending order of diag H (default on, as llm-compressor's "
+               "\"static\" act order; --no-act-order for column order)");
   sub.add_option("--format", a->format, FormatHelp());
   sub.add_option("--report", a->report, "also write the JSON report to this file");
   sub.add_option("--svg", a->svg,
@@ -82,13 +101,28 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
                                                           : std::string(quant::InfoOf(*scheme).default_granularity);
     auto gran = quant::ParseGranularity(gran_text);
     if (!gran.ok()) return ReportError("quantize", gran.status(), kQuantizeFlags);
+    auto method = quant::ParseQuantMethod(a->method);
+    if (!method.ok()) return ReportError("quantize", method.status(), kQuantizeFlags);
+    a->o.method = *method;
+    if (a->smoothquant == "auto") {
+      a->o.smoothquant_auto = true;
+    } else if (!a->smoothquant.empty()) {
+      char* end = nullptr;
+      const double alpha = std::strtod(a->smoothquant.c_str(), &end);
+      if (end == a->smoothquant.c_str() || *end != '\0' || !(alpha >= 0 && alpha <= 1))
+        return UsageError("quantize", "--smoothquant must be a number in [0, 1] or auto, not '" + a->smoothquant + "'");
+      a->o.smoothquant_alpha = alpha;
+    }
+    if (a->tokens_dtype != "u16" && a->tokens_dtype != "u32")
+      return UsageError("quantize", "--tokens-dtype must be u16 or u32");
+    a->o.tokens_dtype = a->tokens_dtype == "u16" ? io::TokenDtype::kU16 : io::TokenDtype::kU32;
     a->o.scheme = *scheme;
     a->o.granularity = *gran;
     a->o.format = *format;
     a->o.threads = g.ResolvedThreads();
     // Each output replaces its destination: none may be an input (the checkpoint, or the calibration table), and the
     // report may not replace the quantized output. (Quantize itself checks the shards of a directory input.)
-    const std::vector<std::string> ins = {a->o.input, a->o.calibration};
+    const std::vector<std::string> ins = {a->o.input, a->o.calibration, a->o.calibration_tokens};
     if (Status st = CheckOutputIsNotAnInput(ins, a->o.output); !st.ok()) return ReportError("quantize", st);
     if (Status st = CheckOutputIsNotAnInput(ins, a->report, "--report"); !st.ok()) return ReportError("quantize", st);
     if (Status st = CheckOutputIsNotAnInput(ins, a->svg, "--svg"); !st.ok()) return ReportError("quantize", st);

@@ -153,66 +153,82 @@ def run():
     f_logits = logits(fmodel, windows)
 
     results = []
+
+    def check_one(label, args, strict=True):
+        out = os.path.join(work, re.sub(r"[^\w]+", "_", label))
+        args = ["--quiet", "quantize", MODEL, "-o", out] + args + ["--report", out + ".json"]
+        p = run_lmkit(*args, check=False)
+        row = {"checkpoint": label}
+        results.append(row)
+        if p.returncode != 0:
+            msg = p.stderr.strip()
+            row["refused"] = msg
+            c.expect(p.returncode in (1, 2) and msg and "\n" not in msg,
+                     "%s: lmkit failed without a one-line reason (exit %d): %r" % (label, p.returncode, msg))
+            return
+        report = json.load(open(out + ".json"))
+        qcfg = json.load(open(os.path.join(out, "config.json")))["quantization_config"]
+        row["config"] = qcfg.get("format")
+        try:
+            qmodel, info = load(out)
+        except Exception as e:  # noqa: BLE001 - the loader's message is the finding
+            c.fail("%s: transformers cannot load it: %s" % (label, str(e).splitlines()[0][:300]))
+            row["loads"] = False
+            return
+        row["loads"] = keys_ok(c, label + " (compressed)", info)
+        # The independent reading of the file (tests/scripts/check_ct_loader.py): each decompressed weight
+        # equals a numpy dequantization bit for bit, and the logits equal a simulation of the scheme. (Not for
+        # SmoothQuant: the simulation runs the original model, whose norms are not the smoothed ones.)
+        if strict:
+            strict_run = subprocess.run([sys.executable, os.path.join(REPO, "tests", "scripts", "check_ct_loader.py"),
+                                         MODEL, out], capture_output=True, text=True)
+            row["exact_reading"] = strict_run.returncode == 0
+            why = (strict_run.stderr.strip().splitlines() or ["exit %d" % strict_run.returncode])[-1]
+            c.expect(strict_run.returncode == 0, "%s: %s" % (label, why[:300]))
+            try:
+                dmodel, dinfo = load(out, quantization_config=dense_config())
+                row["decompressed_load_keys"] = {k: len(v) for k, v in dinfo.items() if v}
+                row["weight_err_vs_report"] = round(check_weights(c, label, dmodel, report, orig), 6)
+            except Exception as e:  # noqa: BLE001
+                c.fail("%s: transformers cannot load it decompressed: %s" % (label, str(e).splitlines()[0][:300]))
+        try:
+            hf = kl_stats(f_logits, logits(qmodel, windows))
+        except Exception as e:  # noqa: BLE001
+            c.fail("%s: the loaded model does not run: %s" % (label, str(e).splitlines()[0][:300]))
+            return
+        row["transformers"] = {k: round(v, 6) for k, v in hf.items()}
+        if qcfg["config_groups"]["group_0"]["weights"]["num_bits"] != 8:
+            row["lmkit_eval"] = "not run: lmkit's forward pass loads 8-bit weights only"
+            return
+        ev = run_lmkit("--json", "eval", MODEL, "--tokens", eval_npy, "--seq-len", NEW + 1, "--compare", out,
+                       check=False)
+        if ev.returncode != 0:
+            c.fail("%s: lmkit eval cannot run the checkpoint lmkit wrote: %s" % (label, ev.stderr.strip()))
+            return
+        lm = json.loads(ev.stdout)["compare"]
+        row["lmkit_eval"] = {k: round(lm[k], 6) for k in hf}
+        row["mode"] = lm.get("mode")
+        for k, tol in (("mean_kl", 0.1), ("p99_kl", 0.25)):
+            c.expect(abs(hf[k] - lm[k]) <= tol * lm[k] + 1e-5,
+                     "%s: transformers' %s %.4g, lmkit's report %.4g" % (label, k, hf[k], lm[k]))
+        c.expect(abs(hf["top1_agreement"] - lm["top1_agreement"]) <= 0.02 + 1e-9,
+                 "%s: transformers' top-1 agreement %.4f, lmkit's report %.4f" % (
+                     label, hf["top1_agreement"], lm["top1_agreement"]))
+
     for scheme in schemes:
         for gran in grans:
             for calibrated in (False, True):
                 label = "%s %s%s" % (scheme, gran, " static" if calibrated else "")
-                out = os.path.join(work, re.sub(r"[^\w]+", "_", label))
-                args = ["--quiet", "quantize", MODEL, "-o", out, "--scheme", scheme, "--granularity", gran, "--report",
-                        out + ".json"]
-                if calibrated:
-                    args += ["--calibration", calib]
-                p = run_lmkit(*args, check=False)
-                row = {"checkpoint": label}
-                results.append(row)
-                if p.returncode != 0:
-                    msg = p.stderr.strip()
-                    row["refused"] = msg
-                    c.expect(p.returncode in (1, 2) and msg and "\n" not in msg,
-                             "%s: lmkit failed without a one-line reason (exit %d): %r" % (label, p.returncode, msg))
-                    continue
-                report = json.load(open(out + ".json"))
-                row["config"] = json.load(open(os.path.join(out, "config.json")))["quantization_config"].get("format")
-                try:
-                    qmodel, info = load(out)
-                except Exception as e:  # noqa: BLE001 - the loader's message is the finding
-                    c.fail("%s: transformers cannot load it: %s" % (label, str(e).splitlines()[0][:300]))
-                    row["loads"] = False
-                    continue
-                row["loads"] = keys_ok(c, label + " (compressed)", info)
-                # The independent reading of the file (tests/scripts/check_ct_loader.py): each decompressed weight
-                # equals a numpy dequantization bit for bit, and the logits equal a simulation of the scheme.
-                strict = subprocess.run([sys.executable, os.path.join(REPO, "tests", "scripts", "check_ct_loader.py"),
-                                         MODEL, out], capture_output=True, text=True)
-                row["exact_reading"] = strict.returncode == 0
-                why = (strict.stderr.strip().splitlines() or ["exit %d" % strict.returncode])[-1]
-                c.expect(strict.returncode == 0, "%s: %s" % (label, why[:300]))
-                try:
-                    dmodel, dinfo = load(out, quantization_config=dense_config())
-                    row["decompressed_load_keys"] = {k: len(v) for k, v in dinfo.items() if v}
-                    row["weight_err_vs_report"] = round(check_weights(c, label, dmodel, report, orig), 6)
-                except Exception as e:  # noqa: BLE001
-                    c.fail("%s: transformers cannot load it decompressed: %s" % (label, str(e).splitlines()[0][:300]))
-                try:
-                    hf = kl_stats(f_logits, logits(qmodel, windows))
-                except Exception as e:  # noqa: BLE001
-                    c.fail("%s: the loaded model does not run: %s" % (label, str(e).splitlines()[0][:300]))
-                    continue
-                ev = run_lmkit("--json", "eval", MODEL, "--tokens", eval_npy, "--seq-len", NEW + 1, "--compare", out,
-                               check=False)
-                if ev.returncode != 0:
-                    c.fail("%s: lmkit eval cannot run the checkpoint lmkit wrote: %s" % (label, ev.stderr.strip()))
-                    continue
-                lm = json.loads(ev.stdout)["compare"]
-                row["transformers"] = {k: round(v, 6) for k, v in hf.items()}
-                row["lmkit_eval"] = {k: round(lm[k], 6) for k in hf}
-                row["mode"] = lm.get("mode")
-                for k, tol in (("mean_kl", 0.1), ("p99_kl", 0.25)):
-                    c.expect(abs(hf[k] - lm[k]) <= tol * lm[k] + 1e-5,
-                             "%s: transformers' %s %.4g, lmkit's report %.4g" % (label, k, hf[k], lm[k]))
-                c.expect(abs(hf["top1_agreement"] - lm["top1_agreement"]) <= 0.02 + 1e-9,
-                         "%s: transformers' top-1 agreement %.4f, lmkit's report %.4f" % (
-                             label, hf["top1_agreement"], lm["top1_agreement"]))
+                check_one(label, ["--scheme", scheme, "--granularity", gran] + (["--calibration", calib]
+                                                                                 if calibrated else []))
+    # GPTQ and SmoothQuant outputs (issue #40): the same loads, on the calibration tokens above.
+    tok = ["--calibration-tokens", calib_npy, "--seq-len", NEW + 1]
+    check_one("w8a8 channel gptq", ["--scheme", "w8a8", "--method", "gptq"] + tok)
+    check_one("w8a16 channel gptq act-order", ["--scheme", "w8a16", "--method", "gptq", "--act-order"] + tok)
+    check_one("w4a16 group:%d gptq" % group, ["--scheme", "w4a16", "--granularity", "group:%d" % group, "--method",
+                                              "gptq"] + tok)
+    check_one("w8a8 channel smoothquant 0.8 gptq", ["--scheme", "w8a8", "--smoothquant", "0.8", "--method", "gptq"] +
+              tok, strict=False)
     c.details["checkpoints"] = results
     c.details["written"] = sum("refused" not in r for r in results)
     c.details["refused"] = sum("refused" in r for r in results)

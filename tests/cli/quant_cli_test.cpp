@@ -258,7 +258,7 @@ TEST_CASE("quantize: NaN weights name the tensor - usage errors - deterministic 
         "lmkit quantize: " + in + ": tensor 'model.layers.0.mlp.up_proj.weight': non-finite value at [3, 9]\n");
   CHECK_FALSE(fs::exists(dir.file("o.safetensors")));
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--granularity", "row"}).exit_code == 2);
-  CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--scheme", "w4a16"}).exit_code == 2);
+  CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--scheme", "w3a16"}).exit_code == 2);
   CHECK(RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--exclude", "("}).exit_code == 2);
   // A selection that matches nothing wrote a full-precision copy labelled as quantized, with exit 0.
   auto none = RunLmkit({"quantize", in, "-o", dir.file("o.safetensors"), "--include", "no_such_module"});
@@ -822,7 +822,7 @@ TEST_CASE("quantize --list-schemes: every scheme and what each loader does with 
   Json j = ParseOut(r.out);
   std::vector<std::string> names;
   for (const Json& s : j["schemes"]) names.push_back(s["name"]);
-  CHECK(names == std::vector<std::string>{"w8a16", "w8a8", "fp8", "fp8-static"});
+  CHECK(names == std::vector<std::string>{"w8a16", "w8a8", "fp8", "fp8-static", "w4a16"});
   CHECK(j["schemes"][3]["calibration"] == "required");
   CHECK(j["schemes"][1]["calibration"] == "optional");
   // Each written combination says which loaders serve it; everything lmkit writes transformers loads.
@@ -934,4 +934,44 @@ TEST_CASE("quantize --report and calibrate --trt-cache are written before the ma
                      "--trt-cache", "/dev/full"});
   CHECK(c.exit_code == 1);
   CHECK_FALSE(fs::exists(dir.file("c.json")));
+}
+
+TEST_CASE("quantize --method gptq --smoothquant: exit codes, --json report and text tables", "[quant][cli][gptq]") {
+  TempDir dir;
+  const std::string model = TestData("model/stories260K");
+  const std::string tokens = lmkit::test::WriteTokenFile(dir, 1024, 500);
+  auto r = RunLmkit({"quantize", model, "-o", dir.file("a"), "--method", "gptq"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit quantize: --method gptq needs --calibration-tokens\n");
+  r = RunLmkit({"quantize", model, "-o", dir.file("a"), "--smoothquant", "1.5", "--calibration-tokens", tokens});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--smoothquant must be a number in [0, 1] or auto") != std::string::npos);
+  r = RunLmkit({"quantize", model, "-o", dir.file("a"), "--method", "obs"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--method must be rtn or gptq, not 'obs'") != std::string::npos);
+  r = RunLmkit({"quantize", model, "-o", dir.file("a"), "--calibration-tokens", tokens});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--calibration-tokens is read by --method gptq and --smoothquant only") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("a")));
+  r = RunLmkit({"quantize", model, "-o", dir.file("a"), "--scheme", "w8a8", "--method", "gptq", "--smoothquant", "0.5",
+                "--calibration-tokens", tokens, "--seq-len", "128", "--samples", "4", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const Json j = ParseOut(r.out);
+  CHECK(j["method"] == "gptq");
+  CHECK(j["calibration_run"]["samples"] == 4);
+  CHECK(j["calibration_run"]["seq_len"] == 128);
+  CHECK(j["smoothquant_alpha"] == 0.5);
+  REQUIRE(j["smoothquant"].size() == 10);
+  CHECK(j["smoothquant"][0]["norm"] == "model.layers.0.input_layernorm");
+  CHECK(j["smoothquant"][0]["scale_spread"].get<double>() >= 1.0);
+  REQUIRE(j["tensors"].size() == 35);
+  for (const Json& t : j["tensors"]) {
+    CHECK(t["gptq_error"].get<double>() > 0);
+    CHECK(t["rtn_error"].get<double>() > 0);
+  }
+  r = RunLmkit({"quantize", model, "-o", dir.file("b"), "--scheme", "w4a16", "--granularity", "group:4", "--method",
+                "gptq", "--calibration-tokens", tokens, "--seq-len", "256"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("GPTQ reconstruction error") != std::string::npos);
+  CHECK(r.out.find("model.layers.4.mlp.down_proj.weight") != std::string::npos);
 }

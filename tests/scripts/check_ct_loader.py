@@ -84,7 +84,11 @@ def main():
         if name + ".weight_packed" in st:
             shape = st[name + ".weight_shape"].tolist()
             b = st[name + ".weight_packed"].contiguous().view(torch.uint8).reshape(shape[0], -1)
-            codes = b[:, :shape[1]].to(torch.float64) - 128
+            if group["weights"]["num_bits"] == 4:  # two codes a byte, low nibble first, offset by 8
+                nib = torch.stack([b & 0xF, b >> 4], dim=-1).reshape(shape[0], -1)
+                codes = nib[:, :shape[1]].to(torch.float64) - 8
+            else:
+                codes = b[:, :shape[1]].to(torch.float64) - 128
         elif st[name + ".weight"].dtype == torch.int8:
             codes = st[name + ".weight"].to(torch.float64)
         else:

@@ -18,6 +18,19 @@ inline void PackRow8(const int8_t* codes, uint64_t cols, uint8_t* out) {
   for (; i < PackedWords(cols) * 4; ++i) out[i] = 0;
 }
 
+// 4-bit codes ([-8, 7], offset by +8 to a nibble) pack 8 to a word: code i is bits 4 * (i % 8) of word i / 8, i.e.
+// the low nibble of byte i / 2 for even i and the high nibble for odd i; the nibbles past the last code are 0.
+constexpr uint64_t PackedWords4(uint64_t cols) { return (cols + 7) / 8; }
+
+inline void PackRow4(const int8_t* codes, uint64_t cols, uint8_t* out) {
+  for (uint64_t i = 0; i < PackedWords4(cols) * 4; ++i) out[i] = 0;
+  for (uint64_t i = 0; i < cols; ++i) out[i / 2] |= static_cast<uint8_t>(((codes[i] + 8) & 0xf) << (4 * (i % 2)));
+}
+
+inline int8_t UnpackCode4(const uint8_t* packed_row, uint64_t i) {
+  return static_cast<int8_t>(((packed_row[i / 2] >> (4 * (i % 2))) & 0xf) - 8);
+}
+
 // Code i of a packed row.
 inline int8_t UnpackCode8(const uint8_t* packed_row, uint64_t i) {
   return static_cast<int8_t>(static_cast<int>(packed_row[i]) - 128);

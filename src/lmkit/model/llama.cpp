@@ -105,6 +105,22 @@ struct ModelLoader {
     return out;
   }
 
+  // A BF16/F16 tensor of `cols` columns with no NaN or infinity (all exponent bits set), else the error Float gives.
+  static Status CheckFiniteHalf(const std::string& name, const io::SafetensorsFile& f, const io::TensorInfo& t,
+                                uint64_t cols) {
+    const uint16_t exp_mask = t.dtype == io::DType::kBF16 ? 0x7F80 : 0x7C00;
+    const uint8_t* bytes = f.Data(t).data();
+    const uint64_t n = t.num_elements();
+    for (uint64_t i = 0; i < n; ++i) {
+      uint16_t v;
+      std::memcpy(&v, bytes + 2 * i, 2);
+      if ((v & exp_mask) != exp_mask) continue;
+      return Status::InvalidInput(f.path(),
+                                  fmt::format("tensor '{}': non-finite value at [{}, {}]", name, i / cols, i % cols));
+    }
+    return Status::Ok();
+  }
+
   // The int8 codes of a pack-quantized weight: `m.weight_packed` I32 [out, ceil(in / 4)] with `m.weight_shape` I64
   // [2] = {out, in}.
   Result<std::vector<int8_t>> Unpacked(const std::string& m, uint32_t out, uint32_t in) {
@@ -194,6 +210,11 @@ struct ModelLoader {
     }
     if (w && w->dtype == io::DType::kF8E4M3) {
       LMKIT_RETURN_IF_ERROR(LoadFp8(m, *f, *w, out, in, &l));
+    } else if (w && (w->dtype == io::DType::kBF16 || w->dtype == io::DType::kF16) &&
+               w->shape == std::vector<uint64_t>{out, in}) {
+      // Kept as stored (2 bytes a weight, widened inside the GEMM): a bf16 checkpoint is never upcast whole.
+      LMKIT_RETURN_IF_ERROR(CheckFiniteHalf(m + ".weight", *f, *w, in));
+      l.PackHalf(w->dtype == io::DType::kBF16 ? Linear::Kind::kBf16 : Linear::Kind::kFp16, f->Data(*w).data());
     } else if (w && w->dtype != io::DType::kI8) {
       used.erase(m + ".weight");
       LMKIT_ASSIGN_OR_RETURN(l.weight, Float(m + ".weight", {out, in}));
@@ -462,6 +483,9 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
   } else {
     LMKIT_ASSIGN_OR_RETURN(model.head_, lin(head_name, c.vocab, H, false));
   }
+  // The GEMMs read weights as panels (linear.h): packed once, after everything above that reads rows.
+  for (const auto& [l, source] : model.Linears()) const_cast<Linear*>(l)->Pack();
+  model.head_.Pack();
   for (const auto& [name, ft] : ld.index) {
     if (ld.used.count(name) || name.ends_with("rotary_emb.inv_freq")) continue;
     if (c.model_type == "gemma3" &&

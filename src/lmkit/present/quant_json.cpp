@@ -48,9 +48,42 @@ Json QuantizeReportJson(const quant::QuantizeReport& r) {
     e["max_abs_err"] = t.stats.max_abs_err;
     e["mse"] = t.stats.Mse();
     e["clipped_share"] = t.stats.ClippedShare();
+    if (t.gptq_error) {
+      e["gptq_error"] = *t.gptq_error;
+      e["rtn_error"] = t.rtn_error ? Json(*t.rtn_error) : Json(nullptr);
+      e["dead_columns"] = t.dead_columns;
+      e["cholesky_failed"] = t.cholesky_failed;
+    }
     ts.push_back(std::move(e));
   }
   j["tensors"] = std::move(ts);
+  j["method"] = r.method;
+  if (r.calibration_run) {
+    Json c;
+    c["tokens"] = r.calibration_run->tokens;
+    c["samples"] = r.calibration_run->samples;
+    c["held_out"] = r.calibration_run->held_out;
+    c["seq_len"] = r.calibration_run->seq_len;
+    c["seconds"] = r.calibration_run->seconds;
+    j["calibration_run"] = c;
+  }
+  j["smoothquant_alpha"] = r.smoothquant_alpha ? Json(*r.smoothquant_alpha) : Json(nullptr);
+  Json sweep = Json::array();
+  for (const quant::AlphaTrial& a : r.alpha_sweep)
+    sweep.push_back(Json{{"alpha", a.alpha}, {"mean_kl", a.mean_kl}, {"top1_agreement", a.top1_agreement}});
+  j["alpha_sweep"] = std::move(sweep);
+  Json sq = Json::array();
+  for (const quant::SmoothReport& m : r.smoothquant) {
+    Json e;
+    e["norm"] = m.norm;
+    e["balanced"] = m.balanced;
+    e["scale_min"] = m.scale_min;
+    e["scale_max"] = m.scale_max;
+    e["scale_spread"] = m.scale_min > 0 ? Json(m.scale_max / m.scale_min) : Json(nullptr);
+    e["activation_range_max"] = m.activation_range_max;
+    sq.push_back(std::move(e));
+  }
+  j["smoothquant"] = std::move(sq);
   j["kept_unquantized"] = r.kept_unquantized;
   Json warnings = Json::array();
   for (const std::string& w : r.warnings)

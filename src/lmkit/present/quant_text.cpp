@@ -23,6 +23,41 @@ std::string QuantizeReportText(const quant::QuantizeReport& r) {
       "{} tensors quantized ({} params), {} copied; {} -> {}; SQNR {:.2f} dB, cosine {:.7f}; {:.2f} s, {:.2f} GB/s\n",
       r.tensors.size(), r.params_quantized, r.tensors_copied, FormatBytes(static_cast<double>(r.bytes_before)),
       FormatBytes(static_cast<double>(r.bytes_after)), r.total.SqnrDb(), r.total.Cosine(), r.seconds, r.GbPerSecond());
+  if (r.calibration_run)
+    out += fmt::format("calibration: {} windows of {} tokens from {}{} ({:.2f} s)\n", r.calibration_run->samples,
+                       r.calibration_run->seq_len, r.calibration_run->tokens,
+                       r.calibration_run->held_out
+                           ? fmt::format(", {} held out for the alpha sweep", r.calibration_run->held_out)
+                           : std::string(),
+                       r.calibration_run->seconds);
+  for (const auto& a : r.alpha_sweep)
+    out += fmt::format("smoothquant alpha {:.2f}: KL {:.6g}, top-1 {:.4f}{}\n", a.alpha, a.mean_kl, a.top1_agreement,
+                       r.smoothquant_alpha && *r.smoothquant_alpha == a.alpha ? "  <- chosen" : "");
+  if (!r.smoothquant.empty()) {
+    size_t nw = 4;
+    for (const auto& m : r.smoothquant) nw = std::max(nw, m.norm.size());
+    out += fmt::format("smoothquant alpha {:.2f}\n{:<{}}  {:>10}  {:>10}  {:>10}  {:>12}\n", *r.smoothquant_alpha,
+                       "norm", nw, "scale min", "scale max", "spread", "max act rng");
+    for (const auto& m : r.smoothquant)
+      out += fmt::format("{:<{}}  {:>10.4g}  {:>10.4g}  {:>10.4g}  {:>12.4g}\n", m.norm, nw, m.scale_min, m.scale_max,
+                         m.scale_min > 0 ? m.scale_max / m.scale_min : 0.0, m.activation_range_max);
+  }
+  if (std::any_of(r.tensors.begin(), r.tensors.end(), [](const auto& t) { return t.gptq_error.has_value(); })) {
+    out += fmt::format(
+        "GPTQ reconstruction error ||(W - Q) X||^2 / ||W X||^2 on the calibration inputs\n"
+        "{:<{}}  {:>12}  {:>12}  {:>8}  {}\n",
+        "tensor", w, "gptq", "rtn", "gptq/rtn", "notes");
+    for (const auto& t : r.tensors) {
+      if (!t.gptq_error) continue;
+      const double rtn = t.rtn_error.value_or(0);
+      std::string notes;
+      if (t.dead_columns) notes += fmt::format("{} dead input channels; ", t.dead_columns);
+      if (t.cholesky_failed) notes += "H not positive definite: round-to-nearest; ";
+      if (!notes.empty()) notes.resize(notes.size() - 2);
+      out += fmt::format("{:<{}}  {:>12.4e}  {:>12.4e}  {:>8.3f}  {}\n", t.name, w, *t.gptq_error, rtn,
+                         rtn > 0 ? *t.gptq_error / rtn : 0.0, notes);
+    }
+  }
   if (!r.kept_unquantized.empty()) {
     out += fmt::format("{} selected weights kept in full precision (rows not a multiple of 32 long):",
                        r.kept_unquantized.size());

@@ -43,8 +43,13 @@ class CheckpointWriter {
   virtual Status Commit() = 0;
 };
 
-// compressed-tensors (ct_writer.cpp) and GGUF Q8_0 (gguf_writer.cpp); `options` must outlive the writer.
-std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeOptions& options);
+struct Prepared;
+
+// compressed-tensors (ct_writer.cpp) and GGUF Q8_0 (gguf_writer.cpp); `options` (and `prepared`) must outlive the
+// writer. `prepared` (may be null): tensors GPTQ or SmoothQuant replaced (calibrated.h), written instead of the
+// input's.
+std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeOptions& options,
+                                                              const Prepared* prepared = nullptr);
 std::unique_ptr<CheckpointWriter> MakeGgufWriter(const QuantizeOptions& options);
 
 }  // namespace lmkit::quant::detail

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -30,8 +31,10 @@
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/calibrate.h"
+#include "lmkit/quant/calibrated.h"
 #include "lmkit/quant/checkpoint_writer.h"
 #include "lmkit/quant/fp8_quantizer.h"
+#include "lmkit/quant/gptq.h"
 #include "lmkit/quant/loader_rules.h"
 #include "lmkit/quant/quantizer.h"
 
@@ -59,6 +62,11 @@ struct CreatedDirGuard {
 };
 
 bool IsFp8(QuantScheme s) { return s == QuantScheme::kFp8 || s == QuantScheme::kFp8Static; }
+// Weight-only int schemes are stored pack-quantized (compressed-tensors infers that format for them anyway).
+bool IsPacked(QuantScheme s) { return s == QuantScheme::kW8A16 || s == QuantScheme::kW4A16; }
+uint64_t PackedRowBytes(QuantScheme s, uint64_t cols) {
+  return (InfoOf(s).weight_bits == 4 ? formats::PackedWords4(cols) : formats::PackedWords(cols)) * 4;
+}
 
 // The "quantization_config" object of config.json (the fields compressed-tensors' QuantizationConfig and vLLM's
 // CompressedTensorsConfig read; docs/quant.md).
@@ -66,7 +74,7 @@ Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>
   const SchemeInfo& info = InfoOf(o.scheme);
   const char* type = IsFp8(o.scheme) ? "float" : "int";
   Json weights;
-  weights["num_bits"] = 8;
+  weights["num_bits"] = info.weight_bits;
   weights["type"] = type;
   weights["symmetric"] = true;
   weights["strategy"] = StrategyName(o.granularity);
@@ -101,7 +109,7 @@ Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>
 
 class CompressedTensorsWriter final : public CheckpointWriter {
  public:
-  explicit CompressedTensorsWriter(const QuantizeOptions& o) : o_(o) {}
+  CompressedTensorsWriter(const QuantizeOptions& o, const Prepared* prepared) : o_(o), prepared_(prepared) {}
 
   Status CheckRequest() override {
     const SchemeInfo& info = InfoOf(o_.scheme);
@@ -202,6 +210,17 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     const io::TensorInfo& t = s.file.tensors()[ti];
     io::SafetensorsWriter& w = writers_[si];
     const uint64_t base = s.file.data_offset() + t.begin;
+    const PreparedTensor* pt = nullptr;
+    if (prepared_)
+      if (auto it = prepared_->tensors.find(t.name); it != prepared_->tensors.end()) pt = &it->second;
+    if (!selected_[si][ti] && pt && !pt->values.empty()) {
+      std::vector<uint8_t> bytes(t.num_bytes());
+      LMKIT_RETURN_IF_ERROR(io::ConvertFromF32(t.dtype, pt->values.data(), bytes.data(), pt->values.size()));
+      LMKIT_RETURN_IF_ERROR(w.Write(bytes.data(), bytes.size()));
+      out->kind = TensorOutcome::Kind::kCopied;
+      out->bytes_written = t.num_bytes();
+      return Status::Ok();
+    }
     if (!selected_[si][ti]) {
       copy_buf_.resize(std::min<uint64_t>(kCopyPiece, t.num_bytes()));
       for (uint64_t off = 0; off < t.num_bytes(); off += kCopyPiece) {
@@ -213,20 +232,48 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       out->bytes_written = t.num_bytes();
       return Status::Ok();
     }
-    const uint64_t rows = t.shape[0], cols = t.shape[1];
-    const uint64_t row_bytes = cols * io::DTypeSize(t.dtype);
-    std::vector<float> scales(o_.granularity.ScaleCount(rows, cols), 0.0f);
     TensorReport& tr = out->report;
     tr.name = t.name;
     tr.shape = t.shape;
     tr.dtype = std::string(io::DTypeName(t.dtype));
+    // Smoothed weights are quantized from memory, in the checkpoint's dtype as a loader of the smoothed model sees
+    // them; GPTQ's codes and 4-bit codes are made from the whole matrix (WriteWholeMatrix).
+    std::vector<uint8_t> smoothed;
+    if (pt && !pt->values.empty() && !pt->has_codes) {
+      smoothed.resize(t.num_bytes());
+      LMKIT_RETURN_IF_ERROR(io::ConvertFromF32(t.dtype, pt->values.data(), smoothed.data(), pt->values.size()));
+    }
+    if ((pt && pt->has_codes) || InfoOf(o_.scheme).weight_bits != 8) {
+      LMKIT_RETURN_IF_ERROR(WriteWholeMatrix(s, t, in, pt, smoothed, w, out));
+    } else {
+      LMKIT_RETURN_IF_ERROR(WriteStreamed(s, t, in, pool, smoothed, w, out));
+    }
+    out->kind = TensorOutcome::Kind::kQuantized;
+    return Status::Ok();
+  }
+
+  // Quantizes by rows through the pool: read with pread (or from `smoothed`), codes written with pwrite by the pool's
+  // workers (quantizer.h says why).
+  Status WriteStreamed(const Shard& s, const io::TensorInfo& t, const FileReader& in, ThreadPool& pool,
+                       const std::vector<uint8_t>& smoothed, io::SafetensorsWriter& w, TensorOutcome* out) {
+    const uint64_t base = s.file.data_offset() + t.begin;
+    const uint64_t rows = t.shape[0], cols = t.shape[1];
+    const uint64_t row_bytes = cols * io::DTypeSize(t.dtype);
+    std::vector<float> scales(o_.granularity.ScaleCount(rows, cols), 0.0f);
+    TensorReport& tr = out->report;
     RowStreams streams;
-    streams.read = [&](uint64_t first, uint64_t count, uint8_t* dst) {
-      return in.ReadAt(base + first * row_bytes, dst, count * row_bytes);
-    };
-    // Rows are read with pread and codes written with pwrite by the pool's workers (quantizer.h says why).
-    const bool packed = o_.scheme == QuantScheme::kW8A16;
-    const uint64_t out_row = packed ? formats::PackedWords(cols) * 4 : cols;
+    if (!smoothed.empty()) {
+      streams.read = [&](uint64_t first, uint64_t count, uint8_t* dst) {
+        std::memcpy(dst, smoothed.data() + first * row_bytes, count * row_bytes);
+        return Status::Ok();
+      };
+    } else {
+      streams.read = [&](uint64_t first, uint64_t count, uint8_t* dst) {
+        return in.ReadAt(base + first * row_bytes, dst, count * row_bytes);
+      };
+    }
+    const bool packed = IsPacked(o_.scheme);
+    const uint64_t out_row = packed ? PackedRowBytes(o_.scheme, cols) : cols;
     LMKIT_ASSIGN_OR_RETURN(io::SafetensorsWriter::Region region, w.Reserve(rows * out_row));
     if (packed) {
       streams.write = [&](uint64_t first, uint64_t count, const int8_t* codes) {
@@ -252,6 +299,83 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       if (!st.subject().empty()) return st;  // an I/O error names its file already
       return Status::InvalidInput(s.in_path, "tensor '" + t.name + "': " + st.message());
     }
+    out->bytes_written = rows * out_row;
+    return WriteScalesAndShape(t, scales, w, out);
+  }
+
+  // GPTQ's codes (given) or 4-bit round-to-nearest codes of the whole matrix, written after the same checks as the
+  // streamed path.
+  Status WriteWholeMatrix(const Shard& s, const io::TensorInfo& t, const FileReader& in, const PreparedTensor* pt,
+                          const std::vector<uint8_t>& smoothed, io::SafetensorsWriter& w, TensorOutcome* out) {
+    const uint64_t rows = t.shape[0], cols = t.shape[1];
+    TensorReport& tr = out->report;
+    auto fail = [&](const std::string& msg) {
+      return Status::InvalidInput(s.in_path, "tensor '" + t.name + "': " + msg);
+    };
+    std::vector<float> values;
+    if (pt && !pt->values.empty()) {
+      values = pt->values;
+    } else {
+      std::vector<uint8_t> raw = smoothed;
+      if (raw.empty()) {
+        raw.resize(t.num_bytes());
+        LMKIT_RETURN_IF_ERROR(in.ReadAt(s.file.data_offset() + t.begin, raw.data(), raw.size()));
+      }
+      values.resize(rows * cols);
+      io::ConvertToF32(t.dtype, raw.data(), values.data(), values.size());
+    }
+    const int bits = InfoOf(o_.scheme).weight_bits;
+    std::vector<int8_t> codes;
+    std::vector<float> scales;
+    if (pt && pt->has_codes) {
+      codes = pt->codes;
+      scales = pt->scales;
+      tr.gptq_error = pt->gptq_error;
+      tr.rtn_error = pt->rtn_error;
+      tr.dead_columns = pt->dead_columns;
+      tr.cholesky_failed = pt->cholesky_failed;
+    } else {
+      GptqOptions go;
+      go.bits = bits;
+      go.granularity = o_.granularity;
+      go.scale_dtype = t.dtype;
+      codes.resize(rows * cols);
+      scales.resize(o_.granularity.ScaleCount(rows, cols));
+      if (Status st = RtnQuantize(values.data(), rows, cols, go, codes.data(), scales.data()); !st.ok())
+        return fail(st.message());
+    }
+    const IntGrid grid = SymmetricGrid(bits);
+    for (float sc : scales)
+      if (!DequantizesFinite(sc, -grid.lo, t.dtype))
+        return fail("a weight whose code " + std::to_string(static_cast<int>(grid.lo)) + " times its scale overflows " +
+                    std::string(io::DTypeName(t.dtype)));
+    std::vector<float> deq(rows * cols);
+    DequantizeMatrix(codes.data(), scales.data(), rows, cols, o_.granularity, deq.data());
+    tr.stats = CompareValues(values.data(), deq.data(), values.size());
+    const bool packed = IsPacked(o_.scheme);
+    const uint64_t out_row = packed ? PackedRowBytes(o_.scheme, cols) : cols;
+    if (packed) {
+      std::vector<uint8_t> buf(rows * out_row);
+      for (uint64_t r = 0; r < rows; ++r) {
+        if (bits == 4)
+          formats::PackRow4(codes.data() + r * cols, cols, buf.data() + r * out_row);
+        else
+          formats::PackRow8(codes.data() + r * cols, cols, buf.data() + r * out_row);
+      }
+      LMKIT_RETURN_IF_ERROR(w.Write(buf.data(), buf.size()));
+    } else {
+      LMKIT_RETURN_IF_ERROR(w.Write(codes.data(), codes.size()));
+    }
+    out->bytes_written = rows * out_row;
+    return WriteScalesAndShape(t, scales, w, out);
+  }
+
+  // The tensors after the codes: weight_scale, weight_shape (packed), input_scale (static activations).
+  Status WriteScalesAndShape(const io::TensorInfo& t, const std::vector<float>& scales, io::SafetensorsWriter& w,
+                             TensorOutcome* out) {
+    const uint64_t rows = t.shape[0], cols = t.shape[1];
+    TensorReport& tr = out->report;
+    const bool packed = IsPacked(o_.scheme);
     if (!scales.empty()) {
       auto [mn, mx] = std::minmax_element(scales.begin(), scales.end());
       tr.scale_min = *mn;
@@ -259,7 +383,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     }
     const std::vector<uint8_t> sb = ScaleBytes(scales, t.dtype);
     LMKIT_RETURN_IF_ERROR(w.Write(sb.data(), sb.size()));
-    out->bytes_written = rows * out_row + sb.size();
+    out->bytes_written += sb.size();
     if (packed) {
       const int64_t shape[2] = {static_cast<int64_t>(rows), static_cast<int64_t>(cols)};
       LMKIT_RETURN_IF_ERROR(w.Write(shape, sizeof shape));
@@ -271,7 +395,6 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       LMKIT_RETURN_IF_ERROR(w.Write(ib.data(), ib.size()));
       out->bytes_written += ib.size();
     }
-    out->kind = TensorOutcome::Kind::kQuantized;
     return Status::Ok();
   }
 
@@ -340,8 +463,8 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     const std::string m = ModuleName(t.name);
     const uint64_t rows = t.shape[0], cols = t.shape[1];
     const std::vector<uint64_t> scale_shape = o_.granularity.ScaleShape(rows, cols);
-    if (o_.scheme == QuantScheme::kW8A16) {
-      specs->push_back({m + ".weight_packed", io::DType::kI32, {rows, formats::PackedWords(cols)}});
+    if (IsPacked(o_.scheme)) {
+      specs->push_back({m + ".weight_packed", io::DType::kI32, {rows, PackedRowBytes(o_.scheme, cols) / 4}});
       specs->push_back({m + ".weight_scale", t.dtype, scale_shape});
       specs->push_back({m + ".weight_shape", io::DType::kI64, {2}});
     } else {
@@ -368,6 +491,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
   }
 
   const QuantizeOptions& o_;
+  const Prepared* prepared_ = nullptr;  // GPTQ / SmoothQuant's replaced tensors, or null
   const Plan* plan_ = nullptr;
   std::map<std::string, double> calib_;
   std::vector<std::string> warnings_;
@@ -381,8 +505,9 @@ class CompressedTensorsWriter final : public CheckpointWriter {
 
 }  // namespace
 
-std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeOptions& options) {
-  return std::make_unique<CompressedTensorsWriter>(options);
+std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeOptions& options,
+                                                              const Prepared* prepared) {
+  return std::make_unique<CompressedTensorsWriter>(options, prepared);
 }
 
 }  // namespace lmkit::quant::detail

@@ -21,6 +21,7 @@ Support CompressedTensors(QuantScheme scheme, const Granularity& g, bool static_
   // vLLM: compressed_tensors.py _get_scheme_from_parts.
   switch (scheme) {
     case QuantScheme::kW8A16:
+    case QuantScheme::kW4A16:
       if (g.kind == Kind::kTensor)
         s.loaders[0] = Verdict(Loader::kVllm, false,
                                "its WNA16 path (_is_wNa16_group_channel) takes channel or group "
@@ -55,7 +56,7 @@ Support CompressedTensors(QuantScheme scheme, const Granularity& g, bool static_
   s.loaders[1] = Verdict(Loader::kTransformers, true,
                          std::string("decompresses ") + std::string(InfoOf(scheme).ct_format) + " (" + gname + ")");
   // llama.cpp: convert_hf_to_gguf.py dequantizes compressed-tensors before writing GGUF.
-  if (scheme == QuantScheme::kW8A16) {
+  if (scheme == QuantScheme::kW8A16 || scheme == QuantScheme::kW4A16) {
     s.loaders[2] =
         g.kind == Kind::kGroup
             ? Verdict(Loader::kLlamaCpp, true, "convert_hf_to_gguf.py dequantizes pack-quantized groups")
@@ -71,7 +72,7 @@ Support CompressedTensors(QuantScheme scheme, const Granularity& g, bool static_
   }
   if (!s.loaders[0].serves) {
     const std::string what = fmt::format("{} {} with {} scales", Field("scheme"), InfoOf(scheme).name, gname);
-    if (scheme == QuantScheme::kW8A16) {
+    if (scheme == QuantScheme::kW8A16 || scheme == QuantScheme::kW4A16) {
       s.policy = Support::Policy::kWarn;
       s.message =
           fmt::format("vLLM cannot serve {}: {}; transformers + compressed-tensors loads it", what, s.loaders[0].why);

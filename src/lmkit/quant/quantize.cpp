@@ -1,23 +1,65 @@
 // The one tensor walk under every output format of `lmkit quantize` (checkpoint_writer.h has the writers).
 #include "lmkit/quant/quantize.h"
 
+#include <array>
+#include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/model/eval.h"
+#include "lmkit/quant/calibrated.h"
 #include "lmkit/quant/checkpoint_writer.h"
 #include "lmkit/quant/quantize_plan.h"
 
 namespace lmkit::quant {
+namespace {
 
-Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress) {
-  if (o.input.empty() || o.output.empty())
-    return Status::InvalidArgument(Field("input") + " and " + Field("output") + " are required");
+namespace fs = std::filesystem;
+
+constexpr std::array<double, 7> kAlphas = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+
+bool Calibrated(const QuantizeOptions& o) {
+  return o.method == QuantMethod::kGptq || o.smoothquant_alpha.has_value() || o.smoothquant_auto;
+}
+
+// The request checks of the calibrated methods that need no file.
+Status CheckCalibratedRequest(const QuantizeOptions& o) {
+  if (!Calibrated(o)) {
+    if (!o.calibration_tokens.empty())
+      return Status::InvalidArgument(Field("calibration_tokens") + " is read by " + Field("method") + " gptq and " +
+                                     Field("smoothquant") + " only");
+    return Status::Ok();
+  }
+  if (o.calibration_tokens.empty())
+    return Status::InvalidArgument(
+        std::string(o.method == QuantMethod::kGptq ? Field("method") + " gptq" : Field("smoothquant")) + " needs " +
+        Field("calibration_tokens"));
+  if (o.smoothquant_alpha && o.smoothquant_auto)
+    return Status::InvalidArgument(Field("smoothquant") + " takes one alpha or auto, not both");
+  if (o.smoothquant_alpha && !(*o.smoothquant_alpha >= 0 && *o.smoothquant_alpha <= 1))
+    return Status::InvalidArgument(Field("smoothquant") + " alpha must be in [0, 1]");
+  if (o.format != QuantFormat::kCompressedTensors)
+    return Status::InvalidArgument(Field("method") + " gptq and " + Field("smoothquant") +
+                                   " write compressed-tensors only, not " + std::string(InfoOf(o.format).name));
+  if (o.method == QuantMethod::kGptq && InfoOf(o.scheme).weights.substr(0, 3) != "int")
+    return Status::InvalidArgument(Field("method") + " gptq codes int schemes (w8a16, w8a8, w4a16), not " +
+                                   std::string(InfoOf(o.scheme).name));
+  if (!(o.dampening >= 0) || !std::isfinite(o.dampening))
+    return Status::InvalidArgument(Field("dampening") + " must be a finite number >= 0");
+  return Status::Ok();
+}
+
+// The tensor walk: writes the checkpoint (with `prepared`'s tensors in place of the input's) and the extra outputs;
+// `fill` completes the report before the extra outputs are rendered.
+Result<QuantizeReport> Write(const QuantizeOptions& o, const detail::Prepared* prepared, ProgressSink* progress,
+                             const std::function<void(QuantizeReport*)>& fill) {
   const double t0 = MonotonicSeconds();
   std::unique_ptr<detail::CheckpointWriter> writer =
-      o.format == QuantFormat::kGgufQ8_0 ? detail::MakeGgufWriter(o) : detail::MakeCompressedTensorsWriter(o);
+      o.format == QuantFormat::kGgufQ8_0 ? detail::MakeGgufWriter(o) : detail::MakeCompressedTensorsWriter(o, prepared);
   LMKIT_RETURN_IF_ERROR(writer->CheckRequest());
   LMKIT_ASSIGN_OR_RETURN(detail::Matchers matchers, detail::CompileMatchers(o));
   LMKIT_ASSIGN_OR_RETURN(detail::Plan plan, detail::MakePlan(o, writer->SingleOutputFile()));
@@ -69,6 +111,7 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
   if (progress) progress->Finish();
   rep.seconds = MonotonicSeconds() - t0;
   rep.peak_rss_bytes = PeakRssBytes();
+  if (fill) fill(&rep);
   // Secondary outputs first: if one fails, the checkpoint has not been renamed into place either.
   for (size_t i = 0; i < extra.size(); ++i) {
     const auto& render = o.extra_outputs[i].render;
@@ -77,6 +120,81 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
   }
   LMKIT_RETURN_IF_ERROR(writer->Commit());
   return rep;
+}
+
+// Removes a scratch directory of the alpha sweep when it goes out of scope.
+struct ScratchDir {
+  std::string path;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+std::span<const double> SmoothQuantAlphas() { return kAlphas; }
+
+Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress) {
+  if (o.input.empty() || o.output.empty())
+    return Status::InvalidArgument(Field("input") + " and " + Field("output") + " are required");
+  LMKIT_RETURN_IF_ERROR(CheckCalibratedRequest(o));
+  if (!Calibrated(o)) return Write(o, nullptr, progress, nullptr);
+  const double t0 = MonotonicSeconds();
+  LMKIT_ASSIGN_OR_RETURN(detail::Matchers matchers, detail::CompileMatchers(o));
+  LMKIT_ASSIGN_OR_RETURN(detail::Plan plan, detail::MakePlan(o, false));
+  if (!plan.directory || plan.config_path.empty())
+    return Status::InvalidArgument(Field("method") + " gptq and " + Field("smoothquant") +
+                                   " run the model: INPUT must be a model directory with config.json");
+  // The format's own request checks run before the calibration run, not after it.
+  LMKIT_RETURN_IF_ERROR(detail::MakeCompressedTensorsWriter(o)->CheckRequest());
+  ThreadPool pool(std::max(1u, o.threads));
+  LMKIT_ASSIGN_OR_RETURN(detail::CalibrationStats stats,
+                         detail::CalibrationStats::Collect(o, plan, matchers, o.smoothquant_auto, pool, progress));
+  std::optional<double> alpha = o.smoothquant_alpha;
+  std::vector<AlphaTrial> trials;
+  if (o.smoothquant_auto) {
+    // Each alpha's checkpoint is written beside OUTPUT and scored against the float model on the held-out windows.
+    ScratchDir scratch{o.output + ".lmkit-alpha-sweep"};
+    std::error_code ec;
+    fs::remove_all(scratch.path, ec);
+    if (!fs::create_directory(scratch.path, ec) || ec)
+      return Status::Io(scratch.path, "cannot create the alpha sweep's scratch directory: " + ec.message());
+    const std::string held = scratch.path + "/held-out.bin";
+    const std::vector<uint32_t>& ids = stats.held_out_tokens();
+    LMKIT_RETURN_IF_ERROR(WriteFileAtomically(
+        held, std::string_view(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(uint32_t))));
+    for (double a : kAlphas) {
+      LMKIT_ASSIGN_OR_RETURN(detail::Prepared p, stats.Build(o, a, pool));
+      QuantizeOptions t = o;
+      t.output = scratch.path + "/alpha";
+      t.extra_outputs.clear();
+      LMKIT_RETURN_IF_ERROR(Write(t, &p, nullptr, nullptr).status());
+      model::EvalOptions eo;
+      eo.model = o.input;
+      eo.compare = t.output;
+      eo.tokens = held;
+      eo.bin_dtype = io::TokenDtype::kU32;
+      eo.seq_len = stats.report().seq_len;
+      eo.threads = o.threads;
+      LMKIT_ASSIGN_OR_RETURN(model::EvalResult er, model::Evaluate(eo, nullptr));
+      trials.push_back({a, er.mean_kl, er.top1_agreement});
+      fs::remove_all(t.output, ec);
+    }
+    // The smallest KL; ties go to the smaller alpha (the first).
+    alpha = std::min_element(trials.begin(), trials.end(), [](const AlphaTrial& x, const AlphaTrial& y) {
+              return x.mean_kl < y.mean_kl;
+            })->alpha;
+  }
+  LMKIT_ASSIGN_OR_RETURN(detail::Prepared prepared, stats.Build(o, alpha, pool));
+  return Write(o, &prepared, progress, [&](QuantizeReport* r) {
+    r->method = std::string(InfoOf(o.method).name);
+    r->calibration_run = stats.report();
+    r->smoothquant_alpha = alpha;
+    r->alpha_sweep = trials;
+    r->smoothquant = prepared.smooth;
+    r->seconds = MonotonicSeconds() - t0;
+  });
 }
 
 }  // namespace lmkit::quant

@@ -9,11 +9,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
+#include "lmkit/io/token_dtype.h"
 #include "lmkit/quant/granularity.h"
 #include "lmkit/quant/metrics.h"
 #include "lmkit/quant/scheme.h"
@@ -34,6 +37,18 @@ struct QuantizeOptions {
   QuantFormat format = QuantFormat::kCompressedTensors;
   bool split_fused = false;  // write a checkpoint that quantizes only part of a group vLLM fuses (q/k/v, gate/up)
   unsigned threads = 1;
+  // Calibrated quantization (GPTQ, SmoothQuant): the model (a Llama-family directory) runs over `calibration_tokens`
+  // in windows of `seq_len` tokens (0: min(max_position_embeddings, 512)), the first `samples` of them (0: all).
+  QuantMethod method = QuantMethod::kRtn;
+  std::optional<double> smoothquant_alpha;  // SmoothQuant's migration strength in [0, 1]
+  bool smoothquant_auto = false;  // pick it from SmoothQuantAlphas() by KL(float || quantized) on held-out windows
+  std::string calibration_tokens;
+  io::TokenDtype tokens_dtype = io::TokenDtype::kU16;  // for a headerless .bin token file
+  uint64_t samples = 0;
+  uint32_t seq_len = 0;
+  double dampening = 0.01;  // GPTQ: fraction of mean(diag H) added to the diagonal
+  // GPTQ: columns in descending diag H, scales of the original groups (llm-compressor 0.14's default, "static").
+  bool act_order = true;
   // Further outputs rendered from the finished report (the CLI's --report JSON and --svg chart, present/quant*.h):
   // opened before any work, written and renamed into place before the checkpoint, so the checkpoint is not replaced
   // when one of them fails.
@@ -50,13 +65,43 @@ struct TensorReport {
   std::string dtype;
   float scale_min = 0;
   float scale_max = 0;
-  ErrorStats stats;
+  ErrorStats stats;  // against the weights as written before quantization (smoothed, with SmoothQuant)
+  // GPTQ: ||(W - Ŵ) X||^2 / ||W X||^2 on the calibration inputs for GPTQ's codes and for round-to-nearest's.
+  std::optional<double> gptq_error, rtn_error;
+  uint64_t dead_columns = 0;     // GPTQ: input channels no calibration token reached
+  bool cholesky_failed = false;  // GPTQ fell back to round-to-nearest
+};
+
+// One norm SmoothQuant folded scales into, and the spread of those scales.
+struct SmoothReport {
+  std::string norm;                   // e.g. "model.layers.0.input_layernorm"
+  std::vector<std::string> balanced;  // the Linear modules multiplied by the scales
+  float scale_min = 0, scale_max = 0;
+  float activation_range_max = 0;  // the largest per-channel max - min of the norm's output
+};
+
+struct AlphaTrial {
+  double alpha = 0;
+  double mean_kl = 0, top1_agreement = 0;
+};
+
+// What the calibration run did.
+struct CalibrationRunReport {
+  std::string tokens;
+  uint64_t samples = 0, held_out = 0;  // windows calibrated on; windows kept for the alpha sweep
+  uint32_t seq_len = 0;
+  double seconds = 0;
 };
 
 struct QuantizeReport {
   std::string input, output;
   std::string scheme, granularity, format;
   std::vector<TensorReport> tensors;  // quantized tensors, in input order
+  std::string method = "rtn";
+  std::optional<CalibrationRunReport> calibration_run;
+  std::optional<double> smoothquant_alpha;
+  std::vector<AlphaTrial> alpha_sweep;  // --smoothquant auto: every alpha tried, in order
+  std::vector<SmoothReport> smoothquant;
   uint64_t tensors_copied = 0;
   uint64_t params_quantized = 0;
   uint64_t bytes_before = 0;  // tensor data read
@@ -78,6 +123,12 @@ struct QuantizeReport {
 // Errors: kInvalidArgument (an inconsistent request, or a combination no loader serves, loader_rules.h),
 // kNotFound/kIo (files), kInvalidInput naming the file and tensor (NaN/Inf, a weight whose dequantized value would
 // overflow, a malformed index, config or calibration table).
+// With method kGptq or a SmoothQuant alpha, the model first runs over the calibration tokens once (quant/calibrated.h);
+// those need a model directory, the compressed-tensors format and an int scheme (GPTQ) or any compressed-tensors scheme
+// (SmoothQuant), else kInvalidArgument. The smoothed norms are written in place of the originals.
 Result<QuantizeReport> Quantize(const QuantizeOptions& options, ProgressSink* progress);
+
+// The alphas --smoothquant auto tries.
+std::span<const double> SmoothQuantAlphas();
 
 }  // namespace lmkit::quant

@@ -208,14 +208,15 @@ TEST_CASE("loader rules: what lmkit writes is what vLLM, compressed-tensors and 
           CHECK(s->shape == scale_shape);
           CHECK(s->dtype == io::DType::kBF16);  // the model's dtype, which vLLM's params_dtype is
           if (names.count("weight_packed")) {
-            // CompressedTensorsWNA16.create_weights: int32 [out, in / pack_factor], pack_factor 32 / num_bits = 4;
+            // CompressedTensorsWNA16.create_weights: int32 [out, in / pack_factor], pack_factor 32 / num_bits;
             // weight_shape int64 [2] holding [out, in].
             const io::TensorInfo* p = f->Find(m + ".weight_packed");
             const io::TensorInfo* sh = f->Find(m + ".weight_shape");
             REQUIRE(p);
             REQUIRE(sh);
             CHECK(p->dtype == io::DType::kI32);
-            CHECK(p->shape == std::vector<uint64_t>{out, in / 4});
+            const uint64_t pack_factor = 32 / grp["weights"]["num_bits"].get<uint64_t>();
+            CHECK(p->shape == std::vector<uint64_t>{out, in / pack_factor});
             CHECK(sh->dtype == io::DType::kI64);
             CHECK(sh->shape == std::vector<uint64_t>{2});
             int64_t v[2];

@@ -16,7 +16,7 @@ TEST_CASE("scheme: every scheme and format round trips through its name", "[quan
     CHECK(&InfoOf(s.scheme) == &s);
     names.insert(s.name);
   }
-  CHECK(names == std::set<std::string_view>{"w8a16", "w8a8", "fp8", "fp8-static"});
+  CHECK(names == std::set<std::string_view>{"w8a16", "w8a8", "fp8", "fp8-static", "w4a16"});
   for (const FormatInfo& f : Formats()) {
     auto p = ParseQuantFormat(f.name);
     REQUIRE(p.ok());
@@ -25,7 +25,8 @@ TEST_CASE("scheme: every scheme and format round trips through its name", "[quan
   }
   auto bad = ParseQuantScheme("int4");
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message() == lmkit::Field("scheme") + " must be w8a16, w8a8, fp8 or fp8-static, not 'int4'");
+  CHECK(bad.status().message() ==
+        lmkit::Field("scheme") + " must be w8a16, w8a8, fp8, fp8-static or w4a16, not 'int4'");
   CHECK(ParseQuantFormat("gguf").status().message() ==
         lmkit::Field("format") + " must be compressed-tensors or gguf-q8_0, not 'gguf'");
 }
