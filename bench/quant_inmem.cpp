@@ -35,9 +35,7 @@
 
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 [[noreturn]] void Fail(const std::string& what) {
   std::fprintf(stderr, "quant_inmem: %s\n", what.c_str());
@@ -119,8 +117,8 @@ int Calibrate(const std::string& path, unsigned threads, const std::string& flav
     const double t1 = Now();
     if (t1 - t0 < best) {  // where the time goes, on stderr: each pass over the samples, then the threshold search
       std::string split;
-      for (size_t p = 1; p < marks.size(); ++p) split += " pass " + std::to_string(p - 1) + " " +
-                                                       std::to_string(marks[p] - marks[p - 1]) + " s,";
+      for (size_t p = 1; p < marks.size(); ++p)
+        split += " pass " + std::to_string(p - 1) + " " + std::to_string(marks[p] - marks[p - 1]) + " s,";
       std::fprintf(stderr, "calibrate:%s search %.4f s\n", split.c_str(), t1 - marks.back());
     }
     best = std::min(best, t1 - t0);

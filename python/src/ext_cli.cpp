@@ -1,11 +1,10 @@
 // The command layer in-process: lmkit.flops(...), lmkit.quantize(...) and the other report functions run the same
 // command line the lmkit binary would (commands/run_cli.cpp) and return its --json document. Output is captured, not
 // written to the process's stdout/stderr.
-#include <stdio.h>
-
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+#include <stdio.h>
 
 #include <cstdlib>
 #include <memory>

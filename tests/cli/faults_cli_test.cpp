@@ -426,13 +426,13 @@ TEST_CASE("faults: one huge word trains in memory near the input plus its vocabu
   TempDir tmp;
   const uint64_t n = 4'000'000;
   WriteAll(tmp.file("w.txt"), std::string(n, 'a'));
-  RunResult r = RunLmkit({"-j", "1", "bpe", "train", tmp.file("w.txt"), "--vocab-size", "1000", "-o",
-                          tmp.file("tok"), "--json"});
+  RunResult r =
+      RunLmkit({"-j", "1", "bpe", "train", tmp.file("w.txt"), "--vocab-size", "1000", "-o", tmp.file("tok"), "--json"});
   REQUIRE(r.exit_code == 0);
   const lmkit::Json j = lmkit::test::StdoutJson(r);
   const uint64_t vocab_bytes = fs::file_size(tmp.file("tok/vocab.json"));
-  const uint64_t files = vocab_bytes + fs::file_size(tmp.file("tok/merges.txt")) +
-                         fs::file_size(tmp.file("tok/tokenizer.json"));
+  const uint64_t files =
+      vocab_bytes + fs::file_size(tmp.file("tok/merges.txt")) + fs::file_size(tmp.file("tok/tokenizer.json"));
   REQUIRE(vocab_bytes > 4 * n);  // the case is the one described: tokens of megabytes
   const uint64_t peak = j["peak_rss_bytes"].get<uint64_t>();
   INFO("peak " << peak << " B, vocab.json " << vocab_bytes << " B, files " << files << " B");

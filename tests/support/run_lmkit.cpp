@@ -10,13 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <string_view>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 extern char** environ;
 

@@ -158,9 +158,8 @@ class Counter {
     const PretokenTable& rest = tables_[1];
     const size_t parts = pool_.size(), n = rest.slot_count();
     std::vector<std::vector<uint64_t>> missing(parts);
-    pool_.ParallelFor(parts, [&](size_t p, unsigned) {
-      tables_[0].AddFound(rest, n * p / parts, n * (p + 1) / parts, &missing[p]);
-    });
+    pool_.ParallelFor(
+        parts, [&](size_t p, unsigned) { tables_[0].AddFound(rest, n * p / parts, n * (p + 1) / parts, &missing[p]); });
     view.rest = &tables_[1];
     for (const auto& m : missing) view.rest_slots.insert(view.rest_slots.end(), m.begin(), m.end());
     return view;
@@ -594,7 +593,7 @@ class Merger {
 
   int64_t CountOfWord(uint32_t w) const { return static_cast<int64_t>(syms_[w + 2] | (uint64_t{syms_[w + 3]} << 32)); }
 
-  HugeVector<uint32_t> syms_;   // word records (see kHeader)
+  HugeVector<uint32_t> syms_;    // word records (see kHeader)
   std::vector<uint32_t> words_;  // record offsets, only until the initial pair count
   PairMap pairs_;
   QuadHeap<LessT> heap_{Less()};

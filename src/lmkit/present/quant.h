@@ -23,8 +23,8 @@ Json CalibrationReportJson(const quant::CalibrationTable& table);
 // One line per tensor and a summary naming `output`.
 std::string CalibrationReportText(const quant::CalibrationTable& table, const std::string& output);
 
-// Every scheme x format x granularity (channel, tensor, group:4, group:32, group:128) x activation mode lmkit can be asked
-// for, with its policy and what each loader does (loader_rules.h): {"schemes": [{"name", "summary", ...}],
+// Every scheme x format x granularity (channel, tensor, group:4, group:32, group:128) x activation mode lmkit can be
+// asked for, with its policy and what each loader does (loader_rules.h): {"schemes": [{"name", "summary", ...}],
 // "checkpoints": [{"scheme", "format", "granularity", "static_activations", "policy": "write"|"warn"|"refuse",
 // "message", "loaders": {"vLLM": {"serves", "why"}, "transformers": ..., "llama.cpp": ...}}]}. A stable document for
 // scripts (scripts/interop-check.sh) that exercise every scheme.

@@ -137,8 +137,8 @@ uint64_t GgufHeader::PaddingAfter(size_t i) const {
 
 // Cloned for AVX2 (chosen at run time): the lane loops then run 8 floats wide instead of SSE2's 4. The lanes fix the
 // order of every operation, and AVX2 brings no FMA, so both clones give the same bytes and sums.
-LMKIT_Q8_0_CLONES Q8_0Status QuantizeQ8_0(const float* x, uint64_t n, uint8_t* out, ErrorStats* stats,
-                                          float* scale_min, float* scale_max) {
+LMKIT_Q8_0_CLONES Q8_0Status QuantizeQ8_0(const float* x, uint64_t n, uint8_t* out, ErrorStats* stats, float* scale_min,
+                                          float* scale_max) {
   double sx2 = 0, se2 = 0, sh2 = 0;
   float emax = 0, lo = *scale_min, hi = *scale_max;
   for (uint64_t b = 0; b < n; b += kQ8_0Block, out += kQ8_0BlockBytes) {

@@ -2,8 +2,8 @@
 // every differing position, and reads no byte outside the keys (the sanitizer build checks the reads).
 #include "lmkit/bpe/pretoken_table.h"
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -51,7 +51,8 @@ TEST_CASE("pretoken table: long keys that share their first 8 bytes stay apart",
   CHECK(base_count == 1001);
 }
 
-TEST_CASE("pretoken table: AddFound over slot ranges plus the missing keys (AddFrom) equals Absorb", "[bpe][pretoken_table]") {
+TEST_CASE("pretoken table: AddFound over slot ranges plus the missing keys (AddFrom) equals Absorb",
+          "[bpe][pretoken_table]") {
   // Keys of 1..33 bytes (inline and arena), a third of them in both tables, enough to grow both tables past their
   // first size; the second table's slots are split into three ranges, as Counter::ReduceView splits them by thread.
   std::mt19937 rng(11);
