@@ -76,7 +76,7 @@ TEST_CASE("allocator sim: small requests pack into one 2 MiB segment, split to 5
   CHECK(a.reserved() == 2 * M);
 }
 
-TEST_CASE("allocator sim: 1-10 MiB requests split a 20 MiB segment; a remainder of 1 MiB or less is not split",
+TEST_CASE("allocator sim: 1-10 MiB requests split a 20 MiB segment, a remainder of 1 MiB or less is not split",
           "[allocator]") {
   CudaAllocatorSim a(Cap(100 * M));
   REQUIRE(a.Malloc(3 * M) != 0);
@@ -111,7 +111,7 @@ TEST_CASE("allocator sim: best fit takes the smallest cached block that holds th
   CHECK(a.num_device_alloc() == 3);
 }
 
-TEST_CASE("allocator sim: freed blocks merge with free neighbours; empty_cache releases whole free segments",
+TEST_CASE("allocator sim: freed blocks merge with free neighbours, empty_cache releases whole free segments",
           "[allocator]") {
   CudaAllocatorSim a(Cap(100 * M));
   const uint64_t x = a.Malloc(2 * M), y = a.Malloc(3 * M), z = a.Malloc(4 * M);

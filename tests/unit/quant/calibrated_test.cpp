@@ -119,7 +119,7 @@ TEST_CASE("quantize --method gptq: W8A8 codes within range, errors below RTN's, 
   CHECK(kl_gptq < kl_rtn);
 }
 
-TEST_CASE("quantize --smoothquant: norm / s times W * s is the original product; scales reported", "[quant][gptq]") {
+TEST_CASE("quantize --smoothquant: norm / s times W * s is the original product, scales reported", "[quant][gptq]") {
   TempDir d;
   const std::string calib = SampledTokens(d, "calib.bin", 8, 3);
   QuantizeOptions o = Calibrated(calib, d.file("sq"), QuantScheme::kW8A8);

@@ -193,7 +193,7 @@ TEST_CASE("GPTQ's act order is a permutation: permuting the input channels permu
   for (uint64_t i = 0; i < in.cols; ++i) CHECK(sorted[i] == i);
 }
 
-TEST_CASE("GPTQ gives the same bytes for any thread count; block size changes only fp rounding", "[quant][gptq]") {
+TEST_CASE("GPTQ gives the same bytes for any thread count, block size changes only fp rounding", "[quant][gptq]") {
   const Inputs in = RandomInputs(40, 192, 300, 13);
   ThreadPool one(1), two(2);
   const std::vector<double> h1 = HessianOf(in, &one), h2 = HessianOf(in, &two);
