@@ -18,12 +18,14 @@
 namespace lmkit::quant {
 namespace {
 
-constexpr uint64_t kChunk = 32;  // factor rows per pool item
+constexpr uint64_t kFactorRowsPerItem = 32;  // factor rows per pool item
 
 void ForChunks(ThreadPool* pool, uint64_t begin, uint64_t end, const std::function<void(uint64_t, uint64_t)>& fn) {
   if (end <= begin) return;
-  const uint64_t n = (end - begin + kChunk - 1) / kChunk;
-  auto item = [&](size_t c, unsigned) { fn(begin + c * kChunk, std::min(end, begin + (c + 1) * kChunk)); };
+  const uint64_t n = (end - begin + kFactorRowsPerItem - 1) / kFactorRowsPerItem;
+  auto item = [&](size_t c, unsigned) {
+    fn(begin + c * kFactorRowsPerItem, std::min(end, begin + (c + 1) * kFactorRowsPerItem));
+  };
   if (pool && n > 1)
     pool->ParallelFor(n, item);
   else
