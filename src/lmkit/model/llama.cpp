@@ -96,27 +96,27 @@ struct ModelLoader {
     std::vector<float> out(t->num_elements());
     io::ConvertToF32(t->dtype, f->Data(*t).data(), out.data(), out.size());
     // A NaN or infinity in a weight makes every logit NaN downstream: refused here, naming where it is.
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (std::isfinite(out[i])) continue;
-      const uint64_t cols = shape.size() == 2 ? shape[1] : out.size();
-      const std::string at = shape.size() == 2 ? fmt::format("[{}, {}]", i / cols, i % cols) : fmt::format("[{}]", i);
-      return Status::InvalidInput(f->path(), fmt::format("tensor '{}': non-finite value at {}", name, at));
-    }
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!std::isfinite(out[i])) return NonFinite(*f, name, shape, i);
     return out;
   }
 
-  // A BF16/F16 tensor of `cols` columns with no NaN or infinity (all exponent bits set), else the error Float gives.
-  static Status CheckFiniteHalf(const std::string& name, const io::SafetensorsFile& f, const io::TensorInfo& t,
-                                uint64_t cols) {
+  // The error for a NaN or infinity at flat index `i` of tensor `name` of `shape`, naming its row and column.
+  static Status NonFinite(const io::SafetensorsFile& f, const std::string& name, const std::vector<uint64_t>& shape,
+                          uint64_t i) {
+    const std::string at =
+        shape.size() == 2 ? fmt::format("[{}, {}]", i / shape[1], i % shape[1]) : fmt::format("[{}]", i);
+    return Status::InvalidInput(f.path(), fmt::format("tensor '{}': non-finite value at {}", name, at));
+  }
+
+  // A BF16/F16 tensor with no NaN or infinity (all exponent bits set), else the error Float gives.
+  static Status CheckFiniteHalf(const std::string& name, const io::SafetensorsFile& f, const io::TensorInfo& t) {
     const uint16_t exp_mask = t.dtype == io::DType::kBF16 ? 0x7F80 : 0x7C00;
     const uint8_t* bytes = f.Data(t).data();
-    const uint64_t n = t.num_elements();
-    for (uint64_t i = 0; i < n; ++i) {
+    for (uint64_t i = 0; i < t.num_elements(); ++i) {
       uint16_t v;
       std::memcpy(&v, bytes + 2 * i, 2);
-      if ((v & exp_mask) != exp_mask) continue;
-      return Status::InvalidInput(f.path(),
-                                  fmt::format("tensor '{}': non-finite value at [{}, {}]", name, i / cols, i % cols));
+      if ((v & exp_mask) == exp_mask) return NonFinite(f, name, t.shape, i);
     }
     return Status::Ok();
   }
@@ -213,7 +213,7 @@ struct ModelLoader {
     } else if (w && (w->dtype == io::DType::kBF16 || w->dtype == io::DType::kF16) &&
                w->shape == std::vector<uint64_t>{out, in}) {
       // Kept as stored (2 bytes a weight, widened inside the GEMM): a bf16 checkpoint is never upcast whole.
-      LMKIT_RETURN_IF_ERROR(CheckFiniteHalf(m + ".weight", *f, *w, in));
+      LMKIT_RETURN_IF_ERROR(CheckFiniteHalf(m + ".weight", *f, *w));
       l.PackHalf(w->dtype == io::DType::kBF16 ? Linear::Kind::kBf16 : Linear::Kind::kFp16, f->Data(*w).data());
     } else if (w && w->dtype != io::DType::kI8) {
       used.erase(m + ".weight");

@@ -248,3 +248,37 @@ TEST_CASE("families: BF16 and F16 copies of every family run", "[model][families
     }
   }
 }
+
+// 16-bit weights are kept as stored, so their NaN/infinity check runs on the stored bits: the error names the tensor
+// and the element as the fp32 path does.
+TEST_CASE("families: a non-finite BF16 or F16 weight is refused naming the element", "[model][families]") {
+  TempDir tmp;
+  const std::string src = TestData("model/llama3");
+  const std::string bad = "model.layers.0.self_attn.q_proj.weight";
+  for (io::DType dt : {io::DType::kBF16, io::DType::kF16}) {
+    INFO(io::DTypeName(dt));
+    const std::string dir = tmp.path() + "/" + std::string(io::DTypeName(dt));
+    fs::create_directories(dir);
+    fs::copy_file(src + "/config.json", dir + "/config.json");
+    auto st = io::SafetensorsFile::Open(src + "/model.safetensors");
+    REQUIRE(st.ok());
+    std::vector<std::vector<uint8_t>> bufs;
+    std::vector<io::TensorData> out;
+    for (const auto& t : st->tensors()) {
+      std::vector<float> v(t.num_elements());
+      std::memcpy(v.data(), st->Data(t).data(), v.size() * sizeof(float));
+      bufs.emplace_back(v.size() * 2);
+      REQUIRE(io::ConvertFromF32(dt, v.data(), bufs.back().data(), v.size()).ok());
+      if (t.name == bad) {
+        REQUIRE(t.shape.size() == 2);
+        const uint16_t bits = dt == io::DType::kBF16 ? 0x7FC0 : 0x7C00;  // a bf16 NaN, an fp16 infinity
+        std::memcpy(bufs.back().data() + 2 * (2 * t.shape[1] + 5), &bits, 2);
+      }
+      out.push_back({t.name, dt, t.shape, bufs.back()});
+    }
+    REQUIRE(io::WriteSafetensors(dir + "/model.safetensors", out).ok());
+    auto m = LlamaModel::Load(dir);
+    REQUIRE(!m.ok());
+    CHECK(m.status().message() == "tensor '" + bad + "': non-finite value at [2, 5]");
+  }
+}
