@@ -4,7 +4,7 @@
 
 #include "commands.h"
 #include "corpus_flags.h"
-#include "lmkit/bpe/count_shard.h"
+#include "lmkit/bpe/train/count_shard.h"
 #include "lmkit/common/sysinfo.h"
 
 namespace lmkit::cli {

@@ -5,9 +5,9 @@
 
 #include "commands.h"
 #include "corpus_flags.h"
-#include "lmkit/bpe/decoder.h"
-#include "lmkit/bpe/encode_file.h"
-#include "lmkit/bpe/special_policy.h"
+#include "lmkit/bpe/encode/decoder.h"
+#include "lmkit/bpe/encode/encode_file.h"
+#include "lmkit/bpe/encode/special_policy.h"
 #include "lmkit/common/name_table.h"
 
 namespace lmkit::cli {

@@ -5,8 +5,8 @@
 
 #include "commands.h"
 #include "corpus_flags.h"
-#include "lmkit/bpe/byte_unicode.h"
-#include "lmkit/bpe/train_files.h"
+#include "lmkit/bpe/files/byte_unicode.h"
+#include "lmkit/bpe/train/train_files.h"
 #include "lmkit/common/sysinfo.h"
 
 namespace lmkit::cli {

@@ -2,7 +2,7 @@
 """Writes tests/data/bpe/hf/: small tokenizer.json files, one per Hugging Face pipeline feature lmkit implements, and
 goldens.json with HF tokenizers' own ids (and decoded text) for each on a fixed set of strings. Not run by CI (it
 needs the heavy venv: `$(bash scripts/heavy-venv.sh) scripts/hf_pipeline_goldens.py`); the CI test
-tests/unit/bpe/tokenizer_json_test.cpp compares lmkit with the committed goldens.
+tests/unit/bpe/files/tokenizer_json_test.cpp compares lmkit with the committed goldens.
 
 Each tokenizer is trained here by HF tokenizers' BpeTrainer on tests/data/bpe/corpus.en plus a few multilingual
 lines, with a small vocabulary (the files stay small), and the pipeline under test set on it.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes src/lmkit/bpe/unicode_classes_table.cpp: the character class of every code point, from Unicode 16.0.
+"""Writes src/lmkit/bpe/pretokenize/unicode_classes_table.cpp: the character class of every code point, from Unicode 16.0.
 
-The pre-tokenizer's classes (src/lmkit/bpe/unicode_classes.h) are the general categories Lu Ll Lt Lm Lo, marks
+The pre-tokenizer's classes (src/lmkit/bpe/pretokenize/unicode_classes.h) are the general categories Lu Ll Lt Lm Lo, marks
 (Mn Mc Me), numbers (Nd Nl No), White_Space (\\t..\\r, U+0085 and the Z categories) and everything else. They must be
 those of the regex engine tiktoken uses, whose tables are Unicode 16.0; the source here is PyPI's unicodedata2 at
 16.0.0 (a backport of CPython's unicodedata with newer data), pinned in scripts/unicode_classes.requirements.txt.
@@ -43,7 +43,7 @@ def render(cls):
            f"{UNICODE_VERSION}); do not edit.\n",
            "// Regenerate: bash scripts/unicode_classes.sh (see unicode_classes.h).\n",
            "// clang-format off\n",
-           '#include "lmkit/bpe/unicode_classes.h"\n\n',
+           '#include "lmkit/bpe/pretokenize/unicode_classes.h"\n\n',
            "namespace lmkit::bpe::unicode_detail {\n\n",
            "const uint16_t kStage1[0x1100] = {\n"]
     for i, v in enumerate(stage1):
@@ -69,7 +69,7 @@ def main():
     args = ap.parse_args()
     if unicodedata2.unidata_version != UNICODE_VERSION:
         sys.exit(f"unicodedata2 has Unicode {unicodedata2.unidata_version}, expected {UNICODE_VERSION}")
-    path = Path(__file__).resolve().parent.parent / "src/lmkit/bpe/unicode_classes_table.cpp"
+    path = Path(__file__).resolve().parent.parent / "src/lmkit/bpe/pretokenize/unicode_classes_table.cpp"
     text = render(classes())
     if args.check:
         same = path.read_text() == text

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates src/lmkit/bpe/unicode_classes_table.cpp from Unicode 16.0 (scripts/unicode_classes.py) in a cached venv
+# Regenerates src/lmkit/bpe/pretokenize/unicode_classes_table.cpp from Unicode 16.0 (scripts/unicode_classes.py) in a cached venv
 # with the pinned unicodedata2 (build/unicode-venv; LMKIT_UNICODE_VENV picks another). Extra arguments (--check) are
 # passed on.
 set -euo pipefail

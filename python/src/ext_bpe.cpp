@@ -12,17 +12,17 @@
 #include <mutex>
 
 #include "ext.h"
-#include "lmkit/bpe/decoder.h"
-#include "lmkit/bpe/encode_file.h"
-#include "lmkit/bpe/encoder.h"
-#include "lmkit/bpe/id_format.h"
-#include "lmkit/bpe/safe_cut.h"
-#include "lmkit/bpe/special_tokens.h"
+#include "lmkit/bpe/encode/decoder.h"
+#include "lmkit/bpe/encode/encode_file.h"
+#include "lmkit/bpe/encode/encoder.h"
+#include "lmkit/bpe/encode/safe_cut.h"
+#include "lmkit/bpe/files/id_format.h"
+#include "lmkit/bpe/files/tokenizer_files.h"
+#include "lmkit/bpe/files/tokenizer_from_model.h"
+#include "lmkit/bpe/files/tokenizer_writer.h"
+#include "lmkit/bpe/pretokenize/special_tokens.h"
 #include "lmkit/bpe/tokenizer.h"
-#include "lmkit/bpe/tokenizer_files.h"
-#include "lmkit/bpe/tokenizer_from_model.h"
-#include "lmkit/bpe/tokenizer_writer.h"
-#include "lmkit/bpe/trainer.h"
+#include "lmkit/bpe/train/trainer.h"
 #include "lmkit/common/thread_pool.h"
 
 namespace lmkit::py {

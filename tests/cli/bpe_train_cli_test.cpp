@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "lmkit/bpe/byte_unicode.h"
+#include "lmkit/bpe/files/byte_unicode.h"
 #include "lmkit/common/json.h"
 #include "support/run_lmkit.h"
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "lmkit/bpe/counts_file.h"
-#include "lmkit/bpe/pretoken_table.h"
+#include "lmkit/bpe/train/counts_file.h"
+#include "lmkit/bpe/train/pretoken_table.h"
 
 using namespace lmkit::bpe;
 

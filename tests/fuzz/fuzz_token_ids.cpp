@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "lmkit/bpe/byte_unicode.h"
-#include "lmkit/bpe/decoder.h"
+#include "lmkit/bpe/encode/decoder.h"
+#include "lmkit/bpe/files/byte_unicode.h"
 #include "lmkit/dataload/token_shards.h"
 #include "lmkit/io/token_file.h"
 #include "scratch_dir.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "lmkit/bpe/decoder.h"
-#include "lmkit/bpe/encoder.h"
-#include "lmkit/bpe/tokenizer_files.h"
+#include "lmkit/bpe/encode/decoder.h"
+#include "lmkit/bpe/encode/encoder.h"
+#include "lmkit/bpe/files/tokenizer_files.h"
 #include "scratch_dir.h"
 
 using namespace lmkit::bpe;

@@ -2,7 +2,7 @@
 """The code-point sweep: every code point in a few contexts, encoded by pip's tiktoken (pinned in
 tests/requirements.txt) from the rank files shipped in data/tokenizers/ (no network), summarised per block of 4,096
 code points as a 64-bit FNV-1a digest of the ids. Writes tests/data/bpe-encode/codepoint_sweep.json, which
-tests/unit/bpe/codepoint_sweep_test.cpp holds lmkit's ids to; `--check` compares instead of writing.
+tests/unit/bpe/pretokenize/codepoint_sweep_test.cpp holds lmkit's ids to; `--check` compares instead of writing.
 
 The text of block b: for each code point cp in [b * 4096, (b + 1) * 4096), surrogates skipped, with c = chr(cp):
     "a" c "b A" c "a " c "'s 1" c "2" c "\\n"

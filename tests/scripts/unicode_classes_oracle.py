@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the pre-tokenizer class (0..8, as src/lmkit/bpe/unicode_classes.h numbers them) of every code point
+"""Writes the pre-tokenizer class (0..8, as src/lmkit/bpe/pretokenize/unicode_classes.h numbers them) of every code point
 0..0x10FFFF, one byte each, to the file named by argv[1], as PyPI's `regex` module (pinned in tests/requirements.txt,
 Unicode 16.0) classifies them: \\p{Lu} \\p{Ll} \\p{Lt} \\p{Lm} \\p{Lo}, \\p{M}, \\p{N}, \\p{White_Space}, else 0.
 

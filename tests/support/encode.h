@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lmkit/bpe/encoder.h"
+#include "lmkit/bpe/encode/encoder.h"
 
 namespace lmkit::test {
 

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "lmkit/bpe/hf_pipeline.h"
-#include "lmkit/bpe/pretokenizer.h"
-#include "lmkit/bpe/special_tokens.h"
+#include "lmkit/bpe/pretokenize/hf_pipeline.h"
+#include "lmkit/bpe/pretokenize/pretokenizer.h"
+#include "lmkit/bpe/pretokenize/special_tokens.h"
 #include "lmkit/common/status.h"
 
 namespace lmkit::bpe {
