@@ -48,7 +48,7 @@ struct F16Tag {
   static __device__ __forceinline__ float ToF32(uint16_t v) { return __half2float(__ushort_as_half(v)); }
 };
 
-// quant::StoredScale (quantizer.cpp), step for step.
+// quant::StoredScale (format_ref.cpp), step for step.
 __device__ __forceinline__ float StoredScaleDevice(float absmax, float divisor, ElemType scale_type) {
   float s = __fdiv_rn(absmax, divisor);
   if (s < 1.17549435e-38f && static_cast<double>(s) * divisor < static_cast<double>(absmax))
@@ -60,8 +60,8 @@ __device__ __forceinline__ float StoredScaleDevice(float absmax, float divisor, 
 }
 
 // |x| as fp32 bits with the sign cleared: for these, integer order is float order, and NaN and inf are exactly the
-// patterns >= kInfBits. So one integer max per element gives the row's absmax and its finiteness, as quantizer.cpp
-// computes them (fmaxf would skip a NaN, and the row would be coded instead of rejected).
+// patterns >= kInfBits. So one integer max per element gives the row's absmax and its finiteness, as the CPU kernels
+// (int8_kernels.h) compute them (fmaxf would skip a NaN, and the row would be coded instead of rejected).
 constexpr uint32_t kInfBits = 0x7f800000u;
 __device__ __forceinline__ uint32_t AbsBits(float v) { return __float_as_uint(v) & 0x7fffffffu; }
 __device__ __forceinline__ uint32_t UMax(uint32_t a, uint32_t b) { return a > b ? a : b; }

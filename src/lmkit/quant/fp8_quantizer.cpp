@@ -1,6 +1,6 @@
 // Performance: a scalar loop per element (fp32 division, the E4M3 rounding in integer bit operations, fp64 metric
 // sums), split over the pool by blocks of rows. FP8 output is not on a measured hot path yet; the INT8 quantizer's
-// vector kernels (quantizer.cpp) are the model if it becomes one.
+// vector kernels (int8_kernels.cpp) are the model if it becomes one.
 #include "lmkit/quant/fp8_quantizer.h"
 
 #include <fmt/format.h>
@@ -175,14 +175,6 @@ Status Run(const uint8_t* src, uint8_t* codes, const RowStreams* streams, io::DT
 }
 
 }  // namespace
-
-float Fp8Scale(float absmax, io::DType scale_dtype) {
-  float s = StoredScale(absmax, formats::kE4M3Max, scale_dtype);
-  // StoredScale gives the nearest F32 value in the normal range, which can leave 448 s a hair below absmax.
-  if (scale_dtype == io::DType::kF32 && static_cast<double>(s) * formats::kE4M3Max < absmax)
-    s = std::nextafter(s, std::numeric_limits<float>::infinity());
-  return s;
-}
 
 Status QuantizeMatrixFp8(const void* data, io::DType dtype, uint64_t rows, uint64_t cols,
                          const Fp8MatrixOptions& options, ThreadPool* pool, uint8_t* codes, float* scales,

@@ -1,13 +1,13 @@
 // The CPU reference FP8 E4M3 weight quantizer (compressed-tensors "float-quantized", llm-compressor's FP8 recipes):
 // per-channel or per-tensor symmetric scales with the error metrics of the report computed in the same pass.
 //
-// Definition: scale s = Fp8Scale(absmax, scale_dtype) (absmax / 448 rounded up to the scale dtype), code =
-// formats::E4M3FromF32(x / s) with the division in IEEE fp32 (round to nearest even, saturating at +-448), dequantized
-// value fl32(E4M3ToF32(code) * s). Zero rows (or tensors) get scale 0 and codes 0. Errors (kInvalidInput, no subject:
-// the caller names the tensor): NaN/Inf ("non-finite value at [row, col]"); a weight so large that 448 * s is beyond
-// the scale dtype's range, where every loader would dequantize it to inf; group granularity (FP8 takes channel or
-// tensor scales); an unsupported dtype. Deterministic for any thread count (rows are reduced in index order);
-// thread-safe.
+// Definition (format_ref.h: Fp8Scale, QuantizeRowFp8Ref): scale s = Fp8Scale(absmax, scale_dtype) (absmax / 448 rounded
+// up to the scale dtype), code = formats::E4M3FromF32(x / s) with the division in IEEE fp32 (round to nearest even,
+// saturating at +-448), dequantized value fl32(E4M3ToF32(code) * s). Zero rows (or tensors) get scale 0 and codes 0.
+// Errors (kInvalidInput, no subject: the caller names the tensor): NaN/Inf ("non-finite value at [row, col]"); a weight
+// so large that 448 * s is beyond the scale dtype's range, where every loader would dequantize it to inf; group
+// granularity (FP8 takes channel or tensor scales); an unsupported dtype. Deterministic for any thread count (rows are
+// reduced in index order); thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +20,6 @@
 #include "lmkit/quant/quantizer.h"
 
 namespace lmkit::quant {
-
-// absmax / 448 rounded up to `scale_dtype` (F32 included, unlike StoredScale's nearest F32 value), so no |x| <= absmax
-// is past 448 s: the scale of FP8 weights and of fp8-static input_scale.
-float Fp8Scale(float absmax, io::DType scale_dtype);
 
 struct Fp8MatrixOptions {
   Granularity granularity;  // channel or tensor

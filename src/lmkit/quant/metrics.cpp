@@ -26,7 +26,7 @@ double ErrorStats::SqnrDb() const {
 double ErrorStats::Cosine() const {
   if (sum_x2 == 0 && sum_xhat2 == 0) return 1.0;
   if (sum_x2 == 0 || sum_xhat2 == 0) return 0.0;
-  // The quantizer derives sum_x_xhat from the other three sums (quantizer.cpp); when the error is 0 or nearly so,
+  // The quantizer derives sum_x_xhat from the other three sums (int8_kernels.h); when the error is 0 or nearly so,
   // their last-bit rounding could put the quotient a hair above 1, which a cosine never is.
   return std::min(1.0, sum_x_xhat / std::sqrt(sum_x2 * sum_xhat2));
 }

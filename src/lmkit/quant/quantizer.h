@@ -1,10 +1,10 @@
-// The CPU reference INT8 quantizer for 2-D weights: per-channel (row), per-tensor or per-group symmetric scales, with
-// the error metrics of the report computed in the same pass. This code is the definition of the formats lmkit writes;
-// the CUDA kernels are tested against it bit for bit.
+// The INT8 quantizer for 2-D weights: per-channel (row), per-tensor or per-group symmetric scales, with the error
+// metrics of the report computed in the same pass, on the pool's threads. Its codes and scales are those of the
+// format's scalar reference (format_ref.h, which also declares StoredScale); its kernels are int8_kernels.h's, its
+// streams row_stream.h's. The CUDA kernels are tested against it bit for bit.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,24 +13,12 @@
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/formats/int8.h"
 #include "lmkit/io/dtype.h"
+#include "lmkit/quant/format_ref.h"
 #include "lmkit/quant/granularity.h"
 #include "lmkit/quant/metrics.h"
+#include "lmkit/quant/row_stream.h"
 
 namespace lmkit::quant {
-
-// The stored scale for `absmax` (>= 0, finite): smallest value of `scale_dtype` (F32, F16, BF16) >= absmax / divisor
-// (for F32 scales in the normal range, the nearest: within 2^-24 relative). F16 scales need absmax <= 65504 * divisor
-// (inf beyond), which F16 weights always satisfy; lmkit stores scales in the weight's dtype.
-float StoredScale(float absmax, formats::Int8Convention convention, io::DType scale_dtype);
-// The same rule for any divisor (448 for FP8 E4M3).
-float StoredScale(float absmax, float divisor, io::DType scale_dtype);
-
-// The largest finite value of F32, F16 or BF16.
-double DTypeMaxFinite(io::DType dtype);
-// Whether code_max * scale, what a loader computes when it dequantizes the largest code, stays finite in
-// `scale_dtype` (the product taken exactly). Near the float maximum it does not: |w| = 3.4e38 with INT8's code -128
-// (128 * 3.4e38 / 127.5 > FLT_MAX), or |w| near 65504 in F16; the quantizers refuse such weights.
-bool DequantizesFinite(float scale, float code_max, io::DType scale_dtype);
 
 struct QuantizeMatrixOptions {
   Granularity granularity;
@@ -48,15 +36,6 @@ struct QuantizeMatrixOptions {
 Status QuantizeMatrix(const void* data, io::DType dtype, uint64_t rows, uint64_t cols,
                       const QuantizeMatrixOptions& options, ThreadPool* pool, int8_t* codes, float* scales,
                       ErrorStats* stats);
-
-// Streaming I/O for QuantizeMatrix. `read` fills `dst` with the raw bytes of rows [first, first + count)
-// (count * cols * dtype size bytes); `write` receives the codes of rows [first, first + count) (count * cols bytes).
-// Both are called from pool workers at the same time for disjoint row ranges, in no particular order, so they must be
-// thread-safe; a non-ok status stops the work.
-struct RowStreams {
-  std::function<Status(uint64_t first, uint64_t count, uint8_t* dst)> read;
-  std::function<Status(uint64_t first, uint64_t count, const int8_t* codes)> write;
-};
 
 // The same, with rows read and codes written through `streams` in blocks of >= 128 KiB of input per worker instead of
 // whole matrices in memory; codes, scales and stats are identical. Nothing is written for a matrix with a non-finite
