@@ -4,7 +4,7 @@
 // CountSpan() pre-tokenizes a span with the GPT-2 pattern and counts every pre-token, Absorb() adds another table's
 // counts, ForEach() visits entries in insertion (entry-id) order. Counts are sums, so the contents do not depend on the
 // order of additions (entry ids do). Not thread-safe; one table per worker thread.
-// Performance notes: see trainer.cpp (16-byte slots with the first 8 key bytes inline, dense counts, prefetched
+// Performance notes: see counter.cpp (16-byte slots with the first 8 key bytes inline, dense counts, prefetched
 // look-ups 8 pre-tokens behind the scanner).
 #pragma once
 
