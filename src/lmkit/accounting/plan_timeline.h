@@ -12,7 +12,7 @@
 
 #include "lmkit/accounting/cuda_allocator_sim.h"
 #include "lmkit/accounting/plan.h"
-#include "lmkit/common/enum_names.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/common/json.h"
 
 namespace lmkit::accounting {

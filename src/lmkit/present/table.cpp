@@ -19,7 +19,7 @@ std::string CsvField(const std::string& s) {
 
 constexpr EnumName<Format> kFormatNames[] = {{Format::kTable, "table"},      {Format::kJson, "json"},
                                              {Format::kCsv, "csv"},          {Format::kMd, "md"},
-                                             {Format::kTable, "text", true}, {Format::kMd, "markdown", true}};
+                                             {Format::kTable, "text"}, {Format::kMd, "markdown"}};
 
 }  // namespace
 

@@ -22,7 +22,7 @@
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/abs_histogram.h"
 #include "lmkit/quant/calibrators.h"
-#include "lmkit/quant/name_table.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/quant/ort_histogram.h"
 
 namespace lmkit::quant {
@@ -383,11 +383,11 @@ std::span<const CalibMethodInfo> CalibMethods() { return kMethods; }
 std::span<const CalibFlavorInfo> CalibFlavors() { return kFlavors; }
 
 Result<CalibMethod> ParseCalibMethod(std::string_view s) {
-  return ParseByName(kMethods, &CalibMethodInfo::method, s, "method");
+  return ParseName(kMethods, &CalibMethodInfo::method, s, "method", UnknownName::kNot);
 }
 
 Result<CalibFlavor> ParseCalibFlavor(std::string_view s) {
-  return ParseByName(kFlavors, &CalibFlavorInfo::flavor, s, "flavor");
+  return ParseName(kFlavors, &CalibFlavorInfo::flavor, s, "flavor", UnknownName::kNot);
 }
 
 const char* CalibMethodName(CalibMethod m) { return EntryOf(kMethods, &CalibMethodInfo::method, m).name.data(); }
