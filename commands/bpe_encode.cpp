@@ -3,12 +3,13 @@
 
 #include <cstdio>
 
-#include "commands.h"
+#include "command.h"
 #include "corpus_flags.h"
 #include "lmkit/bpe/decoder.h"
 #include "lmkit/bpe/encode_file.h"
 #include "lmkit/bpe/special_policy.h"
 #include "lmkit/common/name_table.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::cli {
 namespace {

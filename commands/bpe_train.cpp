@@ -3,11 +3,12 @@
 // rank 0 prints) and prints a summary (text or --json). docs/distributed.md, docs/corpora.md.
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "command.h"
 #include "corpus_flags.h"
 #include "lmkit/bpe/byte_unicode.h"
 #include "lmkit/bpe/train_files.h"
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::cli {
 

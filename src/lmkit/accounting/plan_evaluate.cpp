@@ -6,7 +6,7 @@
 
 #include "lmkit/accounting/plan.h"
 #include "lmkit/accounting/plan_what_if.h"
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::accounting {
 namespace {

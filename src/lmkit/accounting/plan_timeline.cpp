@@ -6,7 +6,7 @@
 #include <map>
 #include <queue>
 
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 #include "lmkit/common/file_reader.h"
 
 namespace lmkit::accounting {

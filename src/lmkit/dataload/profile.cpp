@@ -2,6 +2,7 @@
 // cost ~10 µs each. Batch notes: batch_builder.cpp. A batch is a few tens of microseconds of work (B=12 T=1024), so
 // the pipeline's hand-off (one mutex, two condition variables) is a visible share of it; batching more work per
 // hand-off was not needed to pass 10x nanoGPT's get_batch.
+#include "lmkit/common/units.h"
 #include "lmkit/dataload/profile.h"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
 
 namespace lmkit::present {

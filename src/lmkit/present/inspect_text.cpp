@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "lmkit/common/grouped.h"
+#include "lmkit/common/units.h"
 #include "lmkit/common/progress.h"
 
 namespace lmkit::present {
