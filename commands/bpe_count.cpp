@@ -2,7 +2,7 @@
 // CountShardRequest, calls CountShard and prints a one-line summary (or --json). docs/distributed.md.
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "command.h"
 #include "corpus_flags.h"
 #include "lmkit/bpe/count_shard.h"
 #include "lmkit/common/sysinfo.h"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/model/calibrate_model.h"
 #include "lmkit/present/quant.h"
 #include "lmkit/present/quant_svg.h"

@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/present/eval_svg.h"

@@ -1,5 +1,5 @@
 // `lmkit flops`: the matmul inventory, FLOPs, parameters, 6ND, step time and roofline of a transformer step.
-#include "commands.h"
+#include "command.h"
 #include "layout_flags.h"
 #include "lmkit/accounting/run_flops.h"
 #include "lmkit/present/accounting.h"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/io/token_file.h"
 
 namespace lmkit::cli {

@@ -2,7 +2,7 @@
 // file, a .npy file or a model directory; --stats adds min/max/mean/std/absmax per tensor.
 #include "lmkit/io/inspect.h"
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/present/inspect_text.h"
 
 namespace lmkit::cli {

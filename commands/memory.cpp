@@ -1,5 +1,5 @@
 // `lmkit memory`: weights, gradients, optimizer state, activations, KV cache and overhead per GPU; fit and max batch.
-#include "commands.h"
+#include "command.h"
 #include "layout_flags.h"
 #include "lmkit/accounting/run_memory.h"
 #include "lmkit/present/accounting.h"

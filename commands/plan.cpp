@@ -1,7 +1,7 @@
 // `lmkit plan`: many models on a few GPUs — memory by component, latency and its bound, load/switch time, a placement.
 #include "lmkit/accounting/plan.h"
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/accounting/plan_timeline.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/present/quant.h"
 #include "lmkit/present/quant_svg.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/common/interrupt_cleanup.h"
 #include "lmkit/common/thread_start.h"
 #include "lmkit/version.h"
@@ -26,16 +26,18 @@ const CommandSpec kCommands[] = {
     {"eval", "perplexity of a decoder checkpoint on token ids; KL/top-1 against another (e.g. INT8)", SetupEval},
     {"generate", "greedy or sampled continuation of token ids with a decoder checkpoint", SetupGenerate},
     {"dataload", "can this token-file pipeline keep the GPU fed, and if not, why", SetupDataload},
-    {"inspect", "list the tensors of a .safetensors/.npy file or model directory", SetupInspect},
-    {"env", "CPU, memory and CUDA devices of this machine", SetupEnv},
+    {"inspect", "tensor names, dtypes, shapes and bytes, and the parameter total, of a .safetensors/.npy file or model directory",
+     SetupInspect},
+    {"env", "CPU model and cores, memory and CUDA devices (name, memory, compute capability, driver) of this machine",
+     SetupEnv},
 };
 
-// Command groups whose first positional word must be one of these (for the did-you-mean check).
+// Command groups whose first positional word must be one of their subcommands (for the did-you-mean check).
 struct GroupSpec {
   const char* group;
-  std::vector<std::string> children;
+  std::span<const CommandSpec> (*children)();
 };
-const GroupSpec kGroups[] = {{"bpe", {"train", "count", "encode", "decode"}}};
+const GroupSpec kGroups[] = {{"bpe", BpeCommands}};
 
 // Global options that take a value, so the scan for the subcommand name can skip it.
 bool TakesValue(const char* arg) { return std::strcmp(arg, "--threads") == 0 || std::strcmp(arg, "-j") == 0; }
@@ -67,10 +69,12 @@ int Main(int argc, char** argv, bool standalone) {
           continue;
         }
         std::string child = argv[k];
+        std::vector<std::string> children;
+        for (const CommandSpec& c : g.children()) children.emplace_back(c.name);
         bool ok = false;
-        for (const auto& c : g.children) ok = ok || c == child;
+        for (const auto& c : children) ok = ok || c == child;
         if (!ok) {
-          std::string near = NearestName(child, g.children);
+          std::string near = NearestName(child, children);
           return UsageError(word, "unknown command '" + child + "'" +
                                       (near.empty() ? "" : "; did you mean '" + near + "'?") + " (see 'lmkit " + word +
                                       " --help')");
