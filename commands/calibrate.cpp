@@ -86,10 +86,12 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (p->count() > 0) a->o.percentile = a->percentile;
     a->o.threads = g.ResolvedThreads();
     a->o.survey = !a->svg.empty();
-    if (!a->svg.empty()) a->o.extra_outputs.push_back({a->svg, present::CalibrationSvg});
+    if (!a->svg.empty()) a->o.extra_outputs.push_back(a->svg);  // the only extra output: the chart
     auto progress = MakeProgress(g);
     a->m.calib = a->o;
-    auto table = from_model ? model::CalibrateModel(a->m, progress.get()) : quant::Calibrate(a->o, progress.get());
+    auto chart = [](const quant::CalibrationTable& t, size_t) { return present::CalibrationSvg(t); };
+    auto table = from_model ? model::CalibrateModel(a->m, progress.get(), chart)
+                            : quant::Calibrate(a->o, progress.get(), chart);
     if (!table.ok()) return ReportError("calibrate", table.status(), FlagNames{{"survey", "--svg"}});
     for (const std::string& w : table->warnings) Note(g, "calibrate", "warning: " + w);
     if (g.json)

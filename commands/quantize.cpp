@@ -134,12 +134,19 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     if (same(a->report, a->o.output)) return UsageError("quantize", "-o and --report name the same file");
     if (same(a->svg, a->o.output)) return UsageError("quantize", "--svg and -o name the same file");
     if (same(a->svg, a->report)) return UsageError("quantize", "--svg and --report name the same file");
-    if (!a->report.empty())
-      a->o.extra_outputs.push_back(
-          {a->report, [](const quant::QuantizeReport& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; }});
-    if (!a->svg.empty()) a->o.extra_outputs.push_back({a->svg, present::QuantizeSvg});
+    // The report and the chart are rendered here, from the finished report, and written before the checkpoint.
+    std::vector<std::string (*)(const quant::QuantizeReport&)> renderers;
+    if (!a->report.empty()) {
+      a->o.extra_outputs.push_back(a->report);
+      renderers.push_back([](const quant::QuantizeReport& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; });
+    }
+    if (!a->svg.empty()) {
+      a->o.extra_outputs.push_back(a->svg);
+      renderers.push_back(present::QuantizeSvg);
+    }
     auto progress = MakeProgress(g);
-    auto rep = quant::Quantize(a->o, progress.get());
+    auto rep = quant::Quantize(a->o, progress.get(),
+                               [&](const quant::QuantizeReport& r, size_t i) { return renderers[i](r); });
     if (!rep.ok()) return ReportError("quantize", rep.status(), kQuantizeFlags);
     for (const std::string& w : rep->warnings)
       Note(g, "quantize", "warning: " + RenderFields(w, [](std::string_view f) { return FlagFor(f, kQuantizeFlags); }));

@@ -405,7 +405,7 @@ void AddCalibrationWarnings(CalibrationTable* t) {
 
 struct CalibrationOutputs::Files {
   std::optional<AtomicFile> json, trt;
-  std::vector<std::pair<AtomicFile, std::function<std::string(const CalibrationTable&)>>> extra;
+  std::vector<std::pair<AtomicFile, size_t>> extra;  // with its index in extra_outputs
 };
 CalibrationOutputs::CalibrationOutputs() = default;
 CalibrationOutputs::CalibrationOutputs(CalibrationOutputs&&) noexcept = default;
@@ -423,15 +423,15 @@ Result<CalibrationOutputs> CalibrationOutputs::Open(const CalibrateOptions& o) {
     LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(o.trt_cache));
     out.f_->trt = std::move(f);
   }
-  for (const CalibrateOptions::ExtraOutput& e : o.extra_outputs) {
-    if (e.path.empty()) continue;
-    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(e.path));
-    out.f_->extra.emplace_back(std::move(f), e.render);
+  for (size_t i = 0; i < o.extra_outputs.size(); ++i) {
+    if (o.extra_outputs[i].empty()) continue;
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(o.extra_outputs[i]));
+    out.f_->extra.emplace_back(std::move(f), i);
   }
   return out;
 }
 
-Status CalibrationOutputs::Commit(const CalibrationTable& table) {
+Status CalibrationOutputs::Commit(const CalibrationTable& table, const RenderCalibrationOutput& render) {
   if (!f_) return Status::Ok();
   // The secondary outputs are renamed into place first: if one fails, CALIB.json is not replaced.
   if (f_->json) LMKIT_RETURN_IF_ERROR(f_->json->Write(DumpJson(CalibrationToJson(table)) + "\n"));
@@ -439,15 +439,16 @@ Status CalibrationOutputs::Commit(const CalibrationTable& table) {
     LMKIT_RETURN_IF_ERROR(f_->trt->Write(TrtCacheText(table)));
     LMKIT_RETURN_IF_ERROR(f_->trt->Commit());
   }
-  for (auto& [file, render] : f_->extra) {
-    LMKIT_RETURN_IF_ERROR(file.Write(render ? render(table) : std::string()));
+  for (auto& [file, index] : f_->extra) {
+    LMKIT_RETURN_IF_ERROR(file.Write(render ? render(table, index) : std::string()));
     LMKIT_RETURN_IF_ERROR(file.Commit());
   }
   if (f_->json) LMKIT_RETURN_IF_ERROR(f_->json->Commit());
   return Status::Ok();
 }
 
-Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress) {
+Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress,
+                                   const RenderCalibrationOutput& render) {
   if (o.inputs.empty()) return Status::InvalidArgument("no activation files given");
   LMKIT_ASSIGN_OR_RETURN(const double percentile, CheckOptions(o));
   const double t0 = MonotonicSeconds();
@@ -479,7 +480,7 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* prog
   AddCalibrationWarnings(&table);
   table.seconds = MonotonicSeconds() - t0;
   table.peak_rss_bytes = PeakRssBytes();
-  LMKIT_RETURN_IF_ERROR(outputs.Commit(table));
+  LMKIT_RETURN_IF_ERROR(outputs.Commit(table, render));
   return table;
 }
 
