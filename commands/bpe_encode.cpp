@@ -78,12 +78,12 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--format", f->format,
                  NameList(bpe::kIdFormatNames, &bpe::IdFormatEntry::format, " | ", " | ") +
                      " (default: from -o's extension: .npy, .json, .txt, else bin; json on stdout)");
-  sub.add_option(
-      "--dtype", f->dtype,
-      NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype, " | ", " | ") + " for bin/npy (auto: uint16 when the vocabulary fits)");
-  sub.add_option(
-      "--pattern", f->pattern,
-      "pre-tokenization pattern for rank files: " + NameList(bpe::kPatternNames, &bpe::PatternEntry::pattern, " | ", " | "));
+  sub.add_option("--dtype", f->dtype,
+                 NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype, " | ", " | ") +
+                     " for bin/npy (auto: uint16 when the vocabulary fits)");
+  sub.add_option("--pattern", f->pattern,
+                 "pre-tokenization pattern for rank files: " +
+                     NameList(bpe::kPatternNames, &bpe::PatternEntry::pattern, " | ", " | "));
   sub.add_option("--chunk-bytes", f->chunk_bytes, "input bytes per parallel chunk (default: 1 MiB)")
       ->transform(DecimalCount())
       ->group("");  // for tests and experiments
@@ -174,9 +174,9 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("input", f->input, "id file (.bin, .npy, .json), or - for stdin (default)");
   sub.add_option("-o,--output", f->output, "write the bytes here (atomically); default: stdout");
   sub.add_option("--format", f->format, "bin | npy | json (default: from the input's extension, else bin)");
-  sub.add_option(
-      "--dtype", f->dtype,
-      NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype, " | ", " | ") + " for bin (auto: uint16 when the vocabulary fits)");
+  sub.add_option("--dtype", f->dtype,
+                 NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype, " | ", " | ") +
+                     " for bin (auto: uint16 when the vocabulary fits)");
   sub.add_option("--pattern", f->pattern, "pattern of a rank file (decoding does not use it)")->group("");
   return [f, &g]() -> int {
     const std::string cmd = "bpe decode";

@@ -37,7 +37,7 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--counts", o->counts, "train on the counts files of `lmkit bpe count` (all N shards) instead of text")
       ->expected(1, -1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  sub.add_option("--block-bytes", o->block_bytes, "input bytes read per block (default 64 MiB)")
+  sub.add_option("--block-bytes", o->block_bytes, "input bytes read per block (default: 64 MiB)")
       ->transform(DecimalCount())
       ->group("");  // for experiments: the result does not depend on it
   sub.add_flag("--mpi", o->mpi, "run as one rank of an MPI job (mpirun -n P lmkit bpe train ... --mpi)");

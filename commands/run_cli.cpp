@@ -13,7 +13,9 @@
 namespace lmkit::cli {
 namespace {
 
-// The one table of subcommands: drives `lmkit --help`, dispatch and the did-you-mean suggestion.
+// The one table of subcommands: drives `lmkit --help`, dispatch and the did-you-mean suggestion. Help lines share one
+// style: a summary here is a lowercase phrase with no final period (a subcommand's longer prose goes in its footer),
+// and so is every flag's help, its default last as "(default: X)".
 const CommandSpec kCommands[] = {
     {"bpe", "train, encode and decode byte-level BPE tokenizers (GPT-2, tiktoken, HF formats)", SetupBpe},
     {"flops", "FLOPs per matmul, parameters, training/inference cost and time on a GPU", SetupFlops},
@@ -26,7 +28,8 @@ const CommandSpec kCommands[] = {
     {"eval", "perplexity of a decoder checkpoint on token ids; KL/top-1 against another (e.g. INT8)", SetupEval},
     {"generate", "greedy or sampled continuation of token ids with a decoder checkpoint", SetupGenerate},
     {"dataload", "can this token-file pipeline keep the GPU fed, and if not, why", SetupDataload},
-    {"inspect", "tensor names, dtypes, shapes and bytes, and the parameter total, of a .safetensors/.npy file or model directory",
+    {"inspect",
+     "tensor names, dtypes, shapes and bytes, and the parameter total, of a .safetensors/.npy file or model directory",
      SetupInspect},
     {"env", "CPU model and cores, memory and CUDA devices (name, memory, compute capability, driver) of this machine",
      SetupEnv},
@@ -86,7 +89,8 @@ int Main(int argc, char** argv, bool standalone) {
   }
 
   CLI::App app{"lmkit " LMKIT_VERSION " - the numbers language-model engineers need every day", "lmkit"};
-  app.set_version_flag("--version", "lmkit " LMKIT_VERSION);
+  app.set_help_flag("-h,--help", "print this help and exit");  // subcommands copy it
+  app.set_version_flag("--version", "lmkit " LMKIT_VERSION, "print the version and exit");
   app.require_subcommand(1);
   app.fallthrough();
   GlobalOptions globals;
