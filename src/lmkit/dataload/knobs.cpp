@@ -9,9 +9,9 @@ constexpr std::array<EnumName<Access>, 3> kAccess = {
     {{Access::kMmap, "mmap"}, {Access::kPread, "pread"}, {Access::kDirect, "direct"}}};
 constexpr std::array<EnumName<Advice>, 2> kAdvice = {{{Advice::kNormal, "normal"}, {Advice::kRandom, "random"}}};
 constexpr std::array<EnumName<CacheMode>, 4> kCache = {{{CacheMode::kAsIs, "as-is"},
-                                                          {CacheMode::kWarm, "warm"},
-                                                          {CacheMode::kCold, "cold"},
-                                                          {CacheMode::kColdEach, "cold-each"}}};
+                                                        {CacheMode::kWarm, "warm"},
+                                                        {CacheMode::kCold, "cold"},
+                                                        {CacheMode::kColdEach, "cold-each"}}};
 constexpr std::array<EnumName<OutDtype>, 3> kOut = {
     {{OutDtype::kInt64, "int64"}, {OutDtype::kInt32, "int32"}, {OutDtype::kUint16, "uint16"}}};
 constexpr std::array<const char*, 9> kKnobs = {"threads",    "prefetch",       "access",    "advice", "cache",

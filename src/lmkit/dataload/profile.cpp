@@ -2,7 +2,6 @@
 // cost ~10 µs each. Batch notes: batch_builder.cpp. A batch is a few tens of microseconds of work (B=12 T=1024), so
 // the pipeline's hand-off (one mutex, two condition variables) is a visible share of it; batching more work per
 // hand-off was not needed to pass 10x nanoGPT's get_batch.
-#include "lmkit/common/units.h"
 #include "lmkit/dataload/profile.h"
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "lmkit/common/ordered_pipeline.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/common/units.h"
 #include "lmkit/cuda/dataload_h2d.h"
 #include "lmkit/dataload/batch_builder.h"
 #include "lmkit/dataload/judge.h"

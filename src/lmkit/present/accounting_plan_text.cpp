@@ -53,8 +53,7 @@ std::string UnplacedReason(const PlanResult& r, const ModelEstimate& m) {
              "; use a smaller dtype, tensor parallelism or a larger GPU";
     case Unplaced::kBudgetShort:
       return "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " gives it " + B(m.footprint) +
-             " per GPU, less than its weights, activations and runtime (" + B(m.memory.total - m.memory.kv_cache) +
-             ")";
+             " per GPU, less than its weights, activations and runtime (" + B(m.memory.total - m.memory.kv_cache) + ")";
     case Unplaced::kShareExceedsUsable:
       return "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " x " + HumanBytes(capacity) + " = " +
              B(m.footprint) + " is more than the " + usable;

@@ -1,8 +1,8 @@
 // The advice lines of a dataload run: the "why" and the knob, worded from the judge's diagnosis (dataload/judge.h).
 #include <cstdio>
 
-#include "lmkit/present/dataload.h"
 #include "lmkit/common/units.h"
+#include "lmkit/present/dataload.h"
 
 namespace lmkit::present {
 namespace {

@@ -2,9 +2,9 @@
 // copy (when the trace has GPU events) and the rest of the step, in milliseconds.
 #include <fmt/format.h>
 
+#include "lmkit/common/units.h"
 #include "lmkit/present/chart.h"
 #include "lmkit/present/dataload.h"
-#include "lmkit/common/units.h"
 
 namespace lmkit::present {
 

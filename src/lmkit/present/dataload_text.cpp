@@ -86,8 +86,9 @@ void RunText(const DataloadReport& rep, const RunResult& r, const FieldNamer& fi
          std::to_string(c.batch_size) + "x" + std::to_string(c.context_length) + " batch (" + r.demand.description +
          ")\n";
     o += "verdict     " + std::string(dataload::InputBoundPhrase(r.level)) + ": waits " + Percent(r.sim.wait_share, 1) +
-         " of step time; " + Percent(r.sim.steps_waited_share, 1) + " of steps waited (p99 wait " + Time(r.sim.p99_wait_s) +
-         "); capacity " + fmt::format("{:.2f}x", r.capacity_ratio) + " demand; first batch " + Time(r.first_batch_s) + "\n";
+         " of step time; " + Percent(r.sim.steps_waited_share, 1) + " of steps waited (p99 wait " +
+         Time(r.sim.p99_wait_s) + "); capacity " + fmt::format("{:.2f}x", r.capacity_ratio) + " demand; first batch " +
+         Time(r.first_batch_s) + "\n";
     o += "  why       " + DataloadReason(r) + "\n";
     o += "  knob      " + DataloadKnob(r, field) + "\n";
   } else {
@@ -96,7 +97,8 @@ void RunText(const DataloadReport& rep, const RunResult& r, const FieldNamer& fi
   }
   if (r.cold.available) {
     o += std::string("cold cache  ") + (r.cold.model.rfind("measured", 0) == 0 ? "measured" : "projected") + ": " +
-         Tokens(r.cold.tokens_per_s) + ", " + fmt::format("{:.1f}x", r.cold.read_amplification) + " read amplification" +
+         Tokens(r.cold.tokens_per_s) + ", " + fmt::format("{:.1f}x", r.cold.read_amplification) +
+         " read amplification" +
          (r.demand.given ? std::string(" -> ") + dataload::InputBoundPhrase(r.cold_level) + " (waits " +
                                Percent(r.cold_wait_share, 1) + ")"
                          : "") +

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "lmkit/present/dataload.h"
 #include "lmkit/common/units.h"
+#include "lmkit/present/dataload.h"
 
 namespace lmkit::present {
 namespace {
@@ -89,8 +89,8 @@ std::string TraceReason(const TraceReport& r) {
              Percent(r.collate_share, 1) + " of its " + ShortTime(data * 1e-6) + " per step";
     case TraceFix::kWorkersFromZero:
       return "__getitem__ runs in the training process (num_workers=0): the DataLoader takes " +
-             ShortTime(data * 1e-6) + " per step (collate " + Percent(r.collate_share, 1) + " of it), the rest of the step " +
-             ShortTime(rest * 1e-6);
+             ShortTime(data * 1e-6) + " per step (collate " + Percent(r.collate_share, 1) +
+             " of it), the rest of the step " + ShortTime(rest * 1e-6);
     case TraceFix::kMoreWorkers:
       return "the DataLoader's workers fall behind: " + Grouped(WaitingSteps(r)) + " of " + n +
              " steps wait for a batch, " + ShortTime(data * 1e-6) +
@@ -161,9 +161,9 @@ std::string TraceText(const TraceReport& r) {
   o += Row("all", t, r.has_gpu_events);
   o += "  (data wait: enumerate(DataLoader)...__next__; h2d host: the training thread's copy calls; input: (data wait"
        " + h2d host) / time)\n\n";
-  o += "verdict     " + std::string(dataload::InputBoundPhrase(r.level)) + ": the step waits " + Percent(r.input_share, 1) +
-       " of its time for input (data " + Percent(r.data_share, 1) + ", host-to-device " + Percent(r.h2d_share, 1) + "); " +
-       Percent(r.steps_waiting_share, 1) + " of steps waited 5% or more\n";
+  o += "verdict     " + std::string(dataload::InputBoundPhrase(r.level)) + ": the step waits " +
+       Percent(r.input_share, 1) + " of its time for input (data " + Percent(r.data_share, 1) + ", host-to-device " +
+       Percent(r.h2d_share, 1) + "); " + Percent(r.steps_waiting_share, 1) + " of steps waited 5% or more\n";
   o += "  why       " + TraceReason(r) + "\n";
   o += "  knob      " + TraceKnob(r) + "\n";
   return o;

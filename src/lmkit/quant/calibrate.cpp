@@ -15,6 +15,7 @@
 
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/file_reader.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/io/dtype.h"
@@ -22,7 +23,6 @@
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/abs_histogram.h"
 #include "lmkit/quant/calibrators.h"
-#include "lmkit/common/name_table.h"
 #include "lmkit/quant/ort_histogram.h"
 
 namespace lmkit::quant {

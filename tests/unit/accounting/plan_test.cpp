@@ -180,8 +180,8 @@ TEST_CASE("plan: a model that does not fit is listed with the reason and the bat
   const ModelEstimate& chat = r.models[0];
   CHECK_FALSE(chat.fits_alone);
   CHECK(chat.unplaced == Unplaced::kBatchExceedsUsable);
-  CHECK(present::UnplacedReason(r, chat).rfind("impossible batch: batch 64 x 4096 tokens needs 166.8 GB, more than the 74.93 GB",
-                                   0) == 0);
+  CHECK(present::UnplacedReason(r, chat).rfind(
+            "impossible batch: batch 64 x 4096 tokens needs 166.8 GB, more than the 74.93 GB", 0) == 0);
   CHECK(present::UnplacedReason(r, chat).find("the largest batch that fits alone is 25") != std::string::npos);
   CHECK(chat.max_batch_alone == 25);
   const ModelEstimate& moe = r.models[1];
@@ -247,8 +247,8 @@ TEST_CASE("plan: a KV budget in tokens or as vLLM's gpu_memory_utilization", "[a
   auto small = test::PlanResultOf(R"({"gpu": "h100", "models": [{"name": "s", "model": "llama-3-8b",
                        "gpu_memory_utilization": 0.1}]})");
   CHECK(small.models[0].unplaced == Unplaced::kBudgetShort);
-  CHECK(present::UnplacedReason(small, small.models[0]).rfind("gpu_memory_utilization 0.10 gives it 8.00 GB per GPU, less than", 0) ==
-        0);
+  CHECK(present::UnplacedReason(small, small.models[0])
+            .rfind("gpu_memory_utilization 0.10 gives it 8.00 GB per GPU, less than", 0) == 0);
 }
 
 namespace {

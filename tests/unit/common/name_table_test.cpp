@@ -18,12 +18,15 @@ struct ColourInfo {
   std::string_view name;
   int hue;
 };
-constexpr ColourInfo kColours[] = {{Colour::kRed, "red", 0}, {Colour::kGreen, "green", 120}, {Colour::kBlue, "blue", 240}};
+constexpr ColourInfo kColours[] = {
+    {Colour::kRed, "red", 0}, {Colour::kGreen, "green", 120}, {Colour::kBlue, "blue", 240}};
 
 // A plain table with aliases after the names they stand for.
-constexpr std::array<EnumName<Colour>, 5> kPlain = {
-    {{Colour::kRed, "red"}, {Colour::kGreen, "green"}, {Colour::kBlue, "blue"}, {Colour::kRed, "scarlet"},
-     {Colour::kBlue, "azure"}}};
+constexpr std::array<EnumName<Colour>, 5> kPlain = {{{Colour::kRed, "red"},
+                                                     {Colour::kGreen, "green"},
+                                                     {Colour::kBlue, "blue"},
+                                                     {Colour::kRed, "scarlet"},
+                                                     {Colour::kBlue, "azure"}}};
 std::span<const EnumName<Colour>> Plain() { return kPlain; }
 
 }  // namespace
