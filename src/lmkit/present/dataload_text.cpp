@@ -1,4 +1,6 @@
 // The text report of `lmkit dataload` (one run, or a sweep's table and its recommended point).
+#include <fmt/format.h>
+
 #include <cstdio>
 
 #include "lmkit/common/units.h"

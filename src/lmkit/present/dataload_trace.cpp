@@ -1,5 +1,7 @@
 // The report of `lmkit dataload trace`: per-step table, verdict, why and knob (text), and the JSON document
 // (schema lmkit.dataload.trace/1, docs/dataload.md).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 
