@@ -11,7 +11,7 @@
 
 namespace lmkit::cli {
 
-RunFn SetupEnv(CLI::App& sub, const GlobalOptions& g) {
+RunFn SetupEnv(CLI::App& /*sub: no options*/, const GlobalOptions& g) {
   return [&g] {
     cuda::DeviceList devs = cuda::ListCudaDevices();
     if (g.json) {
