@@ -56,7 +56,8 @@ std::vector<std::string> HelpDescriptions(const std::string& help) {
     }
     if (!in_section || line.size() < 3 || line[0] != ' ') continue;
     const bool entry = line[1] == ' ' && line[2] != ' ';
-    const std::string desc = line.size() > kColumn ? line.substr(kColumn) : "";
+    // A name that fills the field (it reaches column 29) puts the description on the next line.
+    const std::string desc = line.size() > kColumn && line[kColumn - 1] == ' ' ? line.substr(kColumn) : "";
     if (entry) {
       out.push_back(desc);
       open = true;
@@ -70,14 +71,14 @@ std::vector<std::string> HelpDescriptions(const std::string& help) {
 }
 
 // One style for every help line: a lowercase phrase (a name with two capitals, such as CPU or ZeRO, may start it)
-// with no final period, its default last as "(default: X)".
+// with no final period, its default last as "(default: X)" (not "[X]"; an interval such as "in (0, 1]" is fine).
 void CheckHelpStyle(const std::vector<std::string>& command) {
   std::vector<std::string> args = command;
   args.push_back("--help");
   auto r = RunLmkit(args);
   REQUIRE(r.exit_code == 0);
   const auto descs = HelpDescriptions(r.out);
-  CHECK(descs.size() >= 2);
+  CHECK_FALSE(descs.empty());
   for (const std::string& d : descs) {
     INFO("lmkit " << (command.empty() ? "" : command[0] + " ") << "--help: '" << d << "'");
     REQUIRE_FALSE(d.empty());
@@ -87,7 +88,7 @@ void CheckHelpStyle(const std::vector<std::string>& command) {
     CHECK_FALSE(capitalised);
     CHECK((d.back() != '.' || d.size() >= 3 && d.compare(d.size() - 3, 3, "...") == 0));
     CHECK(d.find("(default ") == std::string::npos);
-    CHECK_FALSE((d.back() == ']' && d.find("T[,T...]") == std::string::npos));
+    CHECK_FALSE((d.back() == ']' && d.rfind(" [") != std::string::npos && d.find("T[,T...]") == std::string::npos));
   }
 }
 
