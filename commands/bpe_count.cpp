@@ -2,7 +2,7 @@
 // CountShardRequest, calls CountShard and prints a one-line summary (or --json). docs/distributed.md.
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "command.h"
 #include "corpus_flags.h"
 #include "lmkit/bpe/train/count_shard.h"
 #include "lmkit/common/sysinfo.h"
@@ -20,7 +20,7 @@ RunFn SetupBpeCount(CLI::App& sub, const GlobalOptions& g) {
   auto o = std::make_shared<Options>();
   sub.add_option("inputs", o->inputs, "corpus files, read in order as one stream (the same list for every shard)")
       ->required();
-  sub.add_option("--shard", o->shard, "count the K-th of N ranges (0 <= K < N), e.g. 3/16 (default 0/1: all)");
+  sub.add_option("--shard", o->shard, "count the K-th of N ranges (0 <= K < N), e.g. 3/16 (default: 0/1, all)");
   sub.add_option("--special-token", o->specials, "a special token (repeatable), as for bpe train")
       ->allow_extra_args(false);
   sub.add_option("-o,--output", o->output, "the counts file to write")->required();

@@ -3,12 +3,13 @@
 
 #include <cstdio>
 
-#include "commands.h"
+#include "command.h"
 #include "corpus_flags.h"
 #include "lmkit/bpe/encode/decoder.h"
 #include "lmkit/bpe/encode/encode_file.h"
 #include "lmkit/bpe/encode/special_policy.h"
 #include "lmkit/common/name_table.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::cli {
 namespace {
@@ -64,7 +65,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  const std::string sets = NameList(bpe::kSpecialSetNames, &bpe::SpecialSetEntry::kind) + " | T[,T...]";
+  const std::string sets = NameList(bpe::kSpecialSetNames, &bpe::SpecialSetEntry::kind, " | ", " | ") + " | T[,T...]";
   sub.add_option("--allowed-special", f->allowed_special,
                  sets + ": specials in the text encoded as their ids (tiktoken's allowed_special; default all)");
   sub.add_option("--disallowed-special", f->disallowed_special,
@@ -75,14 +76,14 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
                  "corpus files to encode, read in order as one stream: text, JSONL or Parquet (default: - = stdin)");
   sub.add_option("-o,--output", f->output, "write ids here (atomically); default: stdout");
   sub.add_option("--format", f->format,
-                 NameList(bpe::kIdFormatNames, &bpe::IdFormatEntry::format) +
+                 NameList(bpe::kIdFormatNames, &bpe::IdFormatEntry::format, " | ", " | ") +
                      " (default: from -o's extension: .npy, .json, .txt, else bin; json on stdout)");
-  sub.add_option(
-      "--dtype", f->dtype,
-      NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype) + " for bin/npy (auto: uint16 when the vocabulary fits)");
-  sub.add_option(
-      "--pattern", f->pattern,
-      "pre-tokenization pattern for rank files: " + NameList(bpe::kPatternNames, &bpe::PatternEntry::pattern));
+  sub.add_option("--dtype", f->dtype,
+                 NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype, " | ", " | ") +
+                     " for bin/npy (auto: uint16 when the vocabulary fits)");
+  sub.add_option("--pattern", f->pattern,
+                 "pre-tokenization pattern for rank files: " +
+                     NameList(bpe::kPatternNames, &bpe::PatternEntry::pattern, " | ", " | "));
   sub.add_option("--chunk-bytes", f->chunk_bytes, "input bytes per parallel chunk (default: 1 MiB)")
       ->transform(DecimalCount())
       ->group("");  // for tests and experiments
@@ -173,9 +174,9 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("input", f->input, "id file (.bin, .npy, .json), or - for stdin (default)");
   sub.add_option("-o,--output", f->output, "write the bytes here (atomically); default: stdout");
   sub.add_option("--format", f->format, "bin | npy | json (default: from the input's extension, else bin)");
-  sub.add_option(
-      "--dtype", f->dtype,
-      NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype) + " for bin (auto: uint16 when the vocabulary fits)");
+  sub.add_option("--dtype", f->dtype,
+                 NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype, " | ", " | ") +
+                     " for bin (auto: uint16 when the vocabulary fits)");
   sub.add_option("--pattern", f->pattern, "pattern of a rank file (decoding does not use it)")->group("");
   return [f, &g]() -> int {
     const std::string cmd = "bpe decode";

@@ -3,11 +3,12 @@
 // rank 0 prints) and prints a summary (text or --json). docs/distributed.md, docs/corpora.md.
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "command.h"
 #include "corpus_flags.h"
 #include "lmkit/bpe/files/byte_unicode.h"
 #include "lmkit/bpe/train/train_files.h"
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::cli {
 
@@ -36,7 +37,7 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--counts", o->counts, "train on the counts files of `lmkit bpe count` (all N shards) instead of text")
       ->expected(1, -1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  sub.add_option("--block-bytes", o->block_bytes, "input bytes read per block (default 64 MiB)")
+  sub.add_option("--block-bytes", o->block_bytes, "input bytes read per block (default: 64 MiB)")
       ->transform(DecimalCount())
       ->group("");  // for experiments: the result does not depend on it
   sub.add_flag("--mpi", o->mpi, "run as one rank of an MPI job (mpirun -n P lmkit bpe train ... --mpi)");

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/model/calibrate_model.h"
 #include "lmkit/present/quant.h"
 #include "lmkit/present/quant_svg.h"
@@ -36,15 +36,16 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     double percentile = 0;
   };
   auto a = std::make_shared<Args>();
-  sub.description(
+  sub.footer(
       "Per-tensor activation ranges (minmax, percentile, entropy, mse) from .npy/.safetensors activation samples, "
-      "streamed through histograms; or from the inputs of every Linear of a model run over token ids (--model)");
+      "streamed through histograms; or from the inputs of every Linear of a model run over token ids (--model).");
   sub.add_option("ACTIVATIONS", a->o.inputs, ".npy or .safetensors files; same-name tensors are merged in order");
   auto* model = sub.add_option("--model", a->m.model,
                                "instead of ACTIVATIONS: a checkpoint (docs/model.md families) whose Linear inputs are "
                                "recorded");
   auto* tokens = sub.add_option("--tokens", a->m.tokens, "with --model: token ids (.npy or uint16 .bin) to run");
-  sub.add_option("--seq-len", a->m.seq_len, "with --model: window length (default min(max_position_embeddings, 1024))");
+  sub.add_option("--seq-len", a->m.seq_len,
+                 "with --model: window length (default: min(max_position_embeddings, 1024))");
   sub.add_option("--max-tokens", a->m.max_tokens, "with --model: use only the first N tokens");
   sub.add_flag("--all-experts", a->m.all_experts,
                "with --model, MoE: run every expert on every token for calibration (outputs still use the top-k)");
@@ -52,7 +53,7 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--flavor", a->flavor, FlavorHelp());
   auto* p =
       sub.add_option("--percentile", a->percentile, "percentile for --method percentile (nvidia 99.99, ort 99.999)");
-  auto* bins = sub.add_option("--bins", a->o.bins, "histogram bins for percentile, entropy and mse (default 2048)");
+  auto* bins = sub.add_option("--bins", a->o.bins, "histogram bins for percentile, entropy and mse (default: 2048)");
   sub.add_option("-o,--output", a->o.output, "CALIB.json to write")->required();
   sub.add_option("--trt-cache", a->o.trt_cache, "also write a TensorRT calibration cache");
   sub.add_option("--svg", a->svg,
@@ -86,10 +87,12 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (p->count() > 0) a->o.percentile = a->percentile;
     a->o.threads = g.ResolvedThreads();
     a->o.survey = !a->svg.empty();
-    if (!a->svg.empty()) a->o.extra_outputs.push_back({a->svg, present::CalibrationSvg});
+    if (!a->svg.empty()) a->o.extra_outputs.push_back(a->svg);  // the only extra output: the chart
     auto progress = MakeProgress(g);
     a->m.calib = a->o;
-    auto table = from_model ? model::CalibrateModel(a->m, progress.get()) : quant::Calibrate(a->o, progress.get());
+    auto chart = [](const quant::CalibrationTable& t, size_t) { return present::CalibrationSvg(t); };
+    auto table =
+        from_model ? model::CalibrateModel(a->m, progress.get(), chart) : quant::Calibrate(a->o, progress.get(), chart);
     if (!table.ok()) return ReportError("calibrate", table.status(), FlagNames{{"survey", "--svg"}});
     for (const std::string& w : table->warnings) Note(g, "calibrate", "warning: " + w);
     if (g.json)

@@ -1,5 +1,6 @@
-// What every subcommand file in commands/ shares: the global options, the registration signature and the helpers that
-// turn core results into stdout/stderr/exit codes. Only this layer prints or decides exit codes.
+// What every subcommand file in commands/ shares: the global options, the registration signature and every
+// subcommand's setup function, and the helpers that turn core results into stdout/stderr/exit codes. Only this layer
+// prints or decides exit codes.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +39,26 @@ struct CommandSpec {
   const char* summary;  // one line, shown by `lmkit --help`
   SetupFn setup;
 };
+
+// The setup function of every subcommand, each defined in commands/<name>.cpp; run_cli.cpp's table lists them.
+RunFn SetupInspect(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupEnv(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupBpe(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupDataload(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupEval(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g);
+// `lmkit bpe`'s subcommands (bpe_train.cpp, bpe_count.cpp, bpe_encode.cpp), listed once by BpeCommands().
+RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupBpeCount(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g);
+RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g);
+// The one table of `lmkit bpe`'s subcommands: drives its registration, its help and the did-you-mean check.
+std::span<const CommandSpec> BpeCommands();
 
 // How a command spells the core's request fields (Field() in a Status message): by default field "seq_len" is the
 // flag "--seq-len"; a command lists the exceptions (positionals, short or renamed flags), e.g. {"model", "MODEL"}.

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/dataload/profile.h"
 #include "lmkit/dataload/trace.h"
@@ -23,8 +23,10 @@ const FlagNames kFlags = {{"step_time_s", "--step-time-ms"}, {"duration_s", "--d
 std::string Flag(std::string_view field) { return FlagFor(field, kFlags); }
 
 template <typename E>
-CLI::IsMember Member(std::span<const dataload::NamedValue<E>> table) {
-  return CLI::IsMember(dataload::NamesOf(table));
+CLI::IsMember Member(std::span<const EnumName<E>> table) {
+  std::vector<std::string> names;
+  for (const auto& e : table) names.emplace_back(e.name);
+  return CLI::IsMember(names);
 }
 
 std::string Knobs() {

@@ -1,17 +1,17 @@
 // `lmkit env`: what this machine offers lmkit (CPU, memory, CUDA devices).
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/common/units.h"
 #include "lmkit/cuda/device.h"
 #include "lmkit/version.h"
 
 namespace lmkit::cli {
 
-RunFn SetupEnv(CLI::App& sub, const GlobalOptions& g) {
-  sub.description("CPU model and cores, memory, and CUDA devices (name, memory, compute capability, driver)");
+RunFn SetupEnv(CLI::App& /*sub: no options*/, const GlobalOptions& g) {
   return [&g] {
     cuda::DeviceList devs = cuda::ListCudaDevices();
     if (g.json) {

@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/present/eval_svg.h"
@@ -17,11 +17,11 @@ RunFn SetupEval(CLI::App& sub, const GlobalOptions& g) {
     std::string dtype = "u16", svg;
   };
   auto a = std::make_shared<Args>();
-  sub.description(
+  sub.footer(
       "Mean negative log-likelihood and perplexity of a Hugging Face decoder checkpoint (Llama, Qwen, Gemma, Phi-3, "
       "OLMo 2, Mixtral, ...) (float, or INT8 from "
       "'lmkit quantize') over a token file; --compare OTHER adds per-token KL divergence, top-1 agreement and the "
-      "perplexity delta");
+      "perplexity delta.");
   sub.add_option("MODEL", a->o.model, "model directory (config.json + *.safetensors) or a .safetensors file")
       ->required();
   sub.add_option("--tokens", a->o.tokens, "token ids (.npy, or headerless .bin as written by 'lmkit bpe encode')")

@@ -1,5 +1,5 @@
 // `lmkit flops`: the matmul inventory, FLOPs, parameters, 6ND, step time and roofline of a transformer step.
-#include "commands.h"
+#include "command.h"
 #include "layout_flags.h"
 #include "lmkit/accounting/run_flops.h"
 #include "lmkit/present/accounting.h"
@@ -98,35 +98,35 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
   auto st = std::make_shared<State>();
   st->args.Bind(sub);
   auto& r = st->req;
-  sub.add_option("--seq-len,-T", r.options.seq_len, "tokens per sequence (context) [1024]");
-  sub.add_option("--batch,-B", r.options.batch, "sequences per step [1]");
+  sub.add_option("--seq-len,-T", r.options.seq_len, "tokens per sequence (context) (default: 1024)");
+  sub.add_option("--batch,-B", r.options.batch, "sequences per step (default: 1)");
   sub.add_flag("--training", r.training, "time a training step (forward + backward) instead of a forward pass");
   sub.add_flag("--causal-half", r.options.causal_half, "halve causal attention scores and attention x V");
   sub.add_flag("--no-lm-head", st->no_lm_head, "do not count the LM head matmul");
   sub.add_flag("--softmax", r.options.softmax_flops, "count softmax as 3 FLOPs per score (Chinchilla)");
   sub.add_flag("--macs", r.options.macs, "show MACs (= FLOPs / 2) in the per-matmul rows");
   sub.add_option("--recompute", st->recompute,
-                 "activation recomputation: " + EnumChoices(accounting::RecomputeNames()) + " [none]");
+                 "activation recomputation: " + EnumChoices(accounting::RecomputeNames()) + " (default: none)");
   sub.add_option("--gpu", r.gpu,
                  "GPU from data/gpus.json (a100, h100, h200, b200, mi300x ...): roofline and step time");
   sub.add_option("--gpu-spec", r.gpu_spec, "a JSON file describing the GPU (a gpus.json entry), instead of --gpu");
   sub.add_option("--mfu", st->mfu, "model FLOPs utilisation in (0, 1] for the step time (needs --gpu)");
-  sub.add_option(
-      "--dtype", st->dtype,
-      "with --gpu: dtype of the peak and of the weights: " + EnumChoices(accounting::DtypeNames()) + " [bf16]");
+  sub.add_option("--dtype", st->dtype,
+                 "with --gpu: dtype of the peak and of the weights: " + EnumChoices(accounting::DtypeNames()) +
+                     " (default: bf16)");
   sub.add_option("--kv-dtype", st->kv_dtype,
                  "with --gpu: dtype of the KV cache the decode roofline reads: " +
-                     EnumChoices(accounting::DtypeNames()) + " [bf16; fp32 for fp32 weights]");
+                     EnumChoices(accounting::DtypeNames()) + " (default: bf16; fp32 for fp32 weights)");
   sub.add_option("--quant-scope", st->quant_scope,
                  "with --gpu and an 8-bit --dtype: the weights it applies to: " +
-                     EnumChoices(accounting::QuantScopeNames()) + " [linear: the decoder's Linear layers]");
-  sub.add_option(
-      "--attention", st->attention,
-      "with --gpu: the roofline's attention kernels: " + EnumChoices(accounting::AttentionNames()) + " [fused]");
+                     EnumChoices(accounting::QuantScopeNames()) + " (default: linear, the decoder's Linear layers)");
+  sub.add_option("--attention", st->attention,
+                 "with --gpu: the roofline's attention kernels: " + EnumChoices(accounting::AttentionNames()) +
+                     " (default: fused)");
   sub.add_option("--steps", st->steps, "with --gpu and --mfu: total time of this many steps");
   sub.add_option("--gpus", st->gpus, "with a layout flag: total GPUs (DP = gpus / (tp x pp x cp))")
       ->group("training layout (Megatron-style; any of these switches to the per-stage model)");
-  sub.add_option("--zero", st->zero, "with a layout flag: ZeRO stage 0-3 [0]")
+  sub.add_option("--zero", st->zero, "with a layout flag: ZeRO stage 0-3 (default: 0)")
       ->transform(DecimalInteger())
       ->check(CLI::Range(0, 3))
       ->group("training layout (Megatron-style; any of these switches to the per-stage model)");

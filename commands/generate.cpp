@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/io/token_file.h"
 
 namespace lmkit::cli {
@@ -19,18 +19,18 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
     bool logits = false;
   };
   auto a = std::make_shared<Args>();
-  sub.description(
+  sub.footer(
       "Continue token ids with a decoder checkpoint (docs/model.md families): greedy by default, or sampled with "
       "--temperature/--seed; "
-      "prints the ids (one sequence per line), or writes them to a token file with -o");
+      "prints the ids (one sequence per line), or writes them to a token file with -o.");
   sub.add_option("MODEL", a->o.model, "model directory (config.json + *.safetensors) or a .safetensors file")
       ->required();
   // Split here rather than by CLI11's delimiter, which drops empty items: "1,2,,3" must be an error, not [1, 2, 3].
   sub.add_option("--prompt-ids", a->prompt, "prompt token ids, e.g. 1 (BOS) or 1,450,32")->required();
   sub.add_option("--max-tokens", a->o.max_tokens, "ids to generate per sequence")->required();
   sub.add_option("--temperature", a->o.temperature, "0 = greedy (default); > 0 samples from softmax(logits / T)");
-  sub.add_option("--seed", a->o.seed, "random seed for sampling (default 0)");
-  sub.add_option("--samples", a->o.samples, "number of sequences (default 1)")->check(PositiveFinite());
+  sub.add_option("--seed", a->o.seed, "random seed for sampling (default: 0)");
+  sub.add_option("--samples", a->o.samples, "number of sequences (default: 1)")->check(PositiveFinite());
   sub.add_option("-o,--output", a->output, "write all sequences, concatenated, to a .npy or .bin (uint16/uint32) file");
   sub.add_flag("--logits", a->logits, "with --json: include the first sequence's next-position logits");
   return [a, &g] {

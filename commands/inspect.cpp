@@ -2,7 +2,7 @@
 // file, a .npy file or a model directory; --stats adds min/max/mean/std/absmax per tensor.
 #include "lmkit/io/inspect.h"
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/present/inspect_text.h"
 
 namespace lmkit::cli {
@@ -17,7 +17,6 @@ struct InspectFlags {
 
 RunFn SetupInspect(CLI::App& sub, const GlobalOptions& g) {
   auto flags = std::make_shared<InspectFlags>();
-  sub.description("Tensor names, dtypes, shapes, bytes and parameter total of a .safetensors, .npy or model directory");
   sub.add_option("path", flags->path, "a .safetensors or .npy file, or a directory with model.safetensors")->required();
   sub.add_flag("--stats", flags->stats, "add min/max/mean/std/absmax per tensor (finite values; std with ddof=0)");
   return [flags, &g] {

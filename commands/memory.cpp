@@ -1,5 +1,5 @@
 // `lmkit memory`: weights, gradients, optimizer state, activations, KV cache and overhead per GPU; fit and max batch.
-#include "commands.h"
+#include "command.h"
 #include "layout_flags.h"
 #include "lmkit/accounting/run_memory.h"
 #include "lmkit/present/accounting.h"
@@ -99,30 +99,31 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
   auto st = std::make_shared<State>();
   st->args.Bind(sub);
   auto& o = st->req;
-  sub.add_option("--mode", st->mode, EnumChoices(accounting::ModeNames()) + " [training]");
+  sub.add_option("--mode", st->mode, EnumChoices(accounting::ModeNames()) + " (default: training)");
   sub.add_option("--dtype", st->dtype,
-                 EnumChoices(accounting::DtypeNames(), ", ") + " (fp8/int8 and tf32: inference only) [bf16]");
-  sub.add_option("--optimizer", st->optimizer, EnumChoices(accounting::OptimizerNames()) + " [adamw]");
+                 EnumChoices(accounting::DtypeNames(), ", ") + " (fp8/int8 and tf32: inference only) (default: bf16)");
+  sub.add_option("--optimizer", st->optimizer, EnumChoices(accounting::OptimizerNames()) + " (default: adamw)");
   sub.add_option("--recompute", st->recompute,
-                 "activation recomputation: " + EnumChoices(accounting::RecomputeNames()) + " [none]");
+                 "activation recomputation: " + EnumChoices(accounting::RecomputeNames()) + " (default: none)");
   sub.add_option("--activations", st->activations,
-                 "activation model: " + EnumChoices(accounting::ActivationModelNames()) + " [korthikanti]");
-  sub.add_option("--zero", st->zero, "ZeRO stage 0, 1, 2 or 3 [0]")
+                 "activation model: " + EnumChoices(accounting::ActivationModelNames()) + " (default: korthikanti)");
+  sub.add_option("--zero", st->zero, "ZeRO stage 0, 1, 2 or 3 (default: 0)")
       ->transform(DecimalInteger())
       ->check(CLI::Range(0, 3));
-  sub.add_option(
-      "--kv-dtype", st->kv_dtype,
-      "inference: dtype of the KV cache: " + EnumChoices(accounting::DtypeNames()) + " [bf16; fp32 for fp32 weights]");
+  sub.add_option("--kv-dtype", st->kv_dtype,
+                 "inference: dtype of the KV cache: " + EnumChoices(accounting::DtypeNames()) +
+                     " (default: bf16; fp32 for fp32 weights)");
   sub.add_option("--quant-scope", st->quant_scope,
                  "inference with an 8-bit --dtype: the weights it applies to: " +
-                     EnumChoices(accounting::QuantScopeNames()) + " [linear: the decoder's Linear layers]");
-  sub.add_option("--gpus", o.gpus, "GPUs (data-parallel ranks in training, tensor-parallel degree in inference) [1]");
-  sub.add_option("--batch,-B", o.batch, "sequences per GPU [1]");
-  sub.add_option("--seq-len,-T", o.seq_len, "tokens per sequence (training) or context (inference) [1024]");
+                     EnumChoices(accounting::QuantScopeNames()) + " (default: linear, the decoder's Linear layers)");
+  sub.add_option("--gpus", o.gpus,
+                 "GPUs (data-parallel ranks in training, tensor-parallel degree in inference) (default: 1)");
+  sub.add_option("--batch,-B", o.batch, "sequences per GPU (default: 1)");
+  sub.add_option("--seq-len,-T", o.seq_len, "tokens per sequence (training) or context (inference) (default: 1024)");
   sub.add_option("--gpu", o.gpu, "GPU from data/gpus.json: its memory decides 'fits' and the largest batch");
   sub.add_option("--gpu-spec", o.gpu_spec, "a JSON file describing the GPU (a gpus.json entry), instead of --gpu");
   sub.add_option("--capacity-gb", o.capacity_gb, "memory per GPU in GB (1e9 bytes) instead of --gpu's");
-  sub.add_option("--overhead-gib", o.overhead_gib, "fixed allowance for CUDA context and workspaces [1]");
+  sub.add_option("--overhead-gib", o.overhead_gib, "fixed allowance for CUDA context and workspaces (default: 1)");
   AddLayoutFlags(sub, &st->layout, true);
   sub.footer(std::string(kMemoryConventions) + kLayoutConventions);
   return [st, &g, &sub]() -> int {

@@ -40,7 +40,7 @@ struct ModelArgs {
     sub.add_option("--d-ff", dims.d_ff, "FFN width (default: 4d for gelu, 8d/3 rounded up to 256 for swiglu)")
         ->group(g);
     sub.add_option("--vocab", dims.vocab, "vocabulary size")->group(g);
-    sub.add_option("--positions", dims.positions, "rows of a learned position table (default 0 = RoPE)")->group(g);
+    sub.add_option("--positions", dims.positions, "rows of a learned position table (default: 0 = RoPE)")->group(g);
     sub.add_option("--ffn", ffn, EnumChoices(accounting::FfnNames()) + " (3 or 2 matrices)")->group(g);
     sub.add_option("--norm", norm, EnumChoices(accounting::NormNames()))->group(g);
     sub.add_flag("--tied", dims.tied, "LM head tied to the input embedding")->group(g);
@@ -49,7 +49,7 @@ struct ModelArgs {
     sub.add_option("--top-k", dims.top_k, "experts per token")->group(g);
     sub.add_option("--expert-d-ff", dims.expert_d_ff, "width of one expert (default: d-ff)")->group(g);
     sub.add_option("--window", dims.window, "sliding-window attention span (0 = full)")->group(g);
-    sub.add_option("--format", format, EnumChoices(present::FormatNames()) + " [table]");
+    sub.add_option("--format", format, EnumChoices(present::FormatNames()) + " (default: table)");
     sub.add_option("--sweep", sweep, "VAR=v1,v2,...: one table over seq-len, batch or model (e.g. seq-len=1024,4096)");
     sub.add_option("--svg", svg, "with --sweep: write an SVG chart of the component shares to this file");
   }

@@ -1,7 +1,7 @@
 // `lmkit plan`: many models on a few GPUs — memory by component, latency and its bound, load/switch time, a placement.
 #include "lmkit/accounting/plan.h"
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/accounting/plan_timeline.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
@@ -49,7 +49,7 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
       ->transform(DecimalInteger())
       ->check(CLI::Range(1, 4096));
   sub.add_flag("--what-if", st->req.what_if, "for each model left out, the cheapest change that places it");
-  sub.add_option("--format", st->format, EnumChoices(present::FormatNames()) + " [table]");
+  sub.add_option("--format", st->format, EnumChoices(present::FormatNames()) + " (default: table)");
   sub.add_option("--svg", st->req.svg_path,
                  "write the GPU memory map (models stacked per GPU; with a timeline: memory over the day) to this SVG");
   sub.add_option("--timeline", st->req.timeline_path,
@@ -57,7 +57,7 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--generate-events", st->req.generate_events, "replay a generated day of N events instead")
       ->transform(DecimalInteger())
       ->check(CLI::Range(1, 10000000));
-  sub.add_option("--seed", st->req.seed, "seed of the generated day [1]")->transform(DecimalInteger());
+  sub.add_option("--seed", st->req.seed, "seed of the generated day (default: 1)")->transform(DecimalInteger());
   sub.add_option("--trace", st->trace_path,
                  "write every simulated allocator call (for scripts/gpu_replay.py) to this JSON file");
   sub.footer(kPlanFooter);

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/present/quant.h"
 #include "lmkit/present/quant_svg.h"
 
@@ -20,14 +20,14 @@ std::string SchemeHelp() {
   std::string out = "what the Linear layers compute with:";
   for (const quant::SchemeInfo& s : quant::Schemes()) out += fmt::format(" {}: {};", s.name, s.summary);
   out.pop_back();
-  return out + " (default w8a16; --list-schemes shows which loaders serve each)";
+  return out + " (default: w8a16; --list-schemes shows which loaders serve each)";
 }
 
 std::string FormatHelp() {
   std::string out;
   for (const quant::FormatInfo& f : quant::Formats())
     out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", f.name, f.summary);
-  return out + " (default compressed-tensors)";
+  return out + " (default: compressed-tensors)";
 }
 
 }  // namespace
@@ -40,9 +40,9 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     bool list_schemes = false;
   };
   auto a = std::make_shared<Args>();
-  sub.description(
+  sub.footer(
       "Quantize the Linear weights of a .safetensors file or Hugging Face model directory (INT8 or FP8 in "
-      "compressed-tensors for vLLM and transformers; or GGUF Q8_0 for llama.cpp) and report per-tensor error");
+      "compressed-tensors for vLLM and transformers; or GGUF Q8_0 for llama.cpp) and report per-tensor error.");
   sub.add_option("INPUT", a->o.input, "a .safetensors file or a model directory (config.json + shards)");
   sub.add_option("-o,--output", a->o.output, "output file (file input) or directory (directory input)");
   sub.add_option("--scheme", a->scheme, SchemeHelp());
@@ -60,7 +60,7 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   std::string methods;
   for (const quant::MethodInfo& m : quant::Methods())
     methods += fmt::format("{}{}: {}", methods.empty() ? "" : "; ", m.name, m.summary);
-  sub.add_option("--method", a->method, methods + " (default rtn)");
+  sub.add_option("--method", a->method, methods + " (default: rtn)");
   sub.add_option("--smoothquant", a->smoothquant,
                  "ALPHA in [0, 1] or auto: fold SmoothQuant scales max|X_j|^a / max|W_j|^(1-a) into the norms and the "
                  "q/k/v and gate/up weights (auto: the alpha of 0.3..0.9 with the lowest KL on held-out windows)");
@@ -70,9 +70,9 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--tokens-dtype", a->tokens_dtype, "id type of a .bin calibration token file: u16 (default) or u32");
   sub.add_option("--samples", a->o.samples, "calibration windows to run (default: every full window of the file)");
   sub.add_option("--seq-len", a->o.seq_len, "calibration window length (default: min(max_position_embeddings, 512))");
-  sub.add_option("--dampening", a->o.dampening, "GPTQ: fraction of mean(diag H) added to H's diagonal (default 0.01)");
+  sub.add_option("--dampening", a->o.dampening, "GPTQ: fraction of mean(diag H) added to H's diagonal (default: 0.01)");
   sub.add_flag("--act-order,!--no-act-order", a->o.act_order,
-               "GPTQ: quantize input channels in descending order of diag H (default on, as llm-compressor's "
+               "GPTQ: quantize input channels in descending order of diag H (default: on, as llm-compressor's "
                "\"static\" act order; --no-act-order for column order)");
   sub.add_option("--format", a->format, FormatHelp());
   sub.add_option("--report", a->report, "also write the JSON report to this file");
@@ -134,12 +134,20 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     if (same(a->report, a->o.output)) return UsageError("quantize", "-o and --report name the same file");
     if (same(a->svg, a->o.output)) return UsageError("quantize", "--svg and -o name the same file");
     if (same(a->svg, a->report)) return UsageError("quantize", "--svg and --report name the same file");
-    if (!a->report.empty())
-      a->o.extra_outputs.push_back(
-          {a->report, [](const quant::QuantizeReport& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; }});
-    if (!a->svg.empty()) a->o.extra_outputs.push_back({a->svg, present::QuantizeSvg});
+    // The report and the chart are rendered here, from the finished report, and written before the checkpoint.
+    std::vector<std::string (*)(const quant::QuantizeReport&)> renderers;
+    if (!a->report.empty()) {
+      a->o.extra_outputs.push_back(a->report);
+      renderers.push_back(
+          [](const quant::QuantizeReport& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; });
+    }
+    if (!a->svg.empty()) {
+      a->o.extra_outputs.push_back(a->svg);
+      renderers.push_back(present::QuantizeSvg);
+    }
     auto progress = MakeProgress(g);
-    auto rep = quant::Quantize(a->o, progress.get());
+    auto rep = quant::Quantize(a->o, progress.get(),
+                               [&](const quant::QuantizeReport& r, size_t i) { return renderers[i](r); });
     if (!rep.ok()) return ReportError("quantize", rep.status(), kQuantizeFlags);
     for (const std::string& w : rep->warnings)
       Note(g, "quantize", "warning: " + RenderFields(w, [](std::string_view f) { return FlagFor(f, kQuantizeFlags); }));

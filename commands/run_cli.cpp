@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
+#include "command.h"
 #include "lmkit/common/interrupt_cleanup.h"
 #include "lmkit/common/thread_start.h"
 #include "lmkit/version.h"
@@ -13,7 +13,9 @@
 namespace lmkit::cli {
 namespace {
 
-// The one table of subcommands: drives `lmkit --help`, dispatch and the did-you-mean suggestion.
+// The one table of subcommands: drives `lmkit --help`, dispatch and the did-you-mean suggestion. Help lines share one
+// style: a summary here is a lowercase phrase with no final period (a subcommand's longer prose goes in its footer),
+// and so is every flag's help, its default last as "(default: X)".
 const CommandSpec kCommands[] = {
     {"bpe", "train, encode and decode byte-level BPE tokenizers (GPT-2, tiktoken, HF formats)", SetupBpe},
     {"flops", "FLOPs per matmul, parameters, training/inference cost and time on a GPU", SetupFlops},
@@ -26,16 +28,19 @@ const CommandSpec kCommands[] = {
     {"eval", "perplexity of a decoder checkpoint on token ids; KL/top-1 against another (e.g. INT8)", SetupEval},
     {"generate", "greedy or sampled continuation of token ids with a decoder checkpoint", SetupGenerate},
     {"dataload", "can this token-file pipeline keep the GPU fed, and if not, why", SetupDataload},
-    {"inspect", "list the tensors of a .safetensors/.npy file or model directory", SetupInspect},
-    {"env", "CPU, memory and CUDA devices of this machine", SetupEnv},
+    {"inspect",
+     "tensor names, dtypes, shapes and bytes, and the parameter total, of a .safetensors/.npy file or model directory",
+     SetupInspect},
+    {"env", "CPU model and cores, memory and CUDA devices (name, memory, compute capability, driver) of this machine",
+     SetupEnv},
 };
 
-// Command groups whose first positional word must be one of these (for the did-you-mean check).
+// Command groups whose first positional word must be one of their subcommands (for the did-you-mean check).
 struct GroupSpec {
   const char* group;
-  std::vector<std::string> children;
+  std::span<const CommandSpec> (*children)();
 };
-const GroupSpec kGroups[] = {{"bpe", {"train", "count", "encode", "decode"}}};
+const GroupSpec kGroups[] = {{"bpe", BpeCommands}};
 
 // Global options that take a value, so the scan for the subcommand name can skip it.
 bool TakesValue(const char* arg) { return std::strcmp(arg, "--threads") == 0 || std::strcmp(arg, "-j") == 0; }
@@ -67,10 +72,12 @@ int Main(int argc, char** argv, bool standalone) {
           continue;
         }
         std::string child = argv[k];
+        std::vector<std::string> children;
+        for (const CommandSpec& c : g.children()) children.emplace_back(c.name);
         bool ok = false;
-        for (const auto& c : g.children) ok = ok || c == child;
+        for (const auto& c : children) ok = ok || c == child;
         if (!ok) {
-          std::string near = NearestName(child, g.children);
+          std::string near = NearestName(child, children);
           return UsageError(word, "unknown command '" + child + "'" +
                                       (near.empty() ? "" : "; did you mean '" + near + "'?") + " (see 'lmkit " + word +
                                       " --help')");
@@ -82,7 +89,8 @@ int Main(int argc, char** argv, bool standalone) {
   }
 
   CLI::App app{"lmkit " LMKIT_VERSION " - the numbers language-model engineers need every day", "lmkit"};
-  app.set_version_flag("--version", "lmkit " LMKIT_VERSION);
+  app.set_help_flag("-h,--help", "print this help and exit");  // subcommands copy it
+  app.set_version_flag("--version", "lmkit " LMKIT_VERSION, "print the version and exit");
   app.require_subcommand(1);
   app.fallthrough();
   GlobalOptions globals;

@@ -2,8 +2,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "lmkit/common/json.h"
 #include "lmkit/version.h"
@@ -24,6 +29,82 @@ TEST_CASE("cli: --help lists every subcommand", "[cli]") {
   for (const char* name :
        {"bpe", "flops", "memory", "calibrate", "quantize", "eval", "generate", "dataload", "inspect", "env"})
     CHECK(r.out.find(name) != std::string::npos);
+}
+
+namespace {
+
+// The descriptions of a CLI11 help text's entries (options, positionals, subcommands), each joined into one line.
+// CLI11 prints an entry's name in a 30-column field and its description after it (on the next line when the name
+// fills the field); continuation lines are indented by 30 spaces.
+std::vector<std::string> HelpDescriptions(const std::string& help) {
+  constexpr size_t kColumn = 30;
+  std::vector<std::string> out;
+  std::istringstream in(help);
+  bool in_section = false, open = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) {
+      open = false;
+      continue;
+    }
+    if (line[0] != ' ') {
+      // "Options:", "Positionals:", "Subcommands:" or an option group ("explicit dimensions (instead of MODEL):");
+      // any other line starts the footer's prose.
+      in_section = line.back() == ':' && (line == "Options:" || line == "Positionals:" || line == "Subcommands:" ||
+                                          std::islower(static_cast<unsigned char>(line[0])));
+      open = false;
+      continue;
+    }
+    if (!in_section || line.size() < 3 || line[0] != ' ') continue;
+    const bool entry = line[1] == ' ' && line[2] != ' ';
+    // A name that fills the field (it reaches column 29) puts the description on the next line.
+    const std::string desc = line.size() > kColumn && line[kColumn - 1] == ' ' ? line.substr(kColumn) : "";
+    if (entry) {
+      out.push_back(desc);
+      open = true;
+    } else if (open && !out.empty()) {
+      out.back() +=
+          (out.back().empty() ? "" : " ") +
+          desc.substr(desc.find_first_not_of(' ') == std::string::npos ? desc.size() : desc.find_first_not_of(' '));
+    }
+  }
+  return out;
+}
+
+// One style for every help line: a lowercase phrase (a name with two capitals, such as CPU or ZeRO, may start it)
+// with no final period, its default last as "(default: X)" (not "[X]"; an interval such as "in (0, 1]" is fine).
+void CheckHelpStyle(const std::vector<std::string>& command) {
+  std::vector<std::string> args = command;
+  args.push_back("--help");
+  auto r = RunLmkit(args);
+  REQUIRE(r.exit_code == 0);
+  const auto descs = HelpDescriptions(r.out);
+  CHECK_FALSE(descs.empty());
+  for (const std::string& d : descs) {
+    INFO("lmkit " << (command.empty() ? "" : command[0] + " ") << "--help: '" << d << "'");
+    REQUIRE_FALSE(d.empty());
+    const std::string first = d.substr(0, d.find_first_of(" :'"));
+    const bool capitalised = std::isupper(static_cast<unsigned char>(first[0])) &&
+                             std::count_if(first.begin(), first.end(), [](char c) { return std::isupper(c); }) == 1;
+    CHECK_FALSE(capitalised);
+    CHECK((d.back() != '.' || d.size() >= 3 && d.compare(d.size() - 3, 3, "...") == 0));
+    CHECK(d.find("(default ") == std::string::npos);
+    CHECK_FALSE((d.back() == ']' && d.rfind(" [") != std::string::npos && d.find("T[,T...]") == std::string::npos));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cli: every help line follows one style", "[cli]") {
+  CheckHelpStyle({});
+  for (const char* name :
+       {"bpe", "flops", "memory", "plan", "calibrate", "quantize", "eval", "generate", "dataload", "inspect", "env"})
+    CheckHelpStyle({name});
+  for (const char* name : {"train", "count", "encode", "decode"}) CheckHelpStyle({"bpe", name});
+  // The summaries of `lmkit --help` and `lmkit bpe --help` are the tables', one line each.
+  auto top = RunLmkit({"--help"});
+  CHECK(top.out.find(" tensor names, dtypes, shapes and bytes, and the parameter total, of ") != std::string::npos);
+  auto bpe = RunLmkit({"bpe", "--help"});
+  CHECK(bpe.out.find(" turn token ids back into the exact bytes\n") != std::string::npos);
 }
 
 TEST_CASE("cli: unknown subcommand suggests the nearest and exits 2", "[cli]") {

@@ -9,7 +9,7 @@
 
 #include "lmkit/accounting/model.h"
 #include "lmkit/accounting/params.h"
-#include "lmkit/common/enum_names.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::accounting {
 

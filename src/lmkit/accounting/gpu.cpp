@@ -26,15 +26,10 @@ std::string Canonical(const std::string& s) {
   return out;
 }
 
-constexpr EnumName<Dtype> kDtypeNames[] = {{Dtype::kFp32, "fp32"},
-                                           {Dtype::kTf32, "tf32"},
-                                           {Dtype::kBf16, "bf16"},
-                                           {Dtype::kFp16, "fp16"},
-                                           {Dtype::kFp8, "fp8"},
-                                           {Dtype::kInt8, "int8"},
-                                           {Dtype::kFp32, "float32", true},
-                                           {Dtype::kBf16, "bfloat16", true},
-                                           {Dtype::kFp16, "float16", true}};
+constexpr EnumName<Dtype> kDtypeNames[] = {
+    {Dtype::kFp32, "fp32"},    {Dtype::kTf32, "tf32"},     {Dtype::kBf16, "bf16"},
+    {Dtype::kFp16, "fp16"},    {Dtype::kFp8, "fp8"},       {Dtype::kInt8, "int8"},
+    {Dtype::kFp32, "float32"}, {Dtype::kBf16, "bfloat16"}, {Dtype::kFp16, "float16"}};
 
 // A number the entry must have: positive and finite once scaled (bandwidth_tb_s 1e300 becomes infinity in bytes).
 Result<double> Positive(const Json& g, const char* key, double scale, const std::string& file,

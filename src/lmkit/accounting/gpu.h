@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lmkit/common/enum_names.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/common/status.h"
 
 namespace lmkit::accounting {

@@ -50,13 +50,13 @@ Status TooLarge() {
 
 constexpr EnumName<Mode> kModeNames[] = {{Mode::kTraining, "training"},
                                          {Mode::kInference, "inference"},
-                                         {Mode::kTraining, "train", true},
-                                         {Mode::kInference, "infer", true}};
+                                         {Mode::kTraining, "train"},
+                                         {Mode::kInference, "infer"}};
 constexpr EnumName<Optimizer> kOptimizerNames[] = {{Optimizer::kAdamW, "adamw"},
                                                    {Optimizer::kAdamW8bit, "adamw8bit"},
                                                    {Optimizer::kSgd, "sgd"},
-                                                   {Optimizer::kAdamW, "adam", true},
-                                                   {Optimizer::kAdamW8bit, "adam8bit", true}};
+                                                   {Optimizer::kAdamW, "adam"},
+                                                   {Optimizer::kAdamW8bit, "adam8bit"}};
 constexpr EnumName<ActivationModel> kActivationModelNames[] = {{ActivationModel::kKorthikanti, "korthikanti"},
                                                                {ActivationModel::kCs336, "cs336"}};
 

@@ -14,7 +14,7 @@
 #include "lmkit/accounting/model.h"
 #include "lmkit/accounting/params.h"
 #include "lmkit/accounting/roofline.h"
-#include "lmkit/common/enum_names.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::accounting {
 

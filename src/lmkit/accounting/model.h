@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "lmkit/common/enum_names.h"
 #include "lmkit/common/json.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/common/status.h"
 #include "lmkit/io/hf_config.h"
 

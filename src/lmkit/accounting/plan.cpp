@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <map>
 
-#include "lmkit/accounting/units.h"
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/mapped_file.h"
+#include "lmkit/common/units.h"
 #include "lmkit/io/weights_file.h"
 
 namespace lmkit::accounting {

@@ -93,6 +93,17 @@ struct WhatIf {
   std::string detail;  // its footprint per GPU and what it costs
 };
 
+// Why a model was left out of the placement; present/ writes the sentence from these and the estimate's numbers.
+enum class Unplaced {
+  kNone,                // placed
+  kTooFewGpus,          // its tp is more than the plan's GPUs
+  kWeightsExceedGpu,    // weights and runtime alone exceed one GPU's usable memory
+  kBudgetShort,         // gpu_memory_utilization's share is less than its weights, activations and runtime
+  kShareExceedsUsable,  // gpu_memory_utilization x capacity is more than one GPU's usable memory
+  kBatchExceedsUsable,  // the footprint of batch x seq_len is more than one GPU's usable memory
+  kNoRoomBesideOthers,  // fits empty GPUs, but not beside the models placed (PlanResult::most_free_bytes)
+};
+
 struct ModelEstimate {
   PlanModel entry;
   std::string architecture;       // DescribeModel + parameter count + dtype: equal strings = same architecture
@@ -115,7 +126,7 @@ struct ModelEstimate {
   double utilisation = 0;    // requests_per_s x latency_s / batch
   bool fits_alone = false;   // its pieces fit empty GPUs of the plan
   std::vector<int> gpus;     // where its pieces went; empty = not placed
-  std::string unplaced_reason;
+  Unplaced unplaced = Unplaced::kNone;
   std::vector<WhatIf> what_if;        // with PlanRequest::what_if, for a model not placed: cheapest first
   std::vector<std::string> warnings;  // e.g. a KV budget that holds fewer sequences than the batch
 };
@@ -158,6 +169,7 @@ struct PlanResult {
   std::string packing_method;
   bool packing_optimal = false;
   std::vector<int> unplaced;
+  double most_free_bytes = 0;  // the most memory left free on one GPU after the placement
   std::string svg_path;
   std::shared_ptr<const TimelineResult> timeline;  // with PlanRequest::timeline_path or generate_events
 };

@@ -6,7 +6,7 @@
 
 #include "lmkit/accounting/plan.h"
 #include "lmkit/accounting/plan_what_if.h"
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::accounting {
 namespace {
@@ -124,9 +124,6 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
   r.usable_bytes = std::floor(capacity - margin - plan.reserved_bytes);
   if (r.usable_bytes <= 0)
     return Status::InvalidInput(subject, "reserved_gib and fragmentation leave no usable memory on " + r.gpu.name);
-  const std::string usable_text = HumanBytes(r.usable_bytes) + " usable on one " + r.gpu.name + " (" +
-                                  HumanBytes(capacity) + " - reserved " + HumanBytes(plan.reserved_bytes) +
-                                  " - margin " + HumanBytes(margin) + ")";
 
   std::map<std::string, int> group_of;
   for (size_t i = 0; i < plan.models.size(); ++i) {
@@ -197,27 +194,13 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
     // Why it cannot go on empty GPUs, if it cannot.
     const double fixed = static_cast<double>(e.memory.weights + e.memory.overhead);
     if (pm.tp > r.gpus) {
-      e.unplaced_reason = "needs " + std::to_string(pm.tp) + " GPUs (tp " + std::to_string(pm.tp) + "); the plan has " +
-                          std::to_string(r.gpus);
+      e.unplaced = Unplaced::kTooFewGpus;
     } else if (fixed > r.usable_bytes) {
-      e.unplaced_reason = "no GPU fits it: its weights alone take " +
-                          HumanBytes(static_cast<double>(e.memory.weights)) + (pm.tp > 1 ? " per GPU" : "") +
-                          ", more than the " + usable_text +
-                          "; use a smaller dtype, tensor parallelism or a larger GPU";
+      e.unplaced = Unplaced::kWeightsExceedGpu;
     } else if (fp->budget_short) {
-      e.unplaced_reason = "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " gives it " +
-                          HumanBytes(static_cast<double>(e.footprint)) +
-                          " per GPU, less than its weights, activations and " + "runtime (" +
-                          HumanBytes(static_cast<double>(e.memory.total - e.memory.kv_cache)) + ")";
+      e.unplaced = Unplaced::kBudgetShort;
     } else if (static_cast<double>(e.footprint) > r.usable_bytes) {
-      e.unplaced_reason =
-          pm.gpu_memory_utilization > 0
-              ? "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " x " + HumanBytes(capacity) + " = " +
-                    HumanBytes(static_cast<double>(e.footprint)) + " is more than the " + usable_text
-              : "impossible batch: batch " + std::to_string(pm.batch) + " x " + std::to_string(pm.seq_len) +
-                    " tokens needs " + HumanBytes(static_cast<double>(e.footprint)) + (pm.tp > 1 ? " per GPU" : "") +
-                    ", more than the " + usable_text + "; the largest batch that fits alone is " +
-                    std::to_string(e.max_batch_alone);
+      e.unplaced = pm.gpu_memory_utilization > 0 ? Unplaced::kShareExceedsUsable : Unplaced::kBatchExceedsUsable;
     } else {
       e.fits_alone = true;
     }
@@ -260,8 +243,7 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return r.models[a].footprint > r.models[b].footprint; });
-  double most_free = 0;
-  for (const auto& g : r.gpu_use) most_free = std::max(most_free, g.free);
+  for (const auto& g : r.gpu_use) r.most_free_bytes = std::max(r.most_free_bytes, g.free);
   for (size_t i : order) {
     ModelEstimate& m = r.models[i];
     for (int g : m.gpus) {
@@ -275,11 +257,7 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
     ModelEstimate& m = r.models[i];
     if (!m.gpus.empty()) continue;
     r.unplaced.push_back(static_cast<int>(i));
-    if (m.fits_alone)
-      m.unplaced_reason = "fits an empty GPU (" + HumanBytes(static_cast<double>(m.footprint)) +
-                          (m.entry.tp > 1 ? " on each of " + std::to_string(m.entry.tp) : "") +
-                          ") but not beside the others: the most free memory left on a GPU is " +
-                          HumanBytes(most_free) + " (" + pk.method + ")";
+    if (m.fits_alone) m.unplaced = Unplaced::kNoRoomBesideOthers;
   }
   r.plan = std::move(plan);
   if (what_if)

@@ -6,8 +6,8 @@
 #include <map>
 #include <queue>
 
-#include "lmkit/accounting/units.h"
 #include "lmkit/common/file_reader.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::accounting {
 namespace {

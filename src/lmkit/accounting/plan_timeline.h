@@ -12,8 +12,8 @@
 
 #include "lmkit/accounting/cuda_allocator_sim.h"
 #include "lmkit/accounting/plan.h"
-#include "lmkit/common/enum_names.h"
 #include "lmkit/common/json.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::accounting {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <functional>
 
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::accounting {
 namespace {

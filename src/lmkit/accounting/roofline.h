@@ -8,7 +8,7 @@
 
 #include "lmkit/accounting/flops.h"
 #include "lmkit/accounting/gpu.h"
-#include "lmkit/common/enum_names.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::accounting {
 

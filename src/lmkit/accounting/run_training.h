@@ -13,7 +13,7 @@
 #include "lmkit/accounting/request.h"
 #include "lmkit/accounting/step_time.h"
 #include "lmkit/accounting/training_memory.h"
-#include "lmkit/common/enum_names.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::accounting {
 

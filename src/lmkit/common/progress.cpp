@@ -5,32 +5,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "lmkit/common/units.h"
+
 namespace lmkit {
-
-std::string FormatBytes(double bytes) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (std::fabs(bytes) >= 1000.0 && u < 5) {
-    bytes /= 1000.0;
-    ++u;
-  }
-  char buf[48];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
-}
-
-std::string FormatDuration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  char buf[48];
-  if (seconds < 60) {
-    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
-  } else if (seconds < 3600) {
-    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(seconds) / 60, static_cast<int>(seconds) % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(seconds) / 3600, static_cast<int>(seconds) % 3600 / 60);
-  }
-  return buf;
-}
 
 TerminalProgress::TerminalProgress(int fd, bool enabled) : fd_(fd), active_(enabled && ::isatty(fd) == 1) {}
 

@@ -55,8 +55,4 @@ class TerminalProgress final : public ProgressSink {
   std::chrono::steady_clock::time_point last_draw_;
 };
 
-// Formats a byte count as "1.23 GB" (decimal units) and a duration in seconds as "1m05s".
-std::string FormatBytes(double bytes);
-std::string FormatDuration(double seconds);
-
 }  // namespace lmkit

@@ -5,14 +5,14 @@
 namespace lmkit::dataload {
 namespace {
 
-constexpr std::array<NamedValue<Access>, 3> kAccess = {
+constexpr std::array<EnumName<Access>, 3> kAccess = {
     {{Access::kMmap, "mmap"}, {Access::kPread, "pread"}, {Access::kDirect, "direct"}}};
-constexpr std::array<NamedValue<Advice>, 2> kAdvice = {{{Advice::kNormal, "normal"}, {Advice::kRandom, "random"}}};
-constexpr std::array<NamedValue<CacheMode>, 4> kCache = {{{CacheMode::kAsIs, "as-is"},
-                                                          {CacheMode::kWarm, "warm"},
-                                                          {CacheMode::kCold, "cold"},
-                                                          {CacheMode::kColdEach, "cold-each"}}};
-constexpr std::array<NamedValue<OutDtype>, 3> kOut = {
+constexpr std::array<EnumName<Advice>, 2> kAdvice = {{{Advice::kNormal, "normal"}, {Advice::kRandom, "random"}}};
+constexpr std::array<EnumName<CacheMode>, 4> kCache = {{{CacheMode::kAsIs, "as-is"},
+                                                        {CacheMode::kWarm, "warm"},
+                                                        {CacheMode::kCold, "cold"},
+                                                        {CacheMode::kColdEach, "cold-each"}}};
+constexpr std::array<EnumName<OutDtype>, 3> kOut = {
     {{OutDtype::kInt64, "int64"}, {OutDtype::kInt32, "int32"}, {OutDtype::kUint16, "uint16"}}};
 constexpr std::array<const char*, 9> kKnobs = {"threads",    "prefetch",       "access",    "advice", "cache",
                                                "batch-size", "context-length", "out-dtype", "memory"};
@@ -25,24 +25,24 @@ bool PositiveNumber(const std::string& value, uint64_t* out) {
 }
 
 template <typename E, size_t N>
-bool Assign(const std::array<NamedValue<E>, N>& table, const std::string& value, E* out) {
-  auto v = ValueOf<E>(table, value);
+bool Assign(const std::array<EnumName<E>, N>& table, const std::string& value, E* out) {
+  auto v = FindEnum<E>(table, value);
   if (v) *out = *v;
   return v.has_value();
 }
 
 }  // namespace
 
-std::span<const NamedValue<Access>> AccessValues() { return kAccess; }
-std::span<const NamedValue<Advice>> AdviceValues() { return kAdvice; }
-std::span<const NamedValue<CacheMode>> CacheModeValues() { return kCache; }
-std::span<const NamedValue<OutDtype>> OutDtypeValues() { return kOut; }
+std::span<const EnumName<Access>> AccessValues() { return kAccess; }
+std::span<const EnumName<Advice>> AdviceValues() { return kAdvice; }
+std::span<const EnumName<CacheMode>> CacheModeValues() { return kCache; }
+std::span<const EnumName<OutDtype>> OutDtypeValues() { return kOut; }
 std::span<const char* const> SweepKnobs() { return kKnobs; }
 
-const char* AccessName(Access a) { return NameOf<Access>(kAccess, a); }
-const char* AdviceName(Advice a) { return NameOf<Advice>(kAdvice, a); }
-const char* CacheModeName(CacheMode c) { return NameOf<CacheMode>(kCache, c); }
-const char* OutDtypeName(OutDtype d) { return NameOf<OutDtype>(kOut, d); }
+const char* AccessName(Access a) { return EnumNameOf<Access>(kAccess, a).data(); }
+const char* AdviceName(Advice a) { return EnumNameOf<Advice>(kAdvice, a).data(); }
+const char* CacheModeName(CacheMode c) { return EnumNameOf<CacheMode>(kCache, c).data(); }
+const char* OutDtypeName(OutDtype d) { return EnumNameOf<OutDtype>(kOut, d).data(); }
 
 std::string ConfigValue(const LoaderConfig& c, const std::string& knob) {
   if (knob == "threads") return "threads=" + std::to_string(c.threads);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lmkit/common/name_table.h"
 #include "lmkit/common/status.h"
 #include "lmkit/dataload/convert.h"
 #include "lmkit/dataload/token_reader.h"
@@ -20,38 +21,10 @@ namespace lmkit::dataload {
 
 enum class CacheMode { kAsIs, kWarm, kCold, kColdEach };
 
-template <typename E>
-struct NamedValue {
-  E value;
-  const char* name;
-};
-
-std::span<const NamedValue<Access>> AccessValues();        // mmap, pread, direct
-std::span<const NamedValue<Advice>> AdviceValues();        // normal, random
-std::span<const NamedValue<CacheMode>> CacheModeValues();  // as-is, warm, cold, cold-each
-std::span<const NamedValue<OutDtype>> OutDtypeValues();    // int64, int32, uint16
-
-// The name of `value` in `table` ("?" when absent).
-template <typename E>
-const char* NameOf(std::span<const NamedValue<E>> table, E value) {
-  for (const auto& e : table)
-    if (e.value == value) return e.name;
-  return "?";
-}
-// The value named `name` in `table` (exact match).
-template <typename E>
-std::optional<E> ValueOf(std::span<const NamedValue<E>> table, std::string_view name) {
-  for (const auto& e : table)
-    if (name == e.name) return e.value;
-  return std::nullopt;
-}
-// Every name of `table`, in table order (for option checks and help).
-template <typename E>
-std::vector<std::string> NamesOf(std::span<const NamedValue<E>> table) {
-  std::vector<std::string> out;
-  for (const auto& e : table) out.emplace_back(e.name);
-  return out;
-}
+std::span<const EnumName<Access>> AccessValues();        // mmap, pread, direct
+std::span<const EnumName<Advice>> AdviceValues();        // normal, random
+std::span<const EnumName<CacheMode>> CacheModeValues();  // as-is, warm, cold, cold-each
+std::span<const EnumName<OutDtype>> OutDtypeValues();    // int64, int32, uint16
 
 const char* AccessName(Access a);
 const char* AdviceName(Advice a);

@@ -14,6 +14,7 @@
 #include "lmkit/common/ordered_pipeline.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/common/units.h"
 #include "lmkit/cuda/dataload_h2d.h"
 #include "lmkit/dataload/batch_builder.h"
 #include "lmkit/dataload/judge.h"

@@ -36,7 +36,8 @@ bool IsExpert(const std::string& name) { return name.find(".experts.") != std::s
 
 }  // namespace
 
-Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, ProgressSink* progress) {
+Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, ProgressSink* progress,
+                                               const quant::RenderCalibrationOutput& render) {
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::Load(o.model));
   const uint32_t max_pos = model.config().max_positions;
@@ -125,7 +126,7 @@ Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, P
                              "the MoE block input's, down: the widest routed expert's); use --all-experts to "
                              "calibrate every expert on every token");
   table.seconds = MonotonicSeconds() - t0;
-  LMKIT_RETURN_IF_ERROR(outputs.Commit(table));
+  LMKIT_RETURN_IF_ERROR(outputs.Commit(table, render));
   return table;
 }
 

@@ -33,6 +33,7 @@ struct CalibrateModelOptions {
 
 // Runs the model over the tokens, calibrates every Linear input and writes calib.output / calib.trt_cache as
 // quant::Calibrate does.
-Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& options, ProgressSink* progress);
+Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& options, ProgressSink* progress,
+                                               const quant::RenderCalibrationOutput& render = {});
 
 }  // namespace lmkit::model

@@ -24,6 +24,8 @@ std::string MemoryIgnoredNote(const accounting::MemoryResult& r);
 
 std::string RenderPlan(const accounting::PlanResult& r, Format f);
 Json PlanJson(const accounting::PlanResult& r);
+// Why model `m` of `r` was left out of the placement (m.unplaced), as one sentence; "" when it was placed.
+std::string UnplacedReason(const accounting::PlanResult& r, const accounting::ModelEstimate& m);
 // The timeline of a plan run with one (plan_timeline.h): the policies compared, the events (up to 40), each failure
 // of the default allocator and what avoids it; "" / null without a timeline. PlanJson includes it as "timeline".
 std::string RenderPlanTimeline(const accounting::PlanResult& r, Format f);

@@ -1,7 +1,7 @@
 // `flops` and `memory` as the JSON documents --json prints (integers exact: FLOPs and bytes as uint64).
 #include "lmkit/present/accounting_json.h"
 
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
 
 namespace lmkit::present {

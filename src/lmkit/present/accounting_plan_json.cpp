@@ -88,7 +88,7 @@ Json PlanJson(const PlanResult& r) {
     mj["gpu"] = m.gpus.empty() ? Json(nullptr) : Json(m.gpus.front());
     mj["gpus"] = m.gpus;
     mj["fits_alone"] = m.fits_alone;
-    mj["unplaced_reason"] = m.gpus.empty() ? Json(m.unplaced_reason) : Json(nullptr);
+    mj["unplaced_reason"] = m.gpus.empty() ? Json(UnplacedReason(r, m)) : Json(nullptr);
     Json wi = Json::array();
     for (const auto& w : m.what_if) wi.push_back({{"change", w.change}, {"detail", w.detail}});
     mj["what_if"] = wi;
@@ -123,7 +123,7 @@ Json PlanJson(const PlanResult& r) {
   Json un = Json::array();
   for (int i : r.unplaced)
     un.push_back({{"name", r.models[static_cast<size_t>(i)].entry.name},
-                  {"reason", r.models[static_cast<size_t>(i)].unplaced_reason}});
+                  {"reason", UnplacedReason(r, r.models[static_cast<size_t>(i)])}});
   j["unplaced"] = un;
   j["svg"] = r.svg_path.empty() ? Json(nullptr) : Json(r.svg_path);
   if (r.timeline) j["timeline"] = PlanTimelineJson(r);

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
 
 namespace lmkit::present {
@@ -34,6 +34,40 @@ std::string GpusOf(const ModelEstimate& m) {
 }
 
 }  // namespace
+
+std::string UnplacedReason(const PlanResult& r, const ModelEstimate& m) {
+  const PlanModel& pm = m.entry;
+  const double capacity = r.gpu.memory_bytes;
+  const std::string per_gpu = pm.tp > 1 ? " per GPU" : "";
+  const std::string usable = HumanBytes(r.usable_bytes) + " usable on one " + r.gpu.name + " (" + HumanBytes(capacity) +
+                             " - reserved " + HumanBytes(r.plan.reserved_bytes) + " - margin " +
+                             HumanBytes(capacity * r.plan.fragmentation) + ")";
+  switch (m.unplaced) {
+    case Unplaced::kNone:
+      return "";
+    case Unplaced::kTooFewGpus:
+      return "needs " + std::to_string(pm.tp) + " GPUs (tp " + std::to_string(pm.tp) + "); the plan has " +
+             std::to_string(r.gpus);
+    case Unplaced::kWeightsExceedGpu:
+      return "no GPU fits it: its weights alone take " + B(m.memory.weights) + per_gpu + ", more than the " + usable +
+             "; use a smaller dtype, tensor parallelism or a larger GPU";
+    case Unplaced::kBudgetShort:
+      return "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " gives it " + B(m.footprint) +
+             " per GPU, less than its weights, activations and runtime (" + B(m.memory.total - m.memory.kv_cache) + ")";
+    case Unplaced::kShareExceedsUsable:
+      return "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " x " + HumanBytes(capacity) + " = " +
+             B(m.footprint) + " is more than the " + usable;
+    case Unplaced::kBatchExceedsUsable:
+      return "impossible batch: batch " + std::to_string(pm.batch) + " x " + std::to_string(pm.seq_len) +
+             " tokens needs " + B(m.footprint) + per_gpu + ", more than the " + usable +
+             "; the largest batch that fits alone is " + std::to_string(m.max_batch_alone);
+    case Unplaced::kNoRoomBesideOthers:
+      return "fits an empty GPU (" + B(m.footprint) + (pm.tp > 1 ? " on each of " + std::to_string(pm.tp) : "") +
+             ") but not beside the others: the most free memory left on a GPU is " + B(r.most_free_bytes) + " (" +
+             r.packing_method + ")";
+  }
+  return "";
+}
 
 std::string RenderPlan(const PlanResult& r, Format f) {
   const Plan& p = r.plan;
@@ -140,7 +174,7 @@ std::string RenderPlan(const PlanResult& r, Format f) {
     for (const auto& w : m.warnings) warn += PlanLine("note: " + m.entry.name + ": " + w, f);
   for (int i : r.unplaced) {
     const ModelEstimate& m = r.models[static_cast<size_t>(i)];
-    warn += PlanLine("does not fit: " + m.entry.name + ": " + m.unplaced_reason, f);
+    warn += PlanLine("does not fit: " + m.entry.name + ": " + UnplacedReason(r, m), f);
     if (!m.what_if.empty()) {
       std::string also;
       for (size_t k = 1; k < m.what_if.size(); ++k) also += (also.empty() ? "" : "; ") + m.what_if[k].change;

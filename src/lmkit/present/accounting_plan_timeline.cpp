@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "lmkit/accounting/plan_timeline.h"
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
 #include "lmkit/present/chart.h"
@@ -13,7 +13,6 @@ namespace {
 using namespace accounting;  // NOLINT: this file prints accounting's types and nothing else
 
 std::string TlBytes(uint64_t v) { return HumanBytes(static_cast<double>(v)); }
-std::string TlPct(double x) { return Fixed(100 * x, 1) + "%"; }
 
 std::string EventText(const PlanResult& r, const TimelineEvent& ev) {
   auto name = [&](int i) { return i < 0 ? std::string("-") : r.models[static_cast<size_t>(i)].entry.name; };
@@ -59,7 +58,7 @@ std::string RenderPlanTimeline(const PlanResult& r, Format f) {
   pt.numeric = {false, true, true, true, true, true, true, true, true};
   for (const auto& p : t.runs)
     pt.Add({p.name, std::to_string(p.failures), TlBytes(p.peak_reserved), TlBytes(p.peak_allocated),
-            TlPct(MaxFragmentation(p)), Seconds(p.load_s),
+            Percent(MaxFragmentation(p), 1), Seconds(p.load_s),
             p.policy == Policy::kArchBuffer ? TlBytes(p.peak_idle_buffers) : "-",
             p.policy == Policy::kPinnedPool ? HumanBytes(p.pinned_host_bytes) : "-",
             std::to_string(p.num_device_alloc)});
@@ -75,7 +74,7 @@ std::string RenderPlanTimeline(const PlanResult& r, Format f) {
     for (size_t i = 0; i < t.timeline.events.size(); ++i) {
       const EventState& s = d.events[i];
       et.Add({Fixed(t.timeline.events[i].t_s, 1), EventText(r, t.timeline.events[i]), TlBytes(s.request_bytes),
-              TlBytes(s.allocated), TlBytes(s.reserved), TlBytes(s.largest_free), TlPct(s.fragmentation),
+              TlBytes(s.allocated), TlBytes(s.reserved), TlBytes(s.largest_free), Percent(s.fragmentation, 1),
               s.failed    ? "FAILS"
               : s.skipped ? "nothing to do"
                           : "ok",
@@ -94,7 +93,7 @@ std::string RenderPlanTimeline(const PlanResult& r, Format f) {
     lines += TextLine("fails: event " + std::to_string(fl.event) + " (t " + Fixed(t.timeline.events[fl.event].t_s, 1) +
                           " s) " + EventText(r, t.timeline.events[fl.event]) + ": asks " + TlBytes(s.request_bytes) +
                           "; " + TlBytes(s.free) + " free but the largest free block is " + TlBytes(s.largest_free) +
-                          " (fragmentation " + TlPct(s.fragmentation) + "); " +
+                          " (fragmentation " + Percent(s.fragmentation, 1) + "); " +
                           (avoided.empty() ? "no policy avoids it" : "avoided by " + avoided),
                       f, true);
   }

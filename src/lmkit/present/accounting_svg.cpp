@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 #include "lmkit/present/chart.h"
 
 namespace lmkit::present {
@@ -70,7 +70,7 @@ std::string PlanMemoryMapSvg(const accounting::PlanResult& r) {
   // the shares chart is the memory map.
   StackedColumns c;
   c.title = "GPU memory map: " + std::to_string(r.gpus) + " x " + r.gpu.name + " (" +
-            accounting::HumanBytes(static_cast<double>(r.gpu.memory_bytes)) + " each; share of capacity)";
+            HumanBytes(static_cast<double>(r.gpu.memory_bytes)) + " each; share of capacity)";
   c.series.resize(1);
   c.series[0].name = "reserved (context, workspaces)";
   c.series[0].role = Role::kReserved;

@@ -1,7 +1,7 @@
 // `flops` and `memory` as text: aligned tables, CSV (free-text lines as # comments) or Markdown.
 #include <cmath>
 
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
 
 namespace lmkit::present {

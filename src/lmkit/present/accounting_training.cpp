@@ -1,6 +1,6 @@
 #include "lmkit/present/accounting_training.h"
 
-#include "lmkit/accounting/units.h"
+#include "lmkit/common/units.h"
 #include "lmkit/present/chart.h"
 
 namespace lmkit::present {

@@ -39,4 +39,7 @@ std::string TraceSvg(const dataload::TraceReport& report);
 std::string TraceReason(const dataload::TraceReport& report);
 std::string TraceKnob(const dataload::TraceReport& report);
 
+// "uint16" / "uint32": the dtype of a token shard whose tokens take `token_bytes` bytes.
+std::string TokenDtypeOf(unsigned token_bytes);
+
 }  // namespace lmkit::present

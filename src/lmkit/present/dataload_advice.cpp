@@ -1,8 +1,8 @@
 // The advice lines of a dataload run: the "why" and the knob, worded from the judge's diagnosis (dataload/judge.h).
 #include <cstdio>
 
+#include "lmkit/common/units.h"
 #include "lmkit/present/dataload.h"
-#include "lmkit/present/dataload_units.h"
 
 namespace lmkit::present {
 namespace {
@@ -49,10 +49,10 @@ std::string DataloadReason(const dataload::RunResult& r) {
       return "";
     case Why::kKeepsUp:
       return "the loader makes " + Ratio(r.capacity_ratio) + " the tokens the step eats and the consumer waits " +
-             Pct(r.sim.wait_share) + " of step time";
+             Percent(r.sim.wait_share, 1) + " of step time";
     case Why::kSlowerThanStep:
       return "the loader is slower than the step (" + Ratio(r.capacity_ratio) + " of demand); " + PartName(d.top) +
-             " takes " + Pct(d.top_share) + " of the " + ShortTime(d.batch_s) + " a batch takes";
+             " takes " + Percent(d.top_share, 1) + " of the " + ShortTime(d.batch_s) + " a batch takes";
     case Why::kSlowBatches:
       return "the loader keeps up on average (" + Ratio(r.capacity_ratio) + " of demand) but slow batches (p99 " +
              ShortTime(r.produce.p99_s) + ", max " + ShortTime(r.produce.max_s) + ") outlast the " +

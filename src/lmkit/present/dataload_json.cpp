@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "lmkit/present/dataload.h"
-#include "lmkit/present/dataload_units.h"
 
 namespace lmkit::present {
 namespace {

@@ -2,9 +2,9 @@
 // copy (when the trace has GPU events) and the rest of the step, in milliseconds.
 #include <fmt/format.h>
 
+#include "lmkit/common/units.h"
 #include "lmkit/present/chart.h"
 #include "lmkit/present/dataload.h"
-#include "lmkit/present/dataload_units.h"
 
 namespace lmkit::present {
 
@@ -15,7 +15,7 @@ std::string TraceSvg(const dataload::TraceReport& r) {
   c.title =
       fmt::format("{}: {} — the step waits {} of its time for input{}",
                   slash == std::string::npos ? r.path : r.path.substr(slash + 1), dataload::InputBoundPhrase(r.level),
-                  Pct(r.input_share), knob.empty() ? "" : " (knob: " + knob + ")");
+                  Percent(r.input_share, 1), knob.empty() ? "" : " (knob: " + knob + ")");
   c.shares = false;
   c.unit = "ms";
   // (Named after construction: GCC 12 at -O3 misreads a brace-initialised {literal, role} as an out-of-bounds copy.)

@@ -1,8 +1,11 @@
 // The text report of `lmkit dataload` (one run, or a sweep's table and its recommended point).
+#include <fmt/format.h>
+
 #include <cstdio>
 
+#include "lmkit/common/units.h"
+#include "lmkit/io/token_dtype.h"
 #include "lmkit/present/dataload.h"
-#include "lmkit/present/dataload_units.h"
 
 namespace lmkit::present {
 namespace {
@@ -50,10 +53,10 @@ void RunText(const DataloadReport& rep, const RunResult& r, const FieldNamer& fi
     after += i < r.resident_after.size() ? r.resident_after[i] : 0;
   }
   if (total > 0) {
-    o += "page cache  " + Pct(static_cast<double>(before) / total) + " of the file(s) resident before, " +
-         Pct(static_cast<double>(after) / total) + " after\n";
+    o += "page cache  " + Percent(static_cast<double>(before) / total, 1) + " of the file(s) resident before, " +
+         Percent(static_cast<double>(after) / total, 1) + " after\n";
   }
-  o += "throughput  " + Tokens(r.tokens_per_s) + ", " + Fmt("%.0f", r.batches_per_s) + " batches/s (" +
+  o += "throughput  " + Tokens(r.tokens_per_s) + ", " + fmt::format("{:.0f}", r.batches_per_s) + " batches/s (" +
        Grouped(r.steady_batches) + " batches in " + Time(r.steady_s) + " after " +
        Grouped(r.batches - r.steady_batches) + " warm-up batches in " + Time(r.warmup_s) + ")\n";
   o += "first batch " + Time(r.first_batch_s) + "\n\n";
@@ -77,16 +80,17 @@ void RunText(const DataloadReport& rep, const RunResult& r, const FieldNamer& fi
   if (c.cache == CacheMode::kColdEach) o += StageRow("(evict, untimed)", r.evict);
   o += "\nstorage     read " + Bytes(static_cast<double>(r.read_bytes)) + " for " +
        Bytes(static_cast<double>(r.useful_bytes)) + " of windows: read amplification " +
-       Fmt("%.2fx", r.read_amplification) + "; page faults " + Grouped(r.minor_faults) + " minor, " +
+       fmt::format("{:.2f}x", r.read_amplification) + "; page faults " + Grouped(r.minor_faults) + " minor, " +
        Grouped(r.major_faults) + " major\n";
   if (r.vocab.ids_checked > 0) o += VocabLine(r.vocab);
   if (r.demand.given) {
     o += "demand      " + Tokens(r.demand.tokens_per_s) + " = " + Time(r.demand.step_time_s) + " per " +
          std::to_string(c.batch_size) + "x" + std::to_string(c.context_length) + " batch (" + r.demand.description +
          ")\n";
-    o += "verdict     " + std::string(dataload::InputBoundPhrase(r.level)) + ": waits " + Pct(r.sim.wait_share) +
-         " of step time; " + Pct(r.sim.steps_waited_share) + " of steps waited (p99 wait " + Time(r.sim.p99_wait_s) +
-         "); capacity " + Fmt("%.2fx", r.capacity_ratio) + " demand; first batch " + Time(r.first_batch_s) + "\n";
+    o += "verdict     " + std::string(dataload::InputBoundPhrase(r.level)) + ": waits " + Percent(r.sim.wait_share, 1) +
+         " of step time; " + Percent(r.sim.steps_waited_share, 1) + " of steps waited (p99 wait " +
+         Time(r.sim.p99_wait_s) + "); capacity " + fmt::format("{:.2f}x", r.capacity_ratio) + " demand; first batch " +
+         Time(r.first_batch_s) + "\n";
     o += "  why       " + DataloadReason(r) + "\n";
     o += "  knob      " + DataloadKnob(r, field) + "\n";
   } else {
@@ -95,9 +99,10 @@ void RunText(const DataloadReport& rep, const RunResult& r, const FieldNamer& fi
   }
   if (r.cold.available) {
     o += std::string("cold cache  ") + (r.cold.model.rfind("measured", 0) == 0 ? "measured" : "projected") + ": " +
-         Tokens(r.cold.tokens_per_s) + ", " + Fmt("%.1fx", r.cold.read_amplification) + " read amplification" +
+         Tokens(r.cold.tokens_per_s) + ", " + fmt::format("{:.1f}x", r.cold.read_amplification) +
+         " read amplification" +
          (r.demand.given ? std::string(" -> ") + dataload::InputBoundPhrase(r.cold_level) + " (waits " +
-                               Pct(r.cold_wait_share) + ")"
+                               Percent(r.cold_wait_share, 1) + ")"
                          : "") +
          "\n            (" + RenderFields(r.cold.model, field) + ")\n";
   } else {
@@ -122,7 +127,7 @@ std::string DataloadText(const DataloadReport& rep, const FieldNamer& field) {
        (fs.rotational_known ? (fs.rotational ? ", rotational" : ", non-rotational") : "") + ")\n";
   if (rep.probe.ok) {
     o += "storage     " + Time(rep.probe.read_latency_s) + " per random 4 KiB read (queue depth 1), " +
-         Fmt("%.0f", rep.probe.parallel_reads_per_s) + " reads/s at queue depth 8, " +
+         fmt::format("{:.0f}", rep.probe.parallel_reads_per_s) + " reads/s at queue depth 8, " +
          Bytes(rep.probe.sequential_bytes_per_s) + "/s sequential (O_DIRECT probe)\n";
   }
   if (!rep.sweep) {
@@ -144,7 +149,7 @@ std::string DataloadText(const DataloadReport& rep, const FieldNamer& field) {
     std::snprintf(b, sizeof b, "%s %-40s %14s %10s %10s %7.1fx %8s  %s\n",
                   static_cast<int>(i) == rep.recommended ? "*" : " ", knobs.c_str(), Tokens(r.tokens_per_s).c_str(),
                   Time(r.produce.p50_s).c_str(), Time(r.produce.p99_s).c_str(), r.read_amplification,
-                  r.demand.given ? Pct(r.sim.wait_share).c_str() : "-",
+                  r.demand.given ? Percent(r.sim.wait_share, 1).c_str() : "-",
                   r.demand.given ? dataload::InputBoundName(r.level) : "-");
     o += b;
   }
@@ -159,6 +164,10 @@ std::string DataloadText(const DataloadReport& rep, const FieldNamer& field) {
     }
   }
   return o;
+}
+
+std::string TokenDtypeOf(unsigned token_bytes) {
+  return std::string(io::TokenDtypeName(io::TokenDtypeOfBytes(token_bytes)));
 }
 
 }  // namespace lmkit::present

@@ -1,10 +1,12 @@
 // The report of `lmkit dataload trace`: per-step table, verdict, why and knob (text), and the JSON document
 // (schema lmkit.dataload.trace/1, docs/dataload.md).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 
+#include "lmkit/common/units.h"
 #include "lmkit/present/dataload.h"
-#include "lmkit/present/dataload_units.h"
 
 namespace lmkit::present {
 namespace {
@@ -62,7 +64,7 @@ std::string Row(const std::string& label, const TraceStep& s, bool gpu) {
   char b[200];
   std::snprintf(b, sizeof b, "  %-10s %10s %11s %11s %11s %12s %11s %7s\n", label.c_str(), Ms(s.time_us).c_str(),
                 Ms(s.data_wait_us).c_str(), gpu ? Ms(s.h2d_host_us).c_str() : "-", gpu ? Ms(s.h2d_gpu_us).c_str() : "-",
-                gpu ? Ms(s.kernel_us).c_str() : "-", Ms(s.rest_us).c_str(), Pct(s.input_share).c_str());
+                gpu ? Ms(s.kernel_us).c_str() : "-", Ms(s.rest_us).c_str(), Percent(s.input_share, 1).c_str());
   return b;
 }
 
@@ -73,24 +75,24 @@ std::string TraceReason(const TraceReport& r) {
   const std::string n = std::to_string(r.steps.size());
   switch (r.fix) {
     case TraceFix::kNone:
-      return "the step waits " + Pct(r.input_share) + " of its time for input, under the 5% threshold";
+      return "the step waits " + Percent(r.input_share, 1) + " of its time for input, under the 5% threshold";
     case TraceFix::kPinMemory:
-      return "host-to-device copies block the training thread " + Pct(r.h2d_share) + " of step time; " +
+      return "host-to-device copies block the training thread " + Percent(r.h2d_share, 1) + " of step time; " +
              Grouped(r.h2d_pageable_copies) + " of the " + Grouped(r.h2d_copies) +
              " copies come from pageable memory, which the driver stages synchronously";
     case TraceFix::kFewerCopyBytes:
-      return "host-to-device copies block the training thread " + Pct(r.h2d_share) +
+      return "host-to-device copies block the training thread " + Percent(r.h2d_share, 1) +
              " of step time, from pinned "
              "memory already (" +
              FormatBytes(static_cast<double>(r.h2d_bytes)) + " copied)";
     case TraceFix::kCollate:
       return "the DataLoader builds batches in the training process (num_workers=0) and collating them "
              "(aten::stack/cat) takes " +
-             Pct(r.collate_share) + " of its " + ShortTime(data * 1e-6) + " per step";
+             Percent(r.collate_share, 1) + " of its " + ShortTime(data * 1e-6) + " per step";
     case TraceFix::kWorkersFromZero:
       return "__getitem__ runs in the training process (num_workers=0): the DataLoader takes " +
-             ShortTime(data * 1e-6) + " per step (collate " + Pct(r.collate_share) + " of it), the rest of the step " +
-             ShortTime(rest * 1e-6);
+             ShortTime(data * 1e-6) + " per step (collate " + Percent(r.collate_share, 1) +
+             " of it), the rest of the step " + ShortTime(rest * 1e-6);
     case TraceFix::kMoreWorkers:
       return "the DataLoader's workers fall behind: " + Grouped(WaitingSteps(r)) + " of " + n +
              " steps wait for a batch, " + ShortTime(data * 1e-6) +
@@ -124,7 +126,7 @@ std::string TraceKnob(const TraceReport& r) {
              " worker processes, each making a batch in " + ShortTime(data * 1e-6) + ", keep up with a " +
              ShortTime(rest * 1e-6) + " step";
     case TraceFix::kMoreWorkers:
-      return "num_workers: at least " + Fmt("%.1fx", r.workers_factor) +
+      return "num_workers: at least " + fmt::format("{:.1f}x", r.workers_factor) +
              " today's count, so that the workers make a "
              "batch every " +
              ShortTime(rest * 1e-6) + " instead of every " + ShortTime((rest + data) * 1e-6) +
@@ -157,13 +159,13 @@ std::string TraceText(const TraceReport& r) {
   std::snprintf(b, sizeof b, "  %-10s %10s %11s %11s %11s %12s %11s %7s\n", "step", "time", "data wait", "h2d host",
                 "h2d gpu", "gpu kernels", "rest", "input");
   o += b;
-  for (const auto& s : r.steps) o += Row(Fmt("#%.0f", static_cast<double>(s.number)), s, r.has_gpu_events);
+  for (const auto& s : r.steps) o += Row(fmt::format("#{:.0f}", static_cast<double>(s.number)), s, r.has_gpu_events);
   o += Row("all", t, r.has_gpu_events);
   o += "  (data wait: enumerate(DataLoader)...__next__; h2d host: the training thread's copy calls; input: (data wait"
        " + h2d host) / time)\n\n";
-  o += "verdict     " + std::string(dataload::InputBoundPhrase(r.level)) + ": the step waits " + Pct(r.input_share) +
-       " of its time for input (data " + Pct(r.data_share) + ", host-to-device " + Pct(r.h2d_share) + "); " +
-       Pct(r.steps_waiting_share) + " of steps waited 5% or more\n";
+  o += "verdict     " + std::string(dataload::InputBoundPhrase(r.level)) + ": the step waits " +
+       Percent(r.input_share, 1) + " of its time for input (data " + Percent(r.data_share, 1) + ", host-to-device " +
+       Percent(r.h2d_share, 1) + "); " + Percent(r.steps_waiting_share, 1) + " of steps waited 5% or more\n";
   o += "  why       " + TraceReason(r) + "\n";
   o += "  knob      " + TraceKnob(r) + "\n";
   return o;

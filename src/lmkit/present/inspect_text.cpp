@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "lmkit/common/grouped.h"
 #include "lmkit/common/progress.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::present {
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lmkit/common/progress.h"
+#include "lmkit/common/units.h"
 #include "lmkit/present/quant.h"
 #include "lmkit/quant/loader_rules.h"
 

@@ -17,9 +17,9 @@ std::string CsvField(const std::string& s) {
   return out + "\"";
 }
 
-constexpr EnumName<Format> kFormatNames[] = {{Format::kTable, "table"},      {Format::kJson, "json"},
-                                             {Format::kCsv, "csv"},          {Format::kMd, "md"},
-                                             {Format::kTable, "text", true}, {Format::kMd, "markdown", true}};
+constexpr EnumName<Format> kFormatNames[] = {{Format::kTable, "table"}, {Format::kJson, "json"},
+                                             {Format::kCsv, "csv"},     {Format::kMd, "md"},
+                                             {Format::kTable, "text"},  {Format::kMd, "markdown"}};
 
 }  // namespace
 

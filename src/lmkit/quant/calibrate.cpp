@@ -15,6 +15,7 @@
 
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/file_reader.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/io/dtype.h"
@@ -22,7 +23,6 @@
 #include "lmkit/io/safetensors.h"
 #include "lmkit/quant/abs_histogram.h"
 #include "lmkit/quant/calibrators.h"
-#include "lmkit/quant/name_table.h"
 #include "lmkit/quant/ort_histogram.h"
 
 namespace lmkit::quant {
@@ -383,11 +383,11 @@ std::span<const CalibMethodInfo> CalibMethods() { return kMethods; }
 std::span<const CalibFlavorInfo> CalibFlavors() { return kFlavors; }
 
 Result<CalibMethod> ParseCalibMethod(std::string_view s) {
-  return ParseByName(kMethods, &CalibMethodInfo::method, s, "method");
+  return ParseName(kMethods, &CalibMethodInfo::method, s, "method", UnknownName::kNot);
 }
 
 Result<CalibFlavor> ParseCalibFlavor(std::string_view s) {
-  return ParseByName(kFlavors, &CalibFlavorInfo::flavor, s, "flavor");
+  return ParseName(kFlavors, &CalibFlavorInfo::flavor, s, "flavor", UnknownName::kNot);
 }
 
 const char* CalibMethodName(CalibMethod m) { return EntryOf(kMethods, &CalibMethodInfo::method, m).name.data(); }
@@ -405,7 +405,7 @@ void AddCalibrationWarnings(CalibrationTable* t) {
 
 struct CalibrationOutputs::Files {
   std::optional<AtomicFile> json, trt;
-  std::vector<std::pair<AtomicFile, std::function<std::string(const CalibrationTable&)>>> extra;
+  std::vector<std::pair<AtomicFile, size_t>> extra;  // with its index in extra_outputs
 };
 CalibrationOutputs::CalibrationOutputs() = default;
 CalibrationOutputs::CalibrationOutputs(CalibrationOutputs&&) noexcept = default;
@@ -423,15 +423,15 @@ Result<CalibrationOutputs> CalibrationOutputs::Open(const CalibrateOptions& o) {
     LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(o.trt_cache));
     out.f_->trt = std::move(f);
   }
-  for (const CalibrateOptions::ExtraOutput& e : o.extra_outputs) {
-    if (e.path.empty()) continue;
-    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(e.path));
-    out.f_->extra.emplace_back(std::move(f), e.render);
+  for (size_t i = 0; i < o.extra_outputs.size(); ++i) {
+    if (o.extra_outputs[i].empty()) continue;
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(o.extra_outputs[i]));
+    out.f_->extra.emplace_back(std::move(f), i);
   }
   return out;
 }
 
-Status CalibrationOutputs::Commit(const CalibrationTable& table) {
+Status CalibrationOutputs::Commit(const CalibrationTable& table, const RenderCalibrationOutput& render) {
   if (!f_) return Status::Ok();
   // The secondary outputs are renamed into place first: if one fails, CALIB.json is not replaced.
   if (f_->json) LMKIT_RETURN_IF_ERROR(f_->json->Write(DumpJson(CalibrationToJson(table)) + "\n"));
@@ -439,15 +439,16 @@ Status CalibrationOutputs::Commit(const CalibrationTable& table) {
     LMKIT_RETURN_IF_ERROR(f_->trt->Write(TrtCacheText(table)));
     LMKIT_RETURN_IF_ERROR(f_->trt->Commit());
   }
-  for (auto& [file, render] : f_->extra) {
-    LMKIT_RETURN_IF_ERROR(file.Write(render ? render(table) : std::string()));
+  for (auto& [file, index] : f_->extra) {
+    LMKIT_RETURN_IF_ERROR(file.Write(render ? render(table, index) : std::string()));
     LMKIT_RETURN_IF_ERROR(file.Commit());
   }
   if (f_->json) LMKIT_RETURN_IF_ERROR(f_->json->Commit());
   return Status::Ok();
 }
 
-Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress) {
+Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress,
+                                   const RenderCalibrationOutput& render) {
   if (o.inputs.empty()) return Status::InvalidArgument("no activation files given");
   LMKIT_ASSIGN_OR_RETURN(const double percentile, CheckOptions(o));
   const double t0 = MonotonicSeconds();
@@ -479,7 +480,7 @@ Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* prog
   AddCalibrationWarnings(&table);
   table.seconds = MonotonicSeconds() - t0;
   table.peak_rss_bytes = PeakRssBytes();
-  LMKIT_RETURN_IF_ERROR(outputs.Commit(table));
+  LMKIT_RETURN_IF_ERROR(outputs.Commit(table, render));
   return table;
 }
 

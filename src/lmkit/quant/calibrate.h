@@ -63,14 +63,14 @@ struct CalibrateOptions {
   // the work and renamed into place after it, the cache first, so a failure leaves neither replaced.
   std::string output;
   std::string trt_cache;
-  // Further outputs rendered from the finished table (the chart of `calibrate --svg`, present/quant_svg.h): opened
-  // with the others and renamed into place before CALIB.json.
-  struct ExtraOutput {
-    std::string path;
-    std::function<std::string(const CalibrationTable&)> render;
-  };
-  std::vector<ExtraOutput> extra_outputs;
+  // Paths of further outputs rendered from the finished table by the caller's RenderCalibrationOutput (the chart of
+  // `calibrate --svg`, present/quant_svg.h): opened with the others and renamed into place before CALIB.json.
+  std::vector<std::string> extra_outputs;
 };
+
+// The contents of CalibrateOptions::extra_outputs[index], rendered from the finished table: front-end code
+// (present/), which the core does not call. Without one, each extra output is written empty.
+using RenderCalibrationOutput = std::function<std::string(const CalibrationTable& table, size_t index)>;
 
 // Every method's threshold on one tensor's |x| histogram (the nvidia flavour's): what the chart of a calibration
 // marks. Thresholds as the methods compute them (minmax = max|x|), with the options' percentile and bins.
@@ -113,7 +113,8 @@ struct CalibrationTable {
 // (mse with ort, percentile outside (0, 100] or given to another method, bins < 128 for entropy), kInvalidInput for a
 // non-float tensor, NaN/Inf or no inputs, kNotFound/kIo from opening or writing. Thread-safe; the result is the same
 // for any thread count.
-Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink* progress);
+Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink* progress,
+                                   const RenderCalibrationOutput& render = {});
 
 // Appends a warning for every tensor whose amax is 0 (an input_scale of 0 would code every activation of its layer as
 // 0, so `lmkit quantize` refuses it; the table keeps what the data say). Calibrate calls it; so do callers that build a
@@ -132,7 +133,7 @@ class CalibrationOutputs {
   CalibrationOutputs(CalibrationOutputs&&) noexcept;
   CalibrationOutputs& operator=(CalibrationOutputs&&) noexcept;
   ~CalibrationOutputs();
-  Status Commit(const CalibrationTable& table);
+  Status Commit(const CalibrationTable& table, const RenderCalibrationOutput& render = {});
 
  private:
   struct Files;

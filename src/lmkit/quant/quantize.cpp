@@ -54,9 +54,9 @@ Status CheckCalibratedRequest(const QuantizeOptions& o) {
 }
 
 // The tensor walk: writes the checkpoint (with `prepared`'s tensors in place of the input's) and the extra outputs;
-// `fill` completes the report before the extra outputs are rendered.
+// `fill` completes the report before `render` renders the extra outputs.
 Result<QuantizeReport> Write(const QuantizeOptions& o, const detail::Prepared* prepared, ProgressSink* progress,
-                             const std::function<void(QuantizeReport*)>& fill) {
+                             const std::function<void(QuantizeReport*)>& fill, const RenderQuantizeOutput& render) {
   const double t0 = MonotonicSeconds();
   std::unique_ptr<detail::CheckpointWriter> writer =
       o.format == QuantFormat::kGgufQ8_0 ? detail::MakeGgufWriter(o) : detail::MakeCompressedTensorsWriter(o, prepared);
@@ -72,8 +72,8 @@ Result<QuantizeReport> Write(const QuantizeOptions& o, const detail::Prepared* p
   rep.format = std::string(InfoOf(o.format).name);
   // The extra outputs are opened before any output, so an unwritable one fails the run before anything is written.
   std::vector<AtomicFile> extra;
-  for (const QuantizeOptions::ExtraOutput& e : o.extra_outputs) {
-    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(e.path));
+  for (const std::string& path : o.extra_outputs) {
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path));
     extra.push_back(std::move(f));
   }
   LMKIT_RETURN_IF_ERROR(writer->Prepare(plan, matchers, &rep));
@@ -114,8 +114,7 @@ Result<QuantizeReport> Write(const QuantizeOptions& o, const detail::Prepared* p
   if (fill) fill(&rep);
   // Secondary outputs first: if one fails, the checkpoint has not been renamed into place either.
   for (size_t i = 0; i < extra.size(); ++i) {
-    const auto& render = o.extra_outputs[i].render;
-    LMKIT_RETURN_IF_ERROR(extra[i].Write(render ? render(rep) : std::string()));
+    LMKIT_RETURN_IF_ERROR(extra[i].Write(render ? render(rep, i) : std::string()));
     LMKIT_RETURN_IF_ERROR(extra[i].Commit());
   }
   LMKIT_RETURN_IF_ERROR(writer->Commit());
@@ -135,11 +134,11 @@ struct ScratchDir {
 
 std::span<const double> SmoothQuantAlphas() { return kAlphas; }
 
-Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress) {
+Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress, const RenderQuantizeOutput& render) {
   if (o.input.empty() || o.output.empty())
     return Status::InvalidArgument(Field("input") + " and " + Field("output") + " are required");
   LMKIT_RETURN_IF_ERROR(CheckCalibratedRequest(o));
-  if (!Calibrated(o)) return Write(o, nullptr, progress, nullptr);
+  if (!Calibrated(o)) return Write(o, nullptr, progress, nullptr, render);
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(detail::Matchers matchers, detail::CompileMatchers(o));
   LMKIT_ASSIGN_OR_RETURN(detail::Plan plan, detail::MakePlan(o, false));
@@ -169,7 +168,7 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
       QuantizeOptions t = o;
       t.output = scratch.path + "/alpha";
       t.extra_outputs.clear();
-      LMKIT_RETURN_IF_ERROR(Write(t, &p, nullptr, nullptr).status());
+      LMKIT_RETURN_IF_ERROR(Write(t, &p, nullptr, nullptr, {}).status());
       model::EvalOptions eo;
       eo.model = o.input;
       eo.compare = t.output;
@@ -187,14 +186,17 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
             })->alpha;
   }
   LMKIT_ASSIGN_OR_RETURN(detail::Prepared prepared, stats.Build(o, alpha, pool));
-  return Write(o, &prepared, progress, [&](QuantizeReport* r) {
-    r->method = std::string(InfoOf(o.method).name);
-    r->calibration_run = stats.report();
-    r->smoothquant_alpha = alpha;
-    r->alpha_sweep = trials;
-    r->smoothquant = prepared.smooth;
-    r->seconds = MonotonicSeconds() - t0;
-  });
+  return Write(
+      o, &prepared, progress,
+      [&](QuantizeReport* r) {
+        r->method = std::string(InfoOf(o.method).name);
+        r->calibration_run = stats.report();
+        r->smoothquant_alpha = alpha;
+        r->alpha_sweep = trials;
+        r->smoothquant = prepared.smooth;
+        r->seconds = MonotonicSeconds() - t0;
+      },
+      render);
 }
 
 }  // namespace lmkit::quant

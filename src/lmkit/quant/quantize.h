@@ -49,15 +49,15 @@ struct QuantizeOptions {
   double dampening = 0.01;  // GPTQ: fraction of mean(diag H) added to the diagonal
   // GPTQ: columns in descending diag H, scales of the original groups (llm-compressor 0.14's default, "static").
   bool act_order = true;
-  // Further outputs rendered from the finished report (the CLI's --report JSON and --svg chart, present/quant*.h):
-  // opened before any work, written and renamed into place before the checkpoint, so the checkpoint is not replaced
-  // when one of them fails.
-  struct ExtraOutput {
-    std::string path;
-    std::function<std::string(const QuantizeReport&)> render;
-  };
-  std::vector<ExtraOutput> extra_outputs;
+  // Paths of further outputs rendered from the finished report by the caller's RenderQuantizeOutput (the CLI's
+  // --report JSON and --svg chart, present/quant*.h): opened before any work, written and renamed into place before
+  // the checkpoint, so the checkpoint is not replaced when one of them fails.
+  std::vector<std::string> extra_outputs;
 };
+
+// The contents of QuantizeOptions::extra_outputs[index], rendered from the finished report: front-end code
+// (present/), which the core does not call. Without one, each extra output is written empty.
+using RenderQuantizeOutput = std::function<std::string(const QuantizeReport& report, size_t index)>;
 
 struct TensorReport {
   std::string name;  // the original weight's name
@@ -126,7 +126,8 @@ struct QuantizeReport {
 // With method kGptq or a SmoothQuant alpha, the model first runs over the calibration tokens once (quant/calibrated.h);
 // those need a model directory, the compressed-tensors format and an int scheme (GPTQ) or any compressed-tensors scheme
 // (SmoothQuant), else kInvalidArgument. The smoothed norms are written in place of the originals.
-Result<QuantizeReport> Quantize(const QuantizeOptions& options, ProgressSink* progress);
+Result<QuantizeReport> Quantize(const QuantizeOptions& options, ProgressSink* progress,
+                                const RenderQuantizeOutput& render = {});
 
 // The alphas --smoothquant auto tries.
 std::span<const double> SmoothQuantAlphas();

@@ -3,7 +3,7 @@
 #include <array>
 #include <vector>
 
-#include "lmkit/quant/name_table.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::quant {
 namespace {
@@ -47,7 +47,7 @@ std::span<const MethodInfo> Methods() { return kMethods; }
 const MethodInfo& InfoOf(QuantMethod m) { return EntryOf(kMethods, &MethodInfo::method, m); }
 
 Result<QuantMethod> ParseQuantMethod(std::string_view name) {
-  return ParseByName(kMethods, &MethodInfo::method, name, "method");
+  return ParseName(kMethods, &MethodInfo::method, name, "method", UnknownName::kNot);
 }
 
 std::span<const SchemeInfo> Schemes() { return kSchemes; }
@@ -55,7 +55,7 @@ std::span<const SchemeInfo> Schemes() { return kSchemes; }
 const SchemeInfo& InfoOf(QuantScheme s) { return EntryOf(kSchemes, &SchemeInfo::scheme, s); }
 
 Result<QuantScheme> ParseQuantScheme(std::string_view name) {
-  return ParseByName(kSchemes, &SchemeInfo::scheme, name, "scheme");
+  return ParseName(kSchemes, &SchemeInfo::scheme, name, "scheme", UnknownName::kNot);
 }
 
 std::span<const FormatInfo> Formats() { return kFormats; }
@@ -63,7 +63,7 @@ std::span<const FormatInfo> Formats() { return kFormats; }
 const FormatInfo& InfoOf(QuantFormat f) { return EntryOf(kFormats, &FormatInfo::format, f); }
 
 Result<QuantFormat> ParseQuantFormat(std::string_view name) {
-  return ParseByName(kFormats, &FormatInfo::format, name, "format");
+  return ParseName(kFormats, &FormatInfo::format, name, "format", UnknownName::kNot);
 }
 
 }  // namespace lmkit::quant

@@ -106,7 +106,8 @@ TEST_CASE("plan: hand-checked packing of 7B models on two GPUs", "[accounting][p
   CHECK(r.gpu_use[1].models.size() == 4);
   REQUIRE(r.unplaced == std::vector<int>{8});
   CHECK(r.models[8].gpus.empty());
-  CHECK(r.models[8].unplaced_reason.find("fits an empty GPU (15.87 GB) but not beside the others") !=
+  CHECK(r.models[8].unplaced == Unplaced::kNoRoomBesideOthers);
+  CHECK(present::UnplacedReason(r, r.models[8]).find("fits an empty GPU (15.87 GB) but not beside the others") !=
         std::string::npos);
   CHECK(r.packing_method ==
         "first-fit decreasing placed 8 of 9; branch and bound proved that no placement holds more (optimal)");
@@ -178,12 +179,14 @@ TEST_CASE("plan: a model that does not fit is listed with the reason and the bat
   CHECK(r.models[2].gpus == std::vector<int>{0});
   const ModelEstimate& chat = r.models[0];
   CHECK_FALSE(chat.fits_alone);
-  CHECK(chat.unplaced_reason.rfind("impossible batch: batch 64 x 4096 tokens needs 166.8 GB, more than the 74.93 GB",
-                                   0) == 0);
-  CHECK(chat.unplaced_reason.find("the largest batch that fits alone is 25") != std::string::npos);
+  CHECK(chat.unplaced == Unplaced::kBatchExceedsUsable);
+  CHECK(present::UnplacedReason(r, chat).rfind(
+            "impossible batch: batch 64 x 4096 tokens needs 166.8 GB, more than the 74.93 GB", 0) == 0);
+  CHECK(present::UnplacedReason(r, chat).find("the largest batch that fits alone is 25") != std::string::npos);
   CHECK(chat.max_batch_alone == 25);
   const ModelEstimate& moe = r.models[1];
-  CHECK(moe.unplaced_reason.rfind("no GPU fits it: its weights alone take 93.", 0) == 0);
+  CHECK(moe.unplaced == Unplaced::kWeightsExceedGpu);
+  CHECK(present::UnplacedReason(r, moe).rfind("no GPU fits it: its weights alone take 93.", 0) == 0);
   // What-if, cheapest first: the chat model fits at batch 25 minus what the small model took; Mixtral needs 8-bit
   // weights (46.7 GB + scales) or two GPUs.
   REQUIRE_FALSE(chat.what_if.empty());
@@ -218,7 +221,8 @@ TEST_CASE("plan: tensor parallelism splits a model across GPUs, with its all-red
   // More GPUs than the plan has: listed, not an error; the what-if names the GPUs it needs.
   auto r1 = test::PlanResultOf(R"({"gpu": "h100", "models": [{"name": "big", "model": "llama-3-8b", "tp": 2}]})", "", 1,
                                true);
-  CHECK(r1.models[0].unplaced_reason == "needs 2 GPUs (tp 2); the plan has 1");
+  CHECK(r1.models[0].unplaced == Unplaced::kTooFewGpus);
+  CHECK(present::UnplacedReason(r1, r1.models[0]) == "needs 2 GPUs (tp 2); the plan has 1");
   REQUIRE_FALSE(r1.models[0].what_if.empty());
   CHECK(r1.models[0].what_if[0].change == "gpus 1 -> 2");
 }
@@ -242,8 +246,9 @@ TEST_CASE("plan: a KV budget in tokens or as vLLM's gpu_memory_utilization", "[a
   // A share too small for the weights: not placed, and said why.
   auto small = test::PlanResultOf(R"({"gpu": "h100", "models": [{"name": "s", "model": "llama-3-8b",
                        "gpu_memory_utilization": 0.1}]})");
-  CHECK(small.models[0].unplaced_reason.rfind("gpu_memory_utilization 0.10 gives it 8.00 GB per GPU, less than", 0) ==
-        0);
+  CHECK(small.models[0].unplaced == Unplaced::kBudgetShort);
+  CHECK(present::UnplacedReason(small, small.models[0])
+            .rfind("gpu_memory_utilization 0.10 gives it 8.00 GB per GPU, less than", 0) == 0);
 }
 
 namespace {

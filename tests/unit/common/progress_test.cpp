@@ -1,4 +1,4 @@
-// Progress for long work: the byte and duration formats, silence off a terminal, and one drawn line on a terminal.
+// Progress for long work: silence off a terminal, and one drawn line on a terminal.
 #include "lmkit/common/progress.h"
 
 #include <fcntl.h>
@@ -12,22 +12,6 @@
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
-
-TEST_CASE("progress: bytes in decimal units, durations as s, m s, h m", "[common][progress]") {
-  CHECK(FormatBytes(0) == "0 B");
-  CHECK(FormatBytes(999) == "999 B");
-  CHECK(FormatBytes(1000) == "1.00 kB");
-  CHECK(FormatBytes(1234567) == "1.23 MB");
-  CHECK(FormatBytes(5e15) == "5.00 PB");
-  CHECK(FormatBytes(2e18) == "2000.00 PB");  // PB is the last unit
-  CHECK(FormatDuration(0) == "0.0s");
-  CHECK(FormatDuration(59.94) == "59.9s");
-  CHECK(FormatDuration(65) == "1m05s");
-  CHECK(FormatDuration(3599) == "59m59s");
-  CHECK(FormatDuration(3600 + 61) == "1h01m");
-  CHECK(FormatDuration(-1) == "?");
-  CHECK(FormatDuration(NAN) == "?");
-}
 
 TEST_CASE("progress: nothing is written off a terminal or when disabled", "[common][progress]") {
   test::TempDir dir;

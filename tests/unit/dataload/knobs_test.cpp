@@ -6,12 +6,12 @@
 using namespace lmkit::dataload;
 
 TEST_CASE("knobs: every table round-trips names and values", "[dataload][knobs]") {
-  for (const auto& e : AccessValues()) CHECK(ValueOf(AccessValues(), e.name) == e.value);
-  for (const auto& e : AdviceValues()) CHECK(ValueOf(AdviceValues(), e.name) == e.value);
+  for (const auto& e : AccessValues()) CHECK(lmkit::FindEnum(AccessValues(), e.name) == e.value);
+  for (const auto& e : AdviceValues()) CHECK(lmkit::FindEnum(AdviceValues(), e.name) == e.value);
   for (const auto& e : CacheModeValues()) CHECK(std::string(CacheModeName(e.value)) == e.name);
   for (const auto& e : OutDtypeValues()) CHECK(std::string(OutDtypeName(e.value)) == e.name);
-  CHECK(NamesOf(CacheModeValues()) == std::vector<std::string>{"as-is", "warm", "cold", "cold-each"});
-  CHECK_FALSE(ValueOf(AccessValues(), "fast").has_value());
+  CHECK(lmkit::EnumChoices(CacheModeValues()) == "as-is, warm, cold or cold-each");
+  CHECK_FALSE(lmkit::FindEnum(AccessValues(), "fast").has_value());
   CHECK(SweepKnobs().size() == 9);
 }
 

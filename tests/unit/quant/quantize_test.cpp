@@ -86,12 +86,14 @@ TEST_CASE("quantize: a NaN weight or a failing extra output writes nothing", "[q
   CHECK_FALSE(std::filesystem::exists(o.output));
 
   o.input = SmallCheckpoint(dir);
-  o.extra_outputs = {{dir.file("no/such/dir/report.json"), [](const QuantizeReport&) { return std::string("{}"); }}};
-  CHECK_FALSE(Quantize(o, nullptr).ok());
+  o.extra_outputs = {dir.file("no/such/dir/report.json")};
+  CHECK_FALSE(Quantize(o, nullptr, [](const QuantizeReport&, size_t) { return std::string("{}"); }).ok());
   CHECK_FALSE(std::filesystem::exists(o.output));
-  o.extra_outputs = {{dir.file("report.txt"),
-                      [](const QuantizeReport& rep) { return std::to_string(rep.params_quantized) + " params"; }}};
-  REQUIRE(Quantize(o, nullptr).ok());
+  o.extra_outputs = {dir.file("report.txt"), dir.file("empty.txt")};
+  REQUIRE(Quantize(o, nullptr, [](const QuantizeReport& rep, size_t i) {
+            return i == 0 ? std::to_string(rep.params_quantized) + " params" : std::string();
+          }).ok());
   CHECK(lmkit::test::ReadAll(dir.file("report.txt")) == "32 params");
+  CHECK(lmkit::test::ReadAll(dir.file("empty.txt")).empty());
   CHECK(std::filesystem::exists(o.output));
 }
