@@ -81,7 +81,31 @@ def families(scale):
         "qwen3_moe_fused": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(
             num_experts=4, num_experts_per_tok=2, moe_intermediate_size=h, norm_topk_prob=True, decoder_sparse_step=1),
             "normalised top-k, fused 3-D experts.gate_up_proj / experts.down_proj as transformers 5 holds them"),
+        "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", dict(mla(h), **dict(
+            num_hidden_layers=3, q_lora_rank=None, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=h,
+            n_shared_experts=2, first_k_dense_replace=1, topk_method="group_limited_greedy", n_group=4, topk_group=2,
+            routed_scaling_factor=1.5, norm_topk_prob=False, mlp_bias=True,
+            rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=64,
+                                 mscale=1.0, mscale_all_dim=0.8))),
+            "MLA with plain q_proj (q_lora_rank null), interleaved rope, yarn with mscale_all_dim in the softmax scale, "
+            "dense layer 0, softmax router with group_limited_greedy, routed_scaling_factor, 2 shared experts, "
+            "mlp_bias, per-expert 2-D tensors"),
+        "deepseek_v3_fused": ("DeepseekV3Config", "DeepseekV3ForCausalLM", dict(mla(h), **dict(
+            num_hidden_layers=3, q_lora_rank=24, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=h,
+            n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=2, routed_scaling_factor=2.5,
+            norm_topk_prob=True, attention_bias=True, rope_interleave=scale == 1,
+            rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=8.0, original_max_position_embeddings=32,
+                                 mscale=1.0, mscale_all_dim=1.0, beta_fast=32, beta_slow=1))),
+            "MLA with low-rank q (q_a_proj, q_a_layernorm, q_b_proj), attention_bias, rope_interleave (the live "
+            "check's width runs rotate-half), yarn mscale, sigmoid router with e_score_correction_bias and top-2-sum "
+            "group limit, norm_topk_prob, routed_scaling_factor, shared expert, dense layer 0, fused 3-D experts"),
     }
+
+
+def mla(h):
+    """DeepSeek's multi-head latent attention sizes: 4 heads (as many KV heads), latent ranks below the width."""
+    return dict(num_key_value_heads=4, kv_lora_rank=h // 2, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12,
+                head_dim=8)  # the config classes' head_dim is the rotary part
 
 
 def randomise(model, seed):
@@ -104,6 +128,9 @@ def randomise(model, seed):
                 p.copy_(off + 0.2 * torch.randn(p.shape, generator=g))
             else:  # biases, e.g. qwen2's q/k/v
                 p.copy_(0.3 * torch.randn(p.shape, generator=g))
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):  # deepseek_v3: shifts which experts are chosen
+                b.copy_(0.3 * torch.randn(b.shape, generator=g))
 
 
 def build(name, seed=0, scale=1):
@@ -134,7 +161,8 @@ def references(model, tokens):
     from the fp32 model as users run it, which must equal the float64 copy's."""
     import copy
     m64 = copy.deepcopy(model).to(torch.float64)
-    if hasattr(m64, "set_experts_implementation") and model.config.model_type in ("mixtral", "qwen2_moe", "qwen3_moe"):
+    if hasattr(m64, "set_experts_implementation") and model.config.model_type in (
+            "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3"):
         m64.set_experts_implementation("eager")  # the grouped matmul kernels take no float64
     with torch.no_grad():
         ids = torch.tensor([tokens], dtype=torch.long)
