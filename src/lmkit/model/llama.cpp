@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -40,10 +41,10 @@ const char* WeightModeName(WeightMode m) {
   return "";
 }
 
-KvCache::KvCache(const LlamaConfig& c, uint32_t capacity) : capacity_(capacity), kv_dim_(c.kv_heads * c.head_dim) {
-  const size_t n = static_cast<size_t>(c.layers) * capacity * kv_dim_;
-  k_.assign(n, 0.0f);
-  v_.assign(n, 0.0f);
+KvCache::KvCache(const LlamaConfig& c, uint32_t capacity)
+    : capacity_(capacity), k_dim_(c.kv_heads * c.head_dim), v_dim_(c.kv_heads * c.v_head_dim) {
+  k_.assign(static_cast<size_t>(c.layers) * capacity * k_dim_, 0.0f);
+  v_.assign(static_cast<size_t>(c.layers) * capacity * v_dim_, 0.0f);
 }
 
 namespace {
@@ -416,14 +417,27 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
       LMKIT_ASSIGN_OR_RETURN(L.q_norm, norm(p + "self_attn.q_norm.weight", head ? hd : qd));
       LMKIT_ASSIGN_OR_RETURN(L.k_norm, norm(p + "self_attn.k_norm.weight", head ? hd : kvd));
     }
-    if (c.fused_qkv) {
+    if (c.mla) {
+      // DeepseekV2/V3Attention: the RMSNorms inside attention keep their class's eps (1e-6), not rms_norm_eps.
+      const std::string a = p + "self_attn.";
+      if (c.q_lora_rank > 0) {
+        LMKIT_ASSIGN_OR_RETURN(L.q_a, lin(a + "q_a_proj", c.q_lora_rank, H, c.mla_bias));
+        LMKIT_ASSIGN_OR_RETURN(L.q_a_norm, ld.Float(a + "q_a_layernorm.weight", {c.q_lora_rank}));
+        LMKIT_ASSIGN_OR_RETURN(L.q, lin(a + "q_b_proj", qd, c.q_lora_rank, false));
+      } else {
+        LMKIT_ASSIGN_OR_RETURN(L.q, lin(a + "q_proj", qd, H, false));
+      }
+      LMKIT_ASSIGN_OR_RETURN(L.kv_a, lin(a + "kv_a_proj_with_mqa", c.kv_lora_rank + c.qk_rope, H, c.mla_bias));
+      LMKIT_ASSIGN_OR_RETURN(L.kv_a_norm, ld.Float(a + "kv_a_layernorm.weight", {c.kv_lora_rank}));
+      LMKIT_ASSIGN_OR_RETURN(L.kv_b, lin(a + "kv_b_proj", c.heads * (c.qk_nope + c.v_head_dim), c.kv_lora_rank, false));
+    } else if (c.fused_qkv) {
       LMKIT_ASSIGN_OR_RETURN(L.q, lin(p + "self_attn.qkv_proj", qd + 2 * kvd, H, c.qkv_bias));
     } else {
       LMKIT_ASSIGN_OR_RETURN(L.q, lin(p + "self_attn.q_proj", qd, H, c.qkv_bias));
       LMKIT_ASSIGN_OR_RETURN(L.k, lin(p + "self_attn.k_proj", kvd, H, c.qkv_bias));
       LMKIT_ASSIGN_OR_RETURN(L.v, lin(p + "self_attn.v_proj", kvd, H, c.qkv_bias));
     }
-    LMKIT_ASSIGN_OR_RETURN(L.o, lin(p + "self_attn.o_proj", H, qd, c.o_bias));
+    LMKIT_ASSIGN_OR_RETURN(L.o, lin(p + "self_attn.o_proj", H, c.heads * c.v_head_dim, c.mla ? c.mla_bias : c.o_bias));
     if (!L.moe) {
       LMKIT_ASSIGN_OR_RETURN(
           L.mlp, mlp(p + "mlp.", c.intermediate, c.mlp_bias, c.fused_gate_up, "gate_proj", "up_proj", "down_proj"));
@@ -436,6 +450,9 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
           ld.index.count(bs) || ld.index.count(bs + "_packed") ? p + "block_sparse_moe." : p + "mlp.";
       const uint32_t E = c.experts, I = c.expert_intermediate;
       LMKIT_ASSIGN_OR_RETURN(L.router, lin(mp + "gate", E, H, false));
+      if (c.router_bias) {
+        LMKIT_ASSIGN_OR_RETURN(L.router_bias, ld.Float(mp + "gate.e_score_correction_bias", {E}));
+      }
       if (ld.index.count(mp + "experts.gate_up_proj")) {
         LMKIT_ASSIGN_OR_RETURN(std::vector<float> gu, ld.Float(mp + "experts.gate_up_proj", {E, 2 * I, H}));
         LMKIT_ASSIGN_OR_RETURN(std::vector<float> dn, ld.Float(mp + "experts.down_proj", {E, H, I}));
@@ -464,8 +481,9 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
         }
       }
       if (c.shared_intermediate > 0) {
-        LMKIT_ASSIGN_OR_RETURN(L.shared, mlp(mp + "shared_expert.", c.shared_intermediate, false, false, "gate_proj",
-                                             "up_proj", "down_proj"));
+        // qwen2_moe's one shared_expert; DeepSeek's n_shared_experts as one MLP (mlp_bias: DeepseekV2MLP).
+        LMKIT_ASSIGN_OR_RETURN(L.shared, mlp(mp + (c.mla ? "shared_experts." : "shared_expert."), c.shared_intermediate,
+                                             c.mla && c.mlp_bias, false, "gate_proj", "up_proj", "down_proj"));
         if (c.shared_gate) {
           LMKIT_ASSIGN_OR_RETURN(L.shared_gate, lin(mp + "shared_expert_gate", 1, H, false));
         }
@@ -486,8 +504,13 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
   // The GEMMs read weights as panels (linear.h): packed once, after everything above that reads rows.
   for (const auto& [l, source] : model.Linears()) const_cast<Linear*>(l)->Pack();
   model.head_.Pack();
+  // deepseek_v3's multi-token-prediction layers follow the decoder's (model.layers.61. in DeepSeek-V3); transformers
+  // does not load them either.
+  std::vector<std::string> mtp;
+  for (uint32_t i = 0; i < c.mtp_layers; ++i) mtp.push_back(fmt::format("{}layers.{}.", pre, c.layers + i));
   for (const auto& [name, ft] : ld.index) {
     if (ld.used.count(name) || name.ends_with("rotary_emb.inv_freq")) continue;
+    if (std::any_of(mtp.begin(), mtp.end(), [&](const std::string& m) { return name.rfind(m, 0) == 0; })) continue;
     if (c.model_type == "gemma3" &&
         (name.find("vision_tower.") != std::string::npos || name.find("multi_modal_projector.") != std::string::npos))
       continue;
@@ -495,8 +518,9 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
                                                       "' is not part of the model config.json describes "
                                                       "(config/weights mismatch)");
   }
-  LMKIT_ASSIGN_OR_RETURN(model.rope_, RopeSchedule::Make(c.rope, hd, c.max_positions, config_path));
-  LMKIT_ASSIGN_OR_RETURN(model.rope_local_, RopeSchedule::Make(c.rope_local, hd, c.max_positions, config_path));
+  LMKIT_ASSIGN_OR_RETURN(model.rope_, RopeSchedule::Make(c.rope, c.rope_head_dim(), c.max_positions, config_path));
+  LMKIT_ASSIGN_OR_RETURN(model.rope_local_,
+                         RopeSchedule::Make(c.rope_local, c.rope_head_dim(), c.max_positions, config_path));
   return model;
 }
 
@@ -510,7 +534,14 @@ std::vector<std::pair<const Linear*, size_t>> LlamaModel::Linears() const {
   };
   for (const Layer& L : layers_) {
     const size_t a = out.size();
-    add(L.q, a);
+    if (!L.kv_a.name.empty()) {  // MLA
+      if (!L.q_a.name.empty()) add(L.q_a, a);
+      add(L.q, L.q_a.name.empty() ? a : out.size());
+      add(L.kv_a, a);
+      add(L.kv_b, out.size());
+    } else {
+      add(L.q, a);
+    }
     if (!L.k.name.empty()) {
       add(L.k, a);
       add(L.v, a);
@@ -603,9 +634,9 @@ RopeTable MakeTable(const RopeSchedule& s, uint32_t p0, uint32_t n) {
 struct AttnArgs {
   const float* q;   // [n, heads * hd]
   const float* kc;  // the layer's cache, [capacity, kv_heads * hd]
-  const float* vc;
-  float* out;  // [n, heads * hd]
-  uint32_t n, p0, heads, kv_heads, hd, window;
+  const float* vc;  // [capacity, kv_heads * vd]
+  float* out;       // [n, heads * vd]
+  uint32_t n, p0, heads, kv_heads, hd, vd, window;
   float scale, softcap;
 };
 
@@ -615,6 +646,7 @@ struct AttnArgs {
 void Attention(const AttnArgs& a, ThreadPool* pool) {
   constexpr uint32_t kBq = 16, kBk = 64;
   const uint32_t qd = a.heads * a.hd, kvd = a.kv_heads * a.hd, group = a.heads / a.kv_heads;
+  const uint32_t od = a.heads * a.vd, vvd = a.kv_heads * a.vd;
   const uint32_t qblocks = (a.n + kBq - 1) / kBq;
   const unsigned workers = pool ? pool->size() : 1;
   struct Scratch {
@@ -625,7 +657,7 @@ void Attention(const AttnArgs& a, ThreadPool* pool) {
     s.s.resize(kBk);
     s.m.resize(kBq);
     s.l.resize(kBq);
-    s.acc.resize(size_t{kBq} * a.hd);
+    s.acc.resize(size_t{kBq} * a.vd);
   }
   // A single decoding step over a short cache is too little work to hand out (see linear.cpp).
   ThreadPool* attn_pool = uint64_t{a.n} * a.heads * (a.p0 + a.n) * a.hd >= (uint64_t{1} << 16) ? pool : nullptr;
@@ -653,25 +685,25 @@ void Attention(const AttnArgs& a, ThreadPool* pool) {
           bm = std::max(bm, s);
         }
         const float mn = std::max(S.m[r], bm), corr = std::exp(S.m[r] - mn);
-        float* acc = &S.acc[size_t{r} * a.hd];
+        float* acc = &S.acc[size_t{r} * a.vd];
         if (corr != 1.0f) {
           S.l[r] *= corr;
-          for (uint32_t i = 0; i < a.hd; ++i) acc[i] *= corr;
+          for (uint32_t i = 0; i < a.vd; ++i) acc[i] *= corr;
         }
         for (uint32_t j = lo; j < hi; ++j) {
           const float p = std::exp(S.s[j - kb] - mn);
           S.l[r] += p;
-          const float* vv = a.vc + size_t{j} * kvd + size_t{kvh} * a.hd;
-          for (uint32_t i = 0; i < a.hd; ++i) acc[i] += p * vv[i];
+          const float* vv = a.vc + size_t{j} * vvd + size_t{kvh} * a.vd;
+          for (uint32_t i = 0; i < a.vd; ++i) acc[i] += p * vv[i];
         }
         S.m[r] = mn;
       }
     }
     for (uint32_t t = t0; t < t1; ++t) {
       const uint32_t r = t - t0;
-      float* o = a.out + size_t{t} * qd + size_t{h} * a.hd;
+      float* o = a.out + size_t{t} * od + size_t{h} * a.vd;
       const float inv = 1.0f / S.l[r];
-      for (uint32_t i = 0; i < a.hd; ++i) o[i] = S.acc[size_t{r} * a.hd + i] * inv;
+      for (uint32_t i = 0; i < a.vd; ++i) o[i] = S.acc[size_t{r} * a.vd + i] * inv;
     }
   });
 }
@@ -716,9 +748,11 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
     return Status::InvalidInput(
         "", fmt::format("sequence of {} tokens exceeds the KV cache capacity {}", cache.length_ + n, cache.capacity_));
   const uint32_t H = c.hidden, hd = c.head_dim, qd = c.heads * hd, kvd = c.kv_heads * hd;
+  const uint32_t vd = c.kv_heads * c.v_head_dim, od = c.heads * c.v_head_dim;
   const uint32_t p0 = cache.length_;
   std::vector<float> x(static_cast<size_t>(n) * H), xn(x.size()), tmp(x.size());
-  std::vector<float> q(static_cast<size_t>(n) * qd), att(q.size()), k(static_cast<size_t>(n) * kvd), v(k.size());
+  std::vector<float> q(static_cast<size_t>(n) * qd), att(static_cast<size_t>(n) * od), k(static_cast<size_t>(n) * kvd),
+      v(static_cast<size_t>(n) * vd);
   std::vector<float> qkv(c.fused_qkv ? static_cast<size_t>(n) * (qd + 2 * kvd) : 0);
   for (uint32_t t = 0; t < n; ++t) {
     const float* e = embed_.data() + static_cast<size_t>(tokens[t]) * H;
@@ -743,7 +777,11 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
       RmsNormRows(x.data(), L.pre_attn, n, c.rms_eps, xn.data());
       ain = xn.data();
     }
-    if (c.fused_qkv) {
+    const RopeTable& rt = c.local_rope[l] ? local : global;
+    if (c.mla) {
+      LMKIT_RETURN_IF_ERROR(MlaProject(L, ain, n, rt.half, rt.cos.data(), rt.sin.data(), q.data(), k.data(), v.data(),
+                                       pool, observer, li));
+    } else if (c.fused_qkv) {
       LMKIT_RETURN_IF_ERROR(observe(ain, n, H, 1));
       L.q.Apply(ain, n, qkv.data(), pool);
       for (uint32_t t = 0; t < n; ++t) {
@@ -765,21 +803,22 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
       RmsNormRows(q.data(), L.q_norm, n, c.rms_eps, q.data());
       RmsNormRows(k.data(), L.k_norm, n, c.rms_eps, k.data());
     }
-    const RopeTable& rt = c.local_rope[l] ? local : global;
     float* kc = cache.k_.data() + static_cast<size_t>(l) * cache.capacity_ * kvd;
-    float* vc = cache.v_.data() + static_cast<size_t>(l) * cache.capacity_ * kvd;
+    float* vc = cache.v_.data() + static_cast<size_t>(l) * cache.capacity_ * vd;
     for (uint32_t t = 0; t < n; ++t) {
       const float* cs = &rt.cos[size_t{t} * rt.half];
       const float* sn = &rt.sin[size_t{t} * rt.half];
-      for (uint32_t h = 0; h < c.heads; ++h) ApplyRope(&q[size_t{t} * qd + h * hd], 2 * rt.half, cs, sn);
-      for (uint32_t h = 0; h < c.kv_heads; ++h) ApplyRope(&k[size_t{t} * kvd + h * hd], 2 * rt.half, cs, sn);
+      if (!c.mla) {  // MlaProject rotated its own
+        for (uint32_t h = 0; h < c.heads; ++h) ApplyRope(&q[size_t{t} * qd + h * hd], 2 * rt.half, cs, sn);
+        for (uint32_t h = 0; h < c.kv_heads; ++h) ApplyRope(&k[size_t{t} * kvd + h * hd], 2 * rt.half, cs, sn);
+      }
       std::copy_n(&k[size_t{t} * kvd], kvd, kc + size_t{p0 + t} * kvd);
-      std::copy_n(&v[size_t{t} * kvd], kvd, vc + size_t{p0 + t} * kvd);
+      std::copy_n(&v[size_t{t} * vd], vd, vc + size_t{p0 + t} * vd);
     }
-    Attention({q.data(), kc, vc, att.data(), n, p0, c.heads, c.kv_heads, hd, c.window[l],
+    Attention({q.data(), kc, vc, att.data(), n, p0, c.heads, c.kv_heads, hd, c.v_head_dim, c.window[l],
                static_cast<float>(c.attn_scale), static_cast<float>(c.attn_softcap)},
               pool);
-    LMKIT_RETURN_IF_ERROR(observe(att.data(), n, qd, 1));
+    LMKIT_RETURN_IF_ERROR(observe(att.data(), n, od, 1));
     L.o.Apply(att.data(), n, tmp.data(), pool);
     if (!L.post_attn.empty()) RmsNormRows(tmp.data(), L.post_attn, n, c.rms_eps, tmp.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
@@ -809,9 +848,68 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
   return Status::Ok();
 }
 
-// Router softmax (fp32) over the experts, top-k by probability (ties to the lower index), optionally renormalised;
-// each expert runs on the rows routed to it and its output, times the routing weight, is added in expert order, then
-// the shared expert times sigmoid(shared_expert_gate).
+// DeepseekV2/V3Attention: the no-position part of each head's query and key (qk_nope dims) is followed by the rotary
+// part (qk_rope dims); the rotary key is one vector shared by every head, rotated once.
+Status LlamaModel::MlaProject(const Layer& L, const float* x, uint32_t n, uint32_t half, const float* rope_cos,
+                              const float* rope_sin, float* q, float* k, float* v, ThreadPool* pool,
+                              ActivationObserver* observer, size_t& li) const {
+  const LlamaConfig& c = config_;
+  const uint32_t H = c.hidden, hd = c.head_dim, nope = c.qk_nope, rope = c.qk_rope, vhd = c.v_head_dim;
+  const uint32_t R = c.kv_lora_rank, heads = c.heads;
+  constexpr double kInnerEps = 1e-6;  // DeepseekV2RMSNorm's default: q_a_layernorm / kv_a_layernorm
+  auto observe = [&](const float* in, uint32_t cols) -> Status {
+    if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, in, n, cols));
+    ++li;
+    return Status::Ok();
+  };
+  if (!L.q_a.name.empty()) {
+    std::vector<float> qa(size_t{n} * c.q_lora_rank);
+    LMKIT_RETURN_IF_ERROR(observe(x, H));
+    L.q_a.Apply(x, n, qa.data(), pool);
+    RmsNormRows(qa.data(), L.q_a_norm, n, kInnerEps, qa.data());
+    LMKIT_RETURN_IF_ERROR(observe(qa.data(), c.q_lora_rank));
+    L.q.Apply(qa.data(), n, q, pool);
+  } else {
+    LMKIT_RETURN_IF_ERROR(observe(x, H));
+    L.q.Apply(x, n, q, pool);
+  }
+  std::vector<float> ckv(size_t{n} * (R + rope)), latent(size_t{n} * R), kv(size_t{n} * heads * (nope + vhd));
+  LMKIT_RETURN_IF_ERROR(observe(x, H));
+  L.kv_a.Apply(x, n, ckv.data(), pool);
+  for (uint32_t t = 0; t < n; ++t)
+    RmsNorm(&ckv[size_t{t} * (R + rope)], L.kv_a_norm.data(), R, kInnerEps, &latent[size_t{t} * R]);
+  LMKIT_RETURN_IF_ERROR(observe(latent.data(), R));
+  L.kv_b.Apply(latent.data(), n, kv.data(), pool);
+  for (uint32_t t = 0; t < n; ++t) {
+    const float* cs = rope_cos + size_t{t} * half;
+    const float* sn = rope_sin + size_t{t} * half;
+    float* kr = &ckv[size_t{t} * (R + rope) + R];  // the shared rotary key
+    auto rotate = [&](float* r) {
+      if (c.rope_interleave) {
+        ApplyRopeInterleaved(r, 2 * half, cs, sn);
+      } else {
+        ApplyRope(r, 2 * half, cs, sn);
+      }
+    };
+    rotate(kr);
+    for (uint32_t h = 0; h < heads; ++h) {
+      rotate(q + (size_t{t} * heads + h) * hd + nope);
+      const float* src = &kv[(size_t{t} * heads + h) * (nope + vhd)];
+      float* kh = k + (size_t{t} * heads + h) * hd;
+      std::copy_n(src, nope, kh);
+      std::copy_n(kr, rope, kh + nope);
+      std::copy_n(src + nope, vhd, v + (size_t{t} * heads + h) * vhd);
+    }
+  }
+  return Status::Ok();
+}
+
+// Router scores (fp32): softmax over the experts, or (deepseek_v3) each logit's sigmoid plus e_score_correction_bias
+// for the choice only; DeepSeek's group limit keeps the experts of the topk_group best groups (V2 masks the others to
+// 0, V3 to -inf); top-k by that choice (ties to the lower index); weights are the scores (V2: the masked ones),
+// renormalised when norm_topk_prob, times routed_scaling_factor. Each expert runs on the rows routed to it and its
+// output, times the routing weight, is added in expert order, then the shared expert (times
+// sigmoid(shared_expert_gate) for qwen2_moe).
 Status LlamaModel::MoeBlock(const Layer& L, const float* x, uint32_t n, float* y, ThreadPool* pool,
                             ActivationObserver* observer, size_t& li) const {
   const LlamaConfig& c = config_;
@@ -821,20 +919,48 @@ Status LlamaModel::MoeBlock(const Layer& L, const float* x, uint32_t n, float* y
   std::vector<float> rl(size_t{n} * E);
   L.router.Apply(x, n, rl.data(), pool);
   std::vector<std::vector<std::pair<uint32_t, float>>> routed(E);  // per expert: (row, weight)
-  std::vector<uint32_t> order(E);
-  std::vector<float> prob(E);
+  std::vector<uint32_t> order(E), gorder(c.n_group);
+  std::vector<float> prob(E), choice(E), gscore(c.n_group), pair(2);
+  const bool sigmoid = c.scoring == RouterScoring::kSigmoid;
   for (uint32_t t = 0; t < n; ++t) {
     const float* r = &rl[size_t{t} * E];
-    const float mx = *std::max_element(r, r + E);
-    float sum = 0;
-    for (uint32_t e = 0; e < E; ++e) sum += prob[e] = std::exp(r[e] - mx);
-    for (uint32_t e = 0; e < E; ++e) prob[e] /= sum;
+    if (sigmoid) {
+      for (uint32_t e = 0; e < E; ++e) prob[e] = 1.0f / (1.0f + std::exp(-r[e]));
+    } else {
+      const float mx = *std::max_element(r, r + E);
+      float sum = 0;
+      for (uint32_t e = 0; e < E; ++e) sum += prob[e] = std::exp(r[e] - mx);
+      for (uint32_t e = 0; e < E; ++e) prob[e] /= sum;
+    }
+    for (uint32_t e = 0; e < E; ++e) choice[e] = L.router_bias.empty() ? prob[e] : prob[e] + L.router_bias[e];
+    if (c.group_limit != GroupLimit::kNone) {
+      const uint32_t G = c.n_group, gs = E / G;
+      for (uint32_t g = 0; g < G; ++g) {
+        const float* cg = &choice[size_t{g} * gs];
+        if (c.group_limit == GroupLimit::kMax) {
+          gscore[g] = *std::max_element(cg, cg + gs);
+        } else {  // the sum of the group's two best
+          std::partial_sort_copy(cg, cg + gs, pair.begin(), pair.end(), std::greater<float>());
+          gscore[g] = pair[0] + pair[1];
+        }
+        gorder[g] = g;
+      }
+      std::stable_sort(gorder.begin(), gorder.end(), [&](uint32_t a, uint32_t b) { return gscore[a] > gscore[b]; });
+      const float masked = c.group_limit == GroupLimit::kMax ? 0.0f : -INFINITY;
+      for (uint32_t j = c.topk_group; j < G; ++j) std::fill_n(&choice[size_t{gorder[j]} * gs], gs, masked);
+    }
     for (uint32_t e = 0; e < E; ++e) order[e] = e;
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return prob[a] > prob[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return choice[a] > choice[b]; });
+    // The weight of a chosen expert: its score (V3: without the correction bias; V2: after the group mask).
+    auto weight = [&](uint32_t e) { return sigmoid ? prob[e] : choice[e]; };
     float top = 0;
-    for (uint32_t j = 0; j < K; ++j) top += prob[order[j]];
-    for (uint32_t j = 0; j < K; ++j)
-      routed[order[j]].emplace_back(t, c.norm_topk_prob ? prob[order[j]] / top : prob[order[j]]);
+    for (uint32_t j = 0; j < K; ++j) top += weight(order[j]);
+    const float scale = static_cast<float>(c.routed_scale);
+    for (uint32_t j = 0; j < K; ++j) {
+      float w = c.norm_topk_prob ? weight(order[j]) / top : weight(order[j]);
+      if (c.routed_scale != 1.0) w *= scale;
+      routed[order[j]].emplace_back(t, w);
+    }
   }
   std::fill_n(y, size_t{n} * H, 0.0f);
   const bool all = observer && observer->RouteAllExperts();

@@ -1,8 +1,8 @@
 // A decoder-only causal LM of the families config.h lists (Llama 3.x, Mistral, Qwen2/2.5, Qwen3, Gemma 2/3, Phi-3,
-// OLMo 2, Mixtral, Qwen2-MoE, Qwen3-MoE: RMSNorms placed as the family does, RoPE of every rope_type in Hugging Face's
-// rotate-half order, grouped-query attention with per-layer sliding windows and soft-capping, gated MLPs or routed
-// experts, tied or untied head) loaded from a Hugging Face checkpoint, with a multithreaded fp32 CPU forward pass and a
-// KV cache. The class keeps its historical name.
+// OLMo 2, Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek V2/V3: RMSNorms placed as the family does, RoPE of every rope_type in
+// Hugging Face's rotate-half order or DeepSeek's interleaved pairs, grouped-query or multi-head latent attention with
+// per-layer sliding windows and soft-capping, gated MLPs or routed experts, tied or untied head) loaded from a Hugging
+// Face checkpoint, with a multithreaded fp32 CPU forward pass and a KV cache. The class keeps its historical name.
 //
 // Loading contract: LlamaModel::Load(PATH) opens PATH with io::OpenCheckpoint (a model directory: config.json plus
 // model.safetensors, or shards listed by model.safetensors.index.json under its strict rules; or a .safetensors file
@@ -56,8 +56,10 @@ class KvCache {
 
  private:
   friend class LlamaModel;
-  uint32_t capacity_ = 0, length_ = 0, kv_dim_ = 0;
-  std::vector<float> k_, v_;  // [layers][capacity][kv_heads * head_dim]
+  uint32_t capacity_ = 0, length_ = 0, k_dim_ = 0, v_dim_ = 0;
+  // [layers][capacity][kv_heads * head_dim] and [...][kv_heads * v_head_dim]; MLA keeps each head's expanded key and
+  // value (not the latent), so that attention is the same code for every family.
+  std::vector<float> k_, v_;
 };
 
 // Receives the input rows of each Linear (index into LinearNames()) during Forward; called from the calling thread.
@@ -77,13 +79,14 @@ class LlamaModel {
   const LlamaConfig& config() const { return config_; }
   WeightMode mode() const { return mode_; }
   const std::string& path() const { return path_; }
-  // Module names of the quantizable Linear layers in forward order. Per layer: q, k, v (or phi3's one qkv_proj), o;
+  // Module names of the quantizable Linear layers in forward order. Per layer: q, k, v (or phi3's one qkv_proj; or
+  // MLA's q_a_proj, q_b_proj (or q_proj), kv_a_proj_with_mqa, kv_b_proj), o;
   // then a dense MLP's gate, up (or gate_up_proj), down, or a MoE block's router (mlp.gate), each routed expert's
   // gate, up, down, and the shared expert's gate, up, down and shared_expert_gate. Llama-like dense layers give 7.
   std::vector<std::string> LinearNames() const;
   // For each entry of LinearNames(), the index of the first Linear that reads the same input rows (itself when it is
   // the first): q/k/v share one, gate/up another, a MoE block's router, shared expert and shared gate a third, each
-  // expert's gate/up their own (the rows routed to it).
+  // expert's gate/up their own (the rows routed to it); MLA's q_a_proj (or q_proj) and kv_a_proj_with_mqa one.
   std::vector<size_t> LinearInputSource() const;
 
   KvCache NewCache(uint32_t capacity) const { return KvCache(config_, capacity); }
@@ -98,15 +101,24 @@ class LlamaModel {
     // Empty when the family has no such norm (config.h NormPlacement); gemma's are stored as (1 + w).
     std::vector<float> pre_attn, post_attn, pre_mlp, post_mlp;
     std::vector<float> q_norm, k_norm;
-    Linear q, k, v, o;  // fused_qkv: q holds qkv_proj and k, v are empty
-    Mlp mlp;            // dense layers
+    Linear q, k, v, o;       // fused_qkv: q holds qkv_proj and k, v are empty; MLA: q holds q_proj or q_b_proj
+    Linear q_a, kv_a, kv_b;  // MLA: q_a_proj (q_lora_rank > 0), kv_a_proj_with_mqa, kv_b_proj
+    std::vector<float> q_a_norm, kv_a_norm;  // MLA: q_a_layernorm, kv_a_layernorm
+    Mlp mlp;                                 // dense layers
     Linear router, shared_gate;
+    std::vector<float> router_bias;  // deepseek_v3: e_score_correction_bias
     std::vector<Mlp> experts;
     Mlp shared;
     bool moe = false;
   };
   // Every Linear in LinearNames() order with the index of the Linear whose input it shares.
   std::vector<std::pair<const Linear*, size_t>> Linears() const;
+  // MLA's queries, keys and values of n rows of `x`, rotated by `rope_cos`/`rope_sin` ([n][half], half = rotated
+  // dims / 2): q [n, heads * head_dim], k the same, v [n, heads * v_head_dim]. Observes q_a/q/kv_a/kv_b from
+  // LinearNames()[li] on.
+  Status MlaProject(const Layer& L, const float* x, uint32_t n, uint32_t half, const float* rope_cos,
+                    const float* rope_sin, float* q, float* k, float* v, ThreadPool* pool, ActivationObserver* observer,
+                    size_t& li) const;
   Status MoeBlock(const Layer& L, const float* x, uint32_t n, float* y, ThreadPool* pool, ActivationObserver* observer,
                   size_t& li) const;
   Status RunMlp(const Mlp& m, const float* x, uint64_t rows, float* y, ThreadPool* pool, ActivationObserver* observer,

@@ -196,4 +196,12 @@ void ApplyRope(float* v, uint32_t rot_dim, const float* cos, const float* sin) {
   }
 }
 
+void ApplyRopeInterleaved(float* v, uint32_t rot_dim, const float* cos, const float* sin) {
+  for (uint32_t i = 0; i < rot_dim / 2; ++i) {
+    const float x0 = v[2 * i], x1 = v[2 * i + 1];
+    v[2 * i] = x0 * cos[i] - x1 * sin[i];
+    v[2 * i + 1] = x1 * cos[i] + x0 * sin[i];
+  }
+}
+
 }  // namespace lmkit::model

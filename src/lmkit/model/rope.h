@@ -1,7 +1,7 @@
 // Rotary position embeddings of every rope_type transformers 5 implements for the supported families (its
 // modeling_rope_utils.py, the reference for each formula): default, linear, dynamic (NTK), llama3, yarn, longrope, each
 // with partial_rotary_factor. Frequencies are computed in double; they are applied in Hugging Face's rotate-half order
-// to the first rot_dim dimensions of each head, the rest passing through.
+// (or DeepSeek's interleaved pairs) to the first rot_dim dimensions of each head, the rest passing through.
 #pragma once
 
 #include <cstdint>
@@ -43,5 +43,9 @@ class RopeSchedule {
 
 // Rotates one head vector v[0, head_dim) at a position with precomputed cos/sin of [rot_dim / 2] angles.
 void ApplyRope(float* v, uint32_t rot_dim, const float* cos, const float* sin);
+// The same rotation over DeepSeek's interleaved layout: pair i is (v[2i], v[2i + 1]) (transformers' DeepseekV2
+// complex rotation and DeepseekV3's rope_interleave, whose de-interleaved output differs only by a permutation that
+// queries and keys share).
+void ApplyRopeInterleaved(float* v, uint32_t rot_dim, const float* cos, const float* sin);
 
 }  // namespace lmkit::model

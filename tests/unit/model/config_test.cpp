@@ -226,7 +226,7 @@ TEST_CASE("config: sliding windows per layer and the fields that change the math
   j.erase("attention_chunk_size");
   j["hidden_act"] = "relu2";
   CHECK(Err(j) == "c.json: field 'hidden_act' \"relu2\" is not implemented (silu, gelu, gelu_pytorch_tanh)");
-  // Families: olmo2 (post-norms, full-width q/k norms), phi3 (fused), MoE counts; DeepSeek's MLA is refused.
+  // Families: olmo2 (post-norms, full-width q/k norms), phi3 (fused), MoE counts.
   auto o = ParseLlamaConfig(Small("olmo2"), "c.json");
   REQUIRE(o.ok());
   CHECK(o->norms == NormPlacement::kPost);
@@ -243,7 +243,100 @@ TEST_CASE("config: sliding windows per layer and the fields that change the math
   CHECK(q->experts == 6);
   CHECK(q->norm_topk_prob);
   CHECK(q->qk_norm == io::QkNorm::kPerHead);
-  j = Small("deepseek_v3");
-  for (const char* k : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) j[k] = 16;
-  CHECK(Err(j) == "c.json: model_type 'deepseek_v3': multi-head latent attention (kv_lora_rank) is not implemented");
+}
+
+// DeepSeek V2/V3: MLA sizes, the router's fields with transformers 5.24's class defaults, and each field whose other
+// values the forward pass does not implement refused by name.
+TEST_CASE("config: deepseek_v2 / deepseek_v3 MLA and routing fields", "[model][config]") {
+  Json j = Small("deepseek_v3");
+  j["num_key_value_heads"] = 4;
+  for (const char* k : {"qk_nope_head_dim", "qk_rope_head_dim"}) j[k] = 8;
+  j["kv_lora_rank"] = 16;
+  j["v_head_dim"] = 12;
+  j["q_lora_rank"] = 24;
+  j["n_routed_experts"] = 8;
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 32;
+  j["first_k_dense_replace"] = 1;
+  j["n_group"] = 4;
+  j["topk_group"] = 2;
+  j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}, {"factor", 4.0},
+                          {"mscale", 1.0},       {"mscale_all_dim", 0.5}, {"original_max_position_embeddings", 64}};
+  auto c = ParseLlamaConfig(j, "c.json");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->mla);
+  CHECK(c->head_dim == 16);
+  CHECK(c->v_head_dim == 12);
+  CHECK(c->rope_head_dim() == 8);
+  CHECK(c->q_lora_rank == 24);
+  CHECK(c->rope_interleave);  // DeepseekV3Config's default
+  CHECK(c->mtp_layers == 1);  // num_nextn_predict_layers' default
+  CHECK(c->scoring == RouterScoring::kSigmoid);
+  CHECK(c->router_bias);
+  CHECK(c->norm_topk_prob);       // default True in V3
+  CHECK(c->routed_scale == 2.5);  // default 2.5 in V3
+  CHECK(c->group_limit == GroupLimit::kTop2Sum);
+  CHECK(c->moe == std::vector<bool>{false, true, true, true});
+  // 16^-1/2 x (0.1 x 0.5 x ln 4 + 1)^2: yarn's mscale_all_dim scales the softmax.
+  const double m = 0.1 * 0.5 * std::log(4.0) + 1.0;
+  CHECK(c->attn_scale == Approx(m * m / 4.0).epsilon(1e-12));
+  j["rope_interleave"] = false;
+  j["routed_scaling_factor"] = 1.0;
+  CHECK_FALSE(ParseLlamaConfig(j, "c.json")->rope_interleave);
+  CHECK(ParseLlamaConfig(j, "c.json")->routed_scale == 1.0);
+  j["topk_method"] = "greedy";
+  CHECK(Err(j) == "c.json: field 'topk_method' (\"greedy\") is not implemented for deepseek_v3 (noaux_tc only)");
+  j.erase("topk_method");
+  j["scoring_func"] = "softmax";
+  CHECK(Err(j) == "c.json: field 'scoring_func' (\"softmax\") is not implemented for deepseek_v3 (sigmoid only)");
+  j.erase("scoring_func");
+  j["moe_layer_freq"] = 2;
+  CHECK(ParseLlamaConfig(j, "c.json").status().code() == ErrorCode::kUnsupported);
+  j.erase("moe_layer_freq");
+  j["n_group"] = 3;
+  CHECK(Err(j) == "c.json: field 'n_group' (3) must divide the 8 routed experts");
+  j["n_group"] = 8;
+  j["topk_group"] = 4;
+  CHECK(Err(j) == "c.json: field 'n_group' (8) leaves fewer than 2 experts per group");
+  j["n_group"] = 4;
+  j["topk_group"] = 1;
+  j["num_experts_per_tok"] = 3;
+  CHECK(Err(j) == "c.json: field 'num_experts_per_tok' (3) exceeds the 2 experts of topk_group 1 groups");
+  j["num_experts_per_tok"] = 2;
+  j["num_key_value_heads"] = 2;
+  CHECK(ParseLlamaConfig(j, "c.json").status().code() == ErrorCode::kUnsupported);
+  j["num_key_value_heads"] = 4;
+
+  // V2: softmax, greedy unless group_limited_greedy, never renormalised, routed_scaling_factor 1 by default.
+  j["model_type"] = "deepseek_v2";
+  j.erase("n_group");
+  j.erase("topk_group");
+  j["q_lora_rank"] = nullptr;  // DeepSeek-V2-Lite: a plain q_proj
+  j["norm_topk_prob"] = false;
+  j.erase("routed_scaling_factor");
+  j["rope_interleave"] = false;  // not read by DeepseekV2 (always interleaved)
+  c = ParseLlamaConfig(j, "c.json");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->q_lora_rank == 0);
+  CHECK(c->rope_interleave);
+  CHECK(c->scoring == RouterScoring::kSoftmax);
+  CHECK_FALSE(c->router_bias);
+  CHECK(c->group_limit == GroupLimit::kNone);
+  CHECK(c->routed_scale == 1.0);
+  CHECK(c->mtp_layers == 0);
+  j["topk_method"] = "group_limited_greedy";
+  CHECK(Err(j) == "c.json: field 'n_group' is needed by group-limited routing");
+  j["n_group"] = 2;
+  j["topk_group"] = 1;
+  CHECK(ParseLlamaConfig(j, "c.json")->group_limit == GroupLimit::kMax);
+  j["topk_method"] = "noaux_tc";
+  CHECK(Err(j) ==
+        "c.json: field 'topk_method' (\"noaux_tc\") is not implemented for deepseek_v2 (greedy, group_limited_greedy)");
+  j.erase("topk_method");
+  j["norm_topk_prob"] = true;
+  CHECK(Err(j) ==
+        "c.json: field 'norm_topk_prob' (true) is not implemented for deepseek_v2 (transformers' router "
+        "never renormalises)");
 }

@@ -78,9 +78,9 @@ std::vector<uint32_t> Greedy(const LlamaModel& m, const std::vector<uint32_t>& p
   return ids;
 }
 
-const char* const kFamilies[] = {"llama3",  "llama_linear", "llama_dynamic",  "mistral", "qwen2",
-                                 "qwen3",   "gemma2",       "gemma3",         "phi3",    "olmo2",
-                                 "mixtral", "qwen2_moe",    "qwen3_moe_fused"};
+const char* const kFamilies[] = {"llama3",  "llama_linear", "llama_dynamic",   "mistral",     "qwen2",
+                                 "qwen3",   "gemma2",       "gemma3",          "phi3",        "olmo2",
+                                 "mixtral", "qwen2_moe",    "qwen3_moe_fused", "deepseek_v2", "deepseek_v3_fused"};
 
 // A copy of fixture `family` in `dir` with config.json edited by `edit` (the weights linked, not copied).
 std::string Variant(const std::string& family, const std::string& dir, const std::function<void(Json&)>& edit) {
