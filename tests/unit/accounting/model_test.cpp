@@ -132,6 +132,7 @@ TEST_CASE("model: an unsupported model_type points to explicit dimensions", "[ac
   CHECK(m.status().code() == lmkit::ErrorCode::kUnsupported);
   CHECK(m.status().ToString() ==
         "rwkv.json: model_type 'rwkv' is not supported (known: gpt2, gpt_neox, falcon, llama, mistral, mixtral, qwen2, "
-        "qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, gemma3_text, phi3, olmo2, deepseek, deepseek_v2, deepseek_v3); "
+        "qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, gemma3_text, phi3, olmo2, deepseek, deepseek_v2, deepseek_v3, "
+        "llama4, llama4_text, gpt_oss); "
         "describe it by explicit dimensions instead (layers, d_model, heads, vocab ...)");
 }
