@@ -40,7 +40,7 @@ int64_t OutputChannels(const ModelSpec& m) {
 // Korthikanti et al. 2022, Table 2: bytes of one layer at 16-bit activations (1-byte dropout masks), no parallelism.
 double KorthikantiLayer(double s, double b, double h, double a, Recompute r) {
   if (r == Recompute::kFull) return 2.0 * s * b * h;
-  if (r == Recompute::kSelective) return 34.0 * s * b * h;
+  if (r == Recompute::kSelective || r == Recompute::kDeepSeek) return 34.0 * s * b * h;
   return s * b * h * (34.0 + 5.0 * a * s / h);
 }
 

@@ -347,6 +347,6 @@ TEST_CASE("params: Llama 4 and gpt-oss layer structure", "[accounting][params]")
   // One layer by hand: q/k/v/o with biases, 64 sinks, two norms, router 2880x128 + 128, 128 experts of fused
   // gate_up (2880 x 5760 + 5760) and down (2880 x 2880 + 2880).
   const int64_t attn = (2880 * 4096 + 4096) + 2 * (2880 * 512 + 512) + (4096 * 2880 + 2880) + 64;
-  const int64_t experts = 128 * (2880 * 5760 + 5760 + 2880 * 2880 + 2880);
+  const int64_t experts = int64_t{128} * (2880 * 5760 + 5760 + 2880 * 2880 + 2880);
   CHECK(CountParameters(oss).per_layer_max == attn + 2 * 2880 + (2880 * 128 + 128) + experts);
 }
