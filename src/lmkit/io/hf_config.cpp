@@ -585,13 +585,14 @@ Result<int64_t> VisionParams(const Json& config, const std::string& subject, boo
   const Json& v =
       config.contains("vision_config") && config["vision_config"].is_object() ? config["vision_config"] : empty;
   Reader r(v, subject, true);
+  // Bounds that keep channels·patch²·hidden and patches·hidden exact.
   constexpr int64_t kMaxImage = int64_t{1} << 16;
   LMKIT_READ(int64_t h, r.Dim({"hidden_size"}, 768, kMaxWidth));
   LMKIT_READ(int64_t f, r.Dim({"intermediate_size"}, llama4 ? 5632 : 3072, kMaxWidth));
   LMKIT_READ(int64_t layers, r.Dim({"num_hidden_layers"}, llama4 ? 34 : 12, kMaxCount));
-  LMKIT_READ(int64_t channels, r.Dim({"num_channels"}, 3, kMaxCount));
+  LMKIT_READ(int64_t channels, r.Dim({"num_channels"}, 3, 64));
   LMKIT_READ(int64_t image, r.Dim({"image_size"}, llama4 ? 448 : 224, kMaxImage));
-  LMKIT_READ(int64_t patch, r.Dim({"patch_size"}, llama4 ? 14 : 16, kMaxImage));
+  LMKIT_READ(int64_t patch, r.Dim({"patch_size"}, llama4 ? 14 : 16, int64_t{1} << 12));
   const int64_t patches = (image / patch) * (image / patch);
   const int64_t per_layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h;
   int64_t p = layers * per_layer;

@@ -285,3 +285,21 @@ TEST_CASE("flops: Llama 4 and gpt-oss count the active experts, the shared exper
   CHECK(C(oss, Component::kAttnScores) ==
         t2 * 64 * 64 * (18ULL * 128 + 18ULL * 1000));  // 18 layers x 128 keys + 18 x 1000 keys, 64 heads x 64 dims
 }
+
+// --recompute deepseek (DeepSeek-V3 report §3.2.3) runs selective's attention core plus MLA's up-projections again:
+// q_b_proj 1536 -> 128 x 192 and kv_b_proj 512 -> 128 x (128 + 128) in each of the 61 layers.
+TEST_CASE("flops: DeepSeek-V3's recomputation adds the MLA up-projections to selective", "[accounting][flops]") {
+  FlopsOptions o;
+  o.seq_len = 4096;
+  o.recompute = Recompute::kSelective;
+  auto sel = Flops(lmkit::test::Preset("deepseek-v3"), o);
+  o.recompute = Recompute::kDeepSeek;
+  auto ds = Flops(lmkit::test::Preset("deepseek-v3"), o);
+  CHECK(ds.recompute == sel.recompute + 2ULL * 4096 * 61 * (1536ULL * 128 * 192 + 512ULL * 128 * 256));
+  CHECK(ds.model == sel.model);  // MFU's model FLOPs do not count recomputation
+  // A model without MLA recomputes only the attention core.
+  o.recompute = Recompute::kSelective;
+  auto a = Flops(lmkit::test::Preset("llama-3-8b"), o);
+  o.recompute = Recompute::kDeepSeek;
+  CHECK(Flops(lmkit::test::Preset("llama-3-8b"), o).recompute == a.recompute);
+}
