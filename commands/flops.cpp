@@ -17,7 +17,8 @@ const char* kFlopsConventions = R"(Conventions (defaults; flags change them):
   The embedding lookup costs nothing; the LM head (d x V) is counted (--no-lm-head drops it).
   Softmax, norms and elementwise ops are not counted (--softmax adds Chinchilla's 3*heads*T^2 per layer).
   Backward = 2 x forward. --recompute full runs every layer's forward again but not the LM head (Megatron, HF
-    gradient checkpointing); --recompute selective runs QK^T, softmax and attention x V again (Korthikanti et al.).
+    gradient checkpointing); --recompute selective runs QK^T, softmax and attention x V again (Korthikanti et al.);
+    --recompute deepseek also MLA's up-projections (DeepSeek-V3 report, sec. 3.2.3).
   MFU divides model FLOPs (forward + backward, no recomputation: PaLM, torchtitan); the step time is
     model FLOPs / (peak x --mfu), and HFU (recomputation counted) is reported beside it.
   6*N*D uses N = active parameters; PaLM's 6N + 12*L*H*Q*T excludes the input tables no matmul reads (an untied

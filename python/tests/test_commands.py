@@ -153,3 +153,15 @@ def test_layouts_searches_like_memory_search():
                            "--global-batch", "64", "--top", "3")
     best = got["search"]["best"]
     assert 0 < len(best) <= 3 and best[0]["step_s"] <= best[-1]["step_s"]
+
+
+def test_memory_on_the_llama4_gpt_oss_mistral_gemma_presets():
+    for name in ("llama-4-scout", "llama-4-maverick", "gpt-oss-20b", "gpt-oss-120b", "mistral-large-2",
+                 "gemma-3-27b"):
+        got = lmkit.memory(name, per_stage=True, tp=8, pp=4, gpus=256, global_batch=256, seq_len=4096,
+                           recompute="selective", distributed_optimizer=True, gpu="h100")
+        assert len(got["memory"]["stages"]) == 4, name
+    # DeepSeek-V3's published layout fits with the savings its report describes.
+    ds = lmkit.memory("deepseek-v3", pp=16, ep=64, gpus=2048, global_batch=15360, zero=1, seq_len=4096, gpu="h800",
+                      recompute="deepseek")
+    assert ds["memory"]["fits"] is True

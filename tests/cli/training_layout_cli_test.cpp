@@ -136,3 +136,40 @@ TEST_CASE("training cli: Qwen3-MoE and DeepSeek-V3 configs as transformers 5 wri
   auto d = StdoutJson(RunLmkit({"--json", "flops", TestData("accounting/tiny-hf5/deepseek_v3.json")}));
   CHECK(d["params"]["total"].get<int64_t>() == 95412);
 }
+
+// The issue-42 presets end to end: flops and memory read them, the layout search runs on them, and the parameter
+// counts are params_test.cpp's (transformers' own modules).
+TEST_CASE("training cli: Llama 4, gpt-oss, Mistral Large 2 and Gemma 3 27B presets", "[accounting][cli][training]") {
+  const std::pair<const char*, int64_t> presets[] = {
+      {"llama-4-scout", 107769861120}, {"llama-4-maverick", 400711848960}, {"gpt-oss-20b", 20914757184},
+      {"gpt-oss-120b", 116829156672},  {"mistral-large-2", 122610069504},  {"gemma-3-27b", 27009346304},
+  };
+  for (const auto& [name, total] : presets) {
+    INFO(name);
+    auto f = StdoutJson(RunLmkit({"--json", "flops", name, "--seq-len", "4096"}));
+    CHECK(f["params"]["total"].get<int64_t>() == total);
+    auto m = RunLmkit({"--json", "memory", name, "--tp", "8", "--pp", "4", "--gpus", "256", "--global-batch", "256",
+                       "--seq-len", "4096", "--recompute", "selective", "--distributed-optimizer", "--per-stage"});
+    INFO(m.err);
+    REQUIRE(m.exit_code == 0);
+    auto j = lmkit::ParseJson(m.out, "stdout");
+    REQUIRE(j.ok());
+    CHECK((*j)["memory"]["stages"].size() == 4);
+    auto s = RunLmkit({"--json", "memory", name, "--search", "--gpus", "256", "--gpu", "h100", "--seq-len", "4096",
+                       "--global-batch", "256", "--top", "2"});
+    INFO(s.err);
+    REQUIRE(s.exit_code == 0);
+    auto sj = lmkit::ParseJson(s.out, "stdout");
+    REQUIRE(sj.ok());
+    CHECK((*sj)["search"]["evaluated"].get<int64_t>() > 0);
+    CHECK((*sj)["search"]["best"].size() >= 1);
+  }
+  // The multimodal presets report their vision tower apart from the language model.
+  auto scout = StdoutJson(RunLmkit({"--json", "flops", "llama-4-scout"}));
+  CHECK(scout["params"]["vision"].get<int64_t>() == 871932416);
+  // DeepSeek-V3's published run fits with the report's own savings, which `--recompute deepseek` names.
+  auto ds = StdoutJson(
+      RunLmkit({"--json", "memory", "deepseek-v3", "--pp", "16", "--ep", "64", "--gpus", "2048", "--global-batch",
+                "15360", "--zero", "1", "--seq-len", "4096", "--gpu", "h800", "--recompute", "deepseek"}));
+  CHECK(ds["memory"]["fits"] == true);
+}

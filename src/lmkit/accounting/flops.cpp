@@ -121,8 +121,10 @@ Status CheckOptions(int64_t batch, int64_t seq) {
   return Status::Ok();
 }
 
-constexpr EnumName<Recompute> kRecomputeNames[] = {
-    {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}};
+constexpr EnumName<Recompute> kRecomputeNames[] = {{Recompute::kNone, "none"},
+                                                   {Recompute::kSelective, "selective"},
+                                                   {Recompute::kFull, "full"},
+                                                   {Recompute::kDeepSeek, "deepseek"}};
 
 }  // namespace
 
@@ -263,8 +265,12 @@ Result<FlopsReport> ComputeFlops(const ModelSpec& m, const FlopsOptions& o) {
   // attention core: QKᵀ, softmax and attention × V.
   const auto comp = [&](Component x) { return r.component[static_cast<int>(x)]; };
   if (o.recompute == Recompute::kFull) r.recompute = r.forward - comp(Component::kLmHead);
-  if (o.recompute == Recompute::kSelective)
+  if (o.recompute == Recompute::kSelective || o.recompute == Recompute::kDeepSeek)
     r.recompute = c.Add(c.Add(comp(Component::kAttnScores), comp(Component::kAttnValues)), comp(Component::kSoftmax));
+  // DeepSeek-V3 also runs MLA's up-projections again (norms and the SwiGLU product are elementwise: no matmul FLOPs).
+  if (o.recompute == Recompute::kDeepSeek)
+    for (const auto& x : r.matmuls)
+      if (x.name == "q_b_proj" || x.name == "kv_b_proj") r.recompute = c.Add(r.recompute, x.flops);
   r.model = c.Add(r.forward, r.backward);
   r.training = c.Add(r.model, r.recompute);
   if (c.overflow) return OverflowError();

@@ -14,9 +14,11 @@
 namespace lmkit::accounting {
 
 // Activation recomputation in training: none; selective (Korthikanti et al. 2022: the attention core QKᵀ, softmax and
-// attention × V again); full (every decoder layer's forward again; the LM head is not checkpointed).
-enum class Recompute { kNone, kSelective, kFull };
-std::span<const EnumName<Recompute>> RecomputeNames();  // none, selective, full
+// attention × V again); full (every decoder layer's forward again; the LM head is not checkpointed); deepseek (the
+// DeepSeek-V3 report's §3.2.3 and §3.3.2: selective, plus the RMSNorm outputs, MLA's up-projections and the SwiGLU
+// outputs recomputed, with the attention output cached in 12-bit E5M6 and the MoE dispatch and SwiGLU inputs in FP8).
+enum class Recompute { kNone, kSelective, kFull, kDeepSeek };
+std::span<const EnumName<Recompute>> RecomputeNames();  // none, selective, full, deepseek
 const char* RecomputeName(Recompute r);
 
 struct FlopsOptions {

@@ -40,7 +40,7 @@ int64_t OutputChannels(const ModelSpec& m) {
 // Korthikanti et al. 2022, Table 2: bytes of one layer at 16-bit activations (1-byte dropout masks), no parallelism.
 double KorthikantiLayer(double s, double b, double h, double a, Recompute r) {
   if (r == Recompute::kFull) return 2.0 * s * b * h;
-  if (r == Recompute::kSelective) return 34.0 * s * b * h;
+  if (r == Recompute::kSelective || r == Recompute::kDeepSeek) return 34.0 * s * b * h;
   return s * b * h * (34.0 + 5.0 * a * s / h);
 }
 
@@ -156,6 +156,9 @@ Result<MemoryReport> EstimateMemory(const ModelSpec& m, const MemoryOptions& o) 
       r.activations_counted =
           std::string("Korthikanti et al. 2022 per layer s*b*h*(34 + 5*a*s/h) bytes at 16 bits") +
           (o.recompute == Recompute::kSelective ? ", selective recomputation: 34*s*b*h"
+           : o.recompute == Recompute::kDeepSeek
+               ? ", deepseek recomputation counted as selective here, 34*s*b*h (its FP8 caching is modelled with "
+                 "the training-layout flags)"
            : o.recompute == Recompute::kFull ? ", full recomputation: layer inputs 2*s*b*h plus one layer's working set"
                                              : "") +
           "; plus final norm input and fp32 logits 4*s*b*V" +

@@ -95,6 +95,8 @@ Result<ModelSpec> FromHfConfig(const io::HfConfig& c) {
   m.out_bias = c.out_bias;
   m.mlp_bias = c.mlp_bias;
   m.qk_norm = c.qk_norm;
+  m.attn_sinks = c.attn_sinks;
+  m.vision_params = c.vision_params;
   m.tied = c.tie_word_embeddings;
   m.parallel_block = c.parallel_block;
   m.attn_softcap = c.attn_logit_softcap;
@@ -237,6 +239,7 @@ Status ValidateModel(const ModelSpec& m, const std::string& subject) {
   LMKIT_RETURN_IF_ERROR(at_least(m.d_ff, 0, "intermediate size (d_ff)"));
   LMKIT_RETURN_IF_ERROR(at_least(m.moe.shared_d_ff, 0, "shared expert intermediate size"));
   LMKIT_RETURN_IF_ERROR(at_least(m.mla_spec.q_lora_rank, 0, "q_lora_rank"));
+  LMKIT_RETURN_IF_ERROR(at_least(m.vision_params, 0, "vision tower parameters"));
   bool any_dense = false;
   for (const auto& k : m.kinds) any_dense = any_dense || !k.moe;
   if (any_dense) LMKIT_RETURN_IF_ERROR(at_least(m.d_ff, 1, "intermediate size (d_ff)"));

@@ -55,6 +55,7 @@ struct ModelSpec {
   bool out_bias = false;
   bool mlp_bias = false;
   bool lm_head_bias = false;
+  bool attn_sinks = false;  // one learned sink logit per head and layer (gpt_oss); no matmul FLOPs
   QkNorm qk_norm = QkNorm::kNone;
   bool tied = false;            // LM head shares the input embedding
   bool parallel_block = false;  // attention and MLP in parallel on one input (one all-reduce per layer under TP)
@@ -63,6 +64,7 @@ struct ModelSpec {
   MlaSpec mla_spec;
   MoeSpec moe;
   std::vector<LayerKind> kinds;  // sums to `layers`
+  int64_t vision_params = 0;     // a multimodal config's vision tower + projector; outside every count but `vision`
 
   std::vector<std::string> notes;  // what was assumed or left out (e.g. "MTP layer excluded")
 

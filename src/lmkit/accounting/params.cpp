@@ -38,6 +38,7 @@ int64_t AttentionParams(const ModelSpec& m) {
       Linear(d, m.q_dim(), m.qkv_bias) + 2 * Linear(d, m.kv_dim(), m.qkv_bias) + Linear(m.q_dim(), d, m.out_bias);
   if (m.qk_norm == QkNorm::kPerHead) p += 2 * m.head_dim;
   if (m.qk_norm == QkNorm::kFullWidth) p += m.q_dim() + m.kv_dim();
+  if (m.attn_sinks) p += m.heads;
   return p;
 }
 
@@ -120,6 +121,7 @@ ParameterCounts CountParameters(const ModelSpec& m) {
   c.total = total;
   c.active = active;
   c.non_embedding = total - c.embedding - c.lm_head;
+  c.vision = m.vision_params;
   return c;
 }
 

@@ -20,6 +20,9 @@ struct ParameterCounts {
   int64_t router = 0;
   int64_t norms = 0;
   int64_t per_layer_max = 0;  // largest single layer (used for ZeRO-3 gather buffers)
+  // A multimodal checkpoint's vision tower and projector (ModelSpec::vision_params): not in `total`, which is the
+  // language model's; total + vision is the checkpoint's count (Llama 4's and Gemma 3's published totals include it).
+  int64_t vision = 0;
   // The weight matrices of the decoder's Linear layers (attention projections, MLPs, experts; not routers, gates,
   // biases, norms, embeddings or the LM head): what an fp8/int8 recipe quantizes, and their output channels (one scale
   // each).

@@ -19,7 +19,7 @@ Result<LayerFlops> ComputeLayerFlops(const ModelSpec& m, int64_t seq_len, bool c
   fo.batch = 1;
   fo.causal_half = causal_half;
   LMKIT_ASSIGN_OR_RETURN(std::vector<Matmul> ops, BuildMatmuls(m, fo));
-  std::map<std::string, double> layer, core;
+  std::map<std::string, double> layer, core, up;
   std::map<std::string, int64_t> count;
   for (const auto& k : m.kinds) count[k.name] = k.count;
   LayerFlops out;
@@ -34,11 +34,13 @@ Result<LayerFlops> ComputeLayerFlops(const ModelSpec& m, int64_t seq_len, bool c
     const double per = f / static_cast<double>(std::max<int64_t>(1, count[op.layer_kind]));
     layer[op.layer_kind] += per;
     if (op.component == Component::kAttnScores || op.component == Component::kAttnValues) core[op.layer_kind] += per;
+    if (op.name == "q_b_proj" || op.name == "kv_b_proj") up[op.layer_kind] += per;
   }
   for (const auto& k : m.kinds)
     for (int64_t i = 0; i < k.count; ++i) {
       out.layer.push_back(layer[k.name]);
       out.attention_core.push_back(core[k.name]);
+      out.mla_up.push_back(up[k.name]);
     }
   return out;
 }
@@ -119,18 +121,20 @@ Result<TrainingStepReport> EstimateTrainingStep(const ModelSpec& m, const GpuSpe
   double extra_recompute = 0;
   for (int64_t st = 0; st < l.pp; ++st) {
     Stage& S = stages[static_cast<size_t>(st)];
-    double fwd = 0, attn_core = 0, recompute = 0;
+    double fwd = 0, attn_core = 0, mla_up = 0, recompute = 0;
     int64_t layers = 0, moe_layers = 0;
     for (int64_t c = st; c < chunks; c += l.pp)
       for (int64_t i = chunk_start[static_cast<size_t>(c)]; i < chunk_start[static_cast<size_t>(c) + 1]; ++i) {
         const LayerSlot& s = order[static_cast<size_t>(i)];
         fwd += pf.layer[static_cast<size_t>(i)];
         attn_core += pf.attention_core[static_cast<size_t>(i)];
+        mla_up += pf.mla_up[static_cast<size_t>(i)];
         ++layers;
         moe_layers += s.moe ? 1 : 0;
       }
     if (l.recompute == Recompute::kFull) recompute = fwd;
     if (l.recompute == Recompute::kSelective) recompute = attn_core;
+    if (l.recompute == Recompute::kDeepSeek) recompute = attn_core + mla_up;
     if (st == l.pp - 1) fwd += pf.head;
     extra_recompute += recompute * gb;
     S.hw = (3 * fwd + recompute) * mb / split;

@@ -60,6 +60,7 @@ struct LayerFlops {
   int64_t seq_len = 0;
   bool causal_half = false;
   std::vector<double> layer, attention_core;
+  std::vector<double> mla_up;  // MLA's up-projections (q_b_proj, kv_b_proj): what --recompute deepseek adds
   double head = 0;
 };
 Result<LayerFlops> ComputeLayerFlops(const ModelSpec& m, int64_t seq_len, bool causal_half);

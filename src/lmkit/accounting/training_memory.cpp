@@ -41,6 +41,7 @@ LayerParams LayerParamsPerGpu(const ModelSpec& m, bool moe, const ParallelLayout
     p += d * q + 2 * d * kv + (m.qkv_bias ? q + 2 * kv : 0) + q * d + (m.out_bias ? d : 0);
     if (m.qk_norm == QkNorm::kPerHead) p += 2 * m.head_dim;
     if (m.qk_norm == QkNorm::kFullWidth) p += q + kv;
+    if (m.attn_sinks) p += m.heads / t;
   }
   p += m.norms_per_layer * NormParams(m);
   LayerParams lp;
@@ -64,6 +65,44 @@ struct LayerActivations {
   LD stored = 0;   // kept until the backward pass
   LD working = 0;  // the whole layer's set (what full recomputation rebuilds for one layer at a time)
 };
+// What one layer keeps under DeepSeek-V3's memory savings (technical report §3.2.3 and §3.3.2), in bytes: the norms'
+// inputs (their outputs and the projections' inputs are recomputed), MLA's latents (the up-projections' inputs; Q, K
+// and V are recomputed from them) or, without MLA, Q, K and V; the attention output, the input of the Linear after
+// attention, in 12-bit E5M6; no attention scores (selective); the fp32 router logits; the tokens dispatched to the
+// experts in FP8 (the MoE up-projections' input) and their combined copies in BF16; the SwiGLU inputs (gate and up) in
+// FP8, its output recomputed — for the routed experts as the report says, and taken to hold for the shared expert and
+// the dense MLPs of the same FP8 framework too.
+LD DeepSeekStored(const ModelSpec& m, const LayerSlot& slot, const ResolvedLayout& r) {
+  const ParallelLayout& l = r.layout;
+  const LD b = static_cast<LD>(l.micro_batch), sl = static_cast<LD>(r.seq_len / l.cp), h = static_cast<LD>(m.d_model),
+           t = static_cast<LD>(l.tp);
+  const LD rep = l.sequence_parallel ? t : 1;
+  const LD tok = sl * b;
+  const LD heads = static_cast<LD>(m.heads);
+  LD attn = 2 * tok * h / rep;  // norm input
+  LD v = static_cast<LD>(m.head_dim);
+  if (m.mla) {
+    const MlaSpec& a = m.mla_spec;
+    attn += 2 * tok * static_cast<LD>(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) / rep;
+    v = static_cast<LD>(a.v_head_dim);
+  } else {
+    attn += 2 * tok * static_cast<LD>(m.q_dim() + 2 * m.kv_dim()) / t;
+  }
+  attn += 1.5L * tok * heads * v / t;  // attention output, E5M6
+  LD mlp = 2 * tok * h / rep;          // norm input
+  if (!slot.moe) {
+    mlp += 1 * tok * 2 * static_cast<LD>(m.d_ff) / t;
+  } else {
+    const MoeSpec& e = m.moe;
+    const LD k = static_cast<LD>(e.top_k);
+    mlp += 4 * tok * static_cast<LD>(e.routed_experts) / rep;  // fp32 router logits
+    mlp += 1 * tok * k * h / rep + 2 * tok * k * h / rep;      // FP8 dispatch, BF16 combine
+    mlp += 1 * tok * k * 2 * static_cast<LD>(e.expert_d_ff) / t;
+    if (e.shared_d_ff > 0) mlp += 1 * tok * 2 * static_cast<LD>(e.shared_d_ff) / t;
+  }
+  return attn + mlp;
+}
+
 LayerActivations LayerActivationBytes(const ModelSpec& m, const LayerSlot& slot, const ResolvedLayout& r) {
   const ParallelLayout& l = r.layout;
   const LD b = static_cast<LD>(l.micro_batch), sl = static_cast<LD>(r.seq_len / l.cp), s = static_cast<LD>(r.seq_len),
@@ -100,7 +139,9 @@ LayerActivations LayerActivationBytes(const ModelSpec& m, const LayerSlot& slot,
   }
   LayerActivations a;
   a.working = attn + scores + mlp;
-  if (l.recompute == Recompute::kFull) {
+  if (l.recompute == Recompute::kDeepSeek) {
+    a.stored = DeepSeekStored(m, slot, r) + 2 * mask;
+  } else if (l.recompute == Recompute::kFull) {
     a.stored = 2 * tok * h / rep;
   } else {
     a.stored = attn + mlp + (l.recompute == Recompute::kNone ? scores : 0);
@@ -315,7 +356,10 @@ Result<TrainingMemoryReport> EstimateTrainingMemory(const ModelSpec& m, const Tr
       (l.cp > 1 ? ", sequence / CP" : "") +
       (l.recompute == Recompute::kSelective ? ", selective recomputation (no attention scores)"
        : l.recompute == Recompute::kFull    ? ", full recomputation (layer inputs plus one layer's working set)"
-                                            : ", attention scores stored (5·a·s²·b)") +
+       : l.recompute == Recompute::kDeepSeek
+           ? ", DeepSeek-V3 recomputation (norm outputs, MLA up-projections, SwiGLU outputs; attention output in "
+             "E5M6, MoE dispatch and SwiGLU inputs in FP8; no attention scores)"
+           : ", attention scores stored (5·a·s²·b)") +
       (l.vpp > 1 ? "; interleaved 1F1B in-flight chunks" : "; 1F1B in-flight micro-batches") +
       "; last stage: final norm input and fp32 logits of one micro-batch";
   return rep;

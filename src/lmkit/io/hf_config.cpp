@@ -152,6 +152,8 @@ Defaults DefaultsOf(const std::string& t) {
   if (t == "olmo2") return {32, 4096, 32, 0, 0, 11008, 50304, 2048, "silu", 1e-5, 10000.0, false};
   if (t == "deepseek_v3") return {61, 7168, 128, 128, 0, 18432, 129280, 4096, "silu", 1e-6, 10000.0, false};
   if (t == "deepseek_v2") return {30, 5120, 128, 128, 0, 12288, 102400, 2048, "silu", 1e-6, 10000.0, false};
+  if (t == "llama4_text") return {48, 5120, 40, 8, 128, 8192, 202048, 131072, "silu", 1e-5, 500000.0, false};
+  if (t == "gpt_oss") return {36, 2880, 64, 8, 64, 2880, 201088, 131072, "silu", 1e-5, 150000.0, false};
   // llama, deepseek (DeepSeek-MoE).
   return {32, 4096, 32, 0, 0, 11008, 32000, 2048, "silu", 1e-6, 10000.0, false};
 }
@@ -440,6 +442,65 @@ Status ParseDeepSeek(const Reader& r, const std::string& t, HfConfig& c) {
   return Status::Ok();
 }
 
+// Llama4TextConfig: the layers in moe_layers (else every interleave_moe_layer_step-th, the first at step − 1) route
+// each token to num_experts_per_tok of num_local_experts experts of width intermediate_size, beside one always-on
+// shared expert of that width; the other layers are dense MLPs of width intermediate_size_mlp. Its q/k norm is an L2
+// norm without weights, and chunked attention and NoPE layers hold no parameters either.
+Status ParseLlama4(const Reader& r, HfConfig& c) {
+  LMKIT_READ(c.moe_spec.routed_experts, r.Dim({"num_local_experts"}, 16, kMaxCount));
+  LMKIT_READ(c.moe_spec.top_k, r.Dim({"num_experts_per_tok"}, 1, kMaxCount));
+  c.moe_spec.expert_d_ff = c.intermediate;
+  c.moe_spec.shared_d_ff = c.intermediate;
+  LMKIT_READ(c.intermediate, r.Opt({"intermediate_size_mlp"}, 16384, kMaxWidth));
+  if (r.Has("moe_layers")) {
+    LMKIT_READ(auto listed, r.IntList("moe_layers"));
+    for (int64_t i : listed) {
+      if (i < 0 || i >= c.layers)
+        return r.Err("field 'moe_layers' holds " + std::to_string(i) + ", outside the " + std::to_string(c.layers) +
+                     " layers");
+      c.moe[static_cast<size_t>(i)] = true;
+    }
+  } else {
+    LMKIT_READ(int64_t step, r.Opt({"interleave_moe_layer_step"}, 1, kMaxCount));
+    if (step <= 0) return r.Err("field 'interleave_moe_layer_step' must be positive");
+    for (int64_t i = step - 1; i < c.layers; i += step) c.moe[static_cast<size_t>(i)] = true;
+  }
+  LMKIT_READ(int64_t chunk, r.OptNone("attention_chunk_size", 8192, kMaxPositions));
+  LMKIT_READ(auto rope_layers, r.IntList("no_rope_layers"));
+  LMKIT_READ(int64_t interval, r.Opt({"no_rope_layer_interval"}, 4, kMaxCount));
+  int64_t chunked = 0;
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const bool rope = rope_layers.empty()
+                          ? interval <= 0 || (i + 1) % interval != 0
+                          : i < static_cast<int64_t>(rope_layers.size()) && rope_layers[static_cast<size_t>(i)] != 0;
+    chunked += rope ? 1 : 0;
+  }
+  if (chunk > 0 && chunked > 0)
+    c.notes.push_back("chunked attention (" + std::to_string(chunk) + "-token chunks) on " + std::to_string(chunked) +
+                      " of " + std::to_string(c.layers) + " layers counted as full attention (FLOPs, KV cache)");
+  return Status::Ok();
+}
+
+// GptOssConfig: every layer is MoE (num_local_experts experts of width intermediate_size, top num_experts_per_tok),
+// with biases on the router, on the experts' fused gate_up and down projections and (attention_bias, default true) on
+// q/k/v/o; one learned sink logit per head; sliding_window on the layers layer_types names (by default the even ones).
+Status ParseGptOss(const Reader& r, HfConfig& c) {
+  LMKIT_READ(c.moe_spec.routed_experts, r.Dim({"num_local_experts"}, 128, kMaxCount));
+  LMKIT_READ(c.moe_spec.top_k, r.Dim({"num_experts_per_tok", "experts_per_token"}, 4, kMaxCount));
+  c.moe_spec.expert_d_ff = c.intermediate;
+  c.moe_spec.router_bias = true;
+  std::fill(c.moe.begin(), c.moe.end(), true);
+  LMKIT_READ(c.qkv_bias, r.Flag("attention_bias", true));
+  c.out_bias = c.qkv_bias;
+  c.mlp_bias = true;
+  c.attn_sinks = true;
+  LMKIT_READ(int64_t w, r.OptNone("sliding_window", 128, kMaxPositions));
+  for (int64_t i = 0; i < c.layers; i += 2) c.window[static_cast<size_t>(i)] = w;
+  LMKIT_RETURN_IF_ERROR(ApplyLayerTypes(r, w, c));
+  c.notes.push_back("clamped SwiGLU and attention sinks: elementwise, not counted in FLOPs");
+  return Status::Ok();
+}
+
 Status ParseGemma(const Reader& r, const std::string& t, HfConfig& c) {
   c.norms_per_layer = 4;  // input, post-attention, pre-feedforward, post-feedforward
   LMKIT_READ(c.query_pre_attn_scalar, r.Real("query_pre_attn_scalar", 256.0));
@@ -493,6 +554,8 @@ Status ParseFamily(const Reader& r, const std::string& t, HfConfig& c) {
   if (t == "qwen2" || t == "qwen3" || t == "qwen2_moe" || t == "qwen3_moe") LMKIT_RETURN_IF_ERROR(ParseQwen(r, t, c));
   if (t == "deepseek" || t == "deepseek_v2" || t == "deepseek_v3") LMKIT_RETURN_IF_ERROR(ParseDeepSeek(r, t, c));
   if (t == "gemma2" || t == "gemma3_text") LMKIT_RETURN_IF_ERROR(ParseGemma(r, t, c));
+  if (t == "llama4_text") LMKIT_RETURN_IF_ERROR(ParseLlama4(r, c));
+  if (t == "gpt_oss") LMKIT_RETURN_IF_ERROR(ParseGptOss(r, c));
   if (t == "olmo2") c.qk_norm = QkNorm::kFullWidth;  // post-norm layers: post-attention and post-feedforward norms
   LMKIT_RETURN_IF_ERROR(ParseRope(r, t, c));
 
@@ -511,12 +574,51 @@ Status ParseFamily(const Reader& r, const std::string& t, HfConfig& c) {
   return Status::Ok();
 }
 
+// The vision tower and projector of a multimodal config, from its vision_config (a diff against the vision class's
+// defaults). gemma3: SiglipVisionModel (conv patch embedding with bias, a position table, LayerNorm encoder layers
+// with biased attention and GELU MLP, a post LayerNorm, the attention-pooling head when vision_use_head) and
+// Gemma3MultiModalProjector (a vision x text-hidden matrix and an RMSNorm). llama4: Llama4VisionModel (an unbiased
+// patch Linear, a class embedding, a position table over the patches plus one, pre/post LayerNorms, the same encoder
+// layers, a two-matrix pixel-shuffle adapter) and Llama4MultiModalProjector (vision_output_dim x text hidden).
+Result<int64_t> VisionParams(const Json& config, const std::string& subject, bool llama4, int64_t text_hidden) {
+  const Json empty = Json::object();
+  const Json& v =
+      config.contains("vision_config") && config["vision_config"].is_object() ? config["vision_config"] : empty;
+  Reader r(v, subject, true);
+  // Bounds that keep channels·patch²·hidden and patches·hidden exact.
+  constexpr int64_t kMaxImage = int64_t{1} << 16;
+  LMKIT_READ(int64_t h, r.Dim({"hidden_size"}, 768, kMaxWidth));
+  LMKIT_READ(int64_t f, r.Dim({"intermediate_size"}, llama4 ? 5632 : 3072, kMaxWidth));
+  LMKIT_READ(int64_t layers, r.Dim({"num_hidden_layers"}, llama4 ? 34 : 12, kMaxCount));
+  LMKIT_READ(int64_t channels, r.Dim({"num_channels"}, 3, 64));
+  LMKIT_READ(int64_t image, r.Dim({"image_size"}, llama4 ? 448 : 224, kMaxImage));
+  LMKIT_READ(int64_t patch, r.Dim({"patch_size"}, llama4 ? 14 : 16, int64_t{1} << 12));
+  const int64_t patches = (image / patch) * (image / patch);
+  const int64_t per_layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h;
+  int64_t p = layers * per_layer;
+  if (llama4) {
+    LMKIT_READ(int64_t proj_in, r.Dim({"projector_input_dim"}, 4096, kMaxWidth));
+    LMKIT_READ(int64_t proj_out, r.Dim({"projector_output_dim"}, 4096, kMaxWidth));
+    LMKIT_READ(int64_t out_dim, r.Dim({"vision_output_dim"}, 7680, kMaxWidth));
+    p += channels * patch * patch * h + h /* class embedding */ + (patches + 1) * h + 2 * 2 * h;
+    p += f * proj_in + proj_out * proj_out;  // pixel-shuffle adapter fc1, fc2
+    p += out_dim * text_hidden;              // multi_modal_projector
+  } else {
+    LMKIT_READ(bool head, r.Flag("vision_use_head", true));
+    p += channels * patch * patch * h + h + patches * h + 2 * h;
+    if (head) p += h /* probe */ + 3 * h * h + 3 * h + h * h + h /* attention */ + 2 * h + (h * f + f) + (f * h + h);
+    p += h * text_hidden + h;  // mm_input_projection_weight, mm_soft_emb_norm
+  }
+  return p;
+}
+
 }  // namespace
 
 const std::vector<std::string>& HfModelTypes() {
   static const std::vector<std::string> k = {
-      "gpt2",      "gpt_neox", "falcon", "llama",       "mistral", "mixtral", "qwen2",    "qwen2_moe",   "qwen3",
-      "qwen3_moe", "gemma2",   "gemma3", "gemma3_text", "phi3",    "olmo2",   "deepseek", "deepseek_v2", "deepseek_v3"};
+      "gpt2",      "gpt_neox", "falcon",      "llama",       "mistral", "mixtral",     "qwen2",
+      "qwen2_moe", "qwen3",    "qwen3_moe",   "gemma2",      "gemma3",  "gemma3_text", "phi3",
+      "olmo2",     "deepseek", "deepseek_v2", "deepseek_v3", "llama4",  "llama4_text", "gpt_oss"};
   return k;
 }
 
@@ -536,14 +638,20 @@ Result<HfConfig> ParseHfConfig(const Json& config, const std::string& subject) {
   c.model_type = type;
   c.bos_token = TokenId(config, "bos_token_id");
   c.eos_token = TokenId(config, "eos_token_id");
-  if (type == "gemma3") {
-    // Gemma3ForConditionalGeneration: the language model is text_config (a diff against Gemma3TextConfig's
-    // defaults); the SigLIP vision tower and the projector are not part of this description.
+  if (type == "gemma3" || type == "llama4") {
+    // Gemma3ForConditionalGeneration / Llama4ForConditionalGeneration: the language model is text_config (a diff
+    // against the text class's defaults); the vision tower and the projector are counted apart (vision_params).
     const Json empty = Json::object();
     const Json& text =
         config.contains("text_config") && config["text_config"].is_object() ? config["text_config"] : empty;
     Reader r(text, subject, true);
-    LMKIT_RETURN_IF_ERROR(ParseFamily(r, "gemma3_text", c));
+    const bool llama4 = type == "llama4";
+    LMKIT_RETURN_IF_ERROR(ParseFamily(r, llama4 ? "llama4_text" : "gemma3_text", c));
+    if (llama4) {
+      // Llama4Config keeps tie_word_embeddings at the top level.
+      LMKIT_READ(c.tie_word_embeddings, top.Flag("tie_word_embeddings", c.tie_word_embeddings));
+    }
+    LMKIT_READ(c.vision_params, VisionParams(config, subject, llama4, c.hidden));
     c.notes.push_back("vision tower and multimodal projector not counted (language model only)");
   } else {
     LMKIT_RETURN_IF_ERROR(ParseFamily(top, type, c));

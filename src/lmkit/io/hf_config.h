@@ -27,7 +27,7 @@ struct MoeSpec {
   int64_t expert_d_ff = 0;   // width of one routed expert
   int64_t shared_d_ff = 0;   // total width of the always-on shared expert MLP (0 = none)
   bool shared_gate = false;  // qwen2_moe: a sigmoid gate Linear(d, 1) on the shared expert
-  bool router_bias = false;  // deepseek_v3 noaux_tc: e_score_correction_bias, one value per routed expert
+  bool router_bias = false;  // one value per routed expert: deepseek_v3 e_score_correction_bias, gpt_oss router bias
 };
 
 // Rotary embedding parameters as transformers 5 standardises them: the dict `rope_parameters` (or the older
@@ -66,6 +66,7 @@ struct HfConfig {
   bool norm_bias = false;   // LayerNorm with bias
   int norms_per_layer = 2;  // gemma2/3: 4 (pre and post of both blocks); falcon-7b: 1 (shared by attention and MLP)
   bool qkv_bias = false, out_bias = false, mlp_bias = false;
+  bool attn_sinks = false;  // gpt_oss: one learned sink logit per attention head and layer
   QkNorm qk_norm = QkNorm::kNone;
   bool tie_word_embeddings = false;
   bool parallel_block = false;  // attention and MLP read the same input (gpt_neox use_parallel_residual, falcon)
@@ -82,6 +83,10 @@ struct HfConfig {
   MoeSpec moe_spec;
   bool mla = false;
   MlaSpec mla_spec;
+
+  // Parameters of a multimodal config's vision tower and projector (gemma3's SigLIP, llama4's vision model), counted
+  // from its vision_config; 0 for a text-only config. Not part of the language model above.
+  int64_t vision_params = 0;
 
   int64_t bos_token = -1, eos_token = -1;  // -1 when absent (a list gives its first id)
   std::vector<std::string> notes;          // what was assumed or left out ("vision tower not counted", ...)

@@ -53,7 +53,7 @@ Json ParamsJson(const ParameterCounts& p) {
   return Json{
       {"total", p.total},   {"embedding", p.embedding}, {"lm_head", p.lm_head}, {"non_embedding", p.non_embedding},
       {"active", p.active}, {"attention", p.attention}, {"ffn", p.ffn},         {"router", p.router},
-      {"norms", p.norms},   {"linear", p.linear}};
+      {"norms", p.norms},   {"linear", p.linear},       {"vision", p.vision}};
 }
 
 Json GpuJson(const GpuSpec& g) {

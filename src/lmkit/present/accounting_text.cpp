@@ -20,6 +20,8 @@ std::string ConventionsLine(const FlopsOptions& o) {
   s += "; backward = 2 x forward";
   if (o.recompute == Recompute::kFull) s += "; full recomputation runs the layers' forward again (not the LM head)";
   if (o.recompute == Recompute::kSelective) s += "; selective recomputation runs QK^T, softmax and attention x V again";
+  if (o.recompute == Recompute::kDeepSeek)
+    s += "; DeepSeek-V3 recomputation runs the attention core and MLA up-projections again";
   return s;
 }
 
@@ -34,6 +36,7 @@ Table ParamsTable(const ParameterCounts& p, bool moe) {
   t.Add({"non-embedding (total - embedding - LM head)", Grouped(static_cast<uint64_t>(p.non_embedding))});
   t.Add({moe ? "active per token (top-k + shared experts)" : "active per token (= total, dense)",
          Grouped(static_cast<uint64_t>(p.active))});
+  if (p.vision > 0) t.Add({"vision tower + projector (not in total)", Grouped(static_cast<uint64_t>(p.vision))});
   return t;
 }
 

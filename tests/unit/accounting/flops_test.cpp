@@ -251,3 +251,55 @@ TEST_CASE("flops: the PaLM estimate excludes an untied input embedding", "[accou
   // Llama-3-8B: torchtitan's N = 8,030,261,248 - 128,256 x 4,096 = 7,504,924,672.
   CHECK(PalmParameters(lmkit::test::Preset("llama-3-8b")) == 7504924672LL);
 }
+
+// Llama 4 and gpt-oss run only their active weights per token: top-k routed experts plus Llama 4's shared expert,
+// Maverick's dense layers at intermediate_size_mlp. The expected sums are the module shapes by hand.
+TEST_CASE("flops: Llama 4 and gpt-oss count the active experts, the shared expert and the dense layers",
+          "[accounting][flops]") {
+  FlopsOptions o;
+  o.seq_len = 1000;
+  const uint64_t t2 = 2 * 1000;
+  auto mav = Flops(lmkit::test::Preset("llama-4-maverick"), o);
+  // 24 dense layers: 3 x 5120 x 16384; 24 MoE layers: top-1 expert and the shared expert, 3 x 5120 x 8192 each.
+  CHECK(C(mav, Component::kFfn) == t2 * (24ULL * 3 * 5120 * 16384 + 24ULL * 2 * 3 * 5120 * 8192));
+  CHECK(C(mav, Component::kRouter) == t2 * 24 * 5120 * 128);
+  CHECK(C(mav, Component::kAttnProj) == t2 * 48 * (2ULL * 5120 * 5120 + 2ULL * 5120 * 1024));
+  CHECK(C(mav, Component::kLmHead) == t2 * 5120 * 202048);
+  auto scout = Flops(lmkit::test::Preset("llama-4-scout"), o);
+  CHECK(C(scout, Component::kFfn) == t2 * 48 * 2 * 3 * 5120 * 8192);
+  CHECK(C(scout, Component::kRouter) == t2 * 48 * 5120 * 16);
+  auto oss = Flops(lmkit::test::Preset("gpt-oss-120b"), o);
+  // 4 of 128 experts (fused gate_up 2880 x 5760, down 2880 x 2880) in each of 36 layers; q 4096 wide, k/v 512.
+  CHECK(C(oss, Component::kFfn) == t2 * 36 * 4 * 3 * 2880 * 2880);
+  CHECK(C(oss, Component::kRouter) == t2 * 36 * 2880 * 128);
+  CHECK(C(oss, Component::kAttnProj) == t2 * 36 * (2ULL * 2880 * 4096 + 2ULL * 2880 * 512));
+  // The weight matmuls per token are the active parameters less the tables no matmul reads, the biases, norms and
+  // sinks: 6·N·D's N and the exact count agree on them.
+  const auto p = oss.params;
+  const uint64_t weights =
+      C(oss, Component::kFfn) + C(oss, Component::kRouter) + C(oss, Component::kAttnProj) + C(oss, Component::kLmHead);
+  const int64_t biases_norms_sinks =
+      36 * ((4096 + 2 * 512 + 2880) + 64 + 2 * 2880 + 128 + 4 * (5760 + 2880)) + 2880 /* final norm */;
+  CHECK(weights / t2 == static_cast<uint64_t>(p.active - p.embedding - biases_norms_sinks));
+  // Windowed (even) layers score at most 128 keys.
+  CHECK(C(oss, Component::kAttnScores) ==
+        t2 * 64 * 64 * (18ULL * 128 + 18ULL * 1000));  // 18 layers x 128 keys + 18 x 1000 keys, 64 heads x 64 dims
+}
+
+// --recompute deepseek (DeepSeek-V3 report §3.2.3) runs selective's attention core plus MLA's up-projections again:
+// q_b_proj 1536 -> 128 x 192 and kv_b_proj 512 -> 128 x (128 + 128) in each of the 61 layers.
+TEST_CASE("flops: DeepSeek-V3's recomputation adds the MLA up-projections to selective", "[accounting][flops]") {
+  FlopsOptions o;
+  o.seq_len = 4096;
+  o.recompute = Recompute::kSelective;
+  auto sel = Flops(lmkit::test::Preset("deepseek-v3"), o);
+  o.recompute = Recompute::kDeepSeek;
+  auto ds = Flops(lmkit::test::Preset("deepseek-v3"), o);
+  CHECK(ds.recompute == sel.recompute + 2ULL * 4096 * 61 * (1536ULL * 128 * 192 + 512ULL * 128 * 256));
+  CHECK(ds.model == sel.model);  // MFU's model FLOPs do not count recomputation
+  // A model without MLA recomputes only the attention core.
+  o.recompute = Recompute::kSelective;
+  auto a = Flops(lmkit::test::Preset("llama-3-8b"), o);
+  o.recompute = Recompute::kDeepSeek;
+  CHECK(Flops(lmkit::test::Preset("llama-3-8b"), o).recompute == a.recompute);
+}

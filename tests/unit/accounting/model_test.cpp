@@ -132,6 +132,28 @@ TEST_CASE("model: an unsupported model_type points to explicit dimensions", "[ac
   CHECK(m.status().code() == lmkit::ErrorCode::kUnsupported);
   CHECK(m.status().ToString() ==
         "rwkv.json: model_type 'rwkv' is not supported (known: gpt2, gpt_neox, falcon, llama, mistral, mixtral, qwen2, "
-        "qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, gemma3_text, phi3, olmo2, deepseek, deepseek_v2, deepseek_v3); "
+        "qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, gemma3_text, phi3, olmo2, deepseek, deepseek_v2, deepseek_v3, "
+        "llama4, llama4_text, gpt_oss); "
         "describe it by explicit dimensions instead (layers, d_model, heads, vocab ...)");
+}
+
+TEST_CASE("model: llama4 and gpt_oss fields that do not fit are one-line errors", "[accounting][model]") {
+  auto j = lmkit::ParseJson(R"({"model_type": "llama4_text", "num_hidden_layers": 2, "hidden_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
+    "num_local_experts": 4, "num_experts_per_tok": 1, "moe_layers": [1, 5]})",
+                            "inline");
+  REQUIRE(j.ok());
+  CHECK(ParseModelConfig(*j, "l4.json").status().ToString() ==
+        "l4.json: field 'moe_layers' holds 5, outside the 2 layers");
+  (*j)["moe_layers"] = lmkit::Json::array({1});
+  auto m = ParseModelConfig(*j, "l4.json");
+  REQUIRE(m.ok());
+  CHECK(m->d_ff == 16384);  // intermediate_size_mlp's class default for the dense layer
+  auto g = lmkit::ParseJson(R"({"model_type": "gpt_oss", "num_hidden_layers": 2, "hidden_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
+    "num_local_experts": 4, "num_experts_per_tok": 8})",
+                            "inline");
+  REQUIRE(g.ok());
+  CHECK(ParseModelConfig(*g, "oss.json").status().ToString() ==
+        "oss.json: field 'num_experts_per_tok' (8) exceeds the number of experts (4)");
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "lmkit/accounting/flops.h"
 #include "lmkit/accounting/model.h"
 #include "support/run_lmkit.h"
 #include "test_models.h"
@@ -196,10 +197,11 @@ TEST_CASE("params: family features that change KV or FLOPs are read", "[accounti
 // topk_method key.
 TEST_CASE("params: every family's count equals its transformers 5 checkpoint", "[accounting][params]") {
   const std::pair<const char*, int64_t> golden[] = {
-      {"deepseek_v2", 99968}, {"deepseek_v3", 95412}, {"falcon", 94592},   {"gemma2", 70208},
-      {"gemma3_text", 70272}, {"gpt2", 112384},       {"gpt_neox", 75200}, {"llama", 78144},
-      {"mistral", 78144},     {"mixtral", 189248},    {"olmo2", 78336},    {"phi3", 78144},
-      {"qwen2", 78400},       {"qwen2_moe", 109760},  {"qwen3", 78208},    {"qwen3_moe", 91008},
+      {"deepseek_v2", 99968},  {"deepseek_v3", 95412}, {"falcon", 94592},   {"gemma2", 70208},
+      {"gemma3_text", 70272},  {"gpt2", 112384},       {"gpt_neox", 75200}, {"llama", 78144},
+      {"mistral", 78144},      {"mixtral", 189248},    {"olmo2", 78336},    {"phi3", 78144},
+      {"qwen2", 78400},        {"qwen2_moe", 109760},  {"qwen3", 78208},    {"qwen3_moe", 91008},
+      {"llama4_text", 149056}, {"gpt_oss", 191696},
   };
   for (const auto& [family, count] : golden) {
     INFO(family);
@@ -251,4 +253,100 @@ TEST_CASE("params: Mixtral 8x22B, OLMo 2 13B and DeepSeek-R1 presets match their
   CHECK(std::round(CountParameters(lmkit::test::Preset("olmo-2-13b")).total / 1e8) == 137);  // Hub: 13.7B
   CHECK(CountParameters(lmkit::test::Preset("deepseek-r1")).total ==
         CountParameters(lmkit::test::Preset("deepseek-v3")).total);  // 671B, V3's architecture
+}
+
+// Llama 4, gpt-oss, Mistral Large 2 and Gemma 3 27B (data/models/README.md names each config's source). The exact
+// golden counts are transformers 5.24's own modules built from the same config.json on the meta device
+// (tests/data/accounting/count_presets.py), language model and vision tower + projector apart; the published figures
+// they are checked against: Meta's model cards (Scout 17B active / 109B total, Maverick 17B / 400B, both totals with
+// the vision encoder), OpenAI's gpt-oss model card (20.91B total / 3.61B active, 116.83B / 5.13B; its active count
+// leaves out the token embedding, as PaLM's N does), Mistral's 123B and Google's 27B and 4B.
+TEST_CASE("params: Llama 4, gpt-oss, Mistral Large 2 and Gemma 3 presets equal transformers and the model cards",
+          "[accounting][params]") {
+  struct Golden {
+    const char* preset;
+    int64_t language_model, vision;
+  };
+  const Golden golden[] = {
+      {"llama-4-scout", 107769861120, 871932416},
+      {"llama-4-maverick", 400711848960, 871932416},
+      {"gpt-oss-20b", 20914757184, 0},
+      {"gpt-oss-120b", 116829156672, 0},
+      {"mistral-large-2", 122610069504, 0},
+      {"gemma-3-27b", 27009346304, 423060336},
+      {"gemma-3-4b", 3880263168, 419816304},
+  };
+  for (const auto& g : golden) {
+    INFO(g.preset);
+    auto c = CountParameters(lmkit::test::Preset(g.preset));
+    CHECK(c.total == g.language_model);
+    CHECK(c.vision == g.vision);
+    CHECK(c.total == c.embedding + c.lm_head + c.attention + c.ffn + c.router + c.norms);
+  }
+  auto billions = [](int64_t n, int decimals) {
+    const double scale = std::pow(10.0, decimals);
+    return std::round(static_cast<double>(n) / 1e9 * scale) / scale;
+  };
+  // Llama 4: 109B and 400B count the vision encoder (the language model alone is 107.8B and 400.7B).
+  auto scout = CountParameters(lmkit::test::Preset("llama-4-scout"));
+  CHECK(billions(scout.total + scout.vision, 0) == 109);
+  CHECK(billions(scout.total, 0) == 108);
+  CHECK(billions(scout.active, 0) == 17);  // top-1 of 16 experts plus the shared expert in every layer
+  auto maverick = CountParameters(lmkit::test::Preset("llama-4-maverick"));
+  CHECK(std::round((maverick.total + maverick.vision) / 1e11) == 4);  // "400B": 401.58B to the card's one digit
+  CHECK(billions(maverick.active, 0) == 17);  // 24 dense layers (16384 wide) and 24 of top-1 of 128 + shared
+  // gpt-oss: OpenAI's active count is lmkit's active less the token embedding (PalmParameters).
+  auto oss20 = CountParameters(lmkit::test::Preset("gpt-oss-20b"));
+  CHECK(billions(oss20.total, 2) == Approx(20.91));
+  CHECK(billions(oss20.active - oss20.embedding, 2) == Approx(3.61));
+  CHECK(PalmParameters(lmkit::test::Preset("gpt-oss-20b")) == oss20.active - oss20.embedding);
+  auto oss120 = CountParameters(lmkit::test::Preset("gpt-oss-120b"));
+  CHECK(billions(oss120.total, 2) == Approx(116.83));
+  CHECK(billions(oss120.active - oss120.embedding, 2) == Approx(5.13));
+  CHECK(billions(CountParameters(lmkit::test::Preset("mistral-large-2")).total, 0) == 123);
+  auto g27 = CountParameters(lmkit::test::Preset("gemma-3-27b"));
+  CHECK(billions(g27.total + g27.vision, 0) == 27);
+  auto g4 = CountParameters(lmkit::test::Preset("gemma-3-4b"));
+  CHECK(billions(g4.total + g4.vision, 1) == Approx(4.3));
+}
+
+// The layer structure of the new families: Maverick's MoE layers are the odd ones (interleave_moe_layer_step 2) with a
+// shared expert as wide as a routed one, its dense layers intermediate_size_mlp wide; gpt-oss alternates a 128-token
+// window (even layers) with full attention, carries one sink per head and biases on attention, router and experts.
+TEST_CASE("params: Llama 4 and gpt-oss layer structure", "[accounting][params]") {
+  auto mav = lmkit::test::Preset("llama-4-maverick");
+  REQUIRE(mav.kinds.size() == 2);
+  CHECK(mav.kinds[0].name == "dense");
+  CHECK(mav.kinds[0].count == 24);
+  CHECK(mav.kinds[1].count == 24);
+  CHECK(mav.d_ff == 16384);
+  CHECK(mav.moe.expert_d_ff == 8192);
+  CHECK(mav.moe.shared_d_ff == 8192);
+  CHECK(mav.moe.routed_experts == 128);
+  CHECK(mav.moe.top_k == 1);
+  CHECK_FALSE(mav.moe.router_bias);
+  CHECK(mav.qk_norm == lmkit::accounting::QkNorm::kNone);  // Llama 4's L2 q/k norm has no weights
+  auto scout = lmkit::test::Preset("llama-4-scout");
+  REQUIRE(scout.kinds.size() == 1);
+  CHECK(scout.kinds[0].moe);
+  CHECK(std::find(scout.notes.begin(), scout.notes.end(),
+                  "chunked attention (8192-token chunks) on 36 of 48 layers counted as full attention (FLOPs, KV "
+                  "cache)") != scout.notes.end());
+  auto oss = lmkit::test::Preset("gpt-oss-120b");
+  REQUIRE(oss.kinds.size() == 2);
+  CHECK(oss.kinds[0].window == 128);
+  CHECK(oss.kinds[0].count == 18);
+  CHECK(oss.kinds[1].window == 0);
+  CHECK(oss.attn_sinks);
+  CHECK(oss.qkv_bias);
+  CHECK(oss.out_bias);
+  CHECK(oss.mlp_bias);
+  CHECK(oss.moe.router_bias);
+  CHECK(oss.head_dim == 64);
+  CHECK(oss.q_dim() == 4096);  // wider than d_model 2880
+  // One layer by hand: q/k/v/o with biases, 64 sinks, two norms, router 2880x128 + 128, 128 experts of fused
+  // gate_up (2880 x 5760 + 5760) and down (2880 x 2880 + 2880).
+  const int64_t attn = (2880 * 4096 + 4096) + 2 * (2880 * 512 + 512) + (4096 * 2880 + 2880) + 64;
+  const int64_t experts = int64_t{128} * (2880 * 5760 + 5760 + 2880 * 2880 + 2880);
+  CHECK(CountParameters(oss).per_layer_max == attn + 2 * 2880 + (2880 * 128 + 128) + experts);
 }

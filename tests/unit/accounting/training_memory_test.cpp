@@ -125,6 +125,39 @@ TEST_CASE("training memory: one layer's activations follow Korthikanti et al. Ta
   CHECK(per_layer(true, Recompute::kFull) == static_cast<uint64_t>(2 * sbh / t));
 }
 
+// DeepSeek-V3's own savings (technical report §3.2.3, §3.3.2), one layer by hand at seq 4096, micro-batch 1, TP 1:
+// the norm inputs (2·s·h each), MLA's latents (2·s·(1536 + 512 + 64)), the attention output in E5M6 (1.5·s·128·128);
+// dense MLP: SwiGLU inputs in FP8 (s·2·18432); MoE: fp32 router logits (4·s·256), FP8 dispatch (s·8·h), BF16
+// combine (2·s·8·h), FP8 SwiGLU inputs of 8 routed experts and the shared one (s·8·2·2048 + s·2·2048).
+TEST_CASE("training memory: --recompute deepseek keeps what DeepSeek-V3 kept", "[accounting][training]") {
+  ModelSpec m = lmkit::test::Preset("deepseek-v3");
+  TrainingMemoryOptions o;
+  o.seq_len = 4096;
+  o.layout.pp = 16;
+  o.layout.ep = 64;
+  o.layout.gpus = 2048;
+  o.layout.global_batch = 15360;
+  o.layout.zero = 1;
+  o.layout.recompute = Recompute::kDeepSeek;
+  auto r = EstimateTrainingMemory(m, o);
+  REQUIRE(r.ok());
+  const uint64_t s = 4096, h = 7168;
+  const uint64_t attn = 2 * s * h + 2 * s * (1536 + 512 + 64) + 3 * s * 128 * 128 / 2;
+  CHECK(r->activation_bytes_per_layer == attn + 2 * s * h + s * 2 * 18432);  // a dense layer
+  const uint64_t moe = attn + 2 * s * h + 4 * s * 256 + s * 8 * h + 2 * s * 8 * h + s * 8 * 2 * 2048 + s * 2 * 2048;
+  // Stage 1 holds layers 3-5 (MoE) for 15 micro-batches in flight.
+  REQUIRE(r->stages[1].layers == 3);
+  CHECK(r->stages[1].activations == 15 * 3 * moe);
+  // Less than selective recomputation, more than full.
+  o.layout.recompute = Recompute::kSelective;
+  auto sel = EstimateTrainingMemory(m, o);
+  REQUIRE(sel.ok());
+  CHECK(sel->stages[1].activations > r->stages[1].activations);
+  // Megatron's convention does not know the mode: its formula without SP, as for selective without SP.
+  CHECK(r->megatron.activations == sel->megatron.activations);
+  CHECK_FALSE(r->megatron.sp_selective_path);
+}
+
 TEST_CASE("training memory: stages hold their layers, the embedding and the head", "[accounting][training]") {
   // 4 layers, d 64, 4 heads, vocab 1000 (LayerNorm without biases, GELU 256): per layer attention 4·64² = 16384,
   // MLP 2·64·256 = 32768, two LayerNorms 2·64 = 128; final norm 64.

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <numbers>
 
+#include "lmkit/common/file_reader.h"
 #include "lmkit/common/json.h"
 #include "lmkit/model/rope.h"
+#include "support/run_lmkit.h"
 
 using namespace lmkit;
 using namespace lmkit::model;
@@ -33,6 +35,22 @@ TEST_CASE("config: config.json parsing - defaults, GQA checks, unsupported varia
   j["rope_scaling"] = nullptr;
   j["model_type"] = "gpt2";
   CHECK(ParseLlamaConfig(j, "c.json").status().code() == ErrorCode::kUnsupported);
+}
+
+// Llama 4 and gpt-oss are read for accounting (the shared parser knows them) but have no forward pass: a one-line
+// kUnsupported naming the model_type, never a half-built model.
+TEST_CASE("config: llama4 and gpt_oss are refused by the forward pass in one line", "[model][config]") {
+  for (const char* family : {"llama4_text", "gpt_oss"}) {
+    INFO(family);
+    auto text = lmkit::ReadFileToString(lmkit::test::TestData(std::string("accounting/tiny-hf5/") + family + ".json"));
+    REQUIRE(text.ok());
+    auto c = ParseLlamaConfig(*lmkit::ParseJson(*text, "c.json"), "c.json");
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().code() == ErrorCode::kUnsupported);
+    const std::string msg = c.status().ToString();
+    CHECK(msg.find(std::string("model_type '") + family + "' has no forward pass") != std::string::npos);
+    CHECK(msg.find('\n') == std::string::npos);
+  }
 }
 
 // The runtime's LlamaConfig is a view of the one config.json parser: the same defaults as accounting's model

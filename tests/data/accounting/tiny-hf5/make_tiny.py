@@ -33,6 +33,10 @@ FAMILIES = {
     "deepseek_v3": dict(COMMON, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
                         topk_group=1, moe_intermediate_size=32, first_k_dense_replace=1, q_lora_rank=24,
                         kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16),
+    # Layer 1 of 2 is MoE (interleave step 2); layer 0 a dense MLP of intermediate_size_mlp.
+    "llama4_text": dict(COMMON, head_dim=16, num_local_experts=4, num_experts_per_tok=1, intermediate_size_mlp=80,
+                        interleave_moe_layer_step=2),
+    "gpt_oss": dict(COMMON, head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=8),
 }
 
 
