@@ -23,7 +23,8 @@ struct Less {
 std::vector<HeapEntry> Random(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<HeapEntry> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = {static_cast<int64_t>(rng() % 50), static_cast<uint32_t>(i), rng() % 3};
+  for (size_t i = 0; i < n; ++i)
+    v[i] = {static_cast<int64_t>(rng() % 50), static_cast<uint32_t>(i), static_cast<uint32_t>(rng() % 3)};
   return v;
 }
 
