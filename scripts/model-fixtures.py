@@ -85,7 +85,7 @@ def families(scale):
             "normalised top-k, fused 3-D experts.gate_up_proj / experts.down_proj as transformers 5 holds them"),
         "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", dict(mla(h), **dict(
             num_hidden_layers=3, q_lora_rank=None, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=h,
-            n_shared_experts=2, first_k_dense_replace=1, topk_method="group_limited_greedy", n_group=4, topk_group=2,
+            n_shared_experts=2, first_k_dense_replace=1, topk_method="group_limited_greedy", n_group=4, topk_group=1,
             routed_scaling_factor=1.5, norm_topk_prob=False, mlp_bias=True,
             rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=64,
                                  mscale=1.0, mscale_all_dim=0.8))),

@@ -293,6 +293,11 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
   if (uint64_t{c.heads} * c.head_dim > (uint64_t{1} << 30))
     return Status::InvalidInput(
         config_path, fmt::format("num_attention_heads x head_dim = {} is too large", uint64_t{c.heads} * c.head_dim));
+  if (uint64_t{c.heads} * (uint64_t{c.qk_nope} + c.v_head_dim) > (uint64_t{1} << 30))
+    return Status::InvalidInput(config_path,
+                                fmt::format("num_attention_heads x (qk_nope_head_dim + v_head_dim) = {} is "
+                                            "too large",
+                                            uint64_t{c.heads} * (uint64_t{c.qk_nope} + c.v_head_dim)));
 
   ModelLoader ld;
   ld.subject = path;

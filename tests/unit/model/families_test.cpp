@@ -282,3 +282,107 @@ TEST_CASE("families: a non-finite BF16 or F16 weight is refused naming the eleme
     CHECK(m.status().message() == "tensor '" + bad + "': non-finite value at [2, 5]");
   }
 }
+
+// DeepSeek: MLA's Linear order and shared inputs; the fused 3-D experts rewritten as per-expert 2-D tensors (as Hub
+// checkpoints ship them, with a multi-token-prediction layer after the decoder's) give the same logits; and the fields
+// that change the maths fail the references when changed.
+TEST_CASE("families: deepseek MLA layout, both expert layouts, and the fields that matter", "[model][families]") {
+  TempDir tmp;
+  const std::string src = TestData("model/deepseek_v3_fused");
+  auto fused = LlamaModel::Load(src);
+  REQUIRE(fused.ok());
+  const auto names = fused->LinearNames();
+  REQUIRE(names.size() >= 8);
+  CHECK(names[0] == "model.layers.0.self_attn.q_a_proj");
+  CHECK(names[1] == "model.layers.0.self_attn.q_b_proj");
+  CHECK(names[2] == "model.layers.0.self_attn.kv_a_proj_with_mqa");
+  CHECK(names[3] == "model.layers.0.self_attn.kv_b_proj");
+  CHECK(names[4] == "model.layers.0.self_attn.o_proj");
+  CHECK(names[8] == "model.layers.1.self_attn.q_a_proj");
+  CHECK(names[13] == "model.layers.1.mlp.gate");
+  CHECK(names.back() == "model.layers.2.mlp.shared_experts.down_proj");
+  const auto srcs = fused->LinearInputSource();
+  CHECK(srcs[1] == 1);
+  CHECK(srcs[2] == 0);
+  CHECK(srcs[3] == 3);
+  auto v2 = LlamaModel::Load(TestData("model/deepseek_v2"));
+  REQUIRE(v2.ok());
+  CHECK(v2->LinearNames()[0] == "model.layers.0.self_attn.q_proj");  // q_lora_rank null
+  CHECK(v2->LinearInputSource()[1] == 0);                            // kv_a_proj_with_mqa reads q_proj's input
+
+  const Fixture f = Load(src);
+  const double d_fused = MaxDelta(*fused, f, 1);
+  {
+    const std::string dir = tmp.path() + "/per_expert";
+    fs::create_directories(dir);
+    fs::copy_file(src + "/config.json", dir + "/config.json");
+    auto st = io::SafetensorsFile::Open(src + "/model.safetensors");
+    REQUIRE(st.ok());
+    std::vector<std::vector<float>> bufs;
+    std::vector<io::TensorData> out;
+    auto add = [&](const std::string& name, std::vector<uint64_t> shape, const float* v, size_t n) {
+      bufs.emplace_back(v, v + n);
+      out.push_back({name, io::DType::kF32, shape,
+                     std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bufs.back().data()), n * 4)});
+    };
+    bufs.reserve(256);
+    for (const auto& t : st->tensors()) {
+      const float* v = reinterpret_cast<const float*>(st->Data(t).data());
+      if (t.name.ends_with(".experts.gate_up_proj")) {
+        const std::string p = t.name.substr(0, t.name.size() - std::string("gate_up_proj").size());
+        const uint64_t E = t.shape[0], I2 = t.shape[1], H = t.shape[2];
+        for (uint64_t e = 0; e < E; ++e) {
+          add(p + std::to_string(e) + ".gate_proj.weight", {I2 / 2, H}, v + e * I2 * H, I2 / 2 * H);
+          add(p + std::to_string(e) + ".up_proj.weight", {I2 / 2, H}, v + e * I2 * H + I2 / 2 * H, I2 / 2 * H);
+        }
+      } else if (t.name.ends_with(".experts.down_proj")) {  // not shared_experts.down_proj.weight
+        const std::string p = t.name.substr(0, t.name.size() - std::string("down_proj").size());
+        const uint64_t E = t.shape[0], H = t.shape[1], I = t.shape[2];
+        for (uint64_t e = 0; e < E; ++e) add(p + std::to_string(e) + ".down_proj.weight", {H, I}, v + e * H * I, H * I);
+      } else {
+        add(t.name, t.shape, v, t.num_elements());
+      }
+    }
+    const float mtp[4] = {1, 2, 3, 4};  // DeepSeek-V3's model.layers.61.* (num_nextn_predict_layers 1)
+    add("model.layers.3.eh_proj.weight", {2, 2}, mtp, 4);
+    REQUIRE(io::WriteSafetensors(dir + "/model.safetensors", out).ok());
+    auto per = LlamaModel::Load(dir);
+    INFO(per.status().ToString());
+    REQUIRE(per.ok());
+    CHECK(per->LinearNames() == names);
+    CHECK(MaxDelta(*per, f, 1) == d_fused);
+    // Without num_nextn_predict_layers the extra layer is a config/weights mismatch.
+    auto cfg = ParseJson(*ReadFileToString(dir + "/config.json"), "cfg");
+    REQUIRE(cfg.ok());
+    (*cfg)["num_nextn_predict_layers"] = 0;
+    lmkit::test::WriteAll(dir + "/config.json", DumpJson(*cfg));
+    auto no_mtp = LlamaModel::Load(dir);
+    REQUIRE(!no_mtp.ok());
+    CHECK(no_mtp.status().message().find("'model.layers.3.eh_proj.weight' is not part of the model") !=
+          std::string::npos);
+  }
+  // Each of these changes the logits beyond the bound: the forward pass reads them.
+  const std::vector<std::pair<const char*, std::function<void(Json&)>>> edits = {
+      {"rope_interleave", [](Json& j) { j["rope_interleave"] = false; }},
+      {"routed_scaling_factor", [](Json& j) { j["routed_scaling_factor"] = 1.0; }},
+      {"norm_topk_prob", [](Json& j) { j["norm_topk_prob"] = false; }},
+      {"mscale_all_dim", [](Json& j) { j["rope_parameters"]["mscale_all_dim"] = 0.5; }},
+      {"topk_group", [](Json& j) { j["topk_group"] = 4; }},
+  };
+  for (const auto& [field, edit] : edits) {
+    INFO(field);
+    auto m = LlamaModel::Load(Variant("deepseek_v3_fused", tmp.path() + "/" + field, edit));
+    INFO(m.status().ToString());
+    REQUIRE(m.ok());
+    CHECK(MaxDelta(*m, f, 1) > 1e-3);
+  }
+  const Fixture f2 = Load(TestData("model/deepseek_v2"));
+  for (const auto& [field, edit] : std::vector<std::pair<const char*, std::function<void(Json&)>>>{
+           {"topk_method", [](Json& j) { j["topk_method"] = "greedy"; }},
+           {"mscale_all_dim", [](Json& j) { j["rope_parameters"]["mscale_all_dim"] = 1.0; }}}) {
+    INFO(field);
+    auto m = LlamaModel::Load(Variant("deepseek_v2", tmp.path() + "/v2" + field, edit));
+    REQUIRE(m.ok());
+    CHECK(MaxDelta(*m, f2, 1) > 1e-3);
+  }
+}
