@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "lmkit/common/utf8.h"
+
 namespace lmkit::present {
 namespace {
 
@@ -30,35 +32,11 @@ constexpr double kUnitsPerEm = 2048;
 constexpr char32_t kReplacement = 0xFFFD;
 constexpr const char* kEllipsis = "\xE2\x80\xA6";  // U+2026, 1 em
 
-// The code point at s[i] (advancing i past it); U+FFFD for an invalid, overlong or surrogate sequence, which then
-// consumes one byte.
+// The code point at s[i] (advancing i past it); U+FFFD for an ill-formed byte, which then consumes one byte.
 char32_t NextCodePoint(std::string_view s, size_t& i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) {
-    ++i;
-    return b0;
-  }
-  int len = b0 >= 0xF0 && b0 <= 0xF4 ? 4 : b0 >= 0xE0 ? 3 : b0 >= 0xC2 && b0 <= 0xDF ? 2 : 0;
-  if (len == 0 || i + static_cast<size_t>(len) > s.size()) {
-    ++i;
-    return kReplacement;
-  }
-  char32_t cp = b0 & (0x7F >> len);
-  for (int k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-    if ((b & 0xC0) != 0x80) {
-      ++i;
-      return kReplacement;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  const char32_t min_for_len[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min_for_len[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++i;
-    return kReplacement;
-  }
-  i += static_cast<size_t>(len);
-  return cp;
+  const DecodedChar d = DecodeUtf8At(s, i);
+  i += d.len;
+  return d.cp == kInvalidCodePoint ? kReplacement : static_cast<char32_t>(d.cp);
 }
 
 double Advance(char32_t cp, FontWeight weight) {

@@ -92,6 +92,8 @@ TEST_CASE("chart: XmlEscape escapes markup and replaces what XML forbids", "[pre
   CHECK(XmlEscape("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/', one U+FFFD per byte
   CHECK(XmlEscape("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
   CHECK(XmlEscape("\xEF\xBF\xBF") == "\xEF\xBF\xBD");                          // U+FFFF is not an XML character
+  // A lead byte above 0xF4 starts no sequence (the chart's own decoder once read F8 80 80 as U+8000).
+  CHECK(XmlEscape("\xF8\x80\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 TEST_CASE("chart: series colours are distinct, chromatic and never a role colour, for any count", "[present][chart]") {

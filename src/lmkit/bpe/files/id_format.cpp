@@ -1,6 +1,7 @@
 #include "lmkit/bpe/files/id_format.h"
 
 #include "lmkit/common/name_table.h"
+#include "lmkit/common/utf8.h"
 
 namespace lmkit::bpe {
 
@@ -63,19 +64,9 @@ std::string QuoteTokenBytes(std::string_view b) {
       continue;
     }
     // A complete, well-formed UTF-8 sequence is kept; anything else is one \xNN.
-    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    bool ok = len > 0 && i + len <= b.size();
-    uint32_t cp = 0;
-    if (ok) {
-      cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-      for (size_t k = 1; k < len && ok; ++k) {
-        const auto d = static_cast<unsigned char>(b[i + k]);
-        ok = (d & 0xC0) == 0x80;
-        cp = (cp << 6) | (d & 0x3F);
-      }
-      ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) &&
-           !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF));
-    }
+    const DecodedChar d = DecodeUtf8At(b, i);
+    const bool ok = d.cp != kInvalidCodePoint;
+    const size_t len = d.len;
     if (ok) {
       out.append(b.substr(i, len));
       i += len;

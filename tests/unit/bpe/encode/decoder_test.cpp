@@ -6,30 +6,13 @@
 
 #include "lmkit/bpe/encode/encoder.h"
 #include "lmkit/bpe/files/tokenizer_files.h"
+#include "lmkit/common/utf8.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
 using namespace lmkit::bpe;
 
 namespace {
-
-void AppendUtf8(std::string& s, uint32_t cp) {
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Random text drawn from ranges that exercise every pattern class: ASCII letters/digits/punctuation, whitespace of
 // several kinds, Latin-1, Greek/Cyrillic, combining marks, CJK, Hangul, emoji with modifiers and ZWJ, and any

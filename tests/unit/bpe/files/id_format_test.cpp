@@ -68,4 +68,5 @@ TEST_CASE("id format: QuoteTokenBytes escapes what is not printable or not UTF-8
   CHECK(QuoteTokenBytes("\xff\x80") == "\"\\xff\\x80\"");                  // never valid
   CHECK(QuoteTokenBytes("\xc0\xaf") == "\"\\xc0\\xaf\"");                  // overlong '/'
   CHECK(QuoteTokenBytes("\xed\xa0\x80") == "\"\\xed\\xa0\\x80\"");         // a surrogate
+  CHECK(QuoteTokenBytes("\xf8\x80\x80") == "\"\\xf8\\x80\\x80\"");         // no lead byte above 0xf4
 }

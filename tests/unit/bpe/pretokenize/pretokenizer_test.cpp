@@ -11,6 +11,7 @@
 #include "lmkit/bpe/pretokenize/unicode_classes.h"
 #include "support/run_lmkit.h"
 
+using namespace lmkit;
 using namespace lmkit::bpe;
 
 namespace {

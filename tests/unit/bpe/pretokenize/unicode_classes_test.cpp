@@ -15,6 +15,7 @@
 #include "support/skip.h"
 #include "support/test_python.h"
 
+using namespace lmkit;
 using namespace lmkit::bpe;
 
 namespace {
