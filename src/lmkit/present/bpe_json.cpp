@@ -22,7 +22,7 @@ struct CountShardView {
   uint64_t peak_rss_bytes;
 };
 
-double Ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+double PerUnit(double num, double den) { return den > 0 ? num / den : 0.0; }
 
 }  // namespace
 
@@ -78,10 +78,10 @@ LMKIT_JSON_FIELDS(
     Field("format", &T::format), Field("dtype", &T::dtype), Field("threads", &T::threads), Field("bytes", &T::bytes),
     Field("tokens", &T::tokens),
     Computed("bytes_per_token",
-             [](const T& r) { return Ratio(static_cast<double>(r.bytes), static_cast<double>(r.tokens)); }),
+             [](const T& r) { return PerUnit(static_cast<double>(r.bytes), static_cast<double>(r.tokens)); }),
     Field("seconds", &T::encode_seconds), Field("cpu_seconds", &T::encode_cpu_seconds),
     Field("load_seconds", &T::load_seconds),
-    Computed("mb_per_s", [](const T& r) { return Ratio(static_cast<double>(r.bytes) / 1e6, r.encode_seconds); }),
+    Computed("mb_per_s", [](const T& r) { return PerUnit(static_cast<double>(r.bytes) / 1e6, r.encode_seconds); }),
     Field("peak_rss_bytes", &T::peak_rss_bytes), Field("chunks", &T::chunks),
     Field("largest_chunk_bytes", &T::largest_chunk));
 
