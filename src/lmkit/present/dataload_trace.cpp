@@ -183,6 +183,7 @@ struct TraceOverallRow {
 };
 
 auto StepTimes() {
+  using namespace fields;
   return If([](const auto&) { return true; },  //
             Computed("time_ms", [](const auto& v) { return v.s.time_us / 1e3; }),
             Computed("data_wait_ms", [](const auto& v) { return v.s.data_wait_us / 1e3; }),

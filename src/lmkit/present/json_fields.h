@@ -100,6 +100,10 @@ Json ToJsonValue(const V& v) {
   }
 }
 
+// The field descriptors, in their own namespace so that they never hide lmkit::Field (the request-field namer of
+// common/status.h) in present/'s code; LMKIT_JSON_FIELDS brings them into scope for its list.
+namespace fields {
+
 template <typename M>
 constexpr json_detail::MemberField<M> Field(std::string_view key, M member) {
   return {key, member, false};
@@ -127,6 +131,8 @@ template <typename P, typename... Fs>
 constexpr json_detail::IfFields<P, Fs...> If(P pred, Fs... fields) {
   return {pred, std::tuple<Fs...>(fields...)};
 }
+
+}  // namespace fields
 
 namespace json_detail {
 
@@ -177,11 +183,14 @@ Json ToJson(const T& value) {
 }  // namespace lmkit::present
 
 // Declares Type's JSON fields; use inside namespace lmkit::present. `T` names Type in the field list.
-#define LMKIT_JSON_FIELDS(Type, ...)                              \
-  template <>                                                     \
-  struct JsonFields<Type> {                                       \
-    using T = Type;                                               \
-    static auto Fields() { return std::make_tuple(__VA_ARGS__); } \
+#define LMKIT_JSON_FIELDS(Type, ...)            \
+  template <>                                   \
+  struct JsonFields<Type> {                     \
+    using T = Type;                             \
+    static auto Fields() {                      \
+      using namespace ::lmkit::present::fields; \
+      return std::make_tuple(__VA_ARGS__);      \
+    }                                           \
   }
 
 // Declares how enum Type prints in JSON: `expr` is a string-like expression of `v`; inside namespace lmkit::present.
