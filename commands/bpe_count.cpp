@@ -6,6 +6,7 @@
 #include "corpus_flags.h"
 #include "lmkit/bpe/train/count_shard.h"
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/present/bpe_json.h"
 
 namespace lmkit::cli {
 
@@ -43,18 +44,7 @@ RunFn SetupBpeCount(CLI::App& sub, const GlobalOptions& g) {
     if (!r.ok()) return ReportError(cmd, r.status(), BpeFlagNames());
     const bpe::CountsHeader& h = r->header;
     if (g.json) {
-      Json j;
-      j["shard"] = {{"k", h.shard_k}, {"n", h.shard_n}};
-      j["corpus_bytes"] = h.corpus_bytes;
-      j["range"] = {h.range_begin, h.range_end};
-      j["pretokens_total"] = h.total;
-      j["pretokens_unique"] = h.entries;
-      j["threads"] = req.threads;
-      j["seconds"] = {
-          {"read", r->stats.read_seconds}, {"pretokenize_count", r->stats.count_seconds}, {"write", r->write_seconds}};
-      j["peak_rss_bytes"] = PeakRssBytes();
-      j["output"] = o->output;
-      PrintJson(j);
+      PrintJson(present::CountShardJson(req, *r));
       return static_cast<int>(kExitOk);
     }
     PrintText(fmt::format("shard {}/{}: bytes [{}, {}) of {}, {} pre-tokens ({} unique) in {:.2f} s -> {}\n", h.shard_k,

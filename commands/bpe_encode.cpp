@@ -10,6 +10,7 @@
 #include "lmkit/bpe/encode/special_policy.h"
 #include "lmkit/common/name_table.h"
 #include "lmkit/common/units.h"
+#include "lmkit/present/bpe_json.h"
 
 namespace lmkit::cli {
 namespace {
@@ -138,24 +139,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     const double bpt = rep->tokens ? static_cast<double>(rep->bytes) / static_cast<double>(rep->tokens) : 0.0;
     const std::string dtype_name(io::TokenDtypeName(rep->dtype));
     if (g.json) {
-      Json j;
-      j["tokenizer"] = rep->tokenizer;
-      j["input"] = rep->input;
-      j["output"] = rep->output;
-      j["format"] = std::string(bpe::IdFormatName(rep->format));
-      j["dtype"] = dtype_name;
-      j["threads"] = rep->threads;
-      j["bytes"] = rep->bytes;
-      j["tokens"] = rep->tokens;
-      j["bytes_per_token"] = bpt;
-      j["seconds"] = secs;
-      j["cpu_seconds"] = rep->encode_cpu_seconds;
-      j["load_seconds"] = rep->load_seconds;
-      j["mb_per_s"] = mbps;
-      j["peak_rss_bytes"] = rep->peak_rss_bytes;
-      j["chunks"] = rep->chunks;
-      j["largest_chunk_bytes"] = rep->largest_chunk;
-      PrintJson(j);
+      PrintJson(present::EncodeReportJson(*rep));
     } else {
       PrintText("encoded " + std::to_string(rep->bytes) + " bytes into " + std::to_string(rep->tokens) + " tokens (" +
                 Fixed(bpt, 3) + " bytes/token) in " + Fixed(secs, 3) + " s (" + Fixed(mbps, 1) + " MB/s, " +
@@ -210,16 +194,7 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
     if (!rep.ok()) return ReportError(cmd, rep.status());
     if (f->output.empty()) return kExitOk;
     if (g.json) {
-      Json j;
-      j["tokenizer"] = rep->tokenizer;
-      j["input"] = rep->input;
-      j["output"] = rep->output;
-      j["format"] = std::string(bpe::IdFormatName(rep->format));
-      j["tokens"] = rep->tokens;
-      j["bytes"] = rep->bytes;
-      j["seconds"] = rep->seconds;
-      j["peak_rss_bytes"] = rep->peak_rss_bytes;
-      PrintJson(j);
+      PrintJson(present::DecodeReportJson(*rep));
     } else {
       PrintText("decoded " + std::to_string(rep->tokens) + " tokens into " + std::to_string(rep->bytes) + " bytes -> " +
                 rep->output + "\n");

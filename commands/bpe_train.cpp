@@ -9,6 +9,7 @@
 #include "lmkit/bpe/train/train_files.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/units.h"
+#include "lmkit/present/bpe_json.h"
 
 namespace lmkit::cli {
 
@@ -68,24 +69,7 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
     const auto& s = r->train.stats;
     const std::string& longest = m.vocab[s.longest_token_id];
     if (g.json) {
-      Json j;
-      j["input_bytes"] = s.input_bytes;
-      j["pretokens_total"] = s.pretokens_total;
-      j["pretokens_unique"] = s.pretokens_unique;
-      j["merges"] = m.merges.size();
-      j["vocab_size"] = m.vocab.size();
-      j["special_tokens"] = m.num_specials;
-      j["threads"] = req.threads;
-      j["seconds"] = {{"read", s.read_seconds},
-                      {"pretokenize_count", s.count_seconds},
-                      {"merge", s.merge_seconds},
-                      {"write", r->write_seconds}};
-      if (r->reduce_seconds) j["seconds"]["reduce"] = *r->reduce_seconds;
-      j["peak_rss_bytes"] = PeakRssBytes();
-      j["longest_token"] = {
-          {"id", s.longest_token_id}, {"bytes", longest.size()}, {"printable", bpe::BytesToPrintable(longest)}};
-      j["output"] = {o->out_dir + "/vocab.json", o->out_dir + "/merges.txt", o->out_dir + "/tokenizer.json"};
-      PrintJson(j);
+      PrintJson(present::TrainFilesJson(req, *r));
       return static_cast<int>(kExitOk);
     }
     std::string out;

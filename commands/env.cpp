@@ -1,4 +1,6 @@
 // `lmkit env`: what this machine offers lmkit (CPU, memory, CUDA devices).
+#include "lmkit/present/env.h"
+
 #include <fmt/format.h>
 
 #include "command.h"
@@ -15,26 +17,14 @@ RunFn SetupEnv(CLI::App& /*sub: no options*/, const GlobalOptions& g) {
   return [&g] {
     cuda::DeviceList devs = cuda::ListCudaDevices();
     if (g.json) {
-      Json j;
-      j["lmkit_version"] = LMKIT_VERSION;
-      j["cpu"] = {{"model", CpuModelName()}, {"cores", DefaultThreadCount()}};
-      j["memory_bytes"] = TotalMemoryBytes();
-      Json cj;
-      cj["built_with_cuda"] = cuda::CudaBuildEnabled();
-      cj["driver_version"] = devs.driver_version;
-      cj["runtime_version"] = devs.runtime_version;
-      cj["devices"] = Json::array();
-      for (const auto& d : devs.devices) {
-        cj["devices"].push_back({{"index", d.index},
-                                 {"name", d.name},
-                                 {"memory_bytes", d.total_memory_bytes},
-                                 {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
-                                 {"multiprocessors", d.multiprocessors},
-                                 {"memory_bandwidth_gbs", d.memory_bandwidth_gbs}});
-      }
-      if (devs.devices.empty()) cj["why_none"] = devs.why_none;
-      j["cuda"] = cj;
-      PrintJson(j);
+      present::EnvReport env;
+      env.lmkit_version = LMKIT_VERSION;
+      env.cpu_model = CpuModelName();
+      env.cores = DefaultThreadCount();
+      env.memory_bytes = TotalMemoryBytes();
+      env.built_with_cuda = cuda::CudaBuildEnabled();
+      env.cuda = std::move(devs);
+      PrintJson(present::EnvJson(env));
       return static_cast<int>(kExitOk);
     }
     std::string out;

@@ -8,6 +8,7 @@
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/present/eval_svg.h"
+#include "lmkit/present/model.h"
 
 namespace lmkit::cli {
 
@@ -58,9 +59,9 @@ RunFn SetupEval(CLI::App& sub, const GlobalOptions& g) {
       if (!st.ok()) return ReportError("eval", st);
     }
     if (g.json) {
-      PrintJson(model::EvalResultToJson(*r));
+      PrintJson(present::EvalResultToJson(*r));
     } else {
-      PrintText(model::EvalResultToText(*r));
+      PrintText(present::EvalResultToText(*r));
     }
     return static_cast<int>(kExitOk);
   };

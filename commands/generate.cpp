@@ -8,6 +8,7 @@
 
 #include "command.h"
 #include "lmkit/io/token_file.h"
+#include "lmkit/present/model.h"
 
 namespace lmkit::cli {
 
@@ -75,14 +76,7 @@ RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
       if (!st.ok()) return ReportError("generate", st);
     }
     if (g.json) {
-      Json j;
-      j["model"] = a->o.model;
-      j["temperature"] = a->o.temperature;
-      j["seed"] = a->o.seed;
-      j["sequences"] = r->sequences;
-      if (a->logits) j["final_logits"] = r->final_logits;
-      j["seconds"] = r->seconds;
-      PrintJson(j);
+      PrintJson(present::GenerateResultToJson(a->o, *r, a->logits));
       return static_cast<int>(kExitOk);
     }
     if (!a->output.empty()) {

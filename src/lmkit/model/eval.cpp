@@ -59,10 +59,10 @@ Result<EvalResult> Evaluate(const EvalOptions& o, ProgressSink* progress) {
   r.model = o.model;
   r.mode = WeightModeName(model.mode());
   r.seq_len = T;
-  r.compared = other != nullptr;
   if (other) {
-    r.compare = o.compare;
-    r.compare_mode = WeightModeName(other->mode());
+    r.compare.emplace();
+    r.compare->model = o.compare;
+    r.compare->mode = WeightModeName(other->mode());
   }
   KvCache cache = model.NewCache(T), cache2 = other ? other->NewCache(T) : KvCache();
   std::vector<float> logits(static_cast<size_t>(T) * V), logits2(other ? logits.size() : 0);
@@ -112,64 +112,26 @@ Result<EvalResult> Evaluate(const EvalOptions& o, ProgressSink* progress) {
   r.mean_nll = nll / r.tokens_scored;
   r.perplexity = std::exp(r.mean_nll);
   if (other) {
-    r.compare_mean_nll = nll2 / r.tokens_scored;
-    r.compare_perplexity = std::exp(r.compare_mean_nll);
-    r.ppl_delta = r.compare_perplexity - r.perplexity;
+    EvalComparison& c = *r.compare;
+    c.mean_nll = nll2 / r.tokens_scored;
+    c.perplexity = std::exp(c.mean_nll);
+    c.ppl_delta = c.perplexity - r.perplexity;
     double s = 0;
     for (double k : kls) s += k;
-    r.mean_kl = s / kls.size();
+    c.mean_kl = s / kls.size();
     std::vector<double> sorted = kls;
     std::sort(sorted.begin(), sorted.end());
     const size_t rank = static_cast<size_t>(std::ceil(0.99 * sorted.size()));
-    r.p99_kl = sorted[std::max<size_t>(rank, 1) - 1];
-    r.max_kl = sorted.back();
-    r.top1_agreement = static_cast<double>(agree) / kls.size();
+    c.p99_kl = sorted[std::max<size_t>(rank, 1) - 1];
+    c.max_kl = sorted.back();
+    c.top1_agreement = static_cast<double>(agree) / kls.size();
     for (size_t t = 0; t < kl_count.size() && kl_count[t] > 0; ++t) {
-      r.kl_mean_by_position.push_back(kl_sum[t] / static_cast<double>(kl_count[t]));
-      r.kl_max_by_position.push_back(kl_max[t]);
+      c.kl_mean_by_position.push_back(kl_sum[t] / static_cast<double>(kl_count[t]));
+      c.kl_max_by_position.push_back(kl_max[t]);
     }
   }
   r.seconds = MonotonicSeconds() - t0;
   return r;
-}
-
-Json EvalResultToJson(const EvalResult& r) {
-  Json j;
-  j["model"] = r.model;
-  j["mode"] = r.mode;
-  j["seq_len"] = r.seq_len;
-  j["sequences"] = r.sequences;
-  j["tokens_scored"] = r.tokens_scored;
-  j["mean_nll"] = r.mean_nll;
-  j["perplexity"] = r.perplexity;
-  if (r.compared) {
-    Json c;
-    c["model"] = r.compare;
-    c["mode"] = r.compare_mode;
-    c["mean_nll"] = r.compare_mean_nll;
-    c["perplexity"] = r.compare_perplexity;
-    c["ppl_delta"] = r.ppl_delta;
-    c["mean_kl"] = r.mean_kl;
-    c["p99_kl"] = r.p99_kl;
-    c["max_kl"] = r.max_kl;
-    c["top1_agreement"] = r.top1_agreement;
-    j["compare"] = c;
-  }
-  j["seconds"] = r.seconds;
-  return j;
-}
-
-std::string EvalResultToText(const EvalResult& r) {
-  std::string s =
-      fmt::format("{} ({}): mean NLL {:.6f} nats, perplexity {:.6f} over {} tokens ({} sequences of <= {})\n", r.model,
-                  r.mode, r.mean_nll, r.perplexity, r.tokens_scored, r.sequences, r.seq_len);
-  if (r.compared) {
-    s += fmt::format("{} ({}): mean NLL {:.6f} nats, perplexity {:.6f} (delta {:+.6f})\n", r.compare, r.compare_mode,
-                     r.compare_mean_nll, r.compare_perplexity, r.ppl_delta);
-    s += fmt::format("KL(model || compare): mean {:.3e}, p99 {:.3e}, max {:.3e} nats; top-1 agreement {:.4f}\n",
-                     r.mean_kl, r.p99_kl, r.max_kl, r.top1_agreement);
-  }
-  return s;
 }
 
 }  // namespace lmkit::model

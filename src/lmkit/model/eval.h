@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,25 +34,26 @@ struct EvalOptions {
   unsigned threads = 1;
 };
 
+// The second model of `--compare` against the first: its own NLL, and KL(model || compare) per scored token.
+struct EvalComparison {
+  std::string model, mode;
+  double mean_nll = 0, perplexity = 0, ppl_delta = 0;  // ppl_delta: its perplexity less the model's
+  double mean_kl = 0, p99_kl = 0, max_kl = 0, top1_agreement = 0;
+  // Per position in a window: element t is the KL at the prediction of token t + 1, mean and max over the windows
+  // long enough to have it (seq_len - 1 elements, fewer when every window is shorter).
+  std::vector<double> kl_mean_by_position, kl_max_by_position;
+};
+
 struct EvalResult {
   std::string model, mode;
   uint32_t seq_len = 0;
   uint64_t sequences = 0;
   uint64_t tokens_scored = 0;
   double mean_nll = 0, perplexity = 0;
-  bool compared = false;
-  std::string compare, compare_mode;
-  double compare_mean_nll = 0, compare_perplexity = 0, ppl_delta = 0;
-  double mean_kl = 0, p99_kl = 0, max_kl = 0, top1_agreement = 0;
-  // Per position in a window: element t is the KL at the prediction of token t + 1, mean and max over the windows
-  // long enough to have it (seq_len - 1 elements, fewer when every window is shorter).
-  std::vector<double> kl_mean_by_position, kl_max_by_position;
+  std::optional<EvalComparison> compare;  // with options.compare
   double seconds = 0;
 };
 
 Result<EvalResult> Evaluate(const EvalOptions& options, ProgressSink* progress);
-
-Json EvalResultToJson(const EvalResult& r);
-std::string EvalResultToText(const EvalResult& r);
 
 }  // namespace lmkit::model

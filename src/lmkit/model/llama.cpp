@@ -301,8 +301,8 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
 
   ModelLoader ld;
   ld.subject = path;
-  if (cj.contains("quantization_config") && !cj["quantization_config"].is_null()) {
-    const Json& q = cj["quantization_config"];
+  if (cj.contains("quantization_config") && !cj.at("quantization_config").is_null()) {
+    const Json& q = cj.at("quantization_config");
     const std::string method =
         q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>() : "";
     const std::string format = q.contains("format") && q["format"].is_string() ? q["format"].get<std::string>() : "";

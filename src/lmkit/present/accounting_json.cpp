@@ -1,245 +1,252 @@
-// `flops` and `memory` as the JSON documents --json prints (integers exact: FLOPs and bytes as uint64).
+// `flops` and `memory` as the JSON documents --json prints (integers exact: FLOPs and bytes as uint64), generated
+// from the field lists below (json_fields.h).
 #include "lmkit/present/accounting_json.h"
 
 #include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
+#include "lmkit/present/accounting_json_fields.h"
 
 namespace lmkit::present {
 
 using namespace accounting;  // NOLINT: this file prints accounting's types and nothing else
 
-Json ModelJson(const ModelSpec& m) {
-  Json j;
-  j["name"] = m.name;
-  j["source"] = m.source;
-  j["family"] = m.family;
-  j["layers"] = m.layers;
-  j["d_model"] = m.d_model;
-  j["heads"] = m.heads;
-  j["kv_heads"] = m.kv_heads;
-  j["head_dim"] = m.head_dim;
-  j["d_ff"] = m.d_ff;
-  j["vocab"] = m.vocab;
-  j["ffn"] = std::string(EnumNameOf(FfnNames(), m.ffn));
-  j["norm"] = std::string(EnumNameOf(NormNames(), m.norm));
-  j["tied"] = m.tied;
-  if (!m.activation.empty()) j["activation"] = m.activation;
-  if (m.norms_per_layer != 2) j["norms_per_layer"] = m.norms_per_layer;
-  if (m.parallel_block) j["parallel_block"] = true;
-  if (m.attn_softcap > 0) j["attn_logit_softcap"] = m.attn_softcap;
-  if (m.final_softcap > 0) j["final_logit_softcap"] = m.final_softcap;
-  if (m.mla) {
-    j["mla"] = {{"q_lora_rank", m.mla_spec.q_lora_rank},
-                {"kv_lora_rank", m.mla_spec.kv_lora_rank},
-                {"qk_nope_head_dim", m.mla_spec.qk_nope_head_dim},
-                {"qk_rope_head_dim", m.mla_spec.qk_rope_head_dim},
-                {"v_head_dim", m.mla_spec.v_head_dim}};
-  }
-  if (m.is_moe()) {
-    j["moe"] = {{"routed_experts", m.moe.routed_experts},
-                {"top_k", m.moe.top_k},
-                {"expert_d_ff", m.moe.expert_d_ff},
-                {"shared_d_ff", m.moe.shared_d_ff}};
-  }
-  Json kinds = Json::array();
-  for (const auto& k : m.kinds)
-    kinds.push_back({{"name", k.name}, {"count", k.count}, {"moe", k.moe}, {"window", k.window}});
-  j["layer_kinds"] = kinds;
-  j["notes"] = m.notes;
-  return j;
-}
-
-Json ParamsJson(const ParameterCounts& p) {
-  return Json{
-      {"total", p.total},   {"embedding", p.embedding}, {"lm_head", p.lm_head}, {"non_embedding", p.non_embedding},
-      {"active", p.active}, {"attention", p.attention}, {"ffn", p.ffn},         {"router", p.router},
-      {"norms", p.norms},   {"linear", p.linear},       {"vision", p.vision}};
-}
-
-Json GpuJson(const GpuSpec& g) {
-  return Json{{"name", g.name},
-              {"memory_bytes", g.memory_bytes},
-              {"bandwidth_bytes_per_s", g.bandwidth_bytes_per_s},
-              {"interconnect_bytes_per_s", g.interconnect_bytes_per_s},
-              {"source", g.source}};
-}
-
 namespace {
 
-Json RooflineJson(const Roofline& r) {
-  Json rows = Json::array();
-  for (const auto& x : r.rows) {
-    rows.push_back({{"layer_kind", x.op.layer_kind},
-                    {"name", x.op.name},
-                    {"m", x.op.m},
-                    {"k", x.op.k},
-                    {"n", x.op.n},
-                    {"count", x.op.count},
-                    {"flops", x.op.flops},
-                    {"bytes", x.bytes},
-                    {"intensity", x.intensity},
-                    {"time_s", x.time_s},
-                    {"bound", x.compute_bound ? "compute" : "memory"}});
-  }
-  return Json{{"peak_flops", r.peak},
-              {"bandwidth_bytes_per_s", r.bandwidth},
-              {"ridge_flops_per_byte", r.ridge},
-              {"attention", std::string(EnumNameOf(AttentionNames(), r.attention))},
-              {"flops", r.flops},
-              {"bytes", r.bytes},
-              {"compute_s", r.compute_s},
-              {"memory_s", r.memory_s},
-              {"time_s", r.time_s},
-              {"matmuls", rows}};
-}
-
-Json StepJson(const StepTime& s) {
-  return Json{{"flops", s.flops},     {"hardware_flops", s.hardware_flops}, {"mfu", s.mfu}, {"hfu", s.hfu},
-              {"seconds", s.seconds}, {"tokens_per_s", s.tokens_per_s}};
-}
-
+// The component totals as one object keyed by component name, in the report's order.
 Json ComponentsJson(const uint64_t (&component)[kComponentCount]) {
-  Json j;
-  for (int c = 0; c < kComponentCount; ++c) j[ComponentName(static_cast<Component>(c))] = component[c];
-  return j;
+  Json out = Json::object();
+  for (int c = 0; c < kComponentCount; ++c) out[ComponentName(static_cast<Component>(c))] = component[c];
+  return out;
+}
+
+// A matmul row of flops' table: its share of the forward FLOPs needs the report's total.
+struct MatmulRow {
+  const Matmul& op;
+  uint64_t forward;
+};
+
+// flops' step time: the estimate, which step it times, and the run's total when --steps is given.
+struct FlopsStep {
+  const StepTime& step;
+  bool training;
+  int64_t steps;
+};
+
+// The GPU of flops: its datasheet plus the dtype the peak is read at.
+struct FlopsGpu {
+  const GpuSpec& gpu;
+  Dtype dtype;
+};
+
+// One MemoryReport's byte counts as `memory` prints them (also each sweep point's).
+struct MemoryBytes {
+  const MemoryReport& report;
+};
+
+struct FlopsSweepRow {
+  const FlopsSweepPoint& point;
+};
+
+struct MemorySweepRow {
+  const MemorySweepPoint& point;
+};
+
+std::vector<MatmulRow> MatmulRows(const FlopsReport& rep) {
+  std::vector<MatmulRow> rows;
+  for (const Matmul& m : rep.matmuls) rows.push_back({m, rep.forward});
+  return rows;
 }
 
 }  // namespace
 
-Json FlopsJson(const FlopsResult& r) {
-  const FlopsReport& rep = r.report;
-  const FlopsOptions& o = rep.options;
-  Json j;
-  j["model"] = ModelJson(r.model);
-  j["conventions"] = {{"flop_per_mac", 2},
-                      {"causal", o.causal_half ? "half" : "full"},
-                      {"lm_head_counted", o.lm_head},
-                      {"embedding_lookup_counted", false},
-                      {"softmax_counted", o.softmax_flops},
-                      {"backward_over_forward", 2},
-                      {"recompute", RecomputeName(o.recompute)},
-                      {"mfu_counts", "model FLOPs (forward + backward, no recomputation)"},
-                      {"palm_n", "active parameters less untied token embedding and position tables"}};
-  j["batch"] = o.batch;
-  j["seq_len"] = o.seq_len;
-  j["tokens"] = rep.tokens;
-  if (!r.sweep_variable.empty()) {
-    Json pts = Json::array();
-    for (const auto& p : r.sweep) {
-      Json pt = {{"value", p.label},
-                 {"tokens", p.report.tokens},
-                 {"forward", p.report.forward},
-                 {"training", p.report.training},
-                 {"components", ComponentsJson(p.report.component)},
-                 {"params", ParamsJson(p.report.params)}};
-      if (p.step)
-        pt["step_time"] = {{"seconds", p.step->seconds}, {"tokens_per_s", p.step->tokens_per_s}, {"hfu", p.step->hfu}};
-      pts.push_back(pt);
-    }
-    j["sweep"] = {{"variable", r.sweep_variable}, {"points", pts}};
-    if (!r.svg_path.empty()) j["svg"] = r.svg_path;
-    return j;
-  }
-  Json rows = Json::array();
-  for (const auto& x : rep.matmuls)
-    rows.push_back({{"layer_kind", x.layer_kind},
-                    {"name", x.name},
-                    {"component", ComponentName(x.component)},
-                    {"m", x.m},
-                    {"k", x.k},
-                    {"n", x.n},
-                    {"count", x.count},
-                    {"flops", x.flops},
-                    {"share", ShareOf(x.flops, rep.forward)}});
-  j["matmuls"] = rows;
-  j["components"] = ComponentsJson(rep.component);
-  j["totals"] = {{"forward", rep.forward},
-                 {"backward", rep.backward},
-                 {"recompute", rep.recompute},
-                 {"model", rep.model},
-                 {"training", rep.training},
-                 {"six_nd", rep.six_nd},
-                 {"six_nd_non_embedding", rep.six_nd_non_embedding},
-                 {"palm", rep.palm}};
-  j["params"] = ParamsJson(rep.params);
-  if (r.gpu) {
-    Json g = GpuJson(*r.gpu);
-    g["dtype"] = DtypeName(r.precision.dtype);
-    g["peak_flops"] = r.gpu->PeakFlops(r.precision.dtype);
-    j["gpu"] = g;
-    j["precision"] = {{"weights", DtypeName(r.precision.dtype)},
-                      {"quant_scope", std::string(EnumNameOf(QuantScopeNames(), r.precision.scope))},
-                      {"activation_bytes", r.precision.ActivationBytes()},
-                      {"kv_cache", DtypeName(r.precision.kv_dtype)}};
-    if (r.step) {
-      Json st = StepJson(*r.step);
-      st["step"] = r.training ? "training" : "forward";
-      if (r.steps > 0) st["total_seconds"] = r.step->seconds * static_cast<double>(r.steps);
-      j["step_time"] = st;
-    }
-    if (r.prefill) j["roofline"]["prefill"] = RooflineJson(*r.prefill);
-    if (r.decode) j["roofline"]["decode"] = RooflineJson(*r.decode);
-  }
-  return j;
-}
+LMKIT_JSON_FIELDS(RooflineRow,  //
+                  Computed("layer_kind", [](const T& x) { return x.op.layer_kind; }),
+                  Computed("name", [](const T& x) { return x.op.name; }),
+                  Computed("m", [](const T& x) { return x.op.m; }), Computed("k", [](const T& x) { return x.op.k; }),
+                  Computed("n", [](const T& x) { return x.op.n; }),
+                  Computed("count", [](const T& x) { return x.op.count; }),
+                  Computed("flops", [](const T& x) { return x.op.flops; }), Field("bytes", &T::bytes),
+                  Field("intensity", &T::intensity), Field("time_s", &T::time_s),
+                  Computed("bound", [](const T& x) { return x.compute_bound ? "compute" : "memory"; }));
 
-namespace {
+LMKIT_JSON_FIELDS(Roofline,  //
+                  Field("peak_flops", &T::peak), Field("bandwidth_bytes_per_s", &T::bandwidth),
+                  Field("ridge_flops_per_byte", &T::ridge), Field("attention", &T::attention),
+                  Field("flops", &T::flops), Field("bytes", &T::bytes), Field("compute_s", &T::compute_s),
+                  Field("memory_s", &T::memory_s), Field("time_s", &T::time_s), Field("matmuls", &T::rows));
 
-Json MemoryReportJson(const MemoryReport& x) {
-  Json j = {{"weights", x.weights},     {"gradients", x.gradients},
-            {"optimizer", x.optimizer}, {"activations", x.activations},
-            {"kv_cache", x.kv_cache},   {"overhead", x.overhead},
-            {"total", x.total},         {"per_sequence", x.per_sequence},
-            {"fixed", x.fixed},         {"kv_bytes_per_token", x.kv_bytes_per_token}};
-  if (x.options.mode == Mode::kInference) {
-    j["kv_bytes_per_token_gpu"] = x.kv_bytes_per_token_gpu;
-    j["kv_heads_per_gpu"] = x.kv_heads_per_gpu;
-  }
-  if (x.capacity_known) {
-    j["capacity"] = x.options.capacity_bytes;
-    j["fits"] = x.fits;
-    j["max_batch"] = x.max_batch;
-  }
-  return j;
-}
+LMKIT_JSON_FIELDS(FlopsStep,  //
+                  Computed("flops", [](const T& s) { return s.step.flops; }),
+                  Computed("hardware_flops", [](const T& s) { return s.step.hardware_flops; }),
+                  Computed("mfu", [](const T& s) { return s.step.mfu; }),
+                  Computed("hfu", [](const T& s) { return s.step.hfu; }),
+                  Computed("seconds", [](const T& s) { return s.step.seconds; }),
+                  Computed("tokens_per_s", [](const T& s) { return s.step.tokens_per_s; }),
+                  Computed("step", [](const T& s) { return s.training ? "training" : "forward"; }),
+                  If([](const T& s) { return s.steps > 0; }, Computed("total_seconds", [](const T& s) {
+                       return s.step.seconds * static_cast<double>(s.steps);
+                     })));
 
-}  // namespace
+LMKIT_JSON_FIELDS(FlopsGpu,  //
+                  Computed("name", [](const T& g) { return g.gpu.name; }),
+                  Computed("memory_bytes", [](const T& g) { return g.gpu.memory_bytes; }),
+                  Computed("bandwidth_bytes_per_s", [](const T& g) { return g.gpu.bandwidth_bytes_per_s; }),
+                  Computed("interconnect_bytes_per_s", [](const T& g) { return g.gpu.interconnect_bytes_per_s; }),
+                  Computed("source", [](const T& g) { return g.gpu.source; }), Field("dtype", &T::dtype),
+                  Computed("peak_flops", [](const T& g) { return g.gpu.PeakFlops(g.dtype); }));
 
-Json MemoryJson(const MemoryResult& r) {
-  const MemoryReport& x = r.report;
-  const MemoryOptions& o = x.options;
-  Json j;
-  j["model"] = ModelJson(r.model);
-  j["options"] = {{"mode", ModeName(o.mode)},
-                  {"dtype", DtypeName(o.dtype)},
-                  {"optimizer", OptimizerName(o.optimizer)},
-                  {"recompute", RecomputeName(o.recompute)},
-                  {"activations", ActivationModelName(o.activations)},
-                  {"zero", o.zero},
-                  {"gpus", o.gpus},
-                  {"batch", o.batch},
-                  {"seq_len", o.seq_len},
-                  {"overhead_bytes", o.overhead_bytes}};
-  if (o.mode == Mode::kInference) {
-    j["options"]["kv_dtype"] = DtypeName(x.kv_dtype);
-    j["options"]["quant_scope"] = std::string(EnumNameOf(QuantScopeNames(), o.quant_scope));
-  }
-  if (r.gpu) j["gpu"] = {{"name", r.gpu->name}, {"memory_bytes", r.gpu->memory_bytes}, {"source", r.gpu->source}};
-  j["params"] = ParamsJson(x.params);
-  if (!r.sweep_variable.empty()) {
-    Json pts = Json::array();
-    for (const auto& p : r.sweep) pts.push_back({{"value", p.label}, {"memory", MemoryReportJson(p.report)}});
-    j["sweep"] = {{"variable", r.sweep_variable}, {"points", pts}};
-    if (!r.svg_path.empty()) j["svg"] = r.svg_path;
-    return j;
-  }
-  j["bytes_per_param"] = {{"weights", x.weight_bytes_per_param},
-                          {"gradients", x.grad_bytes_per_param},
-                          {"optimizer", x.optimizer_bytes_per_param}};
-  j["memory"] = MemoryReportJson(x);
-  j["activations_counted"] = x.activations_counted;
-  if (!x.weights_counted.empty()) j["weights_counted"] = x.weights_counted;
-  return j;
-}
+LMKIT_JSON_FIELDS(Precision,  //
+                  Field("weights", &T::dtype), Field("quant_scope", &T::scope),
+                  Computed("activation_bytes", [](const T& p) { return p.ActivationBytes(); }),
+                  Field("kv_cache", &T::kv_dtype));
+
+LMKIT_JSON_FIELDS(MatmulRow,  //
+                  Computed("layer_kind", [](const T& x) { return x.op.layer_kind; }),
+                  Computed("name", [](const T& x) { return x.op.name; }),
+                  Computed("component", [](const T& x) { return x.op.component; }),
+                  Computed("m", [](const T& x) { return x.op.m; }), Computed("k", [](const T& x) { return x.op.k; }),
+                  Computed("n", [](const T& x) { return x.op.n; }),
+                  Computed("count", [](const T& x) { return x.op.count; }),
+                  Computed("flops", [](const T& x) { return x.op.flops; }),
+                  Computed("share", [](const T& x) { return ShareOf(x.op.flops, x.forward); }));
+
+LMKIT_JSON_FIELDS(FlopsSweepRow,  //
+                  Computed("value", [](const T& p) { return p.point.label; }),
+                  Computed("tokens", [](const T& p) { return p.point.report.tokens; }),
+                  Computed("forward", [](const T& p) { return p.point.report.forward; }),
+                  Computed("training", [](const T& p) { return p.point.report.training; }),
+                  Computed("components", [](const T& p) { return ComponentsJson(p.point.report.component); }),
+                  Computed("params", [](const T& p) { return p.point.report.params; }),
+                  If([](const T& p) { return p.point.step.has_value(); },
+                     Object("step_time",  //
+                            Computed("seconds", [](const T& p) { return p.point.step->seconds; }),
+                            Computed("tokens_per_s", [](const T& p) { return p.point.step->tokens_per_s; }),
+                            Computed("hfu", [](const T& p) { return p.point.step->hfu; }))));
+
+LMKIT_JSON_FIELDS(
+    FlopsResult,  //
+    Field("model", &T::model),
+    Object("conventions",  //
+           Computed("flop_per_mac", [](const T&) { return 2; }),
+           Computed("causal", [](const T& r) { return r.report.options.causal_half ? "half" : "full"; }),
+           Computed("lm_head_counted", [](const T& r) { return r.report.options.lm_head; }),
+           Computed("embedding_lookup_counted", [](const T&) { return false; }),
+           Computed("softmax_counted", [](const T& r) { return r.report.options.softmax_flops; }),
+           Computed("backward_over_forward", [](const T&) { return 2; }),
+           Computed("recompute", [](const T& r) { return r.report.options.recompute; }),
+           Computed("mfu_counts", [](const T&) { return "model FLOPs (forward + backward, no recomputation)"; }),
+           Computed("palm_n",
+                    [](const T&) { return "active parameters less untied token embedding and position tables"; })),
+    Computed("batch", [](const T& r) { return r.report.options.batch; }),
+    Computed("seq_len", [](const T& r) { return r.report.options.seq_len; }),
+    Computed("tokens", [](const T& r) { return r.report.tokens; }),
+    // A sweep prints its points (and chart) instead of the single run's table.
+    If([](const T& r) { return !r.sweep_variable.empty(); },
+       Object("sweep",  //
+              Field("variable", &T::sweep_variable),
+              Computed("points",
+                       [](const T& r) {
+                         std::vector<FlopsSweepRow> rows;
+                         for (const auto& p : r.sweep) rows.push_back({p});
+                         return ToJsonValue(rows);
+                       })),
+       If([](const T& r) { return !r.svg_path.empty(); }, Field("svg", &T::svg_path))),
+    If([](const T& r) { return r.sweep_variable.empty(); },
+       Computed("matmuls", [](const T& r) { return ToJsonValue(MatmulRows(r.report)); }),
+       Computed("components", [](const T& r) { return ComponentsJson(r.report.component); }),
+       Object("totals",  //
+              Computed("forward", [](const T& r) { return r.report.forward; }),
+              Computed("backward", [](const T& r) { return r.report.backward; }),
+              Computed("recompute", [](const T& r) { return r.report.recompute; }),
+              Computed("model", [](const T& r) { return r.report.model; }),
+              Computed("training", [](const T& r) { return r.report.training; }),
+              Computed("six_nd", [](const T& r) { return r.report.six_nd; }),
+              Computed("six_nd_non_embedding", [](const T& r) { return r.report.six_nd_non_embedding; }),
+              Computed("palm", [](const T& r) { return r.report.palm; })),
+       Computed("params", [](const T& r) { return r.report.params; }),
+       If([](const T& r) { return r.gpu.has_value(); },
+          Computed("gpu",
+                   [](const T& r) {
+                     return ToJson(FlopsGpu{*r.gpu, r.precision.dtype});
+                   }),
+          Field("precision", &T::precision),
+          If([](const T& r) { return r.step.has_value(); },
+             Computed("step_time",
+                      [](const T& r) {
+                        return ToJson(FlopsStep{*r.step, r.training, r.steps});
+                      })),
+          If([](const T& r) { return r.prefill || r.decode; },
+             Object("roofline", Optional("prefill", &T::prefill), Optional("decode", &T::decode))))));
+
+LMKIT_JSON_FIELDS(MemoryBytes,  //
+                  Computed("weights", [](const T& x) { return x.report.weights; }),
+                  Computed("gradients", [](const T& x) { return x.report.gradients; }),
+                  Computed("optimizer", [](const T& x) { return x.report.optimizer; }),
+                  Computed("activations", [](const T& x) { return x.report.activations; }),
+                  Computed("kv_cache", [](const T& x) { return x.report.kv_cache; }),
+                  Computed("overhead", [](const T& x) { return x.report.overhead; }),
+                  Computed("total", [](const T& x) { return x.report.total; }),
+                  Computed("per_sequence", [](const T& x) { return x.report.per_sequence; }),
+                  Computed("fixed", [](const T& x) { return x.report.fixed; }),
+                  Computed("kv_bytes_per_token", [](const T& x) { return x.report.kv_bytes_per_token; }),
+                  If([](const T& x) { return x.report.options.mode == Mode::kInference; },
+                     Computed("kv_bytes_per_token_gpu", [](const T& x) { return x.report.kv_bytes_per_token_gpu; }),
+                     Computed("kv_heads_per_gpu", [](const T& x) { return x.report.kv_heads_per_gpu; })),
+                  If([](const T& x) { return x.report.capacity_known; },
+                     Computed("capacity", [](const T& x) { return x.report.options.capacity_bytes; }),
+                     Computed("fits", [](const T& x) { return x.report.fits; }),
+                     Computed("max_batch", [](const T& x) { return x.report.max_batch; })));
+
+LMKIT_JSON_FIELDS(MemorySweepRow,  //
+                  Computed("value", [](const T& p) { return p.point.label; }),
+                  Computed("memory", [](const T& p) { return ToJson(MemoryBytes{p.point.report}); }));
+
+LMKIT_JSON_FIELDS(MemoryResult,  //
+                  Field("model", &T::model),
+                  Object("options",  //
+                         Computed("mode", [](const T& r) { return r.report.options.mode; }),
+                         Computed("dtype", [](const T& r) { return r.report.options.dtype; }),
+                         Computed("optimizer", [](const T& r) { return r.report.options.optimizer; }),
+                         Computed("recompute", [](const T& r) { return r.report.options.recompute; }),
+                         Computed("activations", [](const T& r) { return r.report.options.activations; }),
+                         Computed("zero", [](const T& r) { return r.report.options.zero; }),
+                         Computed("gpus", [](const T& r) { return r.report.options.gpus; }),
+                         Computed("batch", [](const T& r) { return r.report.options.batch; }),
+                         Computed("seq_len", [](const T& r) { return r.report.options.seq_len; }),
+                         Computed("overhead_bytes", [](const T& r) { return r.report.options.overhead_bytes; }),
+                         If([](const T& r) { return r.report.options.mode == Mode::kInference; },
+                            Computed("kv_dtype", [](const T& r) { return r.report.kv_dtype; }),
+                            Computed("quant_scope", [](const T& r) { return r.report.options.quant_scope; }))),
+                  If([](const T& r) { return r.gpu.has_value(); },
+                     Object("gpu",  //
+                            Computed("name", [](const T& r) { return r.gpu->name; }),
+                            Computed("memory_bytes", [](const T& r) { return r.gpu->memory_bytes; }),
+                            Computed("source", [](const T& r) { return r.gpu->source; }))),
+                  Computed("params", [](const T& r) { return r.report.params; }),
+                  If([](const T& r) { return !r.sweep_variable.empty(); },
+                     Object("sweep",  //
+                            Field("variable", &T::sweep_variable),
+                            Computed("points",
+                                     [](const T& r) {
+                                       std::vector<MemorySweepRow> rows;
+                                       for (const auto& p : r.sweep) rows.push_back({p});
+                                       return ToJsonValue(rows);
+                                     })),
+                     If([](const T& r) { return !r.svg_path.empty(); }, Field("svg", &T::svg_path))),
+                  If([](const T& r) { return r.sweep_variable.empty(); },
+                     Object("bytes_per_param",  //
+                            Computed("weights", [](const T& r) { return r.report.weight_bytes_per_param; }),
+                            Computed("gradients", [](const T& r) { return r.report.grad_bytes_per_param; }),
+                            Computed("optimizer", [](const T& r) { return r.report.optimizer_bytes_per_param; })),
+                     Computed("memory", [](const T& r) { return ToJson(MemoryBytes{r.report}); }),
+                     Computed("activations_counted", [](const T& r) { return r.report.activations_counted; }),
+                     If([](const T& r) { return !r.report.weights_counted.empty(); },
+                        Computed("weights_counted", [](const T& r) { return r.report.weights_counted; }))));
+
+Json ModelJson(const ModelSpec& m) { return ToJson(m); }
+Json ParamsJson(const ParameterCounts& p) { return ToJson(p); }
+Json GpuJson(const GpuSpec& g) { return ToJson(g); }
+Json FlopsJson(const FlopsResult& r) { return ToJson(r); }
+Json MemoryJson(const MemoryResult& r) { return ToJson(r); }
 
 }  // namespace lmkit::present

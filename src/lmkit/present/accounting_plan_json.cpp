@@ -4,6 +4,7 @@
 
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_json.h"
+#include "lmkit/present/accounting_json_fields.h"
 
 namespace lmkit::present {
 namespace {
@@ -13,121 +14,168 @@ using namespace accounting;  // NOLINT: this file prints accounting's types and 
 // Byte counts print as exact integers in JSON (the inputs are whole bytes; capacities are decimal GB).
 uint64_t U(double bytes) { return static_cast<uint64_t>(std::llround(std::max(0.0, bytes))); }
 
+// Rows that name models by index need the whole result.
+std::optional<std::string> NonEmpty(const std::string& s) { return s.empty() ? std::nullopt : std::optional(s); }
+
+const char* Bound(const Roofline& r) { return r.compute_s >= r.memory_s ? "compute" : "memory"; }
+
+struct PlanGroupRow {
+  const ArchGroup& group;
+  const PlanResult& result;
+};
+
+struct PlanGpuRow {
+  size_t index;
+  const GpuUse& use;
+  const PlanResult& result;
+};
+
+struct PlanUnplacedRow {
+  const ModelEstimate& m;
+  const PlanResult& result;
+};
+
+std::vector<std::string> Names(const std::vector<int>& indices, const PlanResult& r) {
+  std::vector<std::string> names;
+  for (int i : indices) names.push_back(r.models[static_cast<size_t>(i)].entry.name);
+  return names;
+}
+
 }  // namespace
 
-Json PlanJson(const PlanResult& r) {
-  const Plan& p = r.plan;
-  Json j;
-  j["schema"] = "lmkit.plan/2";
-  j["plan"] = p.path;
-  j["gpu"] = GpuJson(r.gpu);
-  j["gpu"]["memory_bytes"] = U(r.gpu.memory_bytes);
-  j["gpus"] = r.gpus;
-  j["reserved_bytes_per_gpu"] = U(p.reserved_bytes);
-  j["runtime_bytes_per_model"] = U(p.runtime_bytes_per_model);
-  j["fragmentation"] = p.fragmentation;
-  j["margin_bytes_per_gpu"] = U(r.gpu.memory_bytes * p.fragmentation);
-  j["usable_bytes_per_gpu"] = U(r.usable_bytes);
-  const HostFacts& h = p.host;
-  j["host"] = {{"disk_bytes_per_s", h.disk_bytes_per_s},
-               {"pcie_pinned_bytes_per_s", h.pcie_pinned_bytes_per_s},
-               {"pcie_pageable_bytes_per_s", h.pcie_pageable_bytes_per_s},
-               {"pinned", h.pinned},
-               {"disk_from_plan", h.disk_from_plan},
-               {"pcie_pinned_from_plan", h.pinned_rate_from_plan},
-               {"pcie_pageable_from_plan", h.pageable_rate_from_plan},
-               {"allreduce_latency_s", h.allreduce_latency_s}};
-  Json models = Json::array();
-  for (const auto& m : r.models) {
-    const auto& e = m.entry;
-    Json mj;
-    mj["name"] = e.name;
-    mj["model"] = e.model.empty() ? Json(nullptr) : Json(e.model);
-    mj["family"] = e.spec.family;
-    mj["architecture"] = m.architecture;
-    mj["group"] = m.group;
-    mj["dtype"] = DtypeName(e.dtype);
-    mj["kv_dtype"] = DtypeName(m.memory.kv_dtype);
-    mj["quant_scope"] = std::string(EnumNameOf(QuantScopeNames(), e.quant_scope));
-    mj["tp"] = e.tp;
-    mj["batch"] = e.batch;
-    mj["seq_len"] = e.seq_len;
-    mj["output_tokens"] = e.output_tokens;
-    mj["requests_per_s"] = e.requests_per_s;
-    mj["parameters"] = m.memory.params.total;
-    mj["memory"] = {{"weights", m.memory.weights},
-                    {"kv_cache", m.memory.kv_cache},
-                    {"activations", m.memory.activations},
-                    {"runtime", m.runtime},
-                    {"total", m.footprint},
-                    {"kv_bytes_per_token", m.memory.kv_bytes_per_token},
-                    {"kv_bytes_per_token_gpu", m.memory.kv_bytes_per_token_gpu},
-                    {"per_sequence", m.memory.per_sequence}};
-    mj["kv_budget"] = {{"bytes", m.kv_budget},
-                       {"tokens", m.kv_budget_tokens},
-                       {"sequences", m.max_sequences},
-                       {"from", e.gpu_memory_utilization > 0 ? "gpu_memory_utilization"
-                                : e.kv_tokens > 0            ? "kv_tokens"
-                                                             : "batch x seq_len"}};
-    mj["max_batch_alone"] = m.max_batch_alone;
-    mj["latency"] = {
-        {"prefill_s", m.prefill_s},
-        {"prefill_bound", m.prefill.compute_s >= m.prefill.memory_s ? "compute" : "memory"},
-        {"decode_step_s", e.output_tokens > 0 ? Json(m.decode.time_s) : Json(nullptr)},
-        {"decode_bound",
-         e.output_tokens > 0 ? Json(m.decode.compute_s >= m.decode.memory_s ? "compute" : "memory") : Json(nullptr)},
-        {"decode_s", m.decode_s},
-        {"allreduce_prefill_s", m.prefill_comm.seconds},
-        {"allreduce_decode_step_s", e.output_tokens > 0 ? Json(m.decode_comm.seconds) : Json(nullptr)},
-        {"allreduces_per_pass", m.prefill_comm.count},
-        {"total_s", m.latency_s},
-        {"bound", m.bound}};
-    mj["cold_load_s"] = m.cold_load_s;
-    mj["switch_s"] = m.switch_s;
-    mj["utilisation"] = m.utilisation;
-    mj["gpu"] = m.gpus.empty() ? Json(nullptr) : Json(m.gpus.front());
-    mj["gpus"] = m.gpus;
-    mj["fits_alone"] = m.fits_alone;
-    mj["unplaced_reason"] = m.gpus.empty() ? Json(UnplacedReason(r, m)) : Json(nullptr);
-    Json wi = Json::array();
-    for (const auto& w : m.what_if) wi.push_back({{"change", w.change}, {"detail", w.detail}});
-    mj["what_if"] = wi;
-    mj["warnings"] = m.warnings;
-    models.push_back(mj);
-  }
-  j["models"] = models;
-  Json groups = Json::array();
-  for (const auto& g : r.groups) {
-    Json names = Json::array();
-    for (int i : g.members) names.push_back(r.models[static_cast<size_t>(i)].entry.name);
-    groups.push_back(
-        {{"architecture", g.architecture}, {"members", names}, {"weight_bytes_each", g.weight_bytes_each}});
-  }
-  j["groups"] = groups;
-  j["packing"] = r.packing_method;
-  j["packing_optimal"] = r.packing_optimal;
-  Json gpus = Json::array();
-  for (size_t g = 0; g < r.gpu_use.size(); ++g) {
-    const GpuUse& u = r.gpu_use[g];
-    Json names = Json::array();
-    for (int i : u.models) names.push_back(r.models[static_cast<size_t>(i)].entry.name);
-    gpus.push_back({{"gpu", g},
-                    {"models", names},
-                    {"models_bytes", u.models_bytes},
-                    {"reserved_bytes", U(u.reserved)},
-                    {"margin_bytes", U(u.margin)},
-                    {"free_bytes", U(u.free)},
-                    {"utilisation", u.utilisation}});
-  }
-  j["assignment"] = gpus;
-  Json un = Json::array();
-  for (int i : r.unplaced)
-    un.push_back({{"name", r.models[static_cast<size_t>(i)].entry.name},
-                  {"reason", UnplacedReason(r, r.models[static_cast<size_t>(i)])}});
-  j["unplaced"] = un;
-  j["svg"] = r.svg_path.empty() ? Json(nullptr) : Json(r.svg_path);
-  if (r.timeline) j["timeline"] = PlanTimelineJson(r);
-  return j;
-}
+LMKIT_JSON_FIELDS(HostFacts,  //
+                  Field("disk_bytes_per_s", &T::disk_bytes_per_s),
+                  Field("pcie_pinned_bytes_per_s", &T::pcie_pinned_bytes_per_s),
+                  Field("pcie_pageable_bytes_per_s", &T::pcie_pageable_bytes_per_s), Field("pinned", &T::pinned),
+                  Field("disk_from_plan", &T::disk_from_plan),
+                  Field("pcie_pinned_from_plan", &T::pinned_rate_from_plan),
+                  Field("pcie_pageable_from_plan", &T::pageable_rate_from_plan),
+                  Field("allreduce_latency_s", &T::allreduce_latency_s));
+
+LMKIT_JSON_FIELDS(WhatIf, Field("change", &T::change), Field("detail", &T::detail));
+
+LMKIT_JSON_FIELDS(
+    ModelEstimate,  //
+    Computed("name", [](const T& m) { return m.entry.name; }),
+    Computed("model", [](const T& m) { return NonEmpty(m.entry.model); }),
+    Computed("family", [](const T& m) { return m.entry.spec.family; }), Field("architecture", &T::architecture),
+    Field("group", &T::group), Computed("dtype", [](const T& m) { return m.entry.dtype; }),
+    Computed("kv_dtype", [](const T& m) { return m.memory.kv_dtype; }),
+    Computed("quant_scope", [](const T& m) { return m.entry.quant_scope; }),
+    Computed("tp", [](const T& m) { return m.entry.tp; }), Computed("batch", [](const T& m) { return m.entry.batch; }),
+    Computed("seq_len", [](const T& m) { return m.entry.seq_len; }),
+    Computed("output_tokens", [](const T& m) { return m.entry.output_tokens; }),
+    Computed("requests_per_s", [](const T& m) { return m.entry.requests_per_s; }),
+    Computed("parameters", [](const T& m) { return m.memory.params.total; }),
+    Object("memory",  //
+           Computed("weights", [](const T& m) { return m.memory.weights; }),
+           Computed("kv_cache", [](const T& m) { return m.memory.kv_cache; }),
+           Computed("activations", [](const T& m) { return m.memory.activations; }), Field("runtime", &T::runtime),
+           Field("total", &T::footprint),
+           Computed("kv_bytes_per_token", [](const T& m) { return m.memory.kv_bytes_per_token; }),
+           Computed("kv_bytes_per_token_gpu", [](const T& m) { return m.memory.kv_bytes_per_token_gpu; }),
+           Computed("per_sequence", [](const T& m) { return m.memory.per_sequence; })),
+    Object("kv_budget",  //
+           Field("bytes", &T::kv_budget), Field("tokens", &T::kv_budget_tokens), Field("sequences", &T::max_sequences),
+           Computed("from",
+                    [](const T& m) {
+                      return m.entry.gpu_memory_utilization > 0 ? "gpu_memory_utilization"
+                             : m.entry.kv_tokens > 0            ? "kv_tokens"
+                                                                : "batch x seq_len";
+                    })),
+    Field("max_batch_alone", &T::max_batch_alone),
+    // Decode fields are null for a model that generates nothing (one forward pass).
+    Object("latency",  //
+           Field("prefill_s", &T::prefill_s), Computed("prefill_bound", [](const T& m) { return Bound(m.prefill); }),
+           Computed("decode_step_s",
+                    [](const T& m) {
+                      return m.entry.output_tokens > 0 ? std::optional(m.decode.time_s) : std::nullopt;
+                    }),
+           Computed("decode_bound",
+                    [](const T& m) {
+                      return m.entry.output_tokens > 0 ? std::optional<std::string>(Bound(m.decode)) : std::nullopt;
+                    }),
+           Field("decode_s", &T::decode_s),
+           Computed("allreduce_prefill_s", [](const T& m) { return m.prefill_comm.seconds; }),
+           Computed("allreduce_decode_step_s",
+                    [](const T& m) {
+                      return m.entry.output_tokens > 0 ? std::optional(m.decode_comm.seconds) : std::nullopt;
+                    }),
+           Computed("allreduces_per_pass", [](const T& m) { return m.prefill_comm.count; }),
+           Field("total_s", &T::latency_s), Field("bound", &T::bound)),
+    Field("cold_load_s", &T::cold_load_s), Field("switch_s", &T::switch_s), Field("utilisation", &T::utilisation),
+    Computed("gpu", [](const T& m) { return m.gpus.empty() ? std::nullopt : std::optional(m.gpus.front()); }),
+    Field("gpus", &T::gpus), Field("fits_alone", &T::fits_alone),
+    // The sentence needs the plan's GPU and packing: PlanResult's "models" writes it (present/UnplacedReason).
+    Computed("unplaced_reason", [](const T&) { return std::optional<std::string>(); }),
+    Field("what_if", &T::what_if), Field("warnings", &T::warnings));
+
+LMKIT_JSON_FIELDS(PlanGroupRow,  //
+                  Computed("architecture", [](const T& g) { return g.group.architecture; }),
+                  Computed("members", [](const T& g) { return Names(g.group.members, g.result); }),
+                  Computed("weight_bytes_each", [](const T& g) { return g.group.weight_bytes_each; }));
+
+LMKIT_JSON_FIELDS(PlanGpuRow,  //
+                  Field("gpu", &T::index), Computed("models", [](const T& g) { return Names(g.use.models, g.result); }),
+                  Computed("models_bytes", [](const T& g) { return g.use.models_bytes; }),
+                  Computed("reserved_bytes", [](const T& g) { return U(g.use.reserved); }),
+                  Computed("margin_bytes", [](const T& g) { return U(g.use.margin); }),
+                  Computed("free_bytes", [](const T& g) { return U(g.use.free); }),
+                  Computed("utilisation", [](const T& g) { return g.use.utilisation; }));
+
+LMKIT_JSON_FIELDS(PlanUnplacedRow,  //
+                  Computed("name", [](const T& u) { return u.m.entry.name; }),
+                  Computed("reason", [](const T& u) { return UnplacedReason(u.result, u.m); }));
+
+LMKIT_JSON_FIELDS(PlanResult,  //
+                  Computed("schema", [](const T&) { return "lmkit.plan/2"; }),
+                  Computed("plan", [](const T& r) { return r.plan.path; }),
+                  Computed("gpu",
+                           [](const T& r) {
+                             Json g = ToJson(r.gpu);
+                             g.at("memory_bytes") = U(r.gpu.memory_bytes);  // whole bytes: the table gives decimal GB
+                             return g;
+                           }),
+                  Field("gpus", &T::gpus),
+                  Computed("reserved_bytes_per_gpu", [](const T& r) { return U(r.plan.reserved_bytes); }),
+                  Computed("runtime_bytes_per_model", [](const T& r) { return U(r.plan.runtime_bytes_per_model); }),
+                  Computed("fragmentation", [](const T& r) { return r.plan.fragmentation; }),
+                  Computed("margin_bytes_per_gpu",
+                           [](const T& r) { return U(r.gpu.memory_bytes * r.plan.fragmentation); }),
+                  Computed("usable_bytes_per_gpu", [](const T& r) { return U(r.usable_bytes); }),
+                  Computed("host", [](const T& r) { return r.plan.host; }), Computed("models",
+                           [](const T& r) {
+                             Json rows = Json::array();
+                             for (const auto& m : r.models) {
+                               Json row = ToJson(m);
+                               if (m.gpus.empty()) row.at("unplaced_reason") = UnplacedReason(r, m);
+                               rows.push_back(std::move(row));
+                             }
+                             return rows;
+                           }),
+                  Computed("groups",
+                           [](const T& r) {
+                             std::vector<PlanGroupRow> rows;
+                             for (const auto& g : r.groups) rows.push_back({g, r});
+                             return ToJsonValue(rows);
+                           }),
+                  Field("packing", &T::packing_method), Field("packing_optimal", &T::packing_optimal),
+                  Computed("assignment",
+                           [](const T& r) {
+                             std::vector<PlanGpuRow> rows;
+                             for (size_t g = 0; g < r.gpu_use.size(); ++g) rows.push_back({g, r.gpu_use[g], r});
+                             return ToJsonValue(rows);
+                           }),
+                  Computed("unplaced",
+                           [](const T& r) {
+                             std::vector<PlanUnplacedRow> rows;
+                             for (int i : r.unplaced) rows.push_back({r.models[static_cast<size_t>(i)], r});
+                             return ToJsonValue(rows);
+                           }),
+                  Computed("svg", [](const T& r) { return NonEmpty(r.svg_path); }),
+                  If([](const T& r) { return r.timeline != nullptr; },
+                     Computed("timeline", [](const T& r) { return PlanTimelineJson(r); })));
+
+Json PlanJson(const PlanResult& r) { return ToJson(r); }
 
 }  // namespace lmkit::present

@@ -4,6 +4,7 @@
 #include "lmkit/accounting/plan_timeline.h"
 #include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
+#include "lmkit/present/accounting_json_fields.h"
 #include "lmkit/present/accounting_svg.h"
 #include "lmkit/present/chart.h"
 
@@ -123,87 +124,148 @@ std::string RenderPlanTimeline(const PlanResult& r, Format f) {
   return out;
 }
 
+namespace {
+
+// Timeline rows name models by index into the plan, so they carry the plan beside the row.
+struct TimelineEventRow {
+  const TimelineEvent& ev;
+  const PlanResult& plan;
+};
+
+struct PolicyEventRow {
+  const EventState& s;
+  Policy policy;
+};
+
+struct PolicyRunRow {
+  const PolicyRun& run;
+};
+
+struct FailureRow {
+  const TimelineFailure& f;
+  const Timeline& timeline;
+};
+
+struct TimelineDoc {
+  const PlanResult& plan;
+  const TimelineResult& Result() const { return *plan.timeline; }
+};
+
+// The simulated allocator calls for scripts/gpu_replay.py: [event, "a", id, bytes, ok], [event, "f", id], [event, "e"].
+struct TraceDoc {
+  const TimelineResult& t;
+};
+
+std::optional<std::string> ModelName(int i, const PlanResult& plan) {
+  if (i < 0) return std::nullopt;
+  return plan.models[static_cast<size_t>(i)].entry.name;
+}
+
+template <typename Row, typename Item, typename... Context>
+Json Rows(const std::vector<Item>& items, const Context&... context) {
+  std::vector<Row> rows;
+  for (const Item& x : items) rows.push_back(Row{x, context...});
+  return ToJsonValue(rows);
+}
+
+}  // namespace
+
+LMKIT_JSON_ENUM(TimelineOp, EnumNameOf(TimelineOpNames(), v));
+
+LMKIT_JSON_FIELDS(TimelineEventRow,  //
+                  Computed("t", [](const T& e) { return e.ev.t_s; }),
+                  Computed("op", [](const T& e) { return e.ev.op; }),
+                  Computed("model", [](const T& e) { return ModelName(e.ev.model, e.plan); }),
+                  If([](const T& e) { return e.ev.op == TimelineOp::kSwitch; },
+                     Computed("from", [](const T& e) { return ModelName(e.ev.from, e.plan); })),
+                  If([](const T& e) { return e.ev.op == TimelineOp::kRequest; },
+                     Computed("batch", [](const T& e) { return e.ev.batch; }),
+                     Computed("duration_s", [](const T& e) { return e.ev.duration_s; })));
+
+LMKIT_JSON_FIELDS(PolicyEventRow,  //
+                  Computed("asked_bytes", [](const T& e) { return e.s.request_bytes; }),
+                  Computed("allocated_bytes", [](const T& e) { return e.s.allocated; }),
+                  Computed("reserved_bytes", [](const T& e) { return e.s.reserved; }),
+                  Computed("largest_free_bytes", [](const T& e) { return e.s.largest_free; }),
+                  Computed("free_bytes", [](const T& e) { return e.s.free; }),
+                  Computed("fragmentation", [](const T& e) { return e.s.fragmentation; }),
+                  Computed("failed", [](const T& e) { return e.s.failed; }),
+                  Computed("skipped", [](const T& e) { return e.s.skipped; }),
+                  Computed("latency_s", [](const T& e) { return e.s.latency_s; }),
+                  Computed("source",
+                           [](const T& e) {
+                             return e.s.source.empty() ? std::nullopt : std::optional<std::string>(e.s.source);
+                           }),
+                  If([](const T& e) { return e.policy == Policy::kArchBuffer; },
+                     Computed("idle_buffer_bytes", [](const T& e) { return e.s.idle_buffer_bytes; })));
+
+LMKIT_JSON_FIELDS(PolicyRunRow,  //
+                  Computed("name", [](const T& p) { return p.run.name; }),
+                  Computed("description", [](const T& p) { return p.run.description; }),
+                  Computed("failures", [](const T& p) { return p.run.failures; }),
+                  Computed("peak_reserved_bytes", [](const T& p) { return p.run.peak_reserved; }),
+                  Computed("peak_allocated_bytes", [](const T& p) { return p.run.peak_allocated; }),
+                  Computed("peak_idle_buffer_bytes", [](const T& p) { return p.run.peak_idle_buffers; }),
+                  Computed("load_s", [](const T& p) { return p.run.load_s; }),
+                  Computed("pinned_host_bytes", [](const T& p) { return p.run.pinned_host_bytes; }),
+                  Computed("device_allocs", [](const T& p) { return p.run.num_device_alloc; }),
+                  Computed("alloc_retries", [](const T& p) { return p.run.num_alloc_retries; }),
+                  Computed("events", [](const T& p) { return Rows<PolicyEventRow>(p.run.events, p.run.policy); }));
+
+LMKIT_JSON_FIELDS(FailureRow,  //
+                  Computed("event", [](const T& f) { return f.f.event; }),
+                  Computed("t", [](const T& f) { return f.timeline.events[f.f.event].t_s; }),
+                  Computed("avoided_by", [](const T& f) { return f.f.avoided_by; }));
+
+LMKIT_JSON_FIELDS(
+    TimelineDoc,  //
+    Computed("source", [](const T& d) { return d.Result().timeline.source; }),
+    Computed("capacity_bytes", [](const T& d) { return d.Result().timeline.capacity_bytes; }),
+    Computed("max_split_size_bytes",
+             [](const T& d) {
+               const uint64_t m = d.Result().timeline.max_split_size;
+               return m == kNoMaxSplit ? std::nullopt : std::optional(m);
+             }),
+    Computed("events", [](const T& d) { return Rows<TimelineEventRow>(d.Result().timeline.events, d.plan); }),
+    Computed("policies", [](const T& d) { return Rows<PolicyRunRow>(d.Result().runs); }),
+    Computed("default_failures",
+             [](const T& d) { return Rows<FailureRow>(d.Result().default_failures, d.Result().timeline); }),
+    Computed("hot_set", [](const T& d) { return d.Result().hot_set; }));
+
+LMKIT_JSON_FIELDS(TraceDoc,  //
+                  Computed("schema", [](const T&) { return "lmkit.plan-trace/1"; }),
+                  Computed("capacity_bytes", [](const T& d) { return d.t.timeline.capacity_bytes; }),
+                  Computed("events", [](const T& d) { return d.t.timeline.events.size(); }),
+                  Computed("policies", [](const T& d) {
+                    Json pols = Json::object();
+                    for (const auto& p : d.t.runs) {
+                      if (p.trace.empty() && p.policy == Policy::kPinnedPool) continue;
+                      Json ops = Json::array();
+                      for (const auto& o : p.trace) {
+                        if (o.op == 'a')
+                          ops.push_back({o.event, "a", o.id, o.bytes, o.ok});
+                        else if (o.op == 'f')
+                          ops.push_back({o.event, "f", o.id});
+                        else
+                          ops.push_back({o.event, "e"});
+                      }
+                      Json reserved = Json::array(), failed = Json::array();
+                      for (const auto& s : p.events) reserved.push_back(s.reserved), failed.push_back(s.failed);
+                      pols[p.name] = {{"ops", std::move(ops)},
+                                      {"reserved_bytes", std::move(reserved)},
+                                      {"failed", std::move(failed)}};
+                    }
+                    return pols;
+                  }));
+
 Json PlanTimelineJson(const PlanResult& r) {
   if (!r.timeline) return nullptr;
-  const TimelineResult& t = *r.timeline;
-  Json j;
-  j["source"] = t.timeline.source;
-  j["capacity_bytes"] = t.timeline.capacity_bytes;
-  j["max_split_size_bytes"] =
-      t.timeline.max_split_size == kNoMaxSplit ? Json(nullptr) : Json(t.timeline.max_split_size);
-  auto name = [&](int i) { return i < 0 ? Json(nullptr) : Json(r.models[static_cast<size_t>(i)].entry.name); };
-  Json evs = Json::array();
-  for (const auto& ev : t.timeline.events) {
-    Json e = {{"t", ev.t_s}, {"op", std::string(EnumNameOf(TimelineOpNames(), ev.op))}, {"model", name(ev.model)}};
-    if (ev.op == TimelineOp::kSwitch) e["from"] = name(ev.from);
-    if (ev.op == TimelineOp::kRequest) e["batch"] = ev.batch, e["duration_s"] = ev.duration_s;
-    evs.push_back(std::move(e));
-  }
-  j["events"] = std::move(evs);
-  Json pols = Json::array();
-  for (const auto& p : t.runs) {
-    Json pj = {{"name", p.name},
-               {"description", p.description},
-               {"failures", p.failures},
-               {"peak_reserved_bytes", p.peak_reserved},
-               {"peak_allocated_bytes", p.peak_allocated},
-               {"peak_idle_buffer_bytes", p.peak_idle_buffers},
-               {"load_s", p.load_s},
-               {"pinned_host_bytes", p.pinned_host_bytes},
-               {"device_allocs", p.num_device_alloc},
-               {"alloc_retries", p.num_alloc_retries}};
-    Json es = Json::array();
-    for (const auto& s : p.events) {
-      Json e = {{"asked_bytes", s.request_bytes},
-                {"allocated_bytes", s.allocated},
-                {"reserved_bytes", s.reserved},
-                {"largest_free_bytes", s.largest_free},
-                {"free_bytes", s.free},
-                {"fragmentation", s.fragmentation},
-                {"failed", s.failed},
-                {"skipped", s.skipped},
-                {"latency_s", s.latency_s},
-                {"source", s.source.empty() ? Json(nullptr) : Json(s.source)}};
-      if (p.policy == Policy::kArchBuffer) e["idle_buffer_bytes"] = s.idle_buffer_bytes;
-      es.push_back(std::move(e));
-    }
-    pj["events"] = std::move(es);
-    pols.push_back(std::move(pj));
-  }
-  j["policies"] = std::move(pols);
-  Json fails = Json::array();
-  for (const auto& f : t.default_failures)
-    fails.push_back({{"event", f.event}, {"t", t.timeline.events[f.event].t_s}, {"avoided_by", f.avoided_by}});
-  j["default_failures"] = std::move(fails);
-  j["hot_set"] = t.hot_set;
-  return j;
+  return ToJson(TimelineDoc{r});
 }
 
 Json PlanTimelineTraceJson(const PlanResult& r) {
   if (!r.timeline) return nullptr;
-  const TimelineResult& t = *r.timeline;
-  Json j;
-  j["schema"] = "lmkit.plan-trace/1";
-  j["capacity_bytes"] = t.timeline.capacity_bytes;
-  j["events"] = t.timeline.events.size();
-  Json pols = Json::object();
-  for (const auto& p : t.runs) {
-    if (p.trace.empty() && p.policy == Policy::kPinnedPool) continue;
-    Json ops = Json::array();
-    for (const auto& o : p.trace) {
-      if (o.op == 'a')
-        ops.push_back({o.event, "a", o.id, o.bytes, o.ok});
-      else if (o.op == 'f')
-        ops.push_back({o.event, "f", o.id});
-      else
-        ops.push_back({o.event, "e"});
-    }
-    Json reserved = Json::array(), failed = Json::array();
-    for (const auto& s : p.events) reserved.push_back(s.reserved), failed.push_back(s.failed);
-    pols[p.name] = {{"ops", std::move(ops)}, {"reserved_bytes", std::move(reserved)}, {"failed", std::move(failed)}};
-  }
-  j["policies"] = std::move(pols);
-  return j;
+  return ToJson(TraceDoc{*r.timeline});
 }
 
 std::string PlanTimelineSvg(const PlanResult& r) {

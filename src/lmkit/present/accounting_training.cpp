@@ -1,6 +1,7 @@
 #include "lmkit/present/accounting_training.h"
 
 #include "lmkit/common/units.h"
+#include "lmkit/present/accounting_json_fields.h"
 #include "lmkit/present/chart.h"
 
 namespace lmkit::present {
@@ -142,28 +143,6 @@ std::string SearchText(const TrainingResult& r, Format f) {
   return out;
 }
 
-Json LayoutJson(const ResolvedLayout& r) {
-  const ParallelLayout& l = r.layout;
-  return {{"tp", l.tp},
-          {"pp", l.pp},
-          {"vpp", l.vpp},
-          {"cp", l.cp},
-          {"ep", l.ep},
-          {"etp", l.etp},
-          {"dp", l.dp},
-          {"gpus", r.world},
-          {"sequence_parallel", l.sequence_parallel},
-          {"micro_batch", l.micro_batch},
-          {"global_batch", l.global_batch},
-          {"micro_batches", r.micro_batches},
-          {"zero", l.zero},
-          {"recompute", RecomputeName(l.recompute)},
-          {"expert_dp", r.expert_dp},
-          {"seq_len", r.seq_len},
-          {"chunk_layers", r.chunk_layers},
-          {"description", DescribeLayout(r)}};
-}
-
 }  // namespace
 
 std::string RenderTraining(const TrainingResult& r, Format f, bool step_first) {
@@ -177,119 +156,146 @@ std::string RenderTraining(const TrainingResult& r, Format f, bool step_first) {
   return out;
 }
 
-Json TrainingJson(const TrainingResult& r) {
-  Json j;
-  j["model"] = {{"name", r.model.name}, {"source", r.model.source}, {"description", DescribeModel(r.model)}};
-  if (r.gpu) j["gpu"] = {{"name", r.gpu->name}, {"memory_bytes", r.gpu->memory_bytes}};
-  if (r.search) {
-    const LayoutSearchResult& s = *r.search;
-    auto cand = [](const LayoutCandidate& c) {
-      Json x = {{"layout", c.description},
-                {"tp", c.layout.tp},
-                {"pp", c.layout.pp},
-                {"vpp", c.layout.vpp},
-                {"cp", c.layout.cp},
-                {"ep", c.layout.ep},
-                {"dp", c.layout.dp},
-                {"micro_batch", c.layout.micro_batch},
-                {"zero", c.layout.zero},
-                {"recompute", RecomputeName(c.layout.recompute)},
-                {"memory_bytes", c.peak_bytes},
-                {"step_s", c.step_s},
-                {"mfu", c.mfu},
-                {"tokens_per_s_per_gpu", c.tokens_per_s_per_gpu},
-                {"bound", c.bound}};
-      if (!c.change.empty())
-        x["cheapest_change"] = {{"change", c.change}, {"layout", c.change_layout}, {"step_s", c.change_step_s}};
-      return x;
-    };
-    Json best = Json::array(), near = Json::array(), why = Json::array();
-    for (const auto& c : s.best) best.push_back(cand(c));
-    for (const auto& c : s.near_misses) near.push_back(cand(c));
-    for (const auto& [reason, count] : s.rejected) why.push_back({{"reason", reason}, {"layouts", count}});
-    j["search"] = {{"gpus", s.options.gpus},
-                   {"seq_len", s.options.seq_len},
-                   {"global_batch", s.options.global_batch},
-                   {"capacity_bytes", s.options.capacity_bytes},
-                   {"evaluated", s.evaluated},
-                   {"valid", s.valid},
-                   {"fitting", s.fitting},
-                   {"best", best},
-                   {"near_misses", near},
-                   {"rejected", why}};
-    return j;
-  }
-  const TrainingMemoryReport& x = *r.memory;
-  j["layout"] = LayoutJson(x.layout);
-  Json stages = Json::array();
-  for (const auto& s : x.stages)
-    stages.push_back({{"stage", s.stage},
-                      {"layers", s.layers},
-                      {"embedding", s.embedding},
-                      {"lm_head", s.lm_head},
-                      {"params", s.params},
-                      {"expert_params", s.expert_params},
-                      {"weights", s.weights},
-                      {"gradients", s.gradients},
-                      {"optimizer", s.optimizer},
-                      {"in_flight", s.in_flight},
-                      {"activations", s.activations},
-                      {"logits", s.logits},
-                      {"overhead", s.overhead},
-                      {"total", s.total}});
-  const auto& top = x.stages[static_cast<size_t>(x.most_loaded)];
-  j["memory"] = {{"convention", r.request.convention == MemoryConvention::kMegatron ? "megatron" : "lmkit"},
-                 {"bytes_per_param",
-                  {{"weights", x.weight_bytes_per_param},
-                   {"gradients", x.grad_bytes_per_param},
-                   {"optimizer", x.optimizer_bytes_per_param}}},
-                 {"most_loaded_stage", x.most_loaded},
-                 {"most_loaded_total", top.total},
-                 {"stages", stages},
-                 {"activation_bytes_per_layer", x.activation_bytes_per_layer},
-                 {"activations_counted", x.activations_counted},
-                 {"megatron",
-                  {{"weight_and_optimizer", x.megatron.weight_and_optimizer},
-                   {"activations", x.megatron.activations},
-                   {"total", x.megatron.weight_and_optimizer + x.megatron.activations},
-                   {"params_most_loaded", x.megatron.params_most_loaded},
-                   {"padded_vocab", x.megatron.padded_vocab},
-                   {"activation_formula", x.megatron.sp_selective_path ? "sp_selective" : "without_sp"}}}};
-  if (x.capacity_known) {
-    j["memory"]["capacity_bytes"] = x.options.capacity_bytes;
-    j["memory"]["fits"] = x.fits;
-    j["memory"]["megatron"]["fits"] =
-        static_cast<double>(x.megatron.weight_and_optimizer + x.megatron.activations) <= x.options.capacity_bytes;
-  }
-  if (r.step) {
-    const TrainingStepReport& s = *r.step;
-    Json parts = Json::array();
-    for (const auto& p : s.parts)
-      parts.push_back({{"name", p.name},
-                       {"seconds", p.seconds},
-                       {"bytes", p.bytes},
-                       {"link_bytes_per_s", p.link_bytes_per_s},
-                       {"inter_node", p.inter_node}});
-    j["step"] = {{"seconds", s.step_s},
-                 {"parts", parts},
-                 {"bound", s.bound},
-                 {"slowest_stage", s.slowest_stage},
-                 {"bubble_fraction", s.bubble_fraction},
-                 {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
-                 {"mfu", s.mfu},
-                 {"model_flops", s.model_flops},
-                 {"hardware_flops", s.hardware_flops},
-                 {"peak_flops", s.peak},
-                 {"intra_node_bytes_per_s", s.intra_node_bytes_per_s},
-                 {"inter_node_bytes_per_s", s.options.inter_node_bytes_per_s}};
-    if (s.options.mfu)
-      j["step"]["at_mfu"] = {{"mfu", *s.options.mfu},
-                             {"seconds", s.at_mfu_step_s},
-                             {"tokens_per_s_per_gpu", s.at_mfu_tokens_per_s_per_gpu}};
-  }
-  if (!r.request.svg_path.empty()) j["svg"] = r.request.svg_path;
-  return j;
-}
+namespace {
+
+// The search's rejections as {reason, layouts} rows.
+struct Rejection {
+  std::string reason;
+  int64_t layouts;
+};
+
+struct TrainingMemoryView {
+  const TrainingResult& result;
+  const TrainingMemoryReport& Report() const { return *result.memory; }
+};
+
+}  // namespace
+
+LMKIT_JSON_FIELDS(
+    ResolvedLayout,  //
+    Computed("tp", [](const T& r) { return r.layout.tp; }), Computed("pp", [](const T& r) { return r.layout.pp; }),
+    Computed("vpp", [](const T& r) { return r.layout.vpp; }), Computed("cp", [](const T& r) { return r.layout.cp; }),
+    Computed("ep", [](const T& r) { return r.layout.ep; }), Computed("etp", [](const T& r) { return r.layout.etp; }),
+    Computed("dp", [](const T& r) { return r.layout.dp; }), Field("gpus", &T::world),
+    Computed("sequence_parallel", [](const T& r) { return r.layout.sequence_parallel; }),
+    Computed("micro_batch", [](const T& r) { return r.layout.micro_batch; }),
+    Computed("global_batch", [](const T& r) { return r.layout.global_batch; }),
+    Field("micro_batches", &T::micro_batches), Computed("zero", [](const T& r) { return r.layout.zero; }),
+    Computed("recompute", [](const T& r) { return r.layout.recompute; }), Field("expert_dp", &T::expert_dp),
+    Field("seq_len", &T::seq_len), Field("chunk_layers", &T::chunk_layers),
+    Computed("description", [](const T& r) { return DescribeLayout(r); }));
+
+LMKIT_JSON_FIELDS(LayoutCandidate,  //
+                  Field("layout", &T::description), Computed("tp", [](const T& c) { return c.layout.tp; }),
+                  Computed("pp", [](const T& c) { return c.layout.pp; }),
+                  Computed("vpp", [](const T& c) { return c.layout.vpp; }),
+                  Computed("cp", [](const T& c) { return c.layout.cp; }),
+                  Computed("ep", [](const T& c) { return c.layout.ep; }),
+                  Computed("dp", [](const T& c) { return c.layout.dp; }),
+                  Computed("micro_batch", [](const T& c) { return c.layout.micro_batch; }),
+                  Computed("zero", [](const T& c) { return c.layout.zero; }),
+                  Computed("recompute", [](const T& c) { return c.layout.recompute; }),
+                  Field("memory_bytes", &T::peak_bytes), Field("step_s", &T::step_s), Field("mfu", &T::mfu),
+                  Field("tokens_per_s_per_gpu", &T::tokens_per_s_per_gpu), Field("bound", &T::bound),
+                  If([](const T& c) { return !c.change.empty(); },
+                     Object("cheapest_change", Field("change", &T::change), Field("layout", &T::change_layout),
+                            Field("step_s", &T::change_step_s))));
+
+LMKIT_JSON_FIELDS(Rejection, Field("reason", &T::reason), Field("layouts", &T::layouts));
+
+LMKIT_JSON_FIELDS(LayoutSearchResult,  //
+                  Computed("gpus", [](const T& s) { return s.options.gpus; }),
+                  Computed("seq_len", [](const T& s) { return s.options.seq_len; }),
+                  Computed("global_batch", [](const T& s) { return s.options.global_batch; }),
+                  Computed("capacity_bytes", [](const T& s) { return s.options.capacity_bytes; }),
+                  Field("evaluated", &T::evaluated), Field("valid", &T::valid), Field("fitting", &T::fitting),
+                  Field("best", &T::best), Field("near_misses", &T::near_misses), Computed("rejected", [](const T& s) {
+                    std::vector<Rejection> rows;
+                    for (const auto& [reason, count] : s.rejected) rows.push_back({reason, count});
+                    return ToJsonValue(rows);
+                  }));
+
+LMKIT_JSON_FIELDS(StageMemory,  //
+                  Field("stage", &T::stage), Field("layers", &T::layers), Field("embedding", &T::embedding),
+                  Field("lm_head", &T::lm_head), Field("params", &T::params), Field("expert_params", &T::expert_params),
+                  Field("weights", &T::weights), Field("gradients", &T::gradients), Field("optimizer", &T::optimizer),
+                  Field("in_flight", &T::in_flight), Field("activations", &T::activations), Field("logits", &T::logits),
+                  Field("overhead", &T::overhead), Field("total", &T::total));
+
+LMKIT_JSON_FIELDS(
+    TrainingMemoryView,  //
+    Computed("convention",
+             [](const T& v) {
+               return v.result.request.convention == MemoryConvention::kMegatron ? "megatron" : "lmkit";
+             }),
+    Object("bytes_per_param",  //
+           Computed("weights", [](const T& v) { return v.Report().weight_bytes_per_param; }),
+           Computed("gradients", [](const T& v) { return v.Report().grad_bytes_per_param; }),
+           Computed("optimizer", [](const T& v) { return v.Report().optimizer_bytes_per_param; })),
+    Computed("most_loaded_stage", [](const T& v) { return v.Report().most_loaded; }),
+    Computed("most_loaded_total",
+             [](const T& v) { return v.Report().stages[static_cast<size_t>(v.Report().most_loaded)].total; }),
+    Computed("stages", [](const T& v) { return ToJsonValue(v.Report().stages); }),
+    Computed("activation_bytes_per_layer", [](const T& v) { return v.Report().activation_bytes_per_layer; }),
+    Computed("activations_counted", [](const T& v) { return v.Report().activations_counted; }),
+    Object("megatron",  //
+           Computed("weight_and_optimizer", [](const T& v) { return v.Report().megatron.weight_and_optimizer; }),
+           Computed("activations", [](const T& v) { return v.Report().megatron.activations; }),
+           Computed("total",
+                    [](const T& v) {
+                      return v.Report().megatron.weight_and_optimizer + v.Report().megatron.activations;
+                    }),
+           Computed("params_most_loaded", [](const T& v) { return v.Report().megatron.params_most_loaded; }),
+           Computed("padded_vocab", [](const T& v) { return v.Report().megatron.padded_vocab; }),
+           Computed("activation_formula",
+                    [](const T& v) { return v.Report().megatron.sp_selective_path ? "sp_selective" : "without_sp"; }),
+           If([](const T& v) { return v.Report().capacity_known; },
+              Computed("fits",
+                       [](const T& v) {
+                         const TrainingMemoryReport& x = v.Report();
+                         return static_cast<double>(x.megatron.weight_and_optimizer + x.megatron.activations) <=
+                                x.options.capacity_bytes;
+                       }))),
+    If([](const T& v) { return v.Report().capacity_known; },
+       Computed("capacity_bytes", [](const T& v) { return v.Report().options.capacity_bytes; }),
+       Computed("fits", [](const T& v) { return v.Report().fits; })));
+
+LMKIT_JSON_FIELDS(StepPart,  //
+                  Field("name", &T::name), Field("seconds", &T::seconds), Field("bytes", &T::bytes),
+                  Field("link_bytes_per_s", &T::link_bytes_per_s), Field("inter_node", &T::inter_node));
+
+LMKIT_JSON_FIELDS(TrainingStepReport,  //
+                  Field("seconds", &T::step_s), Field("parts", &T::parts), Field("bound", &T::bound),
+                  Field("slowest_stage", &T::slowest_stage), Field("bubble_fraction", &T::bubble_fraction),
+                  Field("tokens_per_s_per_gpu", &T::tokens_per_s_per_gpu), Field("mfu", &T::mfu),
+                  Field("model_flops", &T::model_flops), Field("hardware_flops", &T::hardware_flops),
+                  Field("peak_flops", &T::peak), Field("intra_node_bytes_per_s", &T::intra_node_bytes_per_s),
+                  Computed("inter_node_bytes_per_s", [](const T& s) { return s.options.inter_node_bytes_per_s; }),
+                  If([](const T& s) { return s.options.mfu.has_value(); },
+                     Object("at_mfu",  //
+                            Computed("mfu", [](const T& s) { return *s.options.mfu; }),
+                            Field("seconds", &T::at_mfu_step_s),
+                            Field("tokens_per_s_per_gpu", &T::at_mfu_tokens_per_s_per_gpu))));
+
+LMKIT_JSON_FIELDS(TrainingResult,  //
+                  Object("model",  //
+                         Computed("name", [](const T& r) { return r.model.name; }),
+                         Computed("source", [](const T& r) { return r.model.source; }),
+                         Computed("description", [](const T& r) { return DescribeModel(r.model); })),
+                  If([](const T& r) { return r.gpu.has_value(); },
+                     Object("gpu",  //
+                            Computed("name", [](const T& r) { return r.gpu->name; }),
+                            Computed("memory_bytes", [](const T& r) { return r.gpu->memory_bytes; }))),
+                  // A search lists layouts; otherwise the one layout's memory and step.
+                  Optional("search", &T::search),
+                  If([](const T& r) { return !r.search; },
+                     Computed("layout", [](const T& r) { return ToJson(r.memory->layout); }),
+                     Computed("memory", [](const T& r) { return ToJson(TrainingMemoryView{r}); }),
+                     Optional("step", &T::step),
+                     If([](const T& r) { return !r.request.svg_path.empty(); },
+                        Computed("svg", [](const T& r) { return r.request.svg_path; }))));
+
+Json TrainingJson(const TrainingResult& r) { return ToJson(r); }
 
 std::string TrainingMemorySvg(const TrainingResult& r) {
   if (!r.memory) return "";

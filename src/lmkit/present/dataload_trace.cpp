@@ -7,6 +7,7 @@
 
 #include "lmkit/common/units.h"
 #include "lmkit/present/dataload.h"
+#include "lmkit/present/json_fields.h"
 
 namespace lmkit::present {
 namespace {
@@ -171,67 +172,96 @@ std::string TraceText(const TraceReport& r) {
   return o;
 }
 
-Json TraceJson(const TraceReport& r) {
-  auto step_json = [](const TraceStep& s, Json* j) {
-    (*j)["time_ms"] = s.time_us / 1e3;
-    (*j)["data_wait_ms"] = s.data_wait_us / 1e3;
-    (*j)["collate_ms"] = s.collate_us / 1e3;
-    (*j)["pin_memory_ms"] = s.pin_us / 1e3;
-    (*j)["h2d_host_ms"] = s.h2d_host_us / 1e3;
-    (*j)["h2d_gpu_ms"] = s.h2d_gpu_us / 1e3;
-    (*j)["gpu_kernels_ms"] = s.kernel_us / 1e3;
-    (*j)["rest_ms"] = s.rest_us / 1e3;
-    (*j)["input_share"] = s.input_share;
-  };
-  Json j;
-  j["schema"] = kDataloadTraceSchema;
-  j["path"] = r.path;
-  j["format"] = r.kineto ? "kineto" : "legacy";
-  j["events"] = r.events_read;
-  j["gpus"] = r.gpus;
-  j["gpu_events"] = r.has_gpu_events;
-  Json l;
-  l["kind"] = LoaderName(r.loader);
-  l["record_function"] = r.dataloader_name.empty() ? Json(nullptr) : Json(r.dataloader_name);
-  j["loader"] = l;
-  Json h;
-  h["copies"] = r.h2d_copies;
-  h["pageable_copies"] = r.h2d_pageable_copies;
-  h["bytes"] = r.h2d_bytes;
-  j["host_to_device"] = h;
-  Json steps = Json::array();
-  for (const auto& s : r.steps) {
-    Json sj;
-    sj["step"] = s.number;
-    sj["start_us"] = s.start_us;
-    step_json(s, &sj);
-    sj["level"] = dataload::InputBoundName(dataload::ClassifyWaitShare(s.input_share));
-    steps.push_back(sj);
-  }
-  j["steps"] = steps;
-  Json total;
-  total["steps"] = r.steps.size();
-  step_json(r.total, &total);
-  j["overall"] = total;
-  Json v;
-  v["level"] = dataload::InputBoundName(r.level);
-  v["input_share"] = r.input_share;
-  v["data_share"] = r.data_share;
-  v["h2d_share"] = r.h2d_share;
-  v["steps_waiting_share"] = r.steps_waiting_share;
-  v["knob"] = TraceFixKnob(r.fix)[0] ? Json(TraceFixKnob(r.fix)) : Json(nullptr);
-  v["reason"] = TraceReason(r);
-  v["advice"] = TraceKnob(r);
-  Json e;
-  e["collate_share"] = r.collate_share;
-  e["workers_needed"] = r.workers_needed > 0 ? Json(r.workers_needed) : Json(nullptr);
-  e["workers_factor"] = r.workers_factor > 0 ? Json(r.workers_factor) : Json(nullptr);
-  e["burst_step"] = r.burst_step >= 0 ? Json(r.burst_step) : Json(nullptr);
-  e["burst_wait_ms"] = r.burst_step >= 0 ? Json(r.burst_wait_us / 1e3) : Json(nullptr);
-  v["evidence"] = e;
-  j["verdict"] = v;
-  j["notes"] = r.notes;
-  return j;
+namespace {
+
+// A step's row and the overall row share the time breakdown (StepTimes) of their TraceStep `s`.
+struct TraceStepRow {
+  const TraceStep& s;
+};
+
+struct TraceOverallRow {
+  const TraceStep& s;
+  size_t steps;
+};
+
+auto StepTimes() {
+  using namespace fields;
+  return If([](const auto&) { return true; },  //
+            Computed("time_ms", [](const auto& v) { return v.s.time_us / 1e3; }),
+            Computed("data_wait_ms", [](const auto& v) { return v.s.data_wait_us / 1e3; }),
+            Computed("collate_ms", [](const auto& v) { return v.s.collate_us / 1e3; }),
+            Computed("pin_memory_ms", [](const auto& v) { return v.s.pin_us / 1e3; }),
+            Computed("h2d_host_ms", [](const auto& v) { return v.s.h2d_host_us / 1e3; }),
+            Computed("h2d_gpu_ms", [](const auto& v) { return v.s.h2d_gpu_us / 1e3; }),
+            Computed("gpu_kernels_ms", [](const auto& v) { return v.s.kernel_us / 1e3; }),
+            Computed("rest_ms", [](const auto& v) { return v.s.rest_us / 1e3; }),
+            Computed("input_share", [](const auto& v) { return v.s.input_share; }));
 }
+
+}  // namespace
+
+LMKIT_JSON_FIELDS(TraceStepRow,  //
+                  Computed("step", [](const T& v) { return v.s.number; }),
+                  Computed("start_us", [](const T& v) { return v.s.start_us; }), StepTimes(),
+                  Computed("level", [](const T& v) {
+                    return dataload::InputBoundName(dataload::ClassifyWaitShare(v.s.input_share));
+                  }));
+
+LMKIT_JSON_FIELDS(TraceOverallRow, Field("steps", &T::steps), StepTimes());
+
+LMKIT_JSON_FIELDS(
+    TraceReport,  //
+    Computed("schema", [](const T&) { return kDataloadTraceSchema; }), Field("path", &T::path),
+    Computed("format", [](const T& r) { return r.kineto ? "kineto" : "legacy"; }), Field("events", &T::events_read),
+    Field("gpus", &T::gpus), Field("gpu_events", &T::has_gpu_events),
+    Object("loader",  //
+           Computed("kind", [](const T& r) { return LoaderName(r.loader); }),
+           Computed("record_function",
+                    [](const T& r) {
+                      return r.dataloader_name.empty() ? std::nullopt : std::optional(r.dataloader_name);
+                    })),
+    Object("host_to_device",  //
+           Field("copies", &T::h2d_copies), Field("pageable_copies", &T::h2d_pageable_copies),
+           Field("bytes", &T::h2d_bytes)),
+    Computed("steps",
+             [](const T& r) {
+               std::vector<TraceStepRow> rows;
+               for (const auto& s : r.steps) rows.push_back({s});
+               return ToJsonValue(rows);
+             }),
+    Computed("overall",
+             [](const T& r) {
+               return ToJson(TraceOverallRow{r.total, r.steps.size()});
+             }),
+    Object("verdict",  //
+           Computed("level", [](const T& r) { return dataload::InputBoundName(r.level); }),
+           Field("input_share", &T::input_share), Field("data_share", &T::data_share),
+           Field("h2d_share", &T::h2d_share), Field("steps_waiting_share", &T::steps_waiting_share),
+           Computed("knob",
+                    [](const T& r) {
+                      const char* knob = TraceFixKnob(r.fix);
+                      return knob[0] ? std::optional<std::string>(knob) : std::nullopt;
+                    }),
+           Computed("reason", [](const T& r) { return TraceReason(r); }),
+           Computed("advice", [](const T& r) { return TraceKnob(r); }),
+           Object("evidence",  //
+                  Field("collate_share", &T::collate_share),
+                  Computed("workers_needed",
+                           [](const T& r) {
+                             return r.workers_needed > 0 ? std::optional(r.workers_needed) : std::nullopt;
+                           }),
+                  Computed("workers_factor",
+                           [](const T& r) {
+                             return r.workers_factor > 0 ? std::optional(r.workers_factor) : std::nullopt;
+                           }),
+                  Computed("burst_step",
+                           [](const T& r) { return r.burst_step >= 0 ? std::optional(r.burst_step) : std::nullopt; }),
+                  Computed("burst_wait_ms",
+                           [](const T& r) {
+                             return r.burst_step >= 0 ? std::optional(r.burst_wait_us / 1e3) : std::nullopt;
+                           }))),
+    Field("notes", &T::notes));
+
+Json TraceJson(const TraceReport& r) { return ToJson(r); }
 
 }  // namespace lmkit::present

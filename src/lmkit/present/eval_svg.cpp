@@ -10,27 +10,28 @@ namespace lmkit::present {
 
 std::string EvalKlSvg(const model::EvalResult& r) {
   Figure f;
-  f.title = "KL(model || compare) by position: " + r.model + " vs " + r.compare;
-  if (!r.compared) return FigureSvg(f);
+  f.title = "KL(model || compare) by position: " + r.model + " vs " + (r.compare ? r.compare->model : "");
+  if (!r.compare) return FigureSvg(f);
+  const model::EvalComparison& c = *r.compare;
   Panel p;
   p.title = fmt::format("{} windows of up to {} tokens", r.sequences, r.seq_len);
   p.note = fmt::format(
       "KL mean {:.3e}, p99 {:.3e}, max {:.3e} nats; top-1 agreement {:.2f}%; perplexity {:.4f} -> "
       "{:.4f}",
-      r.mean_kl, r.p99_kl, r.max_kl, 100 * r.top1_agreement, r.perplexity, r.compare_perplexity);
+      c.mean_kl, c.p99_kl, c.max_kl, 100 * c.top1_agreement, r.perplexity, c.perplexity);
   p.x.label = "position in the window (the token predicted)";
   p.x.integer = true;
   p.y.label = "KL (nats)";
-  XYSeries mean{"mean over windows", Mark::kLine, {}, r.kl_mean_by_position};
-  XYSeries max{"max over windows", Mark::kLine, {}, r.kl_max_by_position};
-  for (size_t t = 0; t < r.kl_mean_by_position.size(); ++t) {
+  XYSeries mean{"mean over windows", Mark::kLine, {}, c.kl_mean_by_position};
+  XYSeries max{"max over windows", Mark::kLine, {}, c.kl_max_by_position};
+  for (size_t t = 0; t < c.kl_mean_by_position.size(); ++t) {
     mean.x.push_back(static_cast<double>(t + 1));
     max.x.push_back(static_cast<double>(t + 1));
   }
   // A few positions (or one window) draw as points too, so a single value is visible.
   if (mean.x.size() <= 64) mean.mark = max.mark = Mark::kLinePoints;
   double lo = INFINITY, hi = 0;
-  for (const auto* v : {&r.kl_mean_by_position, &r.kl_max_by_position})
+  for (const auto* v : {&c.kl_mean_by_position, &c.kl_max_by_position})
     for (double x : *v) {
       lo = std::min(lo, x);
       hi = std::max(hi, x);

@@ -6,6 +6,7 @@
 
 #include "lmkit/common/progress.h"
 #include "lmkit/common/units.h"
+#include "lmkit/present/json_fields.h"
 
 namespace lmkit::present {
 namespace {
@@ -14,37 +15,48 @@ std::string Shape(const std::vector<uint64_t>& shape) { return fmt::format("[{}]
 
 }  // namespace
 
-Json InspectJson(const io::InspectReport& r) {
-  Json j;
-  j["path"] = r.path;
-  j["format"] = r.format;
-  j["files"] = r.files;
-  j["tensor_count"] = r.tensors.size();
-  j["parameter_count"] = r.parameter_count;
-  j["tensor_bytes"] = r.tensor_bytes;
-  Json meta = Json::object();
-  for (const auto& [k, v] : r.metadata) meta[k] = v;
-  j["metadata"] = meta;
-  if (r.config) j["config"] = *r.config;
-  Json ts = Json::array();
-  for (const auto& t : r.tensors) {
-    Json e;
-    e["name"] = t.name;
-    e["dtype"] = io::DTypeName(t.dtype);
-    e["shape"] = t.shape;
-    e["elements"] = t.elements;
-    e["bytes"] = t.bytes;
-    if (r.files.size() > 1) e["file"] = t.file;
-    if (t.stats) {
-      const auto& s = *t.stats;
-      e["stats"] = {{"min", s.min},       {"max", s.max},      {"mean", s.mean},     {"std", s.std},
-                    {"absmax", s.absmax}, {"finite", s.count}, {"nan", s.nan_count}, {"inf", s.inf_count}};
-    }
-    ts.push_back(std::move(e));
-  }
-  j["tensors"] = std::move(ts);
-  return j;
-}
+namespace {
+
+// A tensor row names its file only when the report read several.
+struct TensorRow {
+  const io::InspectedTensor& t;
+  bool several_files;
+};
+
+}  // namespace
+
+LMKIT_JSON_FIELDS(io::TensorStats,  //
+                  Field("min", &T::min), Field("max", &T::max), Field("mean", &T::mean), Field("std", &T::std),
+                  Field("absmax", &T::absmax), Field("finite", &T::count), Field("nan", &T::nan_count),
+                  Field("inf", &T::inf_count));
+
+LMKIT_JSON_FIELDS(TensorRow,  //
+                  Computed("name", [](const T& r) { return r.t.name; }),
+                  Computed("dtype", [](const T& r) { return io::DTypeName(r.t.dtype); }),
+                  Computed("shape", [](const T& r) { return r.t.shape; }),
+                  Computed("elements", [](const T& r) { return r.t.elements; }),
+                  Computed("bytes", [](const T& r) { return r.t.bytes; }),
+                  If([](const T& r) { return r.several_files; }, Computed("file", [](const T& r) { return r.t.file; })),
+                  If([](const T& r) { return r.t.stats.has_value(); },
+                     Computed("stats", [](const T& r) { return *r.t.stats; })));
+
+LMKIT_JSON_FIELDS(io::InspectReport,  //
+                  Field("path", &T::path), Field("format", &T::format), Field("files", &T::files),
+                  Computed("tensor_count", [](const T& r) { return r.tensors.size(); }),
+                  Field("parameter_count", &T::parameter_count), Field("tensor_bytes", &T::tensor_bytes),
+                  Computed("metadata",
+                           [](const T& r) {
+                             Json meta = Json::object();
+                             for (const auto& [k, v] : r.metadata) meta[k] = v;
+                             return meta;
+                           }),
+                  Optional("config", &T::config), Computed("tensors", [](const T& r) {
+                    std::vector<TensorRow> rows;
+                    for (const auto& t : r.tensors) rows.push_back({t, r.files.size() > 1});
+                    return ToJsonValue(rows);
+                  }));
+
+Json InspectJson(const io::InspectReport& r) { return ToJson(r); }
 
 std::string InspectText(const io::InspectReport& r) {
   std::string out;

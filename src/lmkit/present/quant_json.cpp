@@ -1,18 +1,11 @@
 #include <cmath>
 
+#include "lmkit/present/json_fields.h"
 #include "lmkit/present/quant.h"
 #include "lmkit/quant/loader_rules.h"
 
 namespace lmkit::present {
 namespace {
-
-Json ShapeJson(const std::vector<uint64_t>& shape) {
-  Json a = Json::array();
-  for (uint64_t d : shape) a.push_back(d);
-  return a;
-}
-
-Json NumberOrNull(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
 const char* PolicyName(quant::Support::Policy p) {
   switch (p) {
@@ -26,99 +19,141 @@ const char* PolicyName(quant::Support::Policy p) {
   return "";
 }
 
+// A non-finite value (the SQNR of an exact reconstruction) has no JSON number: null.
+std::optional<double> Finite(double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; }
+
+// One row of --list-schemes' checkpoints: a combination and what the loaders do with it.
+struct CheckpointRow {
+  const quant::SchemeInfo& scheme;
+  const quant::FormatInfo& format;
+  quant::Granularity granularity;
+  bool static_activations;
+  quant::Support support;
+};
+
+// What the calibration run measured, after the table's own keys in calibrate's --json.
+struct CalibrationRunView {
+  const quant::CalibrationTable& table;
+};
+
+// --list-schemes: the schemes, the formats and every combination's loader verdicts.
+struct SchemeList {
+  std::vector<quant::SchemeInfo> schemes;
+  std::vector<quant::FormatInfo> formats;
+  std::vector<CheckpointRow> checkpoints;
+};
+
 }  // namespace
 
-Json QuantizeReportJson(const quant::QuantizeReport& r) {
-  Json j;
-  j["input"] = r.input;
-  j["output"] = r.output;
-  j["scheme"] = r.scheme;
-  j["granularity"] = r.granularity;
-  j["format"] = r.format;
-  Json ts = Json::array();
-  for (const quant::TensorReport& t : r.tensors) {
-    Json e;
-    e["name"] = t.name;
-    e["shape"] = ShapeJson(t.shape);
-    e["dtype"] = t.dtype;
-    e["scale_min"] = t.scale_min;
-    e["scale_max"] = t.scale_max;
-    e["sqnr_db"] = NumberOrNull(t.stats.SqnrDb());
-    e["cosine"] = t.stats.Cosine();
-    e["max_abs_err"] = t.stats.max_abs_err;
-    e["mse"] = t.stats.Mse();
-    e["clipped_share"] = t.stats.ClippedShare();
-    if (t.gptq_error) {
-      e["gptq_error"] = *t.gptq_error;
-      e["rtn_error"] = t.rtn_error ? Json(*t.rtn_error) : Json(nullptr);
-      e["dead_columns"] = t.dead_columns;
-      e["cholesky_failed"] = t.cholesky_failed;
-    }
-    ts.push_back(std::move(e));
-  }
-  j["tensors"] = std::move(ts);
-  j["method"] = r.method;
-  if (r.calibration_run) {
-    Json c;
-    c["tokens"] = r.calibration_run->tokens;
-    c["samples"] = r.calibration_run->samples;
-    c["held_out"] = r.calibration_run->held_out;
-    c["seq_len"] = r.calibration_run->seq_len;
-    c["seconds"] = r.calibration_run->seconds;
-    j["calibration_run"] = c;
-  }
-  j["smoothquant_alpha"] = r.smoothquant_alpha ? Json(*r.smoothquant_alpha) : Json(nullptr);
-  Json sweep = Json::array();
-  for (const quant::AlphaTrial& a : r.alpha_sweep)
-    sweep.push_back(Json{{"alpha", a.alpha}, {"mean_kl", a.mean_kl}, {"top1_agreement", a.top1_agreement}});
-  j["alpha_sweep"] = std::move(sweep);
-  Json sq = Json::array();
-  for (const quant::SmoothReport& m : r.smoothquant) {
-    Json e;
-    e["norm"] = m.norm;
-    e["balanced"] = m.balanced;
-    e["scale_min"] = m.scale_min;
-    e["scale_max"] = m.scale_max;
-    e["scale_spread"] = m.scale_min > 0 ? Json(m.scale_max / m.scale_min) : Json(nullptr);
-    e["activation_range_max"] = m.activation_range_max;
-    sq.push_back(std::move(e));
-  }
-  j["smoothquant"] = std::move(sq);
-  j["kept_unquantized"] = r.kept_unquantized;
-  Json warnings = Json::array();
-  for (const std::string& w : r.warnings)
-    warnings.push_back(RenderFields(w, [](std::string_view f) { return std::string(f); }));
-  j["warnings"] = std::move(warnings);
-  Json tot;
-  tot["tensors_quantized"] = r.tensors.size();
-  tot["tensors_copied"] = r.tensors_copied;
-  tot["params_quantized"] = r.params_quantized;
-  tot["bytes_before"] = r.bytes_before;
-  tot["bytes_after"] = r.bytes_after;
-  tot["sqnr_db"] = NumberOrNull(r.total.SqnrDb());
-  tot["cosine"] = r.total.Cosine();
-  tot["max_abs_err"] = r.total.max_abs_err;
-  tot["clipped_share"] = r.total.ClippedShare();
-  tot["seconds"] = r.seconds;
-  tot["gb_per_s"] = r.GbPerSecond();
-  tot["peak_rss_bytes"] = r.peak_rss_bytes;
-  j["totals"] = std::move(tot);
-  return j;
-}
+LMKIT_JSON_ENUM(quant::Support::Policy, PolicyName(v));
+
+LMKIT_JSON_FIELDS(quant::TensorReport,  //
+                  Field("name", &T::name), Field("shape", &T::shape), Field("dtype", &T::dtype),
+                  Field("scale_min", &T::scale_min), Field("scale_max", &T::scale_max),
+                  Computed("sqnr_db", [](const T& t) { return Finite(t.stats.SqnrDb()); }),
+                  Computed("cosine", [](const T& t) { return t.stats.Cosine(); }),
+                  Computed("max_abs_err", [](const T& t) { return t.stats.max_abs_err; }),
+                  Computed("mse", [](const T& t) { return t.stats.Mse(); }),
+                  Computed("clipped_share", [](const T& t) { return t.stats.ClippedShare(); }),
+                  If([](const T& t) { return t.gptq_error.has_value(); },  // GPTQ only
+                     Field("gptq_error", &T::gptq_error), Field("rtn_error", &T::rtn_error),
+                     Field("dead_columns", &T::dead_columns), Field("cholesky_failed", &T::cholesky_failed)));
+
+LMKIT_JSON_FIELDS(quant::CalibrationRunReport,  //
+                  Field("tokens", &T::tokens), Field("samples", &T::samples), Field("held_out", &T::held_out),
+                  Field("seq_len", &T::seq_len), Field("seconds", &T::seconds));
+
+LMKIT_JSON_FIELDS(quant::AlphaTrial,  //
+                  Field("alpha", &T::alpha), Field("mean_kl", &T::mean_kl),
+                  Field("top1_agreement", &T::top1_agreement));
+
+LMKIT_JSON_FIELDS(quant::SmoothReport,  //
+                  Field("norm", &T::norm), Field("balanced", &T::balanced), Field("scale_min", &T::scale_min),
+                  Field("scale_max", &T::scale_max),
+                  Computed("scale_spread",
+                           [](const T& m) {
+                             return m.scale_min > 0 ? std::optional<float>(m.scale_max / m.scale_min) : std::nullopt;
+                           }),
+                  Field("activation_range_max", &T::activation_range_max));
+
+LMKIT_JSON_FIELDS(quant::QuantizeReport,  //
+                  Field("input", &T::input), Field("output", &T::output), Field("scheme", &T::scheme),
+                  Field("granularity", &T::granularity), Field("format", &T::format), Field("tensors", &T::tensors),
+                  Field("method", &T::method), Optional("calibration_run", &T::calibration_run),
+                  Field("smoothquant_alpha", &T::smoothquant_alpha), Field("alpha_sweep", &T::alpha_sweep),
+                  Field("smoothquant", &T::smoothquant), Field("kept_unquantized", &T::kept_unquantized),
+                  Computed("warnings",
+                           [](const T& r) {
+                             std::vector<std::string> out;
+                             for (const std::string& w : r.warnings)
+                               out.push_back(RenderFields(w, [](std::string_view f) { return std::string(f); }));
+                             return out;
+                           }),
+                  Object("totals",  //
+                         Computed("tensors_quantized", [](const T& r) { return r.tensors.size(); }),
+                         Field("tensors_copied", &T::tensors_copied), Field("params_quantized", &T::params_quantized),
+                         Field("bytes_before", &T::bytes_before), Field("bytes_after", &T::bytes_after),
+                         Computed("sqnr_db", [](const T& r) { return Finite(r.total.SqnrDb()); }),
+                         Computed("cosine", [](const T& r) { return r.total.Cosine(); }),
+                         Computed("max_abs_err", [](const T& r) { return r.total.max_abs_err; }),
+                         Computed("clipped_share", [](const T& r) { return r.total.ClippedShare(); }),
+                         Field("seconds", &T::seconds),
+                         Computed("gb_per_s", [](const T& r) { return r.GbPerSecond(); }),
+                         Field("peak_rss_bytes", &T::peak_rss_bytes)));
+
+LMKIT_JSON_FIELDS(quant::SchemeInfo,  //
+                  Field("name", &T::name), Field("summary", &T::summary), Field("weights", &T::weights),
+                  Field("compressed_tensors_format", &T::ct_format), Field("quantized_activations", &T::activations),
+                  Computed("calibration",
+                           [](const T& i) {
+                             return i.needs_calibration ? "required" : i.takes_calibration ? "optional" : "none";
+                           }),
+                  Field("default_granularity", &T::default_granularity), Field("llm_compressor_preset", &T::recipe));
+
+LMKIT_JSON_FIELDS(quant::FormatInfo, Field("name", &T::name), Field("summary", &T::summary));
+
+LMKIT_JSON_FIELDS(quant::LoaderVerdict, Field("serves", &T::serves), Field("why", &T::why));
+
+LMKIT_JSON_FIELDS(CheckpointRow,  //
+                  Computed("scheme", [](const T& c) { return c.scheme.name; }),
+                  Computed("format", [](const T& c) { return c.format.name; }),
+                  Computed("granularity", [](const T& c) { return quant::GranularityName(c.granularity); }),
+                  Field("static_activations", &T::static_activations),
+                  Computed("policy", [](const T& c) { return c.support.policy; }),
+                  Computed("message",
+                           [](const T& c) {
+                             return RenderFields(c.support.message, [](std::string_view n) { return std::string(n); });
+                           }),
+                  Computed("loaders", [](const T& c) {
+                    Json loaders = Json::object();
+                    for (const quant::LoaderVerdict& v : c.support.loaders)
+                      loaders[std::string(quant::LoaderName(v.loader))] = ToJson(v);
+                    return loaders;
+                  }));
+
+LMKIT_JSON_FIELDS(CalibrationRunView,  //
+                  Computed("seconds", [](const T& v) { return v.table.seconds; }),
+                  Computed("bytes_read", [](const T& v) { return v.table.bytes_read; }),
+                  Computed("peak_rss_bytes", [](const T& v) { return v.table.peak_rss_bytes; }),
+                  ComputedIf("warnings", [](const T& v) -> std::optional<std::vector<std::string>> {
+                    if (v.table.warnings.empty()) return std::nullopt;
+                    return v.table.warnings;
+                  }));
+
+LMKIT_JSON_FIELDS(SchemeList,  //
+                  Field("schemes", &T::schemes), Field("formats", &T::formats), Field("checkpoints", &T::checkpoints));
+
+Json QuantizeReportJson(const quant::QuantizeReport& r) { return ToJson(r); }
 
 Json CalibrationReportJson(const quant::CalibrationTable& table) {
-  Json j = quant::CalibrationToJson(table);
-  j["seconds"] = table.seconds;
-  j["bytes_read"] = table.bytes_read;
-  j["peak_rss_bytes"] = table.peak_rss_bytes;
-  if (!table.warnings.empty()) j["warnings"] = table.warnings;
+  Json j = quant::CalibrationToJson(table);  // the CALIB.json file's own format (quant/calibration.h)
+  j.update(ToJson(CalibrationRunView{table}));
   return j;
 }
 
 Json SchemeListJson() {
   using quant::Granularity;
-  Json schemes = Json::array();
-  Json checkpoints = Json::array();
+  SchemeList list;
   // group:4 stands for the group sizes vLLM's Marlin kernels do not take (and divides the rows of small test models
   // such as stories260K, whose 172-wide down_proj no group of 32 or 128 does).
   const std::vector<Granularity> grans = {
@@ -126,53 +161,19 @@ Json SchemeListJson() {
       Granularity{Granularity::Kind::kGroup, 4}, Granularity{Granularity::Kind::kGroup, 32},
       Granularity{Granularity::Kind::kGroup, 128}};
   auto add = [&](quant::QuantScheme s, quant::QuantFormat f, const Granularity& g, bool static_acts) {
-    const quant::Support sup = quant::CheckSupport(s, f, g, static_acts);
-    Json e;
-    e["scheme"] = quant::InfoOf(s).name;
-    e["format"] = quant::InfoOf(f).name;
-    e["granularity"] = quant::GranularityName(g);
-    e["static_activations"] = static_acts;
-    e["policy"] = PolicyName(sup.policy);
-    e["message"] = RenderFields(sup.message, [](std::string_view n) { return std::string(n); });
-    Json loaders = Json::object();
-    for (const quant::LoaderVerdict& v : sup.loaders) {
-      Json l;
-      l["serves"] = v.serves;
-      l["why"] = v.why;
-      loaders[std::string(quant::LoaderName(v.loader))] = std::move(l);
-    }
-    e["loaders"] = std::move(loaders);
-    checkpoints.push_back(std::move(e));
+    list.checkpoints.push_back(
+        CheckpointRow{quant::InfoOf(s), quant::InfoOf(f), g, static_acts, quant::CheckSupport(s, f, g, static_acts)});
   };
   for (const quant::SchemeInfo& i : quant::Schemes()) {
-    Json s;
-    s["name"] = i.name;
-    s["summary"] = i.summary;
-    s["weights"] = i.weights;
-    s["compressed_tensors_format"] = i.ct_format;
-    s["quantized_activations"] = i.activations;
-    s["calibration"] = i.needs_calibration ? "required" : i.takes_calibration ? "optional" : "none";
-    s["default_granularity"] = i.default_granularity;
-    s["llm_compressor_preset"] = i.recipe;
-    schemes.push_back(std::move(s));
+    list.schemes.push_back(i);
     for (const Granularity& g : grans) {
       if (!i.needs_calibration) add(i.scheme, quant::QuantFormat::kCompressedTensors, g, false);
       if (i.takes_calibration) add(i.scheme, quant::QuantFormat::kCompressedTensors, g, true);
     }
   }
   add(quant::QuantScheme::kW8A16, quant::QuantFormat::kGgufQ8_0, Granularity{Granularity::Kind::kGroup, 32}, false);
-  Json formats = Json::array();
-  for (const quant::FormatInfo& f : quant::Formats()) {
-    Json e;
-    e["name"] = f.name;
-    e["summary"] = f.summary;
-    formats.push_back(std::move(e));
-  }
-  Json j;
-  j["schemes"] = std::move(schemes);
-  j["formats"] = std::move(formats);
-  j["checkpoints"] = std::move(checkpoints);
-  return j;
+  for (const quant::FormatInfo& f : quant::Formats()) list.formats.push_back(f);
+  return ToJson(list);
 }
 
 }  // namespace lmkit::present

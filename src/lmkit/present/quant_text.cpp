@@ -83,15 +83,15 @@ std::string CalibrationReportText(const quant::CalibrationTable& table, const st
 std::string SchemeListText() {
   const Json j = SchemeListJson();
   std::string out = "schemes:\n";
-  for (const Json& s : j["schemes"])
+  for (const Json& s : j.at("schemes"))
     out += fmt::format("  {:<11} {}\n", s["name"].get<std::string>(), s["summary"].get<std::string>());
   out += "formats:\n";
-  for (const Json& f : j["formats"])
+  for (const Json& f : j.at("formats"))
     out += fmt::format("  {:<19} {}\n", f["name"].get<std::string>(), f["summary"].get<std::string>());
   out += fmt::format("\n{:<11} {:<19} {:<10} {:<7} {:<7} {:<7} {:<12} {}\n", "scheme", "format", "granularity",
                      "static", "policy", "vLLM", "transformers", "llama.cpp");
   auto yes = [](const Json& l) { return l["serves"].get<bool>() ? "serves" : "no"; };
-  for (const Json& c : j["checkpoints"])
+  for (const Json& c : j.at("checkpoints"))
     out += fmt::format("{:<11} {:<19} {:<10} {:<7} {:<7} {:<7} {:<12} {}\n", c["scheme"].get<std::string>(),
                        c["format"].get<std::string>(), c["granularity"].get<std::string>(),
                        c["static_activations"].get<bool>() ? "yes" : "no", c["policy"].get<std::string>(),

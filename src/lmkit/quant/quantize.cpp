@@ -177,7 +177,7 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
       eo.seq_len = stats.report().seq_len;
       eo.threads = o.threads;
       LMKIT_ASSIGN_OR_RETURN(model::EvalResult er, model::Evaluate(eo, nullptr));
-      trials.push_back({a, er.mean_kl, er.top1_agreement});
+      trials.push_back({a, er.compare->mean_kl, er.compare->top1_agreement});
       fs::remove_all(t.output, ec);
     }
     // The smallest KL; ties go to the smaller alpha (the first).

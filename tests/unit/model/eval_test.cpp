@@ -57,10 +57,11 @@ TEST_CASE("eval: the golden continuation scores the reference NLL - self-compari
   CHECK(r->tokens_scored == ids.size() - 1);
   CHECK(std::fabs(r->mean_nll - want) < 1e-5);
   CHECK(r->perplexity == Approx(std::exp(want)).epsilon(1e-5));
-  CHECK(r->mean_kl == 0.0);
-  CHECK(r->p99_kl == 0.0);
-  CHECK(r->top1_agreement == 1.0);
-  CHECK(r->ppl_delta == 0.0);
+  REQUIRE(r->compare.has_value());
+  CHECK(r->compare->mean_kl == 0.0);
+  CHECK(r->compare->p99_kl == 0.0);
+  CHECK(r->compare->top1_agreement == 1.0);
+  CHECK(r->compare->ppl_delta == 0.0);
   // Windows of 16: 4 independent sequences of 16, 15 scored each; a fresh start costs likelihood.
   o.seq_len = 16;
   auto w = Evaluate(o, nullptr);
@@ -140,13 +141,14 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
     o.tokens = toks;
     auto r = Evaluate(o, nullptr);
     REQUIRE(r.ok());
-    CHECK(r->compare_mode == WeightModeName(c.mode));
-    CHECK(r->mean_kl > 0);              // quantization changes something...
-    CHECK(r->mean_kl < c.max_mean_kl);  // ...but little
-    CHECK(r->top1_agreement > c.min_top1);
-    CHECK(std::fabs(r->ppl_delta) < c.max_ppl_delta * r->perplexity);
-    CHECK(r->p99_kl >= r->mean_kl);
-    kl.push_back(r->mean_kl);
+    REQUIRE(r->compare.has_value());
+    CHECK(r->compare->mode == WeightModeName(c.mode));
+    CHECK(r->compare->mean_kl > 0);              // quantization changes something...
+    CHECK(r->compare->mean_kl < c.max_mean_kl);  // ...but little
+    CHECK(r->compare->top1_agreement > c.min_top1);
+    CHECK(std::fabs(r->compare->ppl_delta) < c.max_ppl_delta * r->perplexity);
+    CHECK(r->compare->p99_kl >= r->compare->mean_kl);
+    kl.push_back(r->compare->mean_kl);
   }
   // More quantization, more divergence: weights only < + per-token activations < + one static activation scale.
   CHECK(kl[0] < kl[2]);

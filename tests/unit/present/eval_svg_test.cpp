@@ -15,12 +15,12 @@ EvalResult EvalCompared(std::vector<double> mean, std::vector<double> max) {
   EvalResult r;
   // Moved-in strings: GCC 12 at -O3 reports a false -Wrestrict on assigning these literals (its bug 105329).
   r.model = std::string("m");
-  r.compare = std::string("m-int8");
-  r.compared = true;
+  r.compare.emplace();
+  r.compare->model = std::string("m-int8");
   r.sequences = 2;
   r.seq_len = 4;
-  r.kl_mean_by_position = std::move(mean);
-  r.kl_max_by_position = std::move(max);
+  r.compare->kl_mean_by_position = std::move(mean);
+  r.compare->kl_max_by_position = std::move(max);
   return r;
 }
 

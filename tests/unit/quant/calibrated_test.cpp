@@ -74,7 +74,8 @@ double MeanKl(const std::string& quantized, const std::string& tokens) {
   e.threads = 2;
   auto r = model::Evaluate(e, nullptr);
   REQUIRE(r.ok());
-  return r->mean_kl;
+  REQUIRE(r->compare.has_value());
+  return r->compare->mean_kl;
 }
 
 }  // namespace
