@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "lmkit/common/output_check.h"
 #include "lmkit/common/thread_pool.h"
 
 namespace lmkit::cli {
@@ -62,17 +63,6 @@ CLI::Validator PositiveFinite() {
         return "";
       },
       "POSITIVE", "PositiveFinite");
-}
-
-bool WouldOverwriteInput(const std::string& output, const std::string& input) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (output.empty() || input.empty() || !fs::exists(output, ec)) return false;
-  if (fs::is_directory(input, ec)) {
-    fs::path parent = fs::path(output).parent_path();
-    return fs::equivalent(parent.empty() ? fs::path(".") : parent, input, ec);
-  }
-  return fs::equivalent(output, input, ec);
 }
 
 int UsageError(const std::string& command, const std::string& message) {
@@ -132,29 +122,9 @@ void RequireDecimalIntegers(CLI::App& app) {
 
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output,
                                const std::string& flag) {
-  // Only a regular file can be destroyed this way: reading /dev/zero and writing /dev/null is fine.
-  std::error_code ec;
-  if (output.empty() || !std::filesystem::is_regular_file(output, ec)) return Status::Ok();
-  for (const auto& in : inputs) {
-    if (in == "-" || !WouldOverwriteInput(output, in)) continue;
-    if (std::filesystem::is_directory(in, ec))
-      return Status::InvalidArgument(in + ": " + flag + " " + output +
-                                     " is a file of this input directory; writing it could destroy the input");
-    return Status::InvalidArgument(in + ": is also the output (" + flag + " " + output +
-                                   "); writing it would destroy the input");
-  }
-  return Status::Ok();
-}
-
-std::vector<std::string> TokenizerInputFiles(const std::string& tokenizer) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(tokenizer, ec)) {
-    const fs::path d(tokenizer);
-    return {(d / "vocab.json").string(), (d / "merges.txt").string(), (d / "tokenizer.json").string()};
-  }
-  if (fs::is_regular_file(tokenizer, ec)) return {tokenizer};
-  return {};  // a built-in name (gpt2, cl100k_base, ...)
+  Status s = lmkit::CheckOutputIsNotAnInput(inputs, output, "output");
+  if (s.ok()) return s;
+  return Status::InvalidArgument(RenderFields(s.message(), [&](std::string_view) { return flag; }));
 }
 
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message) {

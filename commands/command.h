@@ -14,6 +14,7 @@
 #include "exit_codes.h"
 #include "lmkit/common/json.h"
 #include "lmkit/common/nearest_name.h"
+#include "lmkit/common/output_check.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
 
@@ -51,12 +52,6 @@ int UsageError(const std::string& command, const std::string& message);
 // An option check: the value must parse as a finite number > 0. Used instead of CLI::PositiveNumber, which lets "nan"
 // through (every comparison with NaN is false) and prints a 300-digit range when it rejects a value.
 CLI::Validator PositiveFinite();
-// True when writing the file `output` would replace `input` (a file) or an existing file of `input` (a directory).
-// fs::equivalent sees through symlinks, hard links and spellings such as ./x, which a path comparison would miss.
-bool WouldOverwriteInput(const std::string& output, const std::string& input);
-// The files a --tokenizer value reads: a directory's vocab.json, merges.txt and tokenizer.json (whichever exist), the
-// file itself, or none for a built-in name. For CheckOutputIsNotAnInput.
-std::vector<std::string> TokenizerInputFiles(const std::string& tokenizer);
 // A note on stderr (suppressed by --quiet), e.g. "no CUDA device; using the CPU path".
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message);
 // Prints the CPU-fallback note at most once per process.
@@ -110,9 +105,7 @@ CLI::Validator DecimalInteger();
 // still sees CLI11's reading: such options add DecimalCount() themselves, before the check.
 void RequireDecimalIntegers(CLI::App& app);
 
-// Usage error (naming the input and `flag`, the option that gave `output`) when `output` is an existing regular file
-// that WouldOverwriteInput says is one of `inputs` or a file of an input directory ("-", stdin, is skipped): the
-// result would replace the data it was made from. Every command checks each output it writes this way.
+// The core's CheckOutputIsNotAnInput (common/output_check.h) with the output spelled as `flag`.
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output,
                                const std::string& flag = "-o");
 

@@ -68,9 +68,14 @@ struct CalibrateOptions {
   struct ExtraOutput {
     std::string path;
     std::function<std::string(const CalibrationTable&)> render;
+    std::string field;  // the request field that named `path`, for errors ("" = not checked against the inputs)
   };
   std::vector<ExtraOutput> extra_outputs;
 };
+
+// The outputs of `o` (output, trt_cache, the named extra outputs) must not replace one of `inputs` and must be
+// distinct files: kInvalidArgument naming the fields. Calibrate and model::CalibrateModel run it first.
+Status CheckCalibrationOutputs(const std::vector<std::string>& inputs, const CalibrateOptions& o);
 
 // Every method's threshold on one tensor's |x| histogram (the nvidia flavour's): what the chart of a calibration
 // marks. Thresholds as the methods compute them (minmax = max|x|), with the options' percentile and bins.

@@ -55,6 +55,7 @@ struct QuantizeOptions {
   struct ExtraOutput {
     std::string path;
     std::function<std::string(const QuantizeReport&)> render;
+    std::string field;  // the request field that named `path`, for errors ("" = not checked against the inputs)
   };
   std::vector<ExtraOutput> extra_outputs;
 };
