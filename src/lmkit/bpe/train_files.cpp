@@ -4,6 +4,7 @@
 #include "lmkit/bpe/distributed_train.h"
 #include "lmkit/bpe/pretoken_table.h"
 #include "lmkit/bpe/tokenizer_writer.h"
+#include "lmkit/common/output_check.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/dist/comm.h"
 
@@ -36,6 +37,11 @@ Status ReadCounts(const TrainFilesRequest& req, PretokenTable* table, BpeTrainOp
 }  // namespace
 
 Result<TrainFilesReport> TrainFiles(const TrainFilesRequest& req, ProgressSink* progress) {
+  // The three files replace their namesakes in out_dir: none may be an input or a counts file.
+  std::vector<std::string> ins = req.corpus.inputs;
+  ins.insert(ins.end(), req.counts.begin(), req.counts.end());
+  for (const char* name : {"vocab.json", "merges.txt", "tokenizer.json"})
+    LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ins, req.out_dir + "/" + name, "out_dir"));
   if (req.corpus.inputs.empty() == req.counts.empty())
     return Status::InvalidArgument("give either text " + Field("inputs") + " files or " + Field("counts") +
                                    " files (not both)");
