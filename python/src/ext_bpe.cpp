@@ -388,7 +388,9 @@ void RegisterBpe(nb::module_& m) {
           nb::gil_scoped_release release;
           rep = bpe::EncodeFile(req, nullptr);
         }
-        bpe::EncodeReport r = Take(std::move(rep));
+        if (!rep.ok())  // Encoding.encode_file(path, out, ...)
+          Raise(rep.status(), [](std::string_view f) { return std::string(f == "output" ? "out" : f); });
+        bpe::EncodeReport r = std::move(rep).value();
         nb::dict d;
         d["input"] = r.input;
         d["output"] = r.output;
@@ -428,7 +430,11 @@ void RegisterBpe(nb::module_& m) {
           nb::gil_scoped_release release;
           r = bpe::TrainBpe(o, nullptr);
         }
-        return ModelToPython(Take(std::move(r)).model);
+        if (!r.ok())  // train_bpe(input_path, ..., output_dir=...)
+          Raise(r.status(), [](std::string_view f) {
+            return std::string(f == "out_dir" ? "output_dir" : f == "inputs" ? "input_path" : f);
+          });
+        return ModelToPython(std::move(r).value().model);
       },
       nb::arg("inputs"), nb::arg("vocab_size"), nb::arg("special_tokens"), nb::arg("threads"),
       nb::arg("output_dir").none());
