@@ -26,26 +26,10 @@ std::string FlagFor(std::string_view field, const FlagNames& names) {
   return flag;
 }
 
-namespace {
-std::FILE* cli_out = nullptr;  // nullptr: stdout
-std::FILE* cli_err = nullptr;  // nullptr: stderr
-std::atomic<ErrorCode> last_reported{ErrorCode::kOk};
-}  // namespace
-
-std::FILE* CliOut() { return cli_out != nullptr ? cli_out : stdout; }
-std::FILE* CliErr() { return cli_err != nullptr ? cli_err : stderr; }
-ScopedCliStreams::ScopedCliStreams(std::FILE* out, std::FILE* err) : saved_out_(cli_out), saved_err_(cli_err) {
-  cli_out = out;
-  cli_err = err;
-}
-ScopedCliStreams::~ScopedCliStreams() {
-  cli_out = saved_out_;
-  cli_err = saved_err_;
-}
-ErrorCode LastReportedCode() { return last_reported.load(); }
+std::FILE* CliOut() { return stdout; }
+std::FILE* CliErr() { return stderr; }
 
 int ReportError(const std::string& command, const Status& status, const FlagNames& names) {
-  last_reported.store(status.code());
   const std::string text = status.ToString([&](std::string_view f) { return FlagFor(f, names); });
   std::fprintf(CliErr(), "lmkit %s: %s\n", command.c_str(), text.c_str());
   if (status.code() == ErrorCode::kInvalidArgument) return kExitUsage;
@@ -158,11 +142,6 @@ void PrintJson(const Json& doc) {
 }
 
 int StdoutWriteError() { return stdout_errno.load(); }
-
-void ResetCliState() {
-  last_reported.store(ErrorCode::kOk);
-  stdout_errno.store(0);
-}
 
 std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g) {
   return std::make_unique<TerminalProgress>(STDERR_FILENO, !g.quiet);

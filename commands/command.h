@@ -57,26 +57,9 @@ void Note(const GlobalOptions& g, const std::string& command, const std::string&
 // Prints the CPU-fallback note at most once per process.
 void NoteCpuFallbackOnce(const GlobalOptions& g, const std::string& command, const std::string& why);
 
-// Where this layer writes: stdout and stderr, unless a ScopedCliStreams (the Python module, which returns a command's
-// output as a value) points them elsewhere. One command at a time per process while one is active.
+// Where this layer writes: stdout and stderr.
 std::FILE* CliOut();
 std::FILE* CliErr();
-class ScopedCliStreams {
- public:
-  ScopedCliStreams(std::FILE* out, std::FILE* err);
-  ~ScopedCliStreams();
-  ScopedCliStreams(const ScopedCliStreams&) = delete;
-  ScopedCliStreams& operator=(const ScopedCliStreams&) = delete;
-
- private:
-  std::FILE* saved_out_;
-  std::FILE* saved_err_;
-};
-// The code of the last Status ReportError printed (kOk when none since ResetLastReportedCode): the Python module picks
-// its exception type from it (OSError for kIo/kNotFound, ValueError for bad input).
-ErrorCode LastReportedCode();
-// Before an embedded run: no reported code and no failed stdout write remembered from an earlier command.
-void ResetCliState();
 
 // Runs one lmkit command line (argv[0] is the program name) and returns its exit code. `standalone` (main()):
 // installs the signal handlers that remove partial outputs; an embedding process keeps its own. Never throws.
