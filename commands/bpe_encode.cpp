@@ -126,9 +126,6 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     if (f->output.empty() && req.format && (*req.format == bpe::IdFormat::kBin || *req.format == bpe::IdFormat::kNpy) &&
         ::isatty(1))
       return UsageError(cmd, "refusing to write binary ids to a terminal; use -o FILE or --format json");
-    std::vector<std::string> ins = TokenizerInputFiles(f->tokenizer);
-    ins.insert(ins.end(), inputs.begin(), inputs.end());
-    if (Status st = CheckOutputIsNotAnInput(ins, f->output); !st.ok()) return ReportError(cmd, st);
     auto progress = MakeProgress(g);
     auto rep = bpe::EncodeFile(req, progress.get());
     if (!rep.ok()) return ReportError(cmd, rep.status(), BpeFlagNames());

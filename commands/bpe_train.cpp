@@ -56,11 +56,6 @@ RunFn SetupBpeTrain(CLI::App& sub, const GlobalOptions& g) {
     req.block_bytes = o->block_bytes;
     req.mpi = o->mpi;
     req.out_dir = o->out_dir;
-    // The three files replace their namesakes in the output directory: none may be an input or a counts file.
-    std::vector<std::string> ins = o->inputs;
-    ins.insert(ins.end(), o->counts.begin(), o->counts.end());
-    for (const char* name : {"vocab.json", "merges.txt", "tokenizer.json"})
-      if (Status st = CheckOutputIsNotAnInput(ins, o->out_dir + "/" + name); !st.ok()) return ReportError(cmd, st);
     auto progress = MakeProgress(g);
     auto r = bpe::TrainFiles(req, progress.get());
     if (!r.ok()) return ReportError(cmd, r.status(), BpeFlagNames());

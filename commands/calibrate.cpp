@@ -64,14 +64,10 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (from_model == !a->o.inputs.empty())
       return UsageError("calibrate", "give either ACTIVATIONS files or --model with --tokens");
     if (from_model != (tokens->count() > 0)) return UsageError("calibrate", "--model and --tokens go together");
-    // The JSON and the cache replace their destination, so one that names an input would destroy it.
+    // The chart replaces its destination, so one that names an input would destroy it (the core checks -o and
+    // --trt-cache, and the chart again, under its field name).
     std::vector<std::string> ins = a->o.inputs;
     if (from_model) ins = {a->m.model, a->m.tokens};
-    if (Status st = CheckOutputIsNotAnInput(ins, a->o.output); !st.ok()) return ReportError("calibrate", st);
-    if (Status st = CheckOutputIsNotAnInput(ins, a->o.trt_cache, "--trt-cache"); !st.ok())
-      return ReportError("calibrate", st);
-    if (!a->o.trt_cache.empty() && a->o.trt_cache == a->o.output)
-      return UsageError("calibrate", "-o and --trt-cache name the same file");
     if (Status st = CheckOutputIsNotAnInput(ins, a->svg, "--svg"); !st.ok()) return ReportError("calibrate", st);
     if (!a->svg.empty() && (a->svg == a->o.output || a->svg == a->o.trt_cache))
       return UsageError("calibrate",
@@ -87,13 +83,13 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (p->count() > 0) a->o.percentile = a->percentile;
     a->o.threads = g.ResolvedThreads();
     a->o.survey = !a->svg.empty();
-    if (!a->svg.empty()) a->o.extra_outputs.push_back(a->svg);  // the only extra output: the chart
+    if (!a->svg.empty()) a->o.extra_outputs.push_back({a->svg, "svg"});  // the only extra output: the chart
     auto progress = MakeProgress(g);
     a->m.calib = a->o;
     auto chart = [](const quant::CalibrationTable& t, size_t) { return present::CalibrationSvg(t); };
     auto table =
         from_model ? model::CalibrateModel(a->m, progress.get(), chart) : quant::Calibrate(a->o, progress.get(), chart);
-    if (!table.ok()) return ReportError("calibrate", table.status(), FlagNames{{"survey", "--svg"}});
+    if (!table.ok()) return ReportError("calibrate", table.status(), FlagNames{{"survey", "--svg"}, {"output", "-o"}});
     for (const std::string& w : table->warnings) Note(g, "calibrate", "warning: " + w);
     if (g.json)
       PrintJson(present::CalibrationReportJson(*table));

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "lmkit/common/output_check.h"
 #include "lmkit/common/thread_pool.h"
 
 namespace lmkit::cli {
@@ -25,26 +26,10 @@ std::string FlagFor(std::string_view field, const FlagNames& names) {
   return flag;
 }
 
-namespace {
-std::FILE* cli_out = nullptr;  // nullptr: stdout
-std::FILE* cli_err = nullptr;  // nullptr: stderr
-std::atomic<ErrorCode> last_reported{ErrorCode::kOk};
-}  // namespace
-
-std::FILE* CliOut() { return cli_out != nullptr ? cli_out : stdout; }
-std::FILE* CliErr() { return cli_err != nullptr ? cli_err : stderr; }
-ScopedCliStreams::ScopedCliStreams(std::FILE* out, std::FILE* err) : saved_out_(cli_out), saved_err_(cli_err) {
-  cli_out = out;
-  cli_err = err;
-}
-ScopedCliStreams::~ScopedCliStreams() {
-  cli_out = saved_out_;
-  cli_err = saved_err_;
-}
-ErrorCode LastReportedCode() { return last_reported.load(); }
+std::FILE* CliOut() { return stdout; }
+std::FILE* CliErr() { return stderr; }
 
 int ReportError(const std::string& command, const Status& status, const FlagNames& names) {
-  last_reported.store(status.code());
   const std::string text = status.ToString([&](std::string_view f) { return FlagFor(f, names); });
   std::fprintf(CliErr(), "lmkit %s: %s\n", command.c_str(), text.c_str());
   if (status.code() == ErrorCode::kInvalidArgument) return kExitUsage;
@@ -62,17 +47,6 @@ CLI::Validator PositiveFinite() {
         return "";
       },
       "POSITIVE", "PositiveFinite");
-}
-
-bool WouldOverwriteInput(const std::string& output, const std::string& input) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (output.empty() || input.empty() || !fs::exists(output, ec)) return false;
-  if (fs::is_directory(input, ec)) {
-    fs::path parent = fs::path(output).parent_path();
-    return fs::equivalent(parent.empty() ? fs::path(".") : parent, input, ec);
-  }
-  return fs::equivalent(output, input, ec);
 }
 
 int UsageError(const std::string& command, const std::string& message) {
@@ -132,29 +106,9 @@ void RequireDecimalIntegers(CLI::App& app) {
 
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output,
                                const std::string& flag) {
-  // Only a regular file can be destroyed this way: reading /dev/zero and writing /dev/null is fine.
-  std::error_code ec;
-  if (output.empty() || !std::filesystem::is_regular_file(output, ec)) return Status::Ok();
-  for (const auto& in : inputs) {
-    if (in == "-" || !WouldOverwriteInput(output, in)) continue;
-    if (std::filesystem::is_directory(in, ec))
-      return Status::InvalidArgument(in + ": " + flag + " " + output +
-                                     " is a file of this input directory; writing it could destroy the input");
-    return Status::InvalidArgument(in + ": is also the output (" + flag + " " + output +
-                                   "); writing it would destroy the input");
-  }
-  return Status::Ok();
-}
-
-std::vector<std::string> TokenizerInputFiles(const std::string& tokenizer) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(tokenizer, ec)) {
-    const fs::path d(tokenizer);
-    return {(d / "vocab.json").string(), (d / "merges.txt").string(), (d / "tokenizer.json").string()};
-  }
-  if (fs::is_regular_file(tokenizer, ec)) return {tokenizer};
-  return {};  // a built-in name (gpt2, cl100k_base, ...)
+  Status s = lmkit::CheckOutputIsNotAnInput(inputs, output, "output");
+  if (s.ok()) return s;
+  return Status::InvalidArgument(RenderFields(s.message(), [&](std::string_view) { return flag; }));
 }
 
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message) {
@@ -188,11 +142,6 @@ void PrintJson(const Json& doc) {
 }
 
 int StdoutWriteError() { return stdout_errno.load(); }
-
-void ResetCliState() {
-  last_reported.store(ErrorCode::kOk);
-  stdout_errno.store(0);
-}
 
 std::unique_ptr<TerminalProgress> MakeProgress(const GlobalOptions& g) {
   return std::make_unique<TerminalProgress>(STDERR_FILENO, !g.quiet);

@@ -16,6 +16,7 @@
 #include "exit_codes.h"
 #include "lmkit/common/json.h"
 #include "lmkit/common/nearest_name.h"
+#include "lmkit/common/output_check.h"
 #include "lmkit/common/progress.h"
 #include "lmkit/common/status.h"
 
@@ -73,37 +74,14 @@ int UsageError(const std::string& command, const std::string& message);
 // An option check: the value must parse as a finite number > 0. Used instead of CLI::PositiveNumber, which lets "nan"
 // through (every comparison with NaN is false) and prints a 300-digit range when it rejects a value.
 CLI::Validator PositiveFinite();
-// True when writing the file `output` would replace `input` (a file) or an existing file of `input` (a directory).
-// fs::equivalent sees through symlinks, hard links and spellings such as ./x, which a path comparison would miss.
-bool WouldOverwriteInput(const std::string& output, const std::string& input);
-// The files a --tokenizer value reads: a directory's vocab.json, merges.txt and tokenizer.json (whichever exist), the
-// file itself, or none for a built-in name. For CheckOutputIsNotAnInput.
-std::vector<std::string> TokenizerInputFiles(const std::string& tokenizer);
 // A note on stderr (suppressed by --quiet), e.g. "no CUDA device; using the CPU path".
 void Note(const GlobalOptions& g, const std::string& command, const std::string& message);
 // Prints the CPU-fallback note at most once per process.
 void NoteCpuFallbackOnce(const GlobalOptions& g, const std::string& command, const std::string& why);
 
-// Where this layer writes: stdout and stderr, unless a ScopedCliStreams (the Python module, which returns a command's
-// output as a value) points them elsewhere. One command at a time per process while one is active.
+// Where this layer writes: stdout and stderr.
 std::FILE* CliOut();
 std::FILE* CliErr();
-class ScopedCliStreams {
- public:
-  ScopedCliStreams(std::FILE* out, std::FILE* err);
-  ~ScopedCliStreams();
-  ScopedCliStreams(const ScopedCliStreams&) = delete;
-  ScopedCliStreams& operator=(const ScopedCliStreams&) = delete;
-
- private:
-  std::FILE* saved_out_;
-  std::FILE* saved_err_;
-};
-// The code of the last Status ReportError printed (kOk when none since ResetLastReportedCode): the Python module picks
-// its exception type from it (OSError for kIo/kNotFound, ValueError for bad input).
-ErrorCode LastReportedCode();
-// Before an embedded run: no reported code and no failed stdout write remembered from an earlier command.
-void ResetCliState();
 
 // Runs one lmkit command line (argv[0] is the program name) and returns its exit code. `standalone` (main()):
 // installs the signal handlers that remove partial outputs; an embedding process keeps its own. Never throws.
@@ -132,9 +110,7 @@ CLI::Validator DecimalInteger();
 // still sees CLI11's reading: such options add DecimalCount() themselves, before the check.
 void RequireDecimalIntegers(CLI::App& app);
 
-// Usage error (naming the input and `flag`, the option that gave `output`) when `output` is an existing regular file
-// that WouldOverwriteInput says is one of `inputs` or a file of an input directory ("-", stdin, is skipped): the
-// result would replace the data it was made from. Every command checks each output it writes this way.
+// The core's CheckOutputIsNotAnInput (common/output_check.h) with the output spelled as `flag`.
 Status CheckOutputIsNotAnInput(const std::vector<std::string>& inputs, const std::string& output,
                                const std::string& flag = "-o");
 

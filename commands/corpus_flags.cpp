@@ -24,7 +24,8 @@ Result<io::CorpusOptions> CorpusOptionsFrom(const CorpusFlags& flags, std::vecto
 }
 
 const FlagNames& BpeFlagNames() {
-  static const FlagNames names = {{"inputs", "INPUT"}, {"special_tokens", "--special-token"}, {"output", "-o"}};
+  static const FlagNames names = {
+      {"inputs", "INPUT"}, {"special_tokens", "--special-token"}, {"output", "-o"}, {"out_dir", "-o"}};
   return names;
 }
 

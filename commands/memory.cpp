@@ -72,7 +72,6 @@ int RunLayout(CLI::App& sub, const GlobalOptions& g, State& st) {
   t.svg_path = st.args.svg;
   auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st.args.format, "format");
   if (!fmt.ok()) return fail(fmt.status());
-  if (Status s = CheckOutputIsNotAnInput(st.args.InputFiles({}), t.svg_path, "--svg"); !s.ok()) return fail(s);
   if (t.search && !t.svg_path.empty())
     return fail(Status::InvalidArgument(Field("svg") + " does not combine with " + Field("search")));
   auto res = accounting::RunTraining(t);
@@ -153,8 +152,6 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
     if (!sw.ok()) return fail(sw.status());
     req.sweep = *sw;
     req.svg_path = st->args.svg;
-    if (Status st_svg = CheckOutputIsNotAnInput(st->args.InputFiles(*sw), req.svg_path, "--svg"); !st_svg.ok())
-      return fail(st_svg);
     auto res = accounting::RunMemory(req);
     if (!res.ok()) return fail(res.status());
     if (std::string note = present::MemoryIgnoredNote(*res); !note.empty()) Note(g, "memory", AsFlags(note));

@@ -63,19 +63,6 @@ struct ModelArgs {
     LMKIT_ASSIGN_OR_RETURN(s.dims.norm, ParseEnum(accounting::NormNames(), norm, "norm"));
     return s;
   }
-  // The files MODEL (and a `--sweep model=...`) read: a config file, or the config.json of a directory (presets are
-  // not files here). --svg replaces its destination, so it must not be one of them.
-  std::vector<std::string> InputFiles(const accounting::Sweep& sw) const {
-    std::vector<std::string> models = {model};
-    if (sw.variable == "model") models.insert(models.end(), sw.values.begin(), sw.values.end());
-    std::vector<std::string> files;
-    std::error_code ec;
-    for (const std::string& m : models) {
-      if (m.empty()) continue;
-      files.push_back(std::filesystem::is_directory(m, ec) ? (std::filesystem::path(m) / "config.json").string() : m);
-    }
-    return files;
-  }
 };
 
 // True when any explicit-dimension flag was given on the command line.

@@ -35,7 +35,6 @@ class Tokenizer:
                  special_tokens: list[str] | None = None):
         self._specials = list(special_tokens or ())
         self._core = _lmkit.CoreBpe.from_model(vocab, merges, self._specials)
-        self._allowed = sorted(self._core.special_tokens)
 
     @classmethod
     def from_files(cls, vocab_filepath: str | os.PathLike, merges_filepath: str | os.PathLike,
@@ -44,11 +43,10 @@ class Tokenizer:
         self = cls.__new__(cls)
         self._specials = list(special_tokens or ())
         self._core = _lmkit.CoreBpe.from_files(os.fspath(vocab_filepath), os.fspath(merges_filepath), self._specials)
-        self._allowed = sorted(self._core.special_tokens)
         return self
 
     def encode(self, text: str) -> list[int]:
-        return self._core.encode(text, self._allowed)
+        return self._core.encode(text, "all", ())
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily encodes an iterable of strings (e.g. a file's lines), in bounded memory.
@@ -59,12 +57,12 @@ class Tokenizer:
         pending = ""
         for chunk in iterable:
             pending += chunk
-            ids, used = self._core.encode_safe_prefix(pending, self._allowed)
+            ids, used = self._core.encode_safe_prefix(pending, "all", ())
             if used:
                 yield from ids
                 pending = pending[used:]
         if pending:
-            yield from self._core.encode(pending, self._allowed)
+            yield from self._core.encode(pending, "all", ())
 
     def decode(self, ids: list[int]) -> str:
         return self._core.decode_bytes(ids).decode("utf-8", errors="replace")

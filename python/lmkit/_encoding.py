@@ -1,8 +1,9 @@
 """tiktoken's ``Encoding`` surface over lmkit's C++ tokenizer core.
 
-The special-token rules follow tiktoken's documented semantics: ``encode`` refuses text that spells a disallowed
-special token (by default every special token), ``allowed_special`` turns matching on for the tokens it names, and
-``encode_ordinary`` never matches specials.
+The special-token rules are tiktoken's, applied by the core (``bpe/special_policy.h``, the rules ``lmkit bpe encode
+--allowed-special/--disallowed-special`` follow): ``encode`` refuses text that spells a disallowed special token (by
+default every special token), ``allowed_special`` turns matching on for the tokens it names, and ``encode_ordinary``
+never matches specials. Naming a token that is not a special token of the encoding is a ValueError.
 """
 
 from __future__ import annotations
@@ -102,21 +103,6 @@ class Encoding:
         return token in self._special_tokens.values()
 
     # ---- encoding ----
-    def _allowed(self, allowed_special, disallowed_special, text: str | None) -> list[str]:
-        if allowed_special == "all":
-            allowed = set(self._special_tokens)
-        else:
-            allowed = set(allowed_special)
-        if disallowed_special == "all":
-            disallowed = set(self._special_tokens) - allowed
-        else:
-            disallowed = set(disallowed_special)
-        if disallowed and text is not None:
-            hit = self._core.find_special(text, sorted(disallowed))
-            if hit is not None:
-                _raise_disallowed(hit[0], hit[1])
-        return sorted(allowed)
-
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of ``text`` with special tokens encoded as ordinary text."""
         return self._core.encode_ordinary(_clean(text))
@@ -125,8 +111,7 @@ class Encoding:
                disallowed_special: "Literal['all'] | Collection[str]" = "all") -> list[int]:
         """Ids of ``text``. Text spelling a special token is an error unless the token is in ``allowed_special``
         (then it encodes as the special) or not in ``disallowed_special`` (then it encodes as ordinary text)."""
-        text = _clean(text)
-        return self._core.encode(text, self._allowed(allowed_special, disallowed_special, text))
+        return self._core.encode(_clean(text), allowed_special, disallowed_special)
 
     def encode_to_numpy(self, text: str, *, allowed_special: "Literal['all'] | AbstractSet[str]" = set(),
                         disallowed_special: "Literal['all'] | Collection[str]" = "all", dtype=None):
@@ -135,33 +120,22 @@ class Encoding:
         import numpy as np
 
         text = _clean(text)
-        allowed = self._allowed(allowed_special, disallowed_special, text)
         narrow = dtype is not None and np.dtype(dtype) == np.uint16
         if dtype is not None and not narrow and np.dtype(dtype) != np.uint32:
             raise ValueError(f"dtype must be numpy.uint16 or numpy.uint32, not {np.dtype(dtype)}")
         if narrow and self.n_vocab > 65536:
             raise ValueError(f"encoding {self.name!r} has ids up to {self.max_token_value}: they do not fit uint16")
-        return self._core.encode_to_array(text, allowed, narrow)
+        return self._core.encode_to_array(text, allowed_special, disallowed_special, narrow)
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
-        return self._core.encode_batch([_clean(t) for t in text], [], max(1, num_threads))
+        return self._core.encode_batch([_clean(t) for t in text], (), (), max(1, num_threads))
 
     def encode_batch(self, text: Sequence[str], *, num_threads: int = 8,
                      allowed_special: "Literal['all'] | AbstractSet[str]" = set(),
                      disallowed_special: "Literal['all'] | Collection[str]" = "all") -> list[list[int]]:
         """:meth:`encode` for each string, on ``num_threads`` threads (the GIL released); results in input order."""
         texts = [_clean(t) for t in text]
-        allowed = self._allowed(allowed_special, disallowed_special, None)
-        if disallowed_special == "all":
-            disallowed = set(self._special_tokens) - set(allowed)
-        else:
-            disallowed = set(disallowed_special)
-        if disallowed:
-            for t in texts:
-                hit = self._core.find_special(t, sorted(disallowed))
-                if hit is not None:
-                    _raise_disallowed(hit[0], hit[1])
-        return self._core.encode_batch(texts, allowed, max(1, num_threads))
+        return self._core.encode_batch(texts, allowed_special, disallowed_special, max(1, num_threads))
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         b = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
@@ -196,9 +170,3 @@ class Encoding:
     def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
         return [self._core.token_bytes(t) for t in tokens]
 
-
-def _raise_disallowed(token: str, offset: int):
-    raise ValueError(
-        f"disallowed special token {token!r} at byte offset {offset} of the text: pass it in allowed_special to "
-        f"encode it as a special token, or leave it out of disallowed_special (disallowed_special=() turns the "
-        f"check off) to encode it as ordinary text")

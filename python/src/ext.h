@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,8 +19,9 @@ namespace nb = nanobind;
 
 // Raises the Python exception for a non-OK status (the GIL must be held): ValueError for bad input and inconsistent
 // requests, FileNotFoundError / OSError for files, KeyboardInterrupt when cancelled, RuntimeError for internal errors.
-// The message is the core's one line, fields spelled as Python keywords.
-[[noreturn]] void Raise(const Status& status);
+// The message is the core's one line, fields spelled as Python keywords (`keyword` renames those a function calls
+// otherwise; by default a field is its keyword).
+[[noreturn]] void Raise(const Status& status, const std::function<std::string(std::string_view)>& keyword = {});
 
 inline void Check(const Status& status) {
   if (!status.ok()) Raise(status);
@@ -44,6 +46,6 @@ struct Utf8Text {
 };
 
 void RegisterBpe(nb::module_& m);
-void RegisterCli(nb::module_& m);
+void RegisterReports(nb::module_& m);
 
 }  // namespace lmkit::py

@@ -7,6 +7,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,13 +24,14 @@
 #include "lmkit/bpe/pretokenize/special_tokens.h"
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/bpe/train/trainer.h"
+#include "lmkit/bpe/encode/special_policy.h"
+#include "lmkit/bpe/train/train_files.h"
 #include "lmkit/common/thread_pool.h"
 
 namespace lmkit::py {
 namespace {
 
 using bpe::Encoder;
-using bpe::SpecialTokenSplitter;
 using bpe::Tokenizer;
 
 // A loaded tokenizer shared by the Python objects that wrap it, with a pool of encoders: an Encoder carries
@@ -67,20 +69,22 @@ class CoreBpe {
     return Lease(this, std::make_unique<Encoder>(*tok_));
   }
 
-  // The splitter matching exactly `specials` (sorted, unique), built once per distinct set.
-  const SpecialTokenSplitter& SplitterFor(const std::vector<std::string>& specials) {
+  // The core's special-token rules for `policy` (special_policy.h), resolved once per distinct policy. Errors:
+  // SpecialRules::Resolve's (a listed token that is not a special of this tokenizer), naming the keyword.
+  const bpe::SpecialRules& RulesFor(const bpe::SpecialPolicy& policy) {
+    std::string key;
+    for (const bpe::SpecialSet* set : {&policy.allowed, &policy.disallowed}) {
+      key += static_cast<char>('0' + static_cast<int>(set->kind));
+      for (const auto& t : set->tokens) key += '\0' + t;
+      key += '\1';
+    }
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = splitters_.find(specials);
-    if (it == splitters_.end()) {
-      it = splitters_.emplace(specials, std::make_unique<SpecialTokenSplitter>(specials)).first;
+    auto it = rules_.find(key);
+    if (it == rules_.end()) {
+      auto rules = std::make_unique<bpe::SpecialRules>(Take(bpe::SpecialRules::Resolve(*tok_, policy)));
+      it = rules_.emplace(std::move(key), std::move(rules)).first;
     }
     return *it->second;
-  }
-
-  uint32_t SpecialId(std::string_view text) const {
-    for (const auto& s : tok_->known_specials())
-      if (s.text == text) return s.id;
-    return tok_->TokenId(text);
   }
 
  private:
@@ -92,29 +96,45 @@ class CoreBpe {
   std::unique_ptr<Tokenizer> tok_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Encoder>> free_;
-  std::map<std::vector<std::string>, std::unique_ptr<SpecialTokenSplitter>> splitters_;
+  std::map<std::string, std::unique_ptr<bpe::SpecialRules>> rules_;
 };
 
-// Encodes `text` matching only the specials of `splitter` (ordinary text between them through EncodeOrdinary).
-void EncodeWith(CoreBpe& core, Encoder& enc, const SpecialTokenSplitter& splitter, std::string_view text,
-                std::vector<uint32_t>* out) {
-  if (splitter.empty()) {
-    enc.EncodeOrdinary(text, out);
-    return;
-  }
-  splitter.Split(text, [&](const SpecialTokenSplitter::Piece& p) {
-    if (p.special_index < 0) {
-      enc.EncodeOrdinary(p.text, out);
-    } else {
-      out->push_back(core.SpecialId(p.text));
-    }
-  });
+// Encodes `text` under `rules` (the encoder's own rules are restored before it goes back to the pool).
+void EncodeWith(Encoder& enc, const bpe::SpecialRules& rules, std::string_view text, std::vector<uint32_t>* out) {
+  enc.set_special_rules(&rules);
+  enc.Encode(text, out);
+  enc.set_special_rules(nullptr);
 }
 
-std::vector<std::string> Sorted(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
+// A SpecialSet from tiktoken's argument: "all", or a collection of special-token texts.
+bpe::SpecialSet SetOf(nb::handle arg, const char* keyword) {
+  if (nb::isinstance<nb::str>(arg)) {
+    if (nb::cast<std::string>(arg) == "all") return bpe::SpecialSet::All();
+    PyErr_Format(PyExc_TypeError, "%s must be \"all\" or a collection of special tokens, not a str", keyword);
+    throw nb::python_error();
+  }
+  std::vector<std::string> tokens;
+  for (nb::handle t : nb::iter(arg)) tokens.push_back(nb::cast<std::string>(t));
+  std::sort(tokens.begin(), tokens.end());
+  tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+  return bpe::SpecialSet::Listed(std::move(tokens));
+}
+
+// The rules of encode(allowed_special=..., disallowed_special=...), and the ValueError tiktoken raises when `text`
+// spells a disallowed special (the core finds it; the wording is tiktoken's).
+const bpe::SpecialRules& RulesOf(CoreBpe& c, nb::handle allowed, nb::handle disallowed) {
+  return c.RulesFor({SetOf(allowed, "allowed_special"), SetOf(disallowed, "disallowed_special")});
+}
+void RefuseDisallowed(const bpe::SpecialRules& rules, std::string_view text) {
+  if (!rules.has_disallowed()) return;
+  std::optional<bpe::DisallowedSpecial> hit = rules.FindDisallowed(text);
+  if (!hit) return;
+  const std::string msg = "disallowed special token " + nb::cast<std::string>(nb::repr(nb::str(hit->token.c_str()))) +
+                          " at byte offset " + std::to_string(hit->offset) +
+                          " of the text: pass it in allowed_special to encode it as a special token, or leave it out "
+                          "of disallowed_special (disallowed_special=() turns the check off) to encode it as ordinary "
+                          "text";
+  throw nb::value_error(msg.c_str());
 }
 
 // Texts copied out of Python objects, so the GIL can be released while they are encoded.
@@ -228,60 +248,49 @@ void RegisterBpe(nb::module_& m) {
           nb::arg("text"))
       .def(
           "encode",
-          [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed) {
+          [](CoreBpe& c, nb::handle text, nb::handle allowed, nb::handle disallowed) {
             const Utf8Text utf8(text);
             const std::string_view t = utf8.view;
-            const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(allowed)));
+            const bpe::SpecialRules& rules = RulesOf(c, allowed, disallowed);
+            RefuseDisallowed(rules, t);
             std::vector<uint32_t> ids;
             {
               nb::gil_scoped_release release;
               auto enc = c.Acquire();
-              EncodeWith(c, *enc, splitter, t, &ids);
+              EncodeWith(*enc, rules, t, &ids);
             }
             return IdList(ids);
           },
-          nb::arg("text"), nb::arg("allowed_special"))
+          nb::arg("text"), nb::arg("allowed_special"), nb::arg("disallowed_special"),
+          "tiktoken's encode: the core's SpecialRules for the two arguments (\"all\" or collections of tokens).")
       .def(
           "encode_safe_prefix",
-          [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed) {
+          [](CoreBpe& c, nb::handle text, nb::handle allowed, nb::handle disallowed) {
             const Utf8Text utf8(text);
             const std::string_view t = utf8.view;
-            std::vector<std::string> names = Sorted(std::move(allowed));
-            const SpecialTokenSplitter& splitter = c.SplitterFor(names);
-            std::vector<bpe::SpecialToken> specials;
-            for (const auto& n : names) specials.push_back({n, c.SpecialId(n)});
+            const bpe::SpecialRules& rules = RulesOf(c, allowed, disallowed);
             // A tokenizer.json pipeline has no proved cut points: the whole text is one piece (cut 0: none).
-            const size_t cut = c.tokenizer().cut_safe() ? bpe::LastSafeCut(t, 0, specials) : 0;
+            const size_t cut = c.tokenizer().cut_safe() ? bpe::LastSafeCut(t, 0, rules.watched()) : 0;
+            RefuseDisallowed(rules, t.substr(0, cut));
             std::vector<uint32_t> ids;
             size_t chars = 0;
             if (cut > 0) {
               nb::gil_scoped_release release;
               auto enc = c.Acquire();
-              EncodeWith(c, *enc, splitter, t.substr(0, cut), &ids);
+              EncodeWith(*enc, rules, t.substr(0, cut), &ids);
               for (size_t i = 0; i < cut; ++i) chars += (static_cast<unsigned char>(t[i]) & 0xC0) != 0x80;
             }
             return nb::make_tuple(IdList(ids), chars);
           },
-          nb::arg("text"), nb::arg("allowed_special"),
+          nb::arg("text"), nb::arg("allowed_special"), nb::arg("disallowed_special"),
           "Ids of the text up to its last safe cut (where encoding the two parts apart gives the ids of the whole) "
           "and the number of characters they cover; ([], 0) when there is no safe cut.")
       .def(
-          "find_special",
-          [](CoreBpe& c, nb::handle text, std::vector<std::string> specials) -> std::optional<nb::tuple> {
-            const Utf8Text utf8(text);
-            const std::string_view t = utf8.view;
-            const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(specials)));
-            SpecialTokenSplitter::Match match;
-            if (splitter.empty() || !splitter.FindNext(t, 0, &match)) return std::nullopt;
-            return nb::make_tuple(nb::str(t.data() + match.begin, match.length), match.begin);
-          },
-          nb::arg("text"), nb::arg("specials"),
-          "The first of `specials` found in text (leftmost, then longest) and its byte offset, or None.")
-      .def(
           "encode_batch",
-          [](CoreBpe& c, nb::sequence texts, std::vector<std::string> allowed, unsigned threads) {
+          [](CoreBpe& c, nb::sequence texts, nb::handle allowed, nb::handle disallowed, unsigned threads) {
             std::vector<std::string> copies = CopyTexts(texts);
-            const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(allowed)));
+            const bpe::SpecialRules& rules = RulesOf(c, allowed, disallowed);
+            for (const std::string& t : copies) RefuseDisallowed(rules, t);
             std::vector<std::vector<uint32_t>> out(copies.size());
             {
               nb::gil_scoped_release release;
@@ -289,26 +298,27 @@ void RegisterBpe(nb::module_& m) {
               std::vector<std::optional<CoreBpe::Lease>> leases(pool.size());
               pool.ParallelFor(copies.size(), [&](size_t i, unsigned w) {
                 if (!leases[w]) leases[w].emplace(c.Acquire());
-                EncodeWith(c, **leases[w], splitter, copies[i], &out[i]);
+                EncodeWith(**leases[w], rules, copies[i], &out[i]);
               });
             }
             nb::list result;
             for (const auto& ids : out) result.append(IdList(ids));
             return result;
           },
-          nb::arg("texts"), nb::arg("allowed_special"), nb::arg("num_threads"))
+          nb::arg("texts"), nb::arg("allowed_special"), nb::arg("disallowed_special"), nb::arg("num_threads"))
       .def(
           "encode_to_array",
-          [](CoreBpe& c, nb::handle text, std::vector<std::string> allowed, bool narrow) -> nb::object {
+          [](CoreBpe& c, nb::handle text, nb::handle allowed, nb::handle disallowed, bool narrow) -> nb::object {
             const Utf8Text utf8(text);
             const std::string_view t = utf8.view;
-            const SpecialTokenSplitter& splitter = c.SplitterFor(Sorted(std::move(allowed)));
+            const bpe::SpecialRules& rules = RulesOf(c, allowed, disallowed);
+            RefuseDisallowed(rules, t);
             auto* ids = new std::vector<uint32_t>();
             nb::capsule owner32(ids, [](void* p) noexcept { delete static_cast<std::vector<uint32_t>*>(p); });
             {
               nb::gil_scoped_release release;
               auto enc = c.Acquire();
-              EncodeWith(c, *enc, splitter, t, ids);
+              EncodeWith(*enc, rules, t, ids);
             }
             if (!narrow) {
               return nb::cast(nb::ndarray<nb::numpy, uint32_t, nb::ndim<1>>(ids->data(), {ids->size()}, owner32));
@@ -317,7 +327,7 @@ void RegisterBpe(nb::module_& m) {
             nb::capsule owner16(small, [](void* p) noexcept { delete static_cast<std::vector<uint16_t>*>(p); });
             return nb::cast(nb::ndarray<nb::numpy, uint16_t, nb::ndim<1>>(small->data(), {small->size()}, owner16));
           },
-          nb::arg("text"), nb::arg("allowed_special"), nb::arg("narrow"))
+          nb::arg("text"), nb::arg("allowed_special"), nb::arg("disallowed_special"), nb::arg("narrow"))
       .def(
           "decode_bytes",
           [](CoreBpe& c, nb::handle ids_seq) {
@@ -378,7 +388,9 @@ void RegisterBpe(nb::module_& m) {
           nb::gil_scoped_release release;
           rep = bpe::EncodeFile(req, nullptr);
         }
-        bpe::EncodeReport r = Take(std::move(rep));
+        if (!rep.ok())  // Encoding.encode_file(path, out, ...)
+          Raise(rep.status(), [](std::string_view f) { return std::string(f == "output" ? "out" : f); });
+        bpe::EncodeReport r = std::move(rep).value();
         nb::dict d;
         d["input"] = r.input;
         d["output"] = r.output;
@@ -397,21 +409,32 @@ void RegisterBpe(nb::module_& m) {
       "train_bpe",
       [](std::vector<std::string> inputs, size_t vocab_size, std::vector<std::string> specials, unsigned threads,
          std::optional<std::string> output_dir) {
-        bpe::BpeTrainOptions o;
-        o.corpus.inputs = std::move(inputs);
-        o.vocab_size = vocab_size;
-        o.special_tokens = std::move(specials);
-        o.threads = threads;
         Result<bpe::BpeTrainResult> r = Status::Internal("not trained");
-        Status written;
-        {
+        if (output_dir) {
+          // lmkit bpe train -o: the entry point that checks and writes the files.
+          bpe::TrainFilesRequest req;
+          req.corpus.inputs = std::move(inputs);
+          req.vocab_size = vocab_size;
+          req.special_tokens = std::move(specials);
+          req.threads = threads;
+          req.out_dir = *output_dir;
+          nb::gil_scoped_release release;
+          Result<bpe::TrainFilesReport> files = bpe::TrainFiles(req, nullptr);
+          r = files.ok() ? Result<bpe::BpeTrainResult>(std::move(files->train)) : files.status();
+        } else {
+          bpe::BpeTrainOptions o;
+          o.corpus.inputs = std::move(inputs);
+          o.vocab_size = vocab_size;
+          o.special_tokens = std::move(specials);
+          o.threads = threads;
           nb::gil_scoped_release release;
           r = bpe::TrainBpe(o, nullptr);
-          if (r.ok() && output_dir) written = bpe::WriteTokenizerFiles(r->model, *output_dir);
         }
-        bpe::BpeTrainResult res = Take(std::move(r));
-        Check(written);
-        return ModelToPython(res.model);
+        if (!r.ok())  // train_bpe(input_path, ..., output_dir=...)
+          Raise(r.status(), [](std::string_view f) {
+            return std::string(f == "out_dir" ? "output_dir" : f == "inputs" ? "input_path" : f);
+          });
+        return ModelToPython(std::move(r).value().model);
       },
       nb::arg("inputs"), nb::arg("vocab_size"), nb::arg("special_tokens"), nb::arg("threads"),
       nb::arg("output_dir").none());

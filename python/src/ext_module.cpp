@@ -10,8 +10,8 @@
 
 namespace lmkit::py {
 
-void Raise(const Status& status) {
-  const std::string msg = status.ToString();
+void Raise(const Status& status, const std::function<std::string(std::string_view)>& keyword) {
+  const std::string msg = keyword ? status.ToString(keyword) : status.ToString();
   PyObject* type = PyExc_RuntimeError;
   switch (status.code()) {
     case ErrorCode::kInvalidInput:
@@ -106,5 +106,5 @@ NB_MODULE(_lmkit, m) {
       "_set_data_dir", [](const std::string& dir) { lmkit::SetHostDataDir(dir); },
       "Where the package's copy of lmkit's data/ lives (tokenizers, presets, GPU table).");
   lmkit::py::RegisterBpe(m);
-  lmkit::py::RegisterCli(m);
+  lmkit::py::RegisterReports(m);
 }

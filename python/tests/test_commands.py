@@ -1,5 +1,6 @@
-"""lmkit.flops/memory/plan/calibrate/quantize return exactly the --json document of the lmkit binary, and raise the
-documented exception types with the command's message."""
+"""lmkit.flops/memory/plan/calibrate/quantize return exactly the --json document of the lmkit binary (the same core
+entry point and present/ code, called without a command line), and raise the documented exception types with the
+core's message naming Python keywords."""
 
 import json
 import os
@@ -97,11 +98,24 @@ def test_a_missing_file_raises_file_not_found():
         lmkit.flops(os.path.join(REPO, "no-such-config.json"))
 
 
-def test_a_bad_argument_raises_value_error_naming_the_flag():
-    with pytest.raises(ValueError, match="--seq-len"):
+def test_a_bad_argument_raises_value_error_naming_the_keyword():
+    with pytest.raises(ValueError, match="^seq_len must be positive$"):
         lmkit.flops("llama-3-8b", seq_len=0)
-    with pytest.raises(ValueError, match="no-such-flag"):
+    with pytest.raises(ValueError, match="^recompute must be none, selective or full"):
+        lmkit.memory("llama-3-8b", recompute="sometimes")
+    with pytest.raises(ValueError, match="mfu needs gpu"):
+        lmkit.flops("llama-3-8b", mfu=0.5)
+
+
+def test_unknown_keywords_and_wrong_types_raise_type_error():
+    with pytest.raises(TypeError, match="flops\\(\\) got an unexpected keyword argument 'no_such_flag'"):
         lmkit.flops("llama-3-8b", no_such_flag=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'search'"):
+        lmkit.flops("llama-3-8b", search=True)  # memory's and layouts' keyword, not flops'
+    with pytest.raises(TypeError, match="argument 'seq_len'"):
+        lmkit.flops("llama-3-8b", seq_len="long")
+    with pytest.raises(TypeError, match="needs method="):
+        lmkit.calibrate(ACTS, output="x.json")
 
 
 def test_bad_input_raises_value_error_naming_the_file():
@@ -110,11 +124,50 @@ def test_bad_input_raises_value_error_naming_the_file():
         lmkit.plan(bad)
 
 
-def test_run_returns_the_exit_code_and_output_without_raising():
-    r = lmkit.run("flops", "no-such-model-name", check=False)
-    assert r.returncode != 0 and "no-such-model-name" in r.stderr and r.stdout == b""
-    ok = lmkit.run("--json", "env")
-    assert ok.returncode == 0 and json.loads(ok.stdout)
+def test_no_command_line_runner_is_left():
+    assert not hasattr(lmkit, "run") and not hasattr(lmkit._lmkit, "_run_cli")
+
+
+def test_explicit_dimensions_and_sweeps_equal_the_cli():
+    dims = dict(layers=4, d_model=256, heads=4, vocab=1000, ffn="gelu", norm="layernorm", tied=True)
+    argv = ["--layers", "4", "--d-model", "256", "--heads", "4", "--vocab", "1000", "--ffn", "gelu", "--norm",
+            "layernorm", "--tied"]
+    assert lmkit.flops(**dims, seq_len=512) == cli_json("flops", *argv, "--seq-len", "512")
+    got = lmkit.memory("llama-3-8b", mode="inference", dtype="fp8", kv_dtype="fp8", sweep="batch=1,8", gpu="h100")
+    assert got == cli_json("memory", "llama-3-8b", "--mode", "inference", "--dtype", "fp8", "--kv-dtype", "fp8",
+                           "--sweep", "batch=1,8", "--gpu", "h100")
+
+
+def test_an_svg_path_is_written_like_the_cli(tmp_path):
+    a, b = tmp_path / "a.svg", tmp_path / "b.svg"
+    got = lmkit.flops("llama-3-8b", sweep="seq-len=1024,4096", svg=str(a))
+    want = cli_json("flops", "llama-3-8b", "--sweep", "seq-len=1024,4096", "--svg", str(b))
+    assert got.pop("svg") == str(a) and want.pop("svg") == str(b)
+    assert got == want and a.read_bytes() == b.read_bytes()
+    assert lmkit.flops("llama-3-8b", sweep="seq-len=1024,4096", svg=True)["svg"] == a.read_text()
+    with pytest.raises(ValueError, match="^svg needs sweep$"):
+        lmkit.flops("llama-3-8b", svg=True)
+
+
+def test_plan_what_if_equals_the_cli():
+    assert lmkit.plan(PLAN, what_if=True, gpus=1) == cli_json("plan", PLAN, "--what-if", "--gpus", "1")
+
+
+def test_an_output_that_is_an_input_is_refused_naming_the_keyword(tmp_path):
+    acts = tmp_path / "acts.npy"
+    acts.write_bytes(open(ACTS, "rb").read())
+    before = acts.read_bytes()
+    with pytest.raises(ValueError, match="is also the output \\(output "):
+        lmkit.calibrate(str(acts), method="minmax", output=str(acts))
+    with pytest.raises(ValueError, match="is also the output \\(svg "):
+        lmkit.calibrate(str(acts), method="minmax", output=str(tmp_path / "c.json"), svg=str(acts))
+    with pytest.raises(ValueError, match="^output and trt_cache name the same file$"):
+        lmkit.calibrate(str(acts), method="minmax", output=str(tmp_path / "c.json"),
+                        trt_cache=str(tmp_path / "c.json"))
+    assert acts.read_bytes() == before and not (tmp_path / "c.json").exists()
+    with pytest.raises(ValueError, match="^output and report name the same file$"):
+        lmkit.quantize(STORIES, str(tmp_path / "q"), report=str(tmp_path / "q"))
+    assert not (tmp_path / "q").exists()
 
 
 def test_commands_from_several_threads_give_the_same_documents():

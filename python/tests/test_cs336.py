@@ -124,3 +124,12 @@ def test_errors(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(OSError):
         lmkit.train_bpe(os.path.join(BPE, "corpus.en"), 300, [], output_dir=tmp_path / "file" / "sub")
+
+
+def test_train_bpe_refuses_an_output_dir_holding_its_input(tmp_path):
+    corpus = tmp_path / "vocab.json"  # the corpus has the name of a file train_bpe writes
+    corpus.write_text("low lower lowest newer wider\n" * 20)
+    before = corpus.read_bytes()
+    with pytest.raises(ValueError, match="is also the output \\(output_dir "):
+        lmkit.train_bpe(str(corpus), 270, [], output_dir=str(tmp_path))
+    assert corpus.read_bytes() == before and not (tmp_path / "merges.txt").exists()

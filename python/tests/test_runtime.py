@@ -119,3 +119,11 @@ def test_data_dir_override_reaches_the_core(tmp_path):
     finally:
         lmkit._lmkit._set_data_dir("")
     assert lmkit.Encoding.from_path("gpt2").encode("hello world") == [31373, 995]
+
+
+def test_encode_file_refuses_to_overwrite_its_input(tmp_path):
+    src = tmp_path / "text.txt"
+    src.write_text("hello world\n")
+    with pytest.raises(ValueError, match="is also the output \\(out "):
+        lmkit.get_encoding("gpt2").encode_file(src, src)
+    assert src.read_text() == "hello world\n"

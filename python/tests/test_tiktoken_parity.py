@@ -136,3 +136,16 @@ def test_lone_surrogates_are_replaced_as_tiktoken_does(pair):
     assert list(ours.encode_to_numpy(s)) == want
     with pytest.raises(TypeError):
         ours.encode(b"bytes")
+
+
+def test_special_token_rules_are_the_cores():
+    enc = lmkit.get_encoding("gpt2")
+    # A token that is not a special of the encoding: the core's SpecialRules refuse it, naming the keyword.
+    with pytest.raises(ValueError, match="^allowed_special: \"<\\|nope\\|>\" is not a special token"):
+        enc.encode("hi", allowed_special={"<|nope|>"})
+    with pytest.raises(ValueError, match="disallowed special token '<\\|endoftext\\|>' at byte offset 3"):
+        enc.encode_batch(["fine", "ab <|endoftext|>"], num_threads=2)
+    with pytest.raises(ValueError, match="at byte offset 0"):
+        enc.encode_to_numpy("<|endoftext|>")
+    assert enc.encode("a<|endoftext|>", disallowed_special=()) == enc.encode_ordinary("a<|endoftext|>")
+    assert enc.encode("a<|endoftext|>", allowed_special="all")[-1] == enc.eot_token

@@ -7,6 +7,7 @@
 #include "lmkit/accounting/plan.h"
 #include "lmkit/accounting/plan_what_if.h"
 #include "lmkit/common/units.h"
+#include "lmkit/common/output_check.h"
 
 namespace lmkit::accounting {
 namespace {
@@ -268,8 +269,14 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
 }
 
 Result<PlanResult> RunPlan(const PlanRequest& req) {
+  // The chart replaces its destination: not the plan file it is drawn from, nor a model config the plan reads.
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput({req.plan_path, req.timeline_path}, req.svg_path, "svg"));
   LMKIT_ASSIGN_OR_RETURN(Plan plan, LoadPlan(req.plan_path));
   LMKIT_ASSIGN_OR_RETURN(PlanResult r, EvaluatePlan(std::move(plan), req.gpu, req.gpus, req.what_if, req.gpu_spec));
+  std::vector<std::string> configs;
+  for (const auto& m : r.plan.models)
+    if (!m.config_file.empty()) configs.push_back(m.config_file);
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(configs, req.svg_path, "svg"));
   r.svg_path = req.svg_path;
   return r;
 }

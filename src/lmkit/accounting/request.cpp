@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 
 namespace lmkit::accounting {
 namespace {
@@ -26,6 +27,18 @@ Result<ModelSpec> ResolveModelSource(const ModelSource& src) {
   if (src.has_dims) return FromDimensions(src.dims);
   return Status::InvalidArgument("no model: give a config.json path, a preset name, or " + Field("layers") + "/" +
                                  Field("d_model") + "/" + Field("heads") + "/" + Field("vocab"));
+}
+
+std::vector<std::string> ModelSourceFiles(const ModelSource& src, const Sweep& sweep) {
+  std::vector<std::string> models = {src.model};
+  if (sweep.variable == "model") models.insert(models.end(), sweep.values.begin(), sweep.values.end());
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const std::string& m : models) {
+    if (m.empty()) continue;
+    files.push_back(std::filesystem::is_directory(m, ec) ? (std::filesystem::path(m) / "config.json").string() : m);
+  }
+  return files;
 }
 
 Result<Sweep> ParseSweep(const std::string& spec) {

@@ -27,6 +27,10 @@ struct Sweep {
 // kInvalidArgument naming the field sweep.
 Result<Sweep> ParseSweep(const std::string& spec);
 
+// The files a request's model reads, with a model sweep's: a config file, or the config.json of a directory (presets
+// are not files here). The inputs a chart must not replace (common/output_check.h).
+std::vector<std::string> ModelSourceFiles(const ModelSource& src, const Sweep& sweep);
+
 // A model sweep replaces the request's model: giving both is kInvalidArgument naming the fields sweep and model.
 Status CheckSweepSource(const Sweep& sweep, const ModelSource& src);
 

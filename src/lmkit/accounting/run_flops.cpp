@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "lmkit/common/output_check.h"
+
 namespace lmkit::accounting {
 namespace {
 
@@ -37,6 +39,7 @@ std::vector<Component> SweepComponents(const std::vector<FlopsSweepPoint>& sweep
 }
 
 Result<FlopsResult> RunFlops(const FlopsRequest& req) {
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ModelSourceFiles(req.source, req.sweep), req.svg_path, "svg"));
   FlopsResult r;
   r.training = req.training;
   const bool has_gpu = !req.gpu.empty() || !req.gpu_spec.empty();

@@ -4,9 +4,12 @@
 
 #include <cmath>
 
+#include "lmkit/common/output_check.h"
+
 namespace lmkit::accounting {
 
 Result<MemoryResult> RunMemory(const MemoryRequest& req) {
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ModelSourceFiles(req.source, req.sweep), req.svg_path, "svg"));
   MemoryResult r;
   // NaN passes a plain `< 0` test, and llround of NaN, inf or anything past 2^63 is undefined (it printed an overhead
   // of 9,223,372,036,854,775,808 bytes and a max batch of -2^63). 1e9 GB(GiB) bounds both to the 1e18-byte range the

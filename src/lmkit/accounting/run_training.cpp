@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "lmkit/common/output_check.h"
+
 namespace lmkit::accounting {
 namespace {
 constexpr EnumName<MemoryConvention> kConventionNames[] = {{MemoryConvention::kLmkit, "lmkit"},
@@ -11,6 +13,7 @@ constexpr EnumName<MemoryConvention> kConventionNames[] = {{MemoryConvention::kL
 std::span<const EnumName<MemoryConvention>> MemoryConventionNames() { return kConventionNames; }
 
 Result<TrainingResult> RunTraining(const TrainingRequest& req) {
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ModelSourceFiles(req.source, {}), req.svg_path, "svg"));
   constexpr double kMaxGb = 1e9;
   if (!(req.overhead_gib >= 0 && req.overhead_gib <= kMaxGb))
     return Status::InvalidArgument(Field("overhead_gib") + " must be a number from 0 to 1e9");

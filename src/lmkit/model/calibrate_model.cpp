@@ -38,6 +38,7 @@ bool IsExpert(const std::string& name) { return name.find(".experts.") != std::s
 
 Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, ProgressSink* progress,
                                                const quant::RenderCalibrationOutput& render) {
+  LMKIT_RETURN_IF_ERROR(quant::CheckCalibrationOutputs({o.model, o.tokens}, o.calib));
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::Load(o.model));
   const uint32_t max_pos = model.config().max_positions;

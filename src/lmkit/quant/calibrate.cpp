@@ -16,6 +16,7 @@
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/file_reader.h"
 #include "lmkit/common/name_table.h"
+#include "lmkit/common/output_check.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/io/dtype.h"
@@ -382,6 +383,18 @@ constexpr std::array<CalibFlavorInfo, 2> kFlavors = {{
 std::span<const CalibMethodInfo> CalibMethods() { return kMethods; }
 std::span<const CalibFlavorInfo> CalibFlavors() { return kFlavors; }
 
+Status CheckCalibrationOutputs(const std::vector<std::string>& inputs, const CalibrateOptions& o) {
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(inputs, o.output, "output"));
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(inputs, o.trt_cache, "trt_cache"));
+  std::vector<std::pair<std::string, std::string>> outputs = {{"output", o.output}, {"trt_cache", o.trt_cache}};
+  for (const CalibrateOptions::ExtraOutput& e : o.extra_outputs) {
+    if (e.field.empty()) continue;
+    LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(inputs, e.path, e.field));
+    outputs.emplace_back(e.field, e.path);
+  }
+  return CheckDistinctOutputs(outputs);
+}
+
 Result<CalibMethod> ParseCalibMethod(std::string_view s) {
   return ParseName(kMethods, &CalibMethodInfo::method, s, "method", UnknownName::kNot);
 }
@@ -424,8 +437,8 @@ Result<CalibrationOutputs> CalibrationOutputs::Open(const CalibrateOptions& o) {
     out.f_->trt = std::move(f);
   }
   for (size_t i = 0; i < o.extra_outputs.size(); ++i) {
-    if (o.extra_outputs[i].empty()) continue;
-    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(o.extra_outputs[i]));
+    if (o.extra_outputs[i].path.empty()) continue;
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(o.extra_outputs[i].path));
     out.f_->extra.emplace_back(std::move(f), i);
   }
   return out;
@@ -449,6 +462,7 @@ Status CalibrationOutputs::Commit(const CalibrationTable& table, const RenderCal
 
 Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress,
                                    const RenderCalibrationOutput& render) {
+  LMKIT_RETURN_IF_ERROR(CheckCalibrationOutputs(o.inputs, o));
   if (o.inputs.empty()) return Status::InvalidArgument("no activation files given");
   LMKIT_ASSIGN_OR_RETURN(const double percentile, CheckOptions(o));
   const double t0 = MonotonicSeconds();

@@ -63,14 +63,22 @@ struct CalibrateOptions {
   // the work and renamed into place after it, the cache first, so a failure leaves neither replaced.
   std::string output;
   std::string trt_cache;
-  // Paths of further outputs rendered from the finished table by the caller's RenderCalibrationOutput (the chart of
+  // Further outputs rendered from the finished table by the caller's RenderCalibrationOutput (the chart of
   // `calibrate --svg`, present/quant_svg.h): opened with the others and renamed into place before CALIB.json.
-  std::vector<std::string> extra_outputs;
+  struct ExtraOutput {
+    std::string path;
+    std::string field;  // the request field that named `path`, for errors ("" = not checked against the inputs)
+  };
+  std::vector<ExtraOutput> extra_outputs;
 };
 
 // The contents of CalibrateOptions::extra_outputs[index], rendered from the finished table: front-end code
 // (present/), which the core does not call. Without one, each extra output is written empty.
 using RenderCalibrationOutput = std::function<std::string(const CalibrationTable& table, size_t index)>;
+
+// The outputs of `o` (output, trt_cache, the named extra outputs) must not replace one of `inputs` and must be
+// distinct files: kInvalidArgument naming the fields. Calibrate and model::CalibrateModel run it first.
+Status CheckCalibrationOutputs(const std::vector<std::string>& inputs, const CalibrateOptions& o);
 
 // Every method's threshold on one tensor's |x| histogram (the nvidia flavour's): what the chart of a calibration
 // marks. Thresholds as the methods compute them (minmax = max|x|), with the options' percentile and bins.

@@ -8,6 +8,7 @@
 
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/file_reader.h"
+#include "lmkit/common/output_check.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/model/eval.h"
@@ -27,6 +28,20 @@ bool Calibrated(const QuantizeOptions& o) {
 }
 
 // The request checks of the calibrated methods that need no file.
+// No output may replace an input (the checkpoint, the calibration table, the calibration tokens), and the
+// checkpoint and the extra outputs are distinct files. (A directory input's shards are checked by MakePlan.)
+Status CheckOutputs(const QuantizeOptions& o) {
+  const std::vector<std::string> ins = {o.input, o.calibration, o.calibration_tokens};
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ins, o.output, "output"));
+  std::vector<std::pair<std::string, std::string>> outputs = {{"output", o.output}};
+  for (const QuantizeOptions::ExtraOutput& e : o.extra_outputs) {
+    if (e.field.empty()) continue;
+    LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ins, e.path, e.field));
+    outputs.emplace_back(e.field, e.path);
+  }
+  return CheckDistinctOutputs(outputs);
+}
+
 Status CheckCalibratedRequest(const QuantizeOptions& o) {
   if (!Calibrated(o)) {
     if (!o.calibration_tokens.empty())
@@ -72,8 +87,8 @@ Result<QuantizeReport> Write(const QuantizeOptions& o, const detail::Prepared* p
   rep.format = std::string(InfoOf(o.format).name);
   // The extra outputs are opened before any output, so an unwritable one fails the run before anything is written.
   std::vector<AtomicFile> extra;
-  for (const std::string& path : o.extra_outputs) {
-    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path));
+  for (const QuantizeOptions::ExtraOutput& e : o.extra_outputs) {
+    LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(e.path));
     extra.push_back(std::move(f));
   }
   LMKIT_RETURN_IF_ERROR(writer->Prepare(plan, matchers, &rep));
@@ -137,6 +152,7 @@ std::span<const double> SmoothQuantAlphas() { return kAlphas; }
 Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress, const RenderQuantizeOutput& render) {
   if (o.input.empty() || o.output.empty())
     return Status::InvalidArgument(Field("input") + " and " + Field("output") + " are required");
+  LMKIT_RETURN_IF_ERROR(CheckOutputs(o));
   LMKIT_RETURN_IF_ERROR(CheckCalibratedRequest(o));
   if (!Calibrated(o)) return Write(o, nullptr, progress, nullptr, render);
   const double t0 = MonotonicSeconds();

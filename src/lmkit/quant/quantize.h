@@ -49,10 +49,14 @@ struct QuantizeOptions {
   double dampening = 0.01;  // GPTQ: fraction of mean(diag H) added to the diagonal
   // GPTQ: columns in descending diag H, scales of the original groups (llm-compressor 0.14's default, "static").
   bool act_order = true;
-  // Paths of further outputs rendered from the finished report by the caller's RenderQuantizeOutput (the CLI's
-  // --report JSON and --svg chart, present/quant*.h): opened before any work, written and renamed into place before
-  // the checkpoint, so the checkpoint is not replaced when one of them fails.
-  std::vector<std::string> extra_outputs;
+  // Further outputs rendered from the finished report by the caller's RenderQuantizeOutput (the CLI's --report JSON
+  // and --svg chart, present/quant*.h): opened before any work, written and renamed into place before the checkpoint,
+  // so the checkpoint is not replaced when one of them fails.
+  struct ExtraOutput {
+    std::string path;
+    std::string field;  // the request field that named `path`, for errors ("" = not checked against the inputs)
+  };
+  std::vector<ExtraOutput> extra_outputs;
 };
 
 // The contents of QuantizeOptions::extra_outputs[index], rendered from the finished report: front-end code

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lmkit/common/enum_names.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::present {
 namespace {

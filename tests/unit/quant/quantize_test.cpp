@@ -86,10 +86,10 @@ TEST_CASE("quantize: a NaN weight or a failing extra output writes nothing", "[q
   CHECK_FALSE(std::filesystem::exists(o.output));
 
   o.input = SmallCheckpoint(dir);
-  o.extra_outputs = {dir.file("no/such/dir/report.json")};
+  o.extra_outputs = {{dir.file("no/such/dir/report.json"), ""}};
   CHECK_FALSE(Quantize(o, nullptr, [](const QuantizeReport&, size_t) { return std::string("{}"); }).ok());
   CHECK_FALSE(std::filesystem::exists(o.output));
-  o.extra_outputs = {dir.file("report.txt"), dir.file("empty.txt")};
+  o.extra_outputs = {{dir.file("report.txt"), ""}, {dir.file("empty.txt"), ""}};
   REQUIRE(Quantize(o, nullptr, [](const QuantizeReport& rep, size_t i) {
             return i == 0 ? std::to_string(rep.params_quantized) + " params" : std::string();
           }).ok());

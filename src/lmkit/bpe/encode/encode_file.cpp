@@ -5,8 +5,9 @@
 #include "lmkit/bpe/encode/encode_stream.h"
 #include "lmkit/bpe/encode/id_output.h"
 #include "lmkit/bpe/train/trainer.h"
-#include "lmkit/common/sysinfo.h"
 #include "lmkit/dist/bpe_encode.h"
+#include "lmkit/common/output_check.h"
+#include "lmkit/common/sysinfo.h"
 #include "lmkit/dist/comm.h"
 
 namespace lmkit::bpe {
@@ -41,6 +42,10 @@ Result<io::Corpus> OpenEncodeCorpus(const EncodeRequest& req) {
 }
 
 Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress) {
+  // The ids replace their destination: not the text they are made from, nor a file of the tokenizer.
+  std::vector<std::string> ins = TokenizerInputFiles(req.tokenizer);
+  ins.insert(ins.end(), req.corpus.inputs.begin(), req.corpus.inputs.end());
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ins, req.output, "output"));
   if (req.mpi) {
     if (!dist::Built())
       return Status::InvalidArgument(Field("mpi") +

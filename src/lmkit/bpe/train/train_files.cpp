@@ -3,8 +3,9 @@
 #include "lmkit/bpe/files/tokenizer_writer.h"
 #include "lmkit/bpe/train/counts_file.h"
 #include "lmkit/bpe/train/pretoken_table.h"
-#include "lmkit/common/sysinfo.h"
 #include "lmkit/dist/bpe_train.h"
+#include "lmkit/common/output_check.h"
+#include "lmkit/common/sysinfo.h"
 #include "lmkit/dist/comm.h"
 
 namespace lmkit::bpe {
@@ -36,6 +37,11 @@ Status ReadCounts(const TrainFilesRequest& req, PretokenTable* table, BpeTrainOp
 }  // namespace
 
 Result<TrainFilesReport> TrainFiles(const TrainFilesRequest& req, ProgressSink* progress) {
+  // The three files replace their namesakes in out_dir: none may be an input or a counts file.
+  std::vector<std::string> ins = req.corpus.inputs;
+  ins.insert(ins.end(), req.counts.begin(), req.counts.end());
+  for (const char* name : {"vocab.json", "merges.txt", "tokenizer.json"})
+    LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ins, req.out_dir + "/" + name, "out_dir"));
   if (req.corpus.inputs.empty() == req.counts.empty())
     return Status::InvalidArgument("give either text " + Field("inputs") + " files or " + Field("counts") +
                                    " files (not both)");
