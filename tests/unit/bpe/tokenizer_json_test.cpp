@@ -117,6 +117,21 @@ TEST_CASE("the known regexes take the hand-written scanner, others a pipeline", 
   CHECK((*llama3)->pipeline() == nullptr);
   CHECK((*llama3)->pattern() == PretokPattern::kCl100k);
   CHECK_FALSE((*llama3)->cut_safe());  // its added tokens with lstrip/rstrip/single_word are not cut-proved
+  // OLMo 2 writes the same split as Removed + invert: the matches, which cover every character.
+  TempDir dir;
+  Json olmo2 = ReadJson(kDir + "/llama3_known_regex.json");
+  olmo2["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed";
+  olmo2["pre_tokenizer"]["pretokenizers"][0]["invert"] = true;
+  WriteAll(dir.file("olmo2.json"), olmo2.dump());
+  auto removed = ReadHfTokenizerJson(dir.file("olmo2.json"), {});
+  REQUIRE(removed.ok());
+  CHECK((*removed)->pipeline() == nullptr);
+  CHECK((*removed)->pattern() == PretokPattern::kCl100k);
+  olmo2["pre_tokenizer"]["pretokenizers"][0]["invert"] = false;  // Removed alone drops the text: a pipeline
+  WriteAll(dir.file("removed.json"), olmo2.dump());
+  auto dropped = ReadHfTokenizerJson(dir.file("removed.json"), {});
+  REQUIRE(dropped.ok());
+  CHECK((*dropped)->pipeline() != nullptr);
   auto qwen = ReadHfTokenizerJson(kDir + "/qwen2_nfc_split.json", {});
   REQUIRE(qwen.ok());
   CHECK((*qwen)->pipeline() != nullptr);
