@@ -19,6 +19,8 @@ strings. Property strings are reported apart: PCRE2 10.42 (Debian 12) has Unicod
 in Unicode 15-16 are unassigned to lmkit's regexes and may split differently from HF's; the same strings without the
 code points unassigned in Unicode 14 must be identical.
 
+Decoding: `lmkit bpe decode` of HF's ids of the edge and llama.cpp strings must give HF's `decode`.
+
 Prints the JSON line of the interop check on stdout and a table per family on stderr (LMKIT_FAMILIES=qwen,olmo: only
 the families whose names contain one of these):
     scripts/interop-check.sh hf_families        or    LMKIT=build/ci/lmkit python scripts/interop/check_hf_families.py
@@ -319,10 +321,24 @@ def run():
                     row.setdefault("native_differences", []).append(
                         "%s: %s vs HF at id %d%s (%s %s, HF %s)" % (tname, native, k, where(strings, sep_id, ref, k),
                                                                     native, nids[k:k + 4], ref[k:k + 4]))
+        if hf is not None and not any("refused" in f for f in firsts):
+            # `bpe decode` of HF's ids of the edge and llama.cpp strings gives HF's decode (the decoder steps).
+            ids = hf.encode((sep or "").join(held["edge strings (goldens.json)"] + held["llama.cpp test strings"]),
+                            add_special_tokens=False).ids
+            with open(os.path.join(work, "ids.json"), "w") as f:
+                json.dump(ids, f)
+            out = os.path.join(work, "decoded.txt")
+            p = run_lmkit("bpe", "decode", "-t", js, os.path.join(work, "ids.json"), "-o", out, check=False)
+            ours = open(out, "rb").read().decode("utf-8", errors="replace") if p.returncode == 0 else None
+            row["decode_identical"] = ours == hf.decode(ids, skip_special_tokens=False)
+            if not row["decode_identical"]:
+                c.fail("%s: bpe decode differs from HF's decode%s" % (name, ": " + p.stderr.strip() if ours is None
+                                                                      else ""))
         c.details[name] = row
         n_same = sum(row["identical"].values())
+        dec = {True: "; decode = HF", False: "; decode differs", None: ""}[row.get("decode_identical")]
         table.append((name, where_from, row["vocab"] or "-", "%d/%d" % (n_same, len(row["identical"])),
-                      "yes" if n_same == len(row["identical"]) else "no: " + firsts[0]))
+                      ("yes" if n_same == len(row["identical"]) else "no: " + firsts[0]) + dec))
         if row.get("native_differences"):
             table.append(("", "  HF vs " + native, "", "", "; ".join(row["native_differences"][:2])))
     for name in NOT_FOUND:
