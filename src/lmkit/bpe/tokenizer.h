@@ -250,8 +250,8 @@ class Tokenizer {
     template_suffix_ = std::move(suffix);
     has_template_ = true;
   }
-  // Checks that every byte is a token and builds the decode table. Errors: kInvalidInput naming the missing byte,
-  // or a special whose id collides with a different ordinary token.
+  // Checks that every byte that can occur in UTF-8 is a token (byte-level) and builds the decode table. Errors:
+  // kInvalidInput naming the missing byte, or a special whose id collides with a different ordinary token.
   Status Finish();
 
   // ---- use ----
@@ -328,7 +328,9 @@ class Tokenizer {
   std::vector<SpecialToken> known_specials_;
   std::vector<SpecialToken> enabled_specials_;
   SpecialTokenSplitter splitter_;
-  uint32_t byte_ids_[256];  // char-level: the character's token, its fallback, unk, or kNoId (dropped)
+  // char-level: the character's token, its fallback, unk, or kNoId (dropped); byte-level: the byte's token, or kNoId
+  // (dropped) for a byte that never occurs in UTF-8 and that the vocabulary lacks.
+  uint32_t byte_ids_[256];
   std::vector<Span> decode_;
   std::string decode_arena_;
   size_t max_token_bytes_ = 0;

@@ -203,6 +203,15 @@ void Encoder::EncodeValidSegment(std::string_view text, bool at_start, std::vect
   for (size_t k = 0; k < pre_.words.size(); ++k) EncodePiece(pre_.word(k), out);
 }
 
+size_t Encoder::ByteIds(std::string_view piece, uint32_t* ids) const {
+  size_t m = 0;
+  for (char c : piece) {
+    ids[m] = tok_.ByteId(static_cast<uint8_t>(c));
+    m += ids[m] != kNoId;  // a byte that never occurs in UTF-8 and that the vocabulary lacks (Tokenizer::ByteId)
+  }
+  return m;
+}
+
 size_t Encoder::CharIds(std::string_view piece, uint32_t* ids) const {
   const uint32_t unk = tok_.unk_id();
   const bool fuse = tok_.fuse_unk();
@@ -384,7 +393,7 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
   if (char_level_) {
     m = CharIds(piece, ids);
   } else {
-    for (size_t i = 0; i < m; ++i) ids[i] = tok_.ByteId(static_cast<uint8_t>(piece[i]));
+    m = ByteIds(piece, ids);
   }
   for (size_t i = 0; i + 1 < m; ++i) ranks[i] = PairRank(ids[i], ids[i + 1]);
   while (m > 1) {
@@ -424,7 +433,7 @@ uint32_t* Encoder::MergeHeapTo(std::string_view piece, uint32_t* w) {
   if (char_level_) {
     n = CharIds(piece, ids_.data());
   } else {
-    for (size_t i = 0; i < n; ++i) ids_[i] = tok_.ByteId(static_cast<uint8_t>(piece[i]));
+    n = ByteIds(piece, ids_.data());
   }
   for (size_t i = 0; i < n; ++i) {
     next_[i] = i + 1 < n ? static_cast<uint32_t>(i + 1) : kEnd;

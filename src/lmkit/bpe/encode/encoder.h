@@ -71,6 +71,8 @@ class Encoder {
   void EncodeValidSegment(std::string_view text, bool at_start, std::vector<uint32_t>* out);
   // A char-level tokenizer's first symbols of `piece` (tokenizer.h set_char_level); returns their count.
   size_t CharIds(std::string_view piece, uint32_t* ids) const;
+  // A byte-level tokenizer's byte tokens of `piece`, without the bytes it has none for; returns their count.
+  size_t ByteIds(std::string_view piece, uint32_t* ids) const;
   // Each returns the end of the ids it wrote at `w`.
   uint32_t* EncodePieceTo(std::string_view piece, uint32_t* w);
   struct PieceKey;

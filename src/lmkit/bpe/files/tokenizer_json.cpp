@@ -182,7 +182,10 @@ Status ParsePreTokenizer(const Json& p, const std::string& path, std::vector<Pre
     LMKIT_ASSIGN_OR_RETURN(SplitBehavior behavior, ParseBehavior(p, path, where, SplitBehavior::kIsolated));
     LMKIT_ASSIGN_OR_RETURN(bool invert, BoolField(p, "invert", false, path, where));
     const auto known = is_regex ? detail::PatternFromRegex(pat) : std::nullopt;
-    if (known && behavior == SplitBehavior::kIsolated && !invert) {
+    // Removed + invert keeps exactly the matches (OLMo 2's form); a known pattern matches every character, so that
+    // is Isolated.
+    const bool isolated = invert ? behavior == SplitBehavior::kRemoved : behavior == SplitBehavior::kIsolated;
+    if (known && isolated) {
       s.kind = K::kKnown;
       s.known = *known;
     } else {

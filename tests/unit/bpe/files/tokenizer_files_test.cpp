@@ -150,6 +150,35 @@ TEST_CASE("bpe tokenizer files: tokenizer.json with string or pair merges and ad
   CHECK(bad.status().subject() == dir.file("tokenizer.json"));
 }
 
+TEST_CASE("bpe tokenizer files: a byte-level vocabulary may lack the bytes that never occur in UTF-8",
+          "[bpe][tokenizer]") {
+  // GPT-NeoX-20B, OLMo 1 and DeepSeek LLM have no token for 0xC0, 0xC1, 0xF5-0xFF. Such a byte of ill-formed input
+  // is dropped before merging, as Hugging Face drops a character its vocabulary lacks.
+  TempDir dir;
+  Json j;
+  j["pre_tokenizer"] = Json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+  j["model"]["type"] = "BPE";
+  j["model"]["vocab"] = SmallVocab({"!!"});
+  j["model"]["merges"] = Json::array({"! !"});
+  for (int b : {0xC0, 0xC1, 0xF5, 0xFE, 0xFF}) j["model"]["vocab"].erase(BytesToPrintable(std::string(1, char(b))));
+  const std::string path = dir.file("tokenizer.json");
+  WriteAll(path, j.dump());
+  auto t = LoadTokenizer(path, {});
+  REQUIRE(t.ok());
+  CHECK(Enc(**t, "x!!") == std::vector<uint32_t>{'x', 256});
+  CHECK(Enc(**t, "x!\xFF!") == std::vector<uint32_t>{'x', 256});  // the neighbours of a dropped byte merge
+  CHECK(Enc(**t,
+            "a\xC0"
+            "b \xFE\xF5") == std::vector<uint32_t>{'a', 'b', ' '});
+  CHECK(Enc(**t, "\xC1") == std::vector<uint32_t>{});
+  // A byte that occurs in UTF-8 must have a token.
+  j["model"]["vocab"].erase("A");
+  WriteAll(path, j.dump());
+  auto bad = LoadTokenizer(path, {});
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("no token for byte 0x41") != std::string::npos);
+}
+
 TEST_CASE("bpe tokenizer files: malformed files found by fuzz_tokenizer are one-line errors naming the file",
           "[bpe][tokenizer]") {
   TempDir dir;

