@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "lmkit/common/json.h"
 #include "lmkit/common/status.h"
 
 namespace lmkit::py {
@@ -22,6 +23,10 @@ namespace nb = nanobind;
 // The message is the core's one line, fields spelled as Python keywords (`keyword` renames those a function calls
 // otherwise; by default a field is its keyword).
 [[noreturn]] void Raise(const Status& status, const std::function<std::string(std::string_view)>& keyword = {});
+
+// A JSON document from present/ as Python objects (the json module reads the same text the CLI prints), so a
+// result's dict has the keys of its declaration.
+nb::dict ToDict(const Json& doc);
 
 inline void Check(const Status& status) {
   if (!status.ok()) Raise(status);

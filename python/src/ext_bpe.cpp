@@ -17,16 +17,17 @@
 #include "lmkit/bpe/encode/encode_file.h"
 #include "lmkit/bpe/encode/encoder.h"
 #include "lmkit/bpe/encode/safe_cut.h"
+#include "lmkit/bpe/encode/special_policy.h"
 #include "lmkit/bpe/files/id_format.h"
 #include "lmkit/bpe/files/tokenizer_files.h"
 #include "lmkit/bpe/files/tokenizer_from_model.h"
 #include "lmkit/bpe/files/tokenizer_writer.h"
 #include "lmkit/bpe/pretokenize/special_tokens.h"
 #include "lmkit/bpe/tokenizer.h"
-#include "lmkit/bpe/train/trainer.h"
-#include "lmkit/bpe/encode/special_policy.h"
 #include "lmkit/bpe/train/train_files.h"
+#include "lmkit/bpe/train/trainer.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/present/bpe_json.h"
 
 namespace lmkit::py {
 namespace {
@@ -390,17 +391,7 @@ void RegisterBpe(nb::module_& m) {
         }
         if (!rep.ok())  // Encoding.encode_file(path, out, ...)
           Raise(rep.status(), [](std::string_view f) { return std::string(f == "output" ? "out" : f); });
-        bpe::EncodeReport r = std::move(rep).value();
-        nb::dict d;
-        d["input"] = r.input;
-        d["output"] = r.output;
-        d["format"] = std::string(bpe::IdFormatName(r.format));
-        d["dtype"] = std::string(io::TokenDtypeName(r.dtype));
-        d["bytes"] = r.bytes;
-        d["tokens"] = r.tokens;
-        d["threads"] = r.threads;
-        d["seconds"] = r.encode_seconds;
-        return d;
+        return ToDict(present::EncodeReportJson(*rep));
       },
       nb::arg("tokenizer"), nb::arg("input"), nb::arg("output"), nb::arg("format").none(), nb::arg("dtype"),
       nb::arg("threads"));

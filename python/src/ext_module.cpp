@@ -36,6 +36,11 @@ void Raise(const Status& status, const std::function<std::string(std::string_vie
   throw nb::python_error();
 }
 
+nb::dict ToDict(const Json& doc) {
+  const std::string text = DumpJson(doc, -1);
+  return nb::cast<nb::dict>(nb::module_::import_("json").attr("loads")(nb::str(text.data(), text.size())));
+}
+
 namespace {
 
 // Token ids as Python ints, made once per id and shared: allocating a new int per id took a third of encode()'s time

@@ -17,8 +17,8 @@
 #include "lmkit/accounting/run_memory.h"
 #include "lmkit/accounting/run_training.h"
 #include "lmkit/common/atomic_file.h"
-#include "lmkit/common/name_table.h"
 #include "lmkit/common/json.h"
+#include "lmkit/common/name_table.h"
 #include "lmkit/common/output_check.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/model/calibrate_model.h"
@@ -67,12 +67,6 @@ T TakeAs(Result<T>&& r, const FieldNames& names) {
 }
 inline void CheckAs(const Status& s, const FieldNames& names) {
   if (!s.ok()) RaiseAs(s, names);
-}
-
-// A JSON document as Python objects (the json module reads the same text the CLI prints).
-nb::dict ToDict(const Json& doc) {
-  const std::string text = DumpJson(doc, -1);
-  return nb::cast<nb::dict>(nb::module_::import_("json").attr("loads")(nb::str(text.data(), text.size())));
 }
 
 // Runs `work` with the GIL released (the core calls below never touch Python objects).
@@ -414,11 +408,11 @@ nb::dict Calibrate(const std::vector<std::string>& inputs, nb::kwargs kw) {
   m.calib = o;
   const FieldNames names = {{"survey", "svg"}};
   auto chart = [](const quant::CalibrationTable& t, size_t) { return present::CalibrationSvg(t); };
-  quant::CalibrationTable table = TakeAs(Released([&] {
-                                           return from_model ? model::CalibrateModel(m, nullptr, chart)
-                                                             : quant::Calibrate(o, nullptr, chart);
-                                         }),
-                                         names);
+  quant::CalibrationTable table =
+      TakeAs(Released([&] {
+               return from_model ? model::CalibrateModel(m, nullptr, chart) : quant::Calibrate(o, nullptr, chart);
+             }),
+             names);
   for (const std::string& w : table.warnings) Warn(w);
   nb::dict doc = ToDict(present::CalibrationReportJson(table));
   if (svg.in_memory) DeliverSvg(svg, present::CalibrationSvg(table), doc);

@@ -218,3 +218,14 @@ def test_memory_on_the_llama4_gpt_oss_mistral_gemma_presets():
     ds = lmkit.memory("deepseek-v3", pp=16, ep=64, gpus=2048, global_batch=15360, zero=1, seq_len=4096, gpu="h800",
                       recompute="deepseek")
     assert ds["memory"]["fits"] is True
+
+
+def test_encode_file_reports_like_the_cli(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("hello world\n" * 1000, encoding="utf-8")
+    py = lmkit.get_encoding("gpt2").encode_file(src, tmp_path / "py.npy", num_threads=2)
+    cli = cli_json("--threads", "2", "bpe", "encode", "-t", "gpt2", str(src), "-o", str(tmp_path / "cli.npy"))
+    assert py["output"] == str(tmp_path / "py.npy") and py["tokens"] == 3000
+    for doc in (py, cli):
+        doc.pop("output")
+    assert without_measurements(py) == without_measurements(cli)
