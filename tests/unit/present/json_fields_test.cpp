@@ -14,7 +14,8 @@ namespace lmkit::present {
 namespace {
 
 enum class Color { kRed, kGreen };
-constexpr EnumName<Color> kColorNames[] = {{Color::kRed, "red"}, {Color::kGreen, "green"}, {Color::kGreen, "g", true}};
+constexpr EnumName<Color> kColorNames[] = {
+    {Color::kRed, "red"}, {Color::kGreen, "green"}, {Color::kGreen, "g"}};  // "g": an alias, never printed
 
 struct Inner {
   uint32_t id = 0;
