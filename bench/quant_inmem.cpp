@@ -96,7 +96,7 @@ int Calibrate(const std::string& path, unsigned threads, const std::string& flav
   }
   double best = 1e30, amax = 0;
   for (int rep = 0; rep < 3; ++rep) {
-    lmkit::quant::CalibrateOptions o;
+    lmkit::quant::CalibrateRequest o;
     o.method = lmkit::quant::CalibMethod::kEntropy;
     auto f = lmkit::quant::ParseCalibFlavor(flavor);
     if (!f.ok()) Fail(f.status().ToString());

@@ -30,8 +30,8 @@ std::string FlavorHelp() {
 
 RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
-    quant::CalibrateOptions o;
-    model::CalibrateModelOptions m;
+    quant::CalibrateRequest o;
+    model::CalibrateModelRequest m;
     std::string method, flavor = "nvidia", svg;
     double percentile = 0;
   };

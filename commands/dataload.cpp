@@ -1,5 +1,5 @@
 // `lmkit dataload PATH...`: can this token-file pipeline keep the GPU fed, and if not, why? Binds the flags into
-// DataloadOptions, calls dataload::RunDataload once and prints the report (text or JSON).
+// DataloadRequest, calls dataload::RunDataload once and prints the report (text or JSON).
 // `lmkit dataload trace TRACE`: the same question about a PyTorch loop, from its torch.profiler trace
 // (dataload::RunTrace). Exit codes: 0, 1 (bad input, ids out of --vocab-size), 2 (usage), 3 (--fail-on gate: the
 // verdict is at least as bad as asked).
@@ -87,7 +87,7 @@ double ParseDuration(const std::string& text) {
 
 int Run(const DataloadFlags& f, const GlobalOptions& g) {
   const std::string cmd = "dataload";
-  dataload::DataloadOptions o;
+  dataload::DataloadRequest o;
   o.paths = f.paths;
   std::vector<std::string> axes;
   for (const auto& s : f.sweep) {

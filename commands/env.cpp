@@ -17,7 +17,7 @@ RunFn SetupEnv(CLI::App& /*sub: no options*/, const GlobalOptions& g) {
   return [&g] {
     cuda::DeviceList devs = cuda::ListCudaDevices();
     if (g.json) {
-      present::EnvReport env;
+      present::EnvResult env;
       env.lmkit_version = LMKIT_VERSION;
       env.cpu_model = CpuModelName();
       env.cores = DefaultThreadCount();

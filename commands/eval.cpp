@@ -14,7 +14,7 @@ namespace lmkit::cli {
 
 RunFn SetupEval(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
-    model::EvalOptions o;
+    model::EvalRequest o;
     std::string dtype = "u16", svg;
   };
   auto a = std::make_shared<Args>();

@@ -14,7 +14,7 @@ namespace lmkit::cli {
 
 RunFn SetupGenerate(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
-    model::GenerateOptions o;
+    model::GenerateRequest o;
     std::vector<std::string> prompt;  // as given: "1,450,32" and/or separate values
     std::string output;
     bool logits = false;

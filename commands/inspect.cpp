@@ -20,7 +20,7 @@ RunFn SetupInspect(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("path", flags->path, "a .safetensors or .npy file, or a directory with model.safetensors")->required();
   sub.add_flag("--stats", flags->stats, "add min/max/mean/std/absmax per tensor (finite values; std with ddof=0)");
   return [flags, &g] {
-    io::InspectOptions opt;
+    io::InspectRequest opt;
     opt.path = flags->path;
     opt.stats = flags->stats;
     opt.threads = g.ResolvedThreads();

@@ -34,7 +34,7 @@ std::string FormatHelp() {
 
 RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
-    quant::QuantizeOptions o;
+    quant::QuantizeRequest o;
     std::string scheme = "w8a16", granularity, format = "compressed-tensors", report, svg, method = "rtn", smoothquant,
                 tokens_dtype = "u16";
     bool list_schemes = false;
@@ -134,11 +134,11 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     if (same(a->svg, a->o.output)) return UsageError("quantize", "--svg and -o name the same file");
     if (same(a->svg, a->report)) return UsageError("quantize", "--svg and --report name the same file");
     // The report and the chart are rendered here, from the finished report, and written before the checkpoint.
-    std::vector<std::string (*)(const quant::QuantizeReport&)> renderers;
+    std::vector<std::string (*)(const quant::QuantizeResult&)> renderers;
     if (!a->report.empty()) {
       a->o.extra_outputs.push_back({a->report, "report"});
       renderers.push_back(
-          [](const quant::QuantizeReport& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; });
+          [](const quant::QuantizeResult& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; });
     }
     if (!a->svg.empty()) {
       a->o.extra_outputs.push_back({a->svg, "svg"});
@@ -146,7 +146,7 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     }
     auto progress = MakeProgress(g);
     auto rep = quant::Quantize(a->o, progress.get(),
-                               [&](const quant::QuantizeReport& r, size_t i) { return renderers[i](r); });
+                               [&](const quant::QuantizeResult& r, size_t i) { return renderers[i](r); });
     if (!rep.ok()) return ReportError("quantize", rep.status(), kQuantizeFlags);
     for (const std::string& w : rep->warnings)
       Note(g, "quantize", "warning: " + RenderFields(w, [](std::string_view f) { return FlagFor(f, kQuantizeFlags); }));

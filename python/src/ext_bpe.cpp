@@ -384,7 +384,7 @@ void RegisterBpe(nb::module_& m) {
         if (format) req.format = Take(bpe::IdFormatFromName(*format));
         req.dtype = Take(io::ParseTokenDtype(dtype));
         req.threads = threads;
-        Result<bpe::EncodeReport> rep = Status::Internal("not encoded");
+        Result<bpe::EncodeResult> rep = Status::Internal("not encoded");
         {
           nb::gil_scoped_release release;
           rep = bpe::EncodeFile(req, nullptr);
@@ -410,7 +410,7 @@ void RegisterBpe(nb::module_& m) {
           req.threads = threads;
           req.out_dir = *output_dir;
           nb::gil_scoped_release release;
-          Result<bpe::TrainFilesReport> files = bpe::TrainFiles(req, nullptr);
+          Result<bpe::TrainFilesResult> files = bpe::TrainFiles(req, nullptr);
           r = files.ok() ? Result<bpe::BpeTrainResult>(std::move(files->train)) : files.status();
         } else {
           bpe::BpeTrainOptions o;

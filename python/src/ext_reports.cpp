@@ -377,8 +377,8 @@ unsigned ThreadsOf(Kwargs& k) {
 nb::dict Calibrate(const std::vector<std::string>& inputs, nb::kwargs kw) {
   Kwargs k("calibrate", kw);
   const SvgWish svg = SvgOf(k);
-  quant::CalibrateOptions o;
-  model::CalibrateModelOptions m;
+  quant::CalibrateRequest o;
+  model::CalibrateModelRequest m;
   o.inputs = inputs;
   const bool from_model = k.Get("model", &m.model);
   const bool with_tokens = k.Get("tokens", &m.tokens);
@@ -422,7 +422,7 @@ nb::dict Calibrate(const std::vector<std::string>& inputs, nb::kwargs kw) {
 nb::dict Quantize(const std::string& input, const std::string& output, nb::kwargs kw) {
   Kwargs k("quantize", kw);
   const SvgWish svg = SvgOf(k);
-  quant::QuantizeOptions o;
+  quant::QuantizeRequest o;
   o.input = input;
   o.output = output;
   std::string scheme = "w8a16", granularity, format = "compressed-tensors", method = "rtn", tokens_dtype = "u16";
@@ -466,17 +466,17 @@ nb::dict Quantize(const std::string& input, const std::string& output, nb::kwarg
     Raise(Status::InvalidArgument(Field("tokens_dtype") + " must be u16 or u32"));
   o.tokens_dtype = tokens_dtype == "u16" ? io::TokenDtype::kU16 : io::TokenDtype::kU32;
   // The report and the chart are rendered from the finished report, and written before the checkpoint.
-  std::vector<std::string (*)(const quant::QuantizeReport&)> renderers;
+  std::vector<std::string (*)(const quant::QuantizeResult&)> renderers;
   if (!report.empty()) {
     o.extra_outputs.push_back({report, "report"});
-    renderers.push_back([](const quant::QuantizeReport& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; });
+    renderers.push_back([](const quant::QuantizeResult& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; });
   }
   if (!svg.path.empty()) {
     o.extra_outputs.push_back({svg.path, "svg"});
     renderers.push_back(present::QuantizeSvg);
   }
-  quant::QuantizeReport rep = Take(Released([&] {
-    return quant::Quantize(o, nullptr, [&](const quant::QuantizeReport& r, size_t i) { return renderers[i](r); });
+  quant::QuantizeResult rep = Take(Released([&] {
+    return quant::Quantize(o, nullptr, [&](const quant::QuantizeResult& r, size_t i) { return renderers[i](r); });
   }));
   for (const std::string& w : rep.warnings) Warn(RenderFields(w, [](auto f) { return std::string(f); }));
   nb::dict doc = ToDict(present::QuantizeReportJson(rep));
@@ -499,9 +499,9 @@ void RegisterReports(nb::module_& m) {
       nb::arg("model"), nb::arg("kwargs"), "lmkit memory --search: TrainingRequest's fields -> TrainingJson.");
   m.def("plan", &Plan, nb::arg("plan"), nb::arg("kwargs"), "lmkit plan: PlanRequest's fields -> PlanJson.");
   m.def("calibrate", &Calibrate, nb::arg("inputs"), nb::arg("kwargs"),
-        "lmkit calibrate: CalibrateOptions' fields -> CalibrationReportJson.");
+        "lmkit calibrate: CalibrateRequest' fields -> CalibrationReportJson.");
   m.def("quantize", &Quantize, nb::arg("model"), nb::arg("output"), nb::arg("kwargs"),
-        "lmkit quantize: QuantizeOptions' fields -> QuantizeReportJson.");
+        "lmkit quantize: QuantizeRequest' fields -> QuantizeReportJson.");
 }
 
 }  // namespace lmkit::py

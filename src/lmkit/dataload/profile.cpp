@@ -26,7 +26,7 @@ namespace {
 __extension__ typedef unsigned __int128 U128;
 
 struct RunContext {
-  const DataloadOptions* options;
+  const DataloadRequest* options;
   const std::vector<TokenShard>* shards;
   const std::vector<FileSystemFacts>* fs;
   const StorageProbe* probe;
@@ -63,7 +63,7 @@ Status CheckBufferMemory(const LoaderConfig& c, unsigned token_bytes) {
 }
 
 // One copier per producer thread, each with its own stream; none (and the reason) without a device.
-Status OpenCopiers(const DataloadOptions& o, const LoaderConfig& c, size_t xy_bytes,
+Status OpenCopiers(const DataloadRequest& o, const LoaderConfig& c, size_t xy_bytes,
                    std::vector<std::unique_ptr<cuda::HostToDevice>>* h2d, RunResult* r) {
   h2d->clear();
   if (!o.cuda) {
@@ -138,7 +138,7 @@ void AddVocab(const Batch& b, uint64_t context, const std::vector<TokenShard>& s
 Status Measure(const RunContext& ctx, const LoaderConfig& c, const BatchBuilder& builder,
                const std::vector<std::unique_ptr<cuda::HostToDevice>>& h2d, std::unique_ptr<TokenReader>* reader,
                RunResult* r, Samples* v) {
-  const DataloadOptions& o = *ctx.options;
+  const DataloadRequest& o = *ctx.options;
   const unsigned K = c.prefetch;
   std::vector<Batch> slots(K);
   try {
@@ -262,7 +262,7 @@ void ColdCache(const RunContext& ctx, const LoaderConfig& c, RunResult* r) {
 }
 
 Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vector<std::string>* notes) {
-  const DataloadOptions& o = *ctx.options;
+  const DataloadRequest& o = *ctx.options;
   const auto& shards = *ctx.shards;
   RunResult r;
   r.config = c;
@@ -293,7 +293,7 @@ Result<RunResult> RunOne(const RunContext& ctx, const LoaderConfig& c, std::vect
 }
 
 // The sweep's points: the cartesian product of its axes, the first axis outermost.
-Result<std::vector<LoaderConfig>> SweepPoints(const DataloadOptions& o) {
+Result<std::vector<LoaderConfig>> SweepPoints(const DataloadRequest& o) {
   std::vector<LoaderConfig> points{o.config};
   for (const auto& axis : o.sweep) {
     std::vector<LoaderConfig> next;
@@ -350,9 +350,9 @@ StageStats Summarize(std::vector<double> v) {
   return s;
 }
 
-Result<DataloadReport> RunDataload(const DataloadOptions& o, ProgressSink* progress) {
+Result<DataloadResult> RunDataload(const DataloadRequest& o, ProgressSink* progress) {
   if (o.steps == 0 && !(o.duration_s > 0)) return Status::InvalidArgument(Field("duration_s") + " must be positive");
-  DataloadReport rep;
+  DataloadResult rep;
   LMKIT_ASSIGN_OR_RETURN(rep.shards, OpenTokenShards(o.paths, o.dtype, o.vocab_size));
   for (const auto& s : rep.shards) rep.fs.push_back(FileSystemFactsFor(s.path));
   rep.device = o.cuda ? "cuda:" + std::to_string(o.cuda_device) : "cpu";
@@ -380,7 +380,7 @@ Result<DataloadReport> RunDataload(const DataloadOptions& o, ProgressSink* progr
   return rep;
 }
 
-InputBound GateLevel(const DataloadReport& report) {
+InputBound GateLevel(const DataloadResult& report) {
   if (report.runs.empty()) return InputBound::kUnknown;
   if (report.recommended >= 0) return report.runs[static_cast<size_t>(report.recommended)].level;
   return report.runs[0].level;

@@ -32,7 +32,7 @@
 
 namespace lmkit::dataload {
 
-struct DataloadOptions {
+struct DataloadRequest {
   std::vector<std::string> paths;
   io::TokenDtype dtype = io::TokenDtype::kAuto;
   LoaderConfig config;
@@ -103,7 +103,7 @@ struct RunResult {
   double cold_wait_share = 0;
 };
 
-struct DataloadReport {
+struct DataloadResult {
   std::vector<TokenShard> shards;
   std::vector<FileSystemFacts> fs;  // per shard
   StorageProbe probe;
@@ -115,10 +115,10 @@ struct DataloadReport {
   std::vector<std::string> notes;  // said once by the front end (e.g. the skipped host→device stage); may name fields
 };
 
-Result<DataloadReport> RunDataload(const DataloadOptions& options, ProgressSink* progress);
+Result<DataloadResult> RunDataload(const DataloadRequest& options, ProgressSink* progress);
 
 // The gate of a front end's fail-on option: the verdict that decides (the recommended run of a sweep, else the only
 // run).
-InputBound GateLevel(const DataloadReport& report);
+InputBound GateLevel(const DataloadResult& report);
 
 }  // namespace lmkit::dataload

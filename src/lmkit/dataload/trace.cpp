@@ -63,7 +63,7 @@ void Add(TraceStep* total, const TraceStep& s) {
   total->rest_us += s.rest_us;
 }
 
-void Decide(TraceReport* r, double single_wait_us, double multi_wait_us) {
+void Decide(TraceResult* r, double single_wait_us, double multi_wait_us) {
   const TraceStep& t = r->total;
   if (r->level == InputBound::kNot) {
     r->fix = TraceFix::kNone;
@@ -120,8 +120,8 @@ const char* TraceFixKnob(TraceFix fix) {
   return "";
 }
 
-Result<TraceReport> AnalyzeTrace(const TraceEvents& ev, const std::string& path) {
-  TraceReport r;
+Result<TraceResult> AnalyzeTrace(const TraceEvents& ev, const std::string& path) {
+  TraceResult r;
   r.path = path;
   r.kineto = ev.kineto;
   r.events_read = ev.events_read;
@@ -236,7 +236,7 @@ Result<TraceReport> AnalyzeTrace(const TraceEvents& ev, const std::string& path)
   return r;
 }
 
-Result<TraceReport> RunTrace(const std::string& path) {
+Result<TraceResult> RunTrace(const std::string& path) {
   LMKIT_ASSIGN_OR_RETURN(TraceEvents ev, ReadTrace(path));
   return AnalyzeTrace(ev, path);
 }

@@ -64,7 +64,7 @@ enum class TraceFix {
   kPrefetchFactor,   // bursts: deeper prefetch (or persistent_workers at epoch starts)
 };
 
-struct TraceReport {
+struct TraceResult {
   std::string path;
   bool kineto = false;
   uint64_t events_read = 0;
@@ -89,8 +89,8 @@ struct TraceReport {
   std::vector<std::string> notes;
 };
 
-Result<TraceReport> AnalyzeTrace(const TraceEvents& events, const std::string& path);
-Result<TraceReport> RunTrace(const std::string& path);
+Result<TraceResult> AnalyzeTrace(const TraceEvents& events, const std::string& path);
+Result<TraceResult> RunTrace(const std::string& path);
 
 // The DataLoader argument a fix turns: "num_workers", "pin_memory", "prefetch_factor", "collate_fn", or "" (none).
 const char* TraceFixKnob(TraceFix fix);

@@ -116,11 +116,11 @@ constexpr int kHeadWords = 6;
 
 }  // namespace
 
-Result<EncodeReport> EncodeFileMpi(const EncodeRequest& req, ProgressSink* progress) {
+Result<EncodeResult> EncodeFileMpi(const EncodeRequest& req, ProgressSink* progress) {
   const double t0 = MonotonicSeconds();
   double c0 = ProcessCpuSeconds();
   std::unique_ptr<Tokenizer> tok;
-  EncodeReport rep;
+  EncodeResult rep;
   std::unique_ptr<io::Corpus> corpus;
   std::unique_ptr<EncoderPool> encoders;  // one thread encodes at a time: phase 1's, then the piece worker
   std::unique_ptr<IdOutput> out;

@@ -18,6 +18,6 @@
 
 namespace lmkit::bpe {
 
-Result<EncodeReport> EncodeFileMpi(const EncodeRequest& request, ProgressSink* progress);
+Result<EncodeResult> EncodeFileMpi(const EncodeRequest& request, ProgressSink* progress);
 
 }  // namespace lmkit::bpe

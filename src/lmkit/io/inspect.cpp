@@ -117,8 +117,8 @@ TensorStats ComputeTensorStats(DType dtype, const uint8_t* data, uint64_t n) {
   return Finish(total);
 }
 
-Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink* progress) {
-  InspectReport report;
+Result<InspectResult> InspectTensors(const InspectRequest& options, ProgressSink* progress) {
+  InspectResult report;
   report.path = options.path;
   std::vector<SafetensorsFile> st_files;
   std::vector<NpyFile> npy_files;

@@ -25,7 +25,7 @@ namespace lmkit::io {
 
 inline constexpr uint64_t kStatsChunkElements = 1 << 20;
 
-struct InspectOptions {
+struct InspectRequest {
   std::string path;
   bool stats = false;
   unsigned threads = 1;
@@ -48,7 +48,7 @@ struct InspectedTensor {
   std::optional<TensorStats> stats;
 };
 
-struct InspectReport {
+struct InspectResult {
   std::string path;
   std::string format;                    // "safetensors", "safetensors (sharded)" or "npy"
   std::vector<std::string> files;        // tensor files read, in order
@@ -59,7 +59,7 @@ struct InspectReport {
   std::optional<Json> config;            // config.json of a model directory, when present
 };
 
-Result<InspectReport> InspectTensors(const InspectOptions& options, ProgressSink* progress);
+Result<InspectResult> InspectTensors(const InspectRequest& options, ProgressSink* progress);
 
 // Statistics of n values of `dtype` at `data` (a single-threaded reference; InspectTensors must agree with it).
 TensorStats ComputeTensorStats(DType dtype, const uint8_t* data, uint64_t n);

@@ -479,9 +479,9 @@ Result<WeightsSummary> ReadWeights(const std::string& path) {
     if (f.ok() && f->size() >= 4 && std::memcmp(f->data(), "GGUF", 4) == 0) return ReadMapped(file, true);
   }
   if (WfEndsWith(file, ".gguf")) return ReadMapped(file, true);
-  InspectOptions o;
+  InspectRequest o;
   o.path = file;
-  LMKIT_ASSIGN_OR_RETURN(InspectReport rep, InspectTensors(o, nullptr));
+  LMKIT_ASSIGN_OR_RETURN(InspectResult rep, InspectTensors(o, nullptr));
   WeightsSummary s;
   s.path = path;
   s.format = rep.format;

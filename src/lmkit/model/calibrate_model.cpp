@@ -36,7 +36,7 @@ bool IsExpert(const std::string& name) { return name.find(".experts.") != std::s
 
 }  // namespace
 
-Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& o, ProgressSink* progress,
+Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelRequest& o, ProgressSink* progress,
                                                const quant::RenderCalibrationOutput& render) {
   LMKIT_RETURN_IF_ERROR(quant::CheckCalibrationOutputs({o.model, o.tokens}, o.calib));
   const double t0 = MonotonicSeconds();

@@ -21,19 +21,19 @@
 
 namespace lmkit::model {
 
-struct CalibrateModelOptions {
+struct CalibrateModelRequest {
   std::string model;
   std::string tokens;
   io::TokenDtype bin_dtype = io::TokenDtype::kU16;
   uint32_t seq_len = 0;           // 0 = min(max_position_embeddings, 1024)
   uint64_t max_tokens = 0;        // 0 = the whole file
   bool all_experts = false;       // MoE: every expert runs on (and is calibrated with) every token; logits unchanged
-  quant::CalibrateOptions calib;  // method, flavor, percentile, bins, threads, output, trt_cache (inputs unused)
+  quant::CalibrateRequest calib;  // method, flavor, percentile, bins, threads, output, trt_cache (inputs unused)
 };
 
 // Runs the model over the tokens, calibrates every Linear input and writes calib.output / calib.trt_cache as
 // quant::Calibrate does.
-Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelOptions& options, ProgressSink* progress,
+Result<quant::CalibrationTable> CalibrateModel(const CalibrateModelRequest& options, ProgressSink* progress,
                                                const quant::RenderCalibrationOutput& render = {});
 
 }  // namespace lmkit::model

@@ -29,7 +29,7 @@ uint32_t ArgMax(const float* z, uint32_t n) { return static_cast<uint32_t>(std::
 
 }  // namespace
 
-Result<EvalResult> Evaluate(const EvalOptions& o, ProgressSink* progress) {
+Result<EvalResult> Evaluate(const EvalRequest& o, ProgressSink* progress) {
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::Load(o.model));
   std::unique_ptr<LlamaModel> other;

@@ -24,7 +24,7 @@
 
 namespace lmkit::model {
 
-struct EvalOptions {
+struct EvalRequest {
   std::string model;
   std::string compare;  // optional second checkpoint
   std::string tokens;
@@ -54,6 +54,6 @@ struct EvalResult {
   double seconds = 0;
 };
 
-Result<EvalResult> Evaluate(const EvalOptions& options, ProgressSink* progress);
+Result<EvalResult> Evaluate(const EvalRequest& options, ProgressSink* progress);
 
 }  // namespace lmkit::model

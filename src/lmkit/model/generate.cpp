@@ -30,7 +30,7 @@ uint32_t Pick(const std::vector<float>& z, double temperature, std::mt19937_64& 
 
 }  // namespace
 
-Result<GenerateResult> Generate(const GenerateOptions& o, ProgressSink* progress) {
+Result<GenerateResult> Generate(const GenerateRequest& o, ProgressSink* progress) {
   const double t0 = MonotonicSeconds();
   if (o.prompt.empty()) return Status::InvalidArgument(Field("prompt") + " must give at least one token id");
   if (o.max_tokens == 0) return Status::InvalidArgument(Field("max_tokens") + " must be at least 1");

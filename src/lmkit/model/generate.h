@@ -19,7 +19,7 @@
 
 namespace lmkit::model {
 
-struct GenerateOptions {
+struct GenerateRequest {
   std::string model;
   std::vector<uint32_t> prompt;
   uint32_t max_tokens = 0;
@@ -36,6 +36,6 @@ struct GenerateResult {
   double seconds = 0;
 };
 
-Result<GenerateResult> Generate(const GenerateOptions& options, ProgressSink* progress);
+Result<GenerateResult> Generate(const GenerateRequest& options, ProgressSink* progress);
 
 }  // namespace lmkit::model

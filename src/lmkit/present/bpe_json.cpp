@@ -11,14 +11,14 @@ namespace {
 // bpe train's document reads the request (threads, output directory) beside the report.
 struct TrainFilesView {
   const bpe::TrainFilesRequest& request;
-  const bpe::TrainFilesReport& report;
+  const bpe::TrainFilesResult& report;
   uint64_t peak_rss_bytes;
   const std::string& Longest() const { return report.train.model.vocab[report.train.stats.longest_token_id]; }
 };
 
 struct CountShardView {
   const bpe::CountShardRequest& request;
-  const bpe::CountShardReport& report;
+  const bpe::CountShardResult& report;
   uint64_t peak_rss_bytes;
 };
 
@@ -73,7 +73,7 @@ LMKIT_JSON_FIELDS(CountShardView,  //
                   Computed("output", [](const T& v) { return v.request.output; }));
 
 LMKIT_JSON_FIELDS(
-    bpe::EncodeReport,  //
+    bpe::EncodeResult,  //
     Field("tokenizer", &T::tokenizer), Field("input", &T::input), Field("output", &T::output),
     Field("format", &T::format), Field("dtype", &T::dtype), Field("threads", &T::threads), Field("bytes", &T::bytes),
     Field("tokens", &T::tokens),
@@ -85,20 +85,20 @@ LMKIT_JSON_FIELDS(
     Field("peak_rss_bytes", &T::peak_rss_bytes), Field("chunks", &T::chunks),
     Field("largest_chunk_bytes", &T::largest_chunk));
 
-LMKIT_JSON_FIELDS(bpe::DecodeReport,  //
+LMKIT_JSON_FIELDS(bpe::DecodeResult,  //
                   Field("tokenizer", &T::tokenizer), Field("input", &T::input), Field("output", &T::output),
                   Field("format", &T::format), Field("tokens", &T::tokens), Field("bytes", &T::bytes),
                   Field("seconds", &T::seconds), Field("peak_rss_bytes", &T::peak_rss_bytes));
 
-Json TrainFilesJson(const bpe::TrainFilesRequest& request, const bpe::TrainFilesReport& report) {
+Json TrainFilesJson(const bpe::TrainFilesRequest& request, const bpe::TrainFilesResult& report) {
   return ToJson(TrainFilesView{request, report, PeakRssBytes()});
 }
 
-Json CountShardJson(const bpe::CountShardRequest& request, const bpe::CountShardReport& report) {
+Json CountShardJson(const bpe::CountShardRequest& request, const bpe::CountShardResult& report) {
   return ToJson(CountShardView{request, report, PeakRssBytes()});
 }
 
-Json EncodeReportJson(const bpe::EncodeReport& report) { return ToJson(report); }
-Json DecodeReportJson(const bpe::DecodeReport& report) { return ToJson(report); }
+Json EncodeReportJson(const bpe::EncodeResult& report) { return ToJson(report); }
+Json DecodeReportJson(const bpe::DecodeResult& report) { return ToJson(report); }
 
 }  // namespace lmkit::present

@@ -12,10 +12,10 @@ namespace lmkit::present {
 
 // The trained vocabulary's sizes, times, longest token and the three files written into request.out_dir; threads
 // from the request; peak RSS of this process now. Needs a root report (report.root).
-Json TrainFilesJson(const bpe::TrainFilesRequest& request, const bpe::TrainFilesReport& report);
+Json TrainFilesJson(const bpe::TrainFilesRequest& request, const bpe::TrainFilesResult& report);
 // The shard, its byte range, pre-token counts, times and the counts file; threads from the request.
-Json CountShardJson(const bpe::CountShardRequest& request, const bpe::CountShardReport& report);
-Json EncodeReportJson(const bpe::EncodeReport& report);  // with bytes per token and MB/s derived
-Json DecodeReportJson(const bpe::DecodeReport& report);
+Json CountShardJson(const bpe::CountShardRequest& request, const bpe::CountShardResult& report);
+Json EncodeReportJson(const bpe::EncodeResult& report);  // with bytes per token and MB/s derived
+Json DecodeReportJson(const bpe::DecodeResult& report);
 
 }  // namespace lmkit::present

@@ -22,22 +22,22 @@ std::string BareField(std::string_view field);
 inline constexpr const char* kDataloadSchema = "lmkit.dataload/2";
 inline constexpr const char* kDataloadTraceSchema = "lmkit.dataload.trace/1";
 
-std::string DataloadText(const dataload::DataloadReport& report, const FieldNamer& field);
-Json DataloadJson(const dataload::DataloadReport& report, const FieldNamer& field);
+std::string DataloadText(const dataload::DataloadResult& report, const FieldNamer& field);
+Json DataloadJson(const dataload::DataloadResult& report, const FieldNamer& field);
 
 // The advice of one run with a verdict: why it waits (or not) and the knob to turn.
 std::string DataloadReason(const dataload::RunResult& run);
 std::string DataloadKnob(const dataload::RunResult& run, const FieldNamer& field);
 // The recommended point of a sweep in one line ("threads=1 prefetch=1: NOT input-bound (waits ...)"); "" for none.
-std::string DataloadRecommendation(const dataload::DataloadReport& report);
+std::string DataloadRecommendation(const dataload::DataloadResult& report);
 
-std::string TraceText(const dataload::TraceReport& report);
-Json TraceJson(const dataload::TraceReport& report);
+std::string TraceText(const dataload::TraceResult& report);
+Json TraceJson(const dataload::TraceResult& report);
 // The per-step chart: stacked data wait, host-to-device copy (with GPU events) and rest, in ms (an SVG document).
-std::string TraceSvg(const dataload::TraceReport& report);
+std::string TraceSvg(const dataload::TraceResult& report);
 // The advice of a trace: why the step waits (or not) and the DataLoader knob to turn, with its evidence.
-std::string TraceReason(const dataload::TraceReport& report);
-std::string TraceKnob(const dataload::TraceReport& report);
+std::string TraceReason(const dataload::TraceResult& report);
+std::string TraceKnob(const dataload::TraceResult& report);
 
 // "uint16" / "uint32": the dtype of a token shard whose tokens take `token_bytes` bytes.
 std::string TokenDtypeOf(unsigned token_bytes);

@@ -99,7 +99,7 @@ std::string DataloadKnob(const dataload::RunResult& r, const FieldNamer& field) 
   return "";
 }
 
-std::string DataloadRecommendation(const dataload::DataloadReport& rep) {
+std::string DataloadRecommendation(const dataload::DataloadResult& rep) {
   if (rep.recommended < 0) return "";
   const dataload::RunResult& r = rep.runs[static_cast<size_t>(rep.recommended)];
   std::string knobs;

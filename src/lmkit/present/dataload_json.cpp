@@ -10,7 +10,7 @@ namespace lmkit::present {
 namespace {
 
 using dataload::CacheMode;
-using dataload::DataloadReport;
+using dataload::DataloadResult;
 using dataload::LoaderConfig;
 using dataload::RunResult;
 using dataload::StageStats;
@@ -23,7 +23,7 @@ struct ConfigRow {
 };
 
 struct RunRow {
-  const DataloadReport& report;
+  const DataloadResult& report;
   const RunResult& run;
   const FieldNamer& field;
 };
@@ -34,7 +34,7 @@ struct FileRow {
 };
 
 struct DataloadDoc {
-  const DataloadReport& report;
+  const DataloadResult& report;
   const FieldNamer& field;
 };
 
@@ -210,6 +210,6 @@ LMKIT_JSON_FIELDS(
              }),
     Computed("gate_level", [](const T& d) { return dataload::GateLevel(d.report); }));
 
-Json DataloadJson(const DataloadReport& rep, const FieldNamer& field) { return ToJson(DataloadDoc{rep, field}); }
+Json DataloadJson(const DataloadResult& rep, const FieldNamer& field) { return ToJson(DataloadDoc{rep, field}); }
 
 }  // namespace lmkit::present

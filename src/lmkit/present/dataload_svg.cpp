@@ -8,7 +8,7 @@
 
 namespace lmkit::present {
 
-std::string TraceSvg(const dataload::TraceReport& r) {
+std::string TraceSvg(const dataload::TraceResult& r) {
   StackedColumns c;
   const std::string knob = dataload::TraceFixKnob(r.fix);
   const size_t slash = r.path.find_last_of('/');

@@ -11,7 +11,7 @@ namespace lmkit::present {
 namespace {
 
 using dataload::CacheMode;
-using dataload::DataloadReport;
+using dataload::DataloadResult;
 using dataload::LoaderConfig;
 using dataload::RunResult;
 using dataload::StageStats;
@@ -42,7 +42,7 @@ std::string VocabLine(const dataload::VocabResult& v) {
          std::to_string(v.first_bad_id) + " at " + v.first_bad_where + ")\n";
 }
 
-void RunText(const DataloadReport& rep, const RunResult& r, const FieldNamer& field, std::string* out) {
+void RunText(const DataloadResult& rep, const RunResult& r, const FieldNamer& field, std::string* out) {
   const LoaderConfig& c = r.config;
   std::string& o = *out;
   o += "config      " + ConfigLine(c, rep.device) + "\n";
@@ -112,7 +112,7 @@ void RunText(const DataloadReport& rep, const RunResult& r, const FieldNamer& fi
 
 }  // namespace
 
-std::string DataloadText(const DataloadReport& rep, const FieldNamer& field) {
+std::string DataloadText(const DataloadResult& rep, const FieldNamer& field) {
   std::string o;
   uint64_t tokens = 0, bytes = 0;
   for (const auto& s : rep.shards) {

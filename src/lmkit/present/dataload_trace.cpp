@@ -14,7 +14,7 @@ namespace {
 
 using dataload::LoaderKind;
 using dataload::TraceFix;
-using dataload::TraceReport;
+using dataload::TraceResult;
 using dataload::TraceStep;
 
 std::string Ms(double us) { return Time(us * 1e-6); }
@@ -33,7 +33,7 @@ const char* LoaderName(LoaderKind k) {
   return "none";
 }
 
-std::string LoaderLine(const TraceReport& r) {
+std::string LoaderLine(const TraceResult& r) {
   switch (r.loader) {
     case LoaderKind::kNone:
       return "no DataLoader on the training thread";
@@ -47,17 +47,17 @@ std::string LoaderLine(const TraceReport& r) {
   return "";
 }
 
-double PerStep(double total_us, const TraceReport& r) {
+double PerStep(double total_us, const TraceResult& r) {
   return r.steps.empty() ? 0 : total_us / static_cast<double>(r.steps.size());
 }
 
-std::string StepsRange(const TraceReport& r) {
+std::string StepsRange(const TraceResult& r) {
   const std::string first = std::to_string(r.steps.front().number), last = std::to_string(r.steps.back().number);
   if (r.steps.size() == 1) return "1 step (ProfilerStep#" + first + ")";
   return Grouped(r.steps.size()) + " steps (ProfilerStep#" + first + " to #" + last + ")";
 }
 
-uint64_t WaitingSteps(const TraceReport& r) {
+uint64_t WaitingSteps(const TraceResult& r) {
   return static_cast<uint64_t>(std::llround(r.steps_waiting_share * static_cast<double>(r.steps.size())));
 }
 
@@ -71,7 +71,7 @@ std::string Row(const std::string& label, const TraceStep& s, bool gpu) {
 
 }  // namespace
 
-std::string TraceReason(const TraceReport& r) {
+std::string TraceReason(const TraceResult& r) {
   const double data = PerStep(r.total.data_wait_us, r), rest = PerStep(r.total.rest_us, r);
   const std::string n = std::to_string(r.steps.size());
   switch (r.fix) {
@@ -108,7 +108,7 @@ std::string TraceReason(const TraceReport& r) {
   return "";
 }
 
-std::string TraceKnob(const TraceReport& r) {
+std::string TraceKnob(const TraceResult& r) {
   const double data = PerStep(r.total.data_wait_us, r), rest = PerStep(r.total.rest_us, r);
   switch (r.fix) {
     case TraceFix::kNone:
@@ -141,7 +141,7 @@ std::string TraceKnob(const TraceReport& r) {
   return "";
 }
 
-std::string TraceText(const TraceReport& r) {
+std::string TraceText(const TraceResult& r) {
   std::string o;
   const TraceStep& t = r.total;
   o += "trace       " + r.path + ": " + (r.kineto ? "Kineto document" : "legacy event array (PyTorch without Kineto)") +
@@ -210,7 +210,7 @@ LMKIT_JSON_FIELDS(TraceStepRow,  //
 LMKIT_JSON_FIELDS(TraceOverallRow, Field("steps", &T::steps), StepTimes());
 
 LMKIT_JSON_FIELDS(
-    TraceReport,  //
+    TraceResult,  //
     Computed("schema", [](const T&) { return kDataloadTraceSchema; }), Field("path", &T::path),
     Computed("format", [](const T& r) { return r.kineto ? "kineto" : "legacy"; }), Field("events", &T::events_read),
     Field("gpus", &T::gpus), Field("gpu_events", &T::has_gpu_events),
@@ -262,6 +262,6 @@ LMKIT_JSON_FIELDS(
                            }))),
     Field("notes", &T::notes));
 
-Json TraceJson(const TraceReport& r) { return ToJson(r); }
+Json TraceJson(const TraceResult& r) { return ToJson(r); }
 
 }  // namespace lmkit::present

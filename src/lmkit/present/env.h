@@ -10,7 +10,7 @@
 
 namespace lmkit::present {
 
-struct EnvReport {
+struct EnvResult {
   std::string lmkit_version;
   std::string cpu_model;
   unsigned cores = 0;  // usable by this process
@@ -20,6 +20,6 @@ struct EnvReport {
 };
 
 // lmkit_version, cpu {model, cores}, memory_bytes, cuda {built_with_cuda, versions, devices, why_none when none}.
-Json EnvJson(const EnvReport& env);
+Json EnvJson(const EnvResult& env);
 
 }  // namespace lmkit::present

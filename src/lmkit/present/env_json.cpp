@@ -13,7 +13,7 @@ LMKIT_JSON_FIELDS(cuda::DeviceInfo,  //
                   Field("multiprocessors", &T::multiprocessors),
                   Field("memory_bandwidth_gbs", &T::memory_bandwidth_gbs));
 
-LMKIT_JSON_FIELDS(EnvReport,  //
+LMKIT_JSON_FIELDS(EnvResult,  //
                   Field("lmkit_version", &T::lmkit_version),
                   Object("cpu", Field("model", &T::cpu_model), Field("cores", &T::cores)),
                   Field("memory_bytes", &T::memory_bytes),
@@ -27,6 +27,6 @@ LMKIT_JSON_FIELDS(EnvReport,  //
                            return e.cuda.why_none;
                          })));
 
-Json EnvJson(const EnvReport& env) { return ToJson(env); }
+Json EnvJson(const EnvResult& env) { return ToJson(env); }
 
 }  // namespace lmkit::present

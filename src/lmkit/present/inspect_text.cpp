@@ -40,7 +40,7 @@ LMKIT_JSON_FIELDS(TensorRow,  //
                   If([](const T& r) { return r.t.stats.has_value(); },
                      Computed("stats", [](const T& r) { return *r.t.stats; })));
 
-LMKIT_JSON_FIELDS(io::InspectReport,  //
+LMKIT_JSON_FIELDS(io::InspectResult,  //
                   Field("path", &T::path), Field("format", &T::format), Field("files", &T::files),
                   Computed("tensor_count", [](const T& r) { return r.tensors.size(); }),
                   Field("parameter_count", &T::parameter_count), Field("tensor_bytes", &T::tensor_bytes),
@@ -56,9 +56,9 @@ LMKIT_JSON_FIELDS(io::InspectReport,  //
                     return ToJsonValue(rows);
                   }));
 
-Json InspectJson(const io::InspectReport& r) { return ToJson(r); }
+Json InspectJson(const io::InspectResult& r) { return ToJson(r); }
 
-std::string InspectText(const io::InspectReport& r) {
+std::string InspectText(const io::InspectResult& r) {
   std::string out;
   out += fmt::format("path        {}\n", r.path);
   out += fmt::format("format      {}\n", r.format);

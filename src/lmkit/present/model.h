@@ -13,6 +13,6 @@ namespace lmkit::present {
 Json EvalResultToJson(const model::EvalResult& r);
 std::string EvalResultToText(const model::EvalResult& r);
 // model, temperature, seed (from the options), sequences, final_logits when `with_logits`, seconds.
-Json GenerateResultToJson(const model::GenerateOptions& options, const model::GenerateResult& r, bool with_logits);
+Json GenerateResultToJson(const model::GenerateRequest& options, const model::GenerateResult& r, bool with_logits);
 
 }  // namespace lmkit::present

@@ -7,7 +7,7 @@ namespace {
 
 // generate's document names the options it ran with beside the result.
 struct GenerateView {
-  const model::GenerateOptions& options;
+  const model::GenerateRequest& options;
   const model::GenerateResult& result;
   bool with_logits;
 };
@@ -40,7 +40,7 @@ LMKIT_JSON_FIELDS(GenerateView,  //
 
 Json EvalResultToJson(const model::EvalResult& r) { return ToJson(r); }
 
-Json GenerateResultToJson(const model::GenerateOptions& options, const model::GenerateResult& r, bool with_logits) {
+Json GenerateResultToJson(const model::GenerateRequest& options, const model::GenerateResult& r, bool with_logits) {
   return ToJson(GenerateView{options, r, with_logits});
 }
 

@@ -14,9 +14,9 @@ namespace lmkit::present {
 // The quantize report: {"input", "output", "scheme", "granularity", "format", "tensors": [{"name", "shape", "dtype",
 // "scale_min", "scale_max", "sqnr_db" (null when infinite), "cosine", "max_abs_err", "mse", "clipped_share"}],
 // "kept_unquantized", "warnings", "totals": {...}} (docs/cli.md).
-Json QuantizeReportJson(const quant::QuantizeReport& report);
+Json QuantizeReportJson(const quant::QuantizeResult& report);
 // One table row per quantized tensor and a totals line.
-std::string QuantizeReportText(const quant::QuantizeReport& report);
+std::string QuantizeReportText(const quant::QuantizeResult& report);
 
 // CALIB.json's document plus the run's "seconds", "bytes_read", "peak_rss_bytes" and "warnings".
 Json CalibrationReportJson(const quant::CalibrationTable& table);

@@ -76,7 +76,7 @@ LMKIT_JSON_FIELDS(quant::SmoothReport,  //
                            }),
                   Field("activation_range_max", &T::activation_range_max));
 
-LMKIT_JSON_FIELDS(quant::QuantizeReport,  //
+LMKIT_JSON_FIELDS(quant::QuantizeResult,  //
                   Field("input", &T::input), Field("output", &T::output), Field("scheme", &T::scheme),
                   Field("granularity", &T::granularity), Field("format", &T::format), Field("tensors", &T::tensors),
                   Field("method", &T::method), Optional("calibration_run", &T::calibration_run),
@@ -143,7 +143,7 @@ LMKIT_JSON_FIELDS(CalibrationRunView,  //
 LMKIT_JSON_FIELDS(SchemeList,  //
                   Field("schemes", &T::schemes), Field("formats", &T::formats), Field("checkpoints", &T::checkpoints));
 
-Json QuantizeReportJson(const quant::QuantizeReport& r) { return ToJson(r); }
+Json QuantizeReportJson(const quant::QuantizeResult& r) { return ToJson(r); }
 
 Json CalibrationReportJson(const quant::CalibrationTable& table) {
   Json j = quant::CalibrationToJson(table);  // the CALIB.json file's own format (quant/calibration.h)

@@ -83,7 +83,7 @@ std::string CalibrationSvg(const quant::CalibrationTable& table) {
   return FigureSvg(f);
 }
 
-std::string QuantizeSvg(const quant::QuantizeReport& report) {
+std::string QuantizeSvg(const quant::QuantizeResult& report) {
   Figure f;
   f.title = "Quantization error per tensor: " + report.input + " (" + report.scheme + ", " + report.granularity + ", " +
             report.format + ")";

@@ -9,7 +9,7 @@
 
 namespace lmkit::present {
 
-// One panel per surveyed tensor (CalibrateOptions::survey): its |x| histogram with log counts (the bins summed in
+// One panel per surveyed tensor (CalibrateRequest::survey): its |x| histogram with log counts (the bins summed in
 // groups to at most 256 bars) and a vertical line at each method's threshold (minmax, percentile, entropy, mse), the
 // values under the panel's title. Tensors without a survey are left out.
 std::string CalibrationSvg(const quant::CalibrationTable& table);
@@ -18,6 +18,6 @@ std::string CalibrationSvg(const quant::CalibrationTable& table);
 // ("model.layers.3.mlp.up_proj.weight") x is the layer and each kind of tensor ("mlp.up_proj") is one line; otherwise
 // x is the tensor's position in the input. Tensors left out (no layer number, or an exact SQNR of +inf) are named in
 // a note.
-std::string QuantizeSvg(const quant::QuantizeReport& report);
+std::string QuantizeSvg(const quant::QuantizeResult& report);
 
 }  // namespace lmkit::present

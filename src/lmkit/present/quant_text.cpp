@@ -9,7 +9,7 @@
 
 namespace lmkit::present {
 
-std::string QuantizeReportText(const quant::QuantizeReport& r) {
+std::string QuantizeReportText(const quant::QuantizeResult& r) {
   size_t w = 6;
   for (const auto& t : r.tensors) w = std::max(w, t.name.size());
   std::string out = fmt::format("{:<{}}  {:>13}  {:>4}  {:>10}  {:>10}  {:>8}  {:>10}  {:>10}  {:>8}\n", "tensor", w,

@@ -142,11 +142,11 @@ Status ReadPieces(const Segment& s, uint64_t first, uint64_t count, ThreadPool& 
 }
 
 // minmax needs only the scan of the samples, unless the histogram is kept for the survey.
-bool ScanOnly(const CalibrateOptions& o) { return o.method == CalibMethod::kMinMax && !o.survey; }
+bool ScanOnly(const CalibrateRequest& o) { return o.method == CalibMethod::kMinMax && !o.survey; }
 
 // Every method's threshold on `h` (the one `method_amax` came from is not computed twice). A threshold the histogram
 // cannot give (entropy with fewer bins than quantized levels) is NaN.
-ThresholdSurvey Survey(const AbsHistogram& h, const SampleRange& all, const CalibrateOptions& o, double percentile,
+ThresholdSurvey Survey(const AbsHistogram& h, const SampleRange& all, const CalibrateRequest& o, double percentile,
                        double method_amax, ThreadPool* pool) {
   ThresholdSurvey s;
   s.counts = h.counts();
@@ -163,7 +163,7 @@ ThresholdSurvey Survey(const AbsHistogram& h, const SampleRange& all, const Cali
 }
 
 // The threshold from the scan (`all`) and, except for minmax, the |x| histogram over [0, all.abs_max].
-TensorRange FinishNvidia(TensorRange r, const SampleRange& all, const AbsHistogram* h, const CalibrateOptions& o,
+TensorRange FinishNvidia(TensorRange r, const SampleRange& all, const AbsHistogram* h, const CalibrateRequest& o,
                          double percentile, ThreadPool* pool) {
   double amax = all.abs_max;
   if (h) {
@@ -195,7 +195,7 @@ TensorRange FinishNvidia(TensorRange r, const SampleRange& all, const AbsHistogr
 // (SpeculativeAbsHistogram); pass 1 reads again only the stretches counted under a smaller max. The tensor's samples
 // are its segments in order: stream position = elements of the segments before + index in the segment.
 Result<TensorRange> CalibrateNvidia(const std::string& name, const std::vector<Segment>& segs,
-                                    const CalibrateOptions& o, double percentile, ThreadPool& pool) {
+                                    const CalibrateRequest& o, double percentile, ThreadPool& pool) {
   std::vector<std::vector<float>> bufs(pool.size(), std::vector<float>(kChunk));
   std::vector<std::vector<uint8_t>> raws(pool.size());
   auto buffer = [&](size_t, unsigned w) { return bufs[w].data(); };
@@ -259,7 +259,7 @@ void NoteOrtBatch(OrtState& st, const SampleRange& range, uint64_t be) {
 }
 
 // One batch whose range (and finiteness) `range` holds: the histogram's own AddBatch, binning in parallel.
-Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const SampleRange& range, const CalibrateOptions& o,
+Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const SampleRange& range, const CalibrateRequest& o,
                      const std::string& file, const std::string& name, ThreadPool* pool) {
   if (be == 0) return Status::Ok();
   if (!range.finite) return Status::InvalidInput(file, "tensor '" + name + "' contains NaN or Inf");
@@ -277,7 +277,7 @@ Status OrtAddScanned(OrtState& st, const float* batch, uint64_t be, const Sample
 
 // The same for a batch in memory, in one pass when it fits the histogram's current range (AddIfWithinRange);
 // otherwise with the range that pass measured. (The ort state only serves entropy and percentile.)
-Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const CalibrateOptions& o, const std::string& file,
+Status OrtAddBatch(OrtState& st, const float* batch, uint64_t be, const CalibrateRequest& o, const std::string& file,
                    const std::string& name, ThreadPool* pool) {
   if (be == 0) return Status::Ok();
   SampleRange range;
@@ -301,7 +301,7 @@ Result<SampleRange> ReadScanned(const Segment& s, uint64_t first, uint64_t count
   return r;
 }
 
-TensorRange FinishOrt(OrtState& st, const CalibrateOptions& o, double percentile, ThreadPool* pool) {
+TensorRange FinishOrt(OrtState& st, const CalibrateRequest& o, double percentile, ThreadPool* pool) {
   TensorRange& r = st.r;
   switch (o.method) {
     case CalibMethod::kEntropy: {
@@ -327,7 +327,7 @@ TensorRange FinishOrt(OrtState& st, const CalibrateOptions& o, double percentile
   return r;
 }
 
-Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segment>& segs, const CalibrateOptions& o,
+Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segment>& segs, const CalibrateRequest& o,
                                  double percentile, ThreadPool& pool) {
   OrtState st(o.bins);
   st.r.name = name;
@@ -345,7 +345,7 @@ Result<TensorRange> CalibrateOrt(const std::string& name, const std::vector<Segm
 }
 
 // The option checks shared by file and streaming calibration; returns the percentile to use.
-Result<double> CheckOptions(const CalibrateOptions& o) {
+Result<double> CheckOptions(const CalibrateRequest& o) {
   if (o.method == CalibMethod::kMse && o.flavor == CalibFlavor::kOrt)
     return Status::InvalidArgument(Field("method") +
                                    " mse exists only in the nvidia flavour (ONNX Runtime has no MSE calibrator)");
@@ -383,11 +383,11 @@ constexpr std::array<CalibFlavorInfo, 2> kFlavors = {{
 std::span<const CalibMethodInfo> CalibMethods() { return kMethods; }
 std::span<const CalibFlavorInfo> CalibFlavors() { return kFlavors; }
 
-Status CheckCalibrationOutputs(const std::vector<std::string>& inputs, const CalibrateOptions& o) {
+Status CheckCalibrationOutputs(const std::vector<std::string>& inputs, const CalibrateRequest& o) {
   LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(inputs, o.output, "output"));
   LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(inputs, o.trt_cache, "trt_cache"));
   std::vector<std::pair<std::string, std::string>> outputs = {{"output", o.output}, {"trt_cache", o.trt_cache}};
-  for (const CalibrateOptions::ExtraOutput& e : o.extra_outputs) {
+  for (const CalibrateRequest::ExtraOutput& e : o.extra_outputs) {
     if (e.field.empty()) continue;
     LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(inputs, e.path, e.field));
     outputs.emplace_back(e.field, e.path);
@@ -425,7 +425,7 @@ CalibrationOutputs::CalibrationOutputs(CalibrationOutputs&&) noexcept = default;
 CalibrationOutputs& CalibrationOutputs::operator=(CalibrationOutputs&&) noexcept = default;
 CalibrationOutputs::~CalibrationOutputs() = default;
 
-Result<CalibrationOutputs> CalibrationOutputs::Open(const CalibrateOptions& o) {
+Result<CalibrationOutputs> CalibrationOutputs::Open(const CalibrateRequest& o) {
   CalibrationOutputs out;
   out.f_ = std::make_unique<Files>();
   if (!o.output.empty()) {
@@ -460,7 +460,7 @@ Status CalibrationOutputs::Commit(const CalibrationTable& table, const RenderCal
   return Status::Ok();
 }
 
-Result<CalibrationTable> Calibrate(const CalibrateOptions& o, ProgressSink* progress,
+Result<CalibrationTable> Calibrate(const CalibrateRequest& o, ProgressSink* progress,
                                    const RenderCalibrationOutput& render) {
   LMKIT_RETURN_IF_ERROR(CheckCalibrationOutputs(o.inputs, o));
   if (o.inputs.empty()) return Status::InvalidArgument("no activation files given");
@@ -553,7 +553,7 @@ std::string TrtCacheText(const CalibrationTable& t) {
 }
 
 struct StreamingCalibrator::State {
-  CalibrateOptions o;
+  CalibrateRequest o;
   double percentile = 0;
   std::string source;
   std::vector<std::string> names;
@@ -575,7 +575,7 @@ StreamingCalibrator::StreamingCalibrator(StreamingCalibrator&&) noexcept = defau
 StreamingCalibrator& StreamingCalibrator::operator=(StreamingCalibrator&&) noexcept = default;
 StreamingCalibrator::~StreamingCalibrator() = default;
 
-Result<StreamingCalibrator> StreamingCalibrator::Create(const CalibrateOptions& o, std::vector<std::string> names,
+Result<StreamingCalibrator> StreamingCalibrator::Create(const CalibrateRequest& o, std::vector<std::string> names,
                                                         std::string source) {
   LMKIT_ASSIGN_OR_RETURN(const double percentile, CheckOptions(o));
   StreamingCalibrator c;

@@ -47,7 +47,7 @@ const char* CalibFlavorName(CalibFlavor f);
 
 struct CalibrationTable;
 
-struct CalibrateOptions {
+struct CalibrateRequest {
   std::vector<std::string> inputs;
   CalibMethod method = CalibMethod::kEntropy;
   CalibFlavor flavor = CalibFlavor::kNvidia;
@@ -72,13 +72,13 @@ struct CalibrateOptions {
   std::vector<ExtraOutput> extra_outputs;
 };
 
-// The contents of CalibrateOptions::extra_outputs[index], rendered from the finished table: front-end code
+// The contents of CalibrateRequest::extra_outputs[index], rendered from the finished table: front-end code
 // (present/), which the core does not call. Without one, each extra output is written empty.
 using RenderCalibrationOutput = std::function<std::string(const CalibrationTable& table, size_t index)>;
 
 // The outputs of `o` (output, trt_cache, the named extra outputs) must not replace one of `inputs` and must be
 // distinct files: kInvalidArgument naming the fields. Calibrate and model::CalibrateModel run it first.
-Status CheckCalibrationOutputs(const std::vector<std::string>& inputs, const CalibrateOptions& o);
+Status CheckCalibrationOutputs(const std::vector<std::string>& inputs, const CalibrateRequest& o);
 
 // Every method's threshold on one tensor's |x| histogram (the nvidia flavour's): what the chart of a calibration
 // marks. Thresholds as the methods compute them (minmax = max|x|), with the options' percentile and bins.
@@ -97,7 +97,7 @@ struct TensorRange {
   uint64_t samples = 0;
   uint64_t batches = 0;
   uint64_t final_bins = 0;  // histogram size at the end (grows in the ort flavour); 0 for minmax
-  ThresholdSurvey survey;   // with CalibrateOptions::survey
+  ThresholdSurvey survey;   // with CalibrateRequest::survey
 };
 
 struct CalibrationTable {
@@ -121,7 +121,7 @@ struct CalibrationTable {
 // (mse with ort, percentile outside (0, 100] or given to another method, bins < 128 for entropy), kInvalidInput for a
 // non-float tensor, NaN/Inf or no inputs, kNotFound/kIo from opening or writing. Thread-safe; the result is the same
 // for any thread count.
-Result<CalibrationTable> Calibrate(const CalibrateOptions& options, ProgressSink* progress,
+Result<CalibrationTable> Calibrate(const CalibrateRequest& options, ProgressSink* progress,
                                    const RenderCalibrationOutput& render = {});
 
 // Appends a warning for every tensor whose amax is 0 (an input_scale of 0 would code every activation of its layer as
@@ -136,7 +136,7 @@ void AddCalibrationWarnings(CalibrationTable* table);
 class CalibrationOutputs {
  public:
   // options.output, options.trt_cache and options.extra_outputs.
-  static Result<CalibrationOutputs> Open(const CalibrateOptions& options);
+  static Result<CalibrationOutputs> Open(const CalibrateRequest& options);
   CalibrationOutputs();
   CalibrationOutputs(CalibrationOutputs&&) noexcept;
   CalibrationOutputs& operator=(CalibrationOutputs&&) noexcept;
@@ -159,7 +159,7 @@ class CalibrationOutputs {
 // thread-safe.
 class StreamingCalibrator {
  public:
-  static Result<StreamingCalibrator> Create(const CalibrateOptions& options, std::vector<std::string> names,
+  static Result<StreamingCalibrator> Create(const CalibrateRequest& options, std::vector<std::string> names,
                                             std::string source);
   StreamingCalibrator();
   StreamingCalibrator(StreamingCalibrator&&) noexcept;

@@ -101,7 +101,7 @@ class StatsObserver : public model::ActivationObserver {
 
 }  // namespace
 
-Result<CalibrationStats> CalibrationStats::Collect(const QuantizeOptions& o, const Plan& plan, const Matchers& matchers,
+Result<CalibrationStats> CalibrationStats::Collect(const QuantizeRequest& o, const Plan& plan, const Matchers& matchers,
                                                    bool hold_out, ThreadPool& pool, ProgressSink* progress) {
   const double t0 = MonotonicSeconds();
   LMKIT_ASSIGN_OR_RETURN(model::LlamaModel m, model::LlamaModel::Load(o.input));
@@ -181,7 +181,7 @@ Result<CalibrationStats> CalibrationStats::Collect(const QuantizeOptions& o, con
   return st;
 }
 
-Result<Prepared> CalibrationStats::Build(const QuantizeOptions& o, std::optional<double> alpha,
+Result<Prepared> CalibrationStats::Build(const QuantizeRequest& o, std::optional<double> alpha,
                                          ThreadPool& pool) const {
   const Plan& plan = *plan_;
   Prepared p;

@@ -44,10 +44,10 @@ struct Prepared {
 class CalibrationStats {
  public:
   // `hold_out`: keep the last fifth of the windows (at least one) out of the statistics, for the alpha sweep.
-  static Result<CalibrationStats> Collect(const QuantizeOptions& o, const Plan& plan, const Matchers& matchers,
+  static Result<CalibrationStats> Collect(const QuantizeRequest& o, const Plan& plan, const Matchers& matchers,
                                           bool hold_out, ThreadPool& pool, ProgressSink* progress);
   // The replaced tensors for SmoothQuant strength `alpha` (none: no smoothing) and, with GPTQ, the codes.
-  Result<Prepared> Build(const QuantizeOptions& o, std::optional<double> alpha, ThreadPool& pool) const;
+  Result<Prepared> Build(const QuantizeRequest& o, std::optional<double> alpha, ThreadPool& pool) const;
   const CalibrationRunReport& report() const { return report_; }
   // The held-out tokens (ids, in file order); empty without hold_out.
   const std::vector<uint32_t>& held_out_tokens() const { return held_out_; }

@@ -35,7 +35,7 @@ class CheckpointWriter {
   virtual bool SingleOutputFile() const = 0;
   // Decides every tensor's output and opens the (temporary) outputs; fails on any input the format cannot take, before
   // tensor data is read. May fill report->kept_unquantized and report->warnings.
-  virtual Status Prepare(const Plan& plan, const Matchers& matchers, QuantizeReport* report) = 0;
+  virtual Status Prepare(const Plan& plan, const Matchers& matchers, QuantizeResult* report) = 0;
   // Writes tensor `index` of shard `shard` of the plan given to Prepare, reading it through `in`.
   virtual Status WriteTensor(size_t shard, size_t index, const FileReader& in, ThreadPool& pool,
                              TensorOutcome* outcome) = 0;
@@ -48,8 +48,8 @@ struct Prepared;
 // compressed-tensors (ct_writer.cpp) and GGUF Q8_0 (gguf_writer.cpp); `options` (and `prepared`) must outlive the
 // writer. `prepared` (may be null): tensors GPTQ or SmoothQuant replaced (calibrated.h), written instead of the
 // input's.
-std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeOptions& options,
+std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeRequest& options,
                                                               const Prepared* prepared = nullptr);
-std::unique_ptr<CheckpointWriter> MakeGgufWriter(const QuantizeOptions& options);
+std::unique_ptr<CheckpointWriter> MakeGgufWriter(const QuantizeRequest& options);
 
 }  // namespace lmkit::quant::detail

@@ -70,7 +70,7 @@ uint64_t PackedRowBytes(QuantScheme s, uint64_t cols) {
 
 // The "quantization_config" object of config.json (the fields compressed-tensors' QuantizationConfig and vLLM's
 // CompressedTensorsConfig read; docs/quant.md).
-Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>& ignore) {
+Json QuantizationConfig(const QuantizeRequest& o, const std::vector<std::string>& ignore) {
   const SchemeInfo& info = InfoOf(o.scheme);
   const char* type = IsFp8(o.scheme) ? "float" : "int";
   Json weights;
@@ -109,7 +109,7 @@ Json QuantizationConfig(const QuantizeOptions& o, const std::vector<std::string>
 
 class CompressedTensorsWriter final : public CheckpointWriter {
  public:
-  CompressedTensorsWriter(const QuantizeOptions& o, const Prepared* prepared) : o_(o), prepared_(prepared) {}
+  CompressedTensorsWriter(const QuantizeRequest& o, const Prepared* prepared) : o_(o), prepared_(prepared) {}
 
   Status CheckRequest() override {
     const SchemeInfo& info = InfoOf(o_.scheme);
@@ -127,7 +127,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
 
   bool SingleOutputFile() const override { return false; }
 
-  Status Prepare(const Plan& plan, const Matchers& matchers, QuantizeReport* rep) override {
+  Status Prepare(const Plan& plan, const Matchers& matchers, QuantizeResult* rep) override {
     plan_ = &plan;
     if (!o_.calibration.empty()) {
       LMKIT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(o_.calibration));
@@ -490,7 +490,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     return Status::Ok();
   }
 
-  const QuantizeOptions& o_;
+  const QuantizeRequest& o_;
   const Prepared* prepared_ = nullptr;  // GPTQ / SmoothQuant's replaced tensors, or null
   const Plan* plan_ = nullptr;
   std::map<std::string, double> calib_;
@@ -505,7 +505,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
 
 }  // namespace
 
-std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeOptions& options,
+std::unique_ptr<CheckpointWriter> MakeCompressedTensorsWriter(const QuantizeRequest& options,
                                                               const Prepared* prepared) {
   return std::make_unique<CompressedTensorsWriter>(options, prepared);
 }

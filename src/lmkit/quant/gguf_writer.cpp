@@ -204,7 +204,7 @@ struct ItemResult {
 
 class GgufWriter final : public CheckpointWriter {
  public:
-  explicit GgufWriter(const QuantizeOptions& o) : o_(o) {}
+  explicit GgufWriter(const QuantizeRequest& o) : o_(o) {}
 
   Status CheckRequest() override {
     if (o_.scheme != QuantScheme::kW8A16 || !o_.calibration.empty())
@@ -228,7 +228,7 @@ class GgufWriter final : public CheckpointWriter {
 
   bool SingleOutputFile() const override { return true; }
 
-  Status Prepare(const Plan& plan, const Matchers& matchers, QuantizeReport* rep) override {
+  Status Prepare(const Plan& plan, const Matchers& matchers, QuantizeResult* rep) override {
     plan_ = &plan;
     // The config text is the checkpoint opener's (io/checkpoint.h: a regular file, size-capped).
     LMKIT_ASSIGN_OR_RETURN(Json cfg, ParseJson(plan.config_text, plan.config_path));
@@ -411,7 +411,7 @@ class GgufWriter final : public CheckpointWriter {
 
  private:
   static constexpr size_t kNoEntry = static_cast<size_t>(-1);
-  const QuantizeOptions& o_;
+  const QuantizeRequest& o_;
   const Plan* plan_ = nullptr;
   LlamaHparams hp_;
   std::vector<Entry> entries_;
@@ -428,7 +428,7 @@ class GgufWriter final : public CheckpointWriter {
 
 }  // namespace
 
-std::unique_ptr<CheckpointWriter> MakeGgufWriter(const QuantizeOptions& options) {
+std::unique_ptr<CheckpointWriter> MakeGgufWriter(const QuantizeRequest& options) {
   return std::make_unique<GgufWriter>(options);
 }
 

@@ -23,18 +23,18 @@ namespace fs = std::filesystem;
 
 constexpr std::array<double, 7> kAlphas = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
 
-bool Calibrated(const QuantizeOptions& o) {
+bool Calibrated(const QuantizeRequest& o) {
   return o.method == QuantMethod::kGptq || o.smoothquant_alpha.has_value() || o.smoothquant_auto;
 }
 
 // The request checks of the calibrated methods that need no file.
 // No output may replace an input (the checkpoint, the calibration table, the calibration tokens), and the
 // checkpoint and the extra outputs are distinct files. (A directory input's shards are checked by MakePlan.)
-Status CheckOutputs(const QuantizeOptions& o) {
+Status CheckOutputs(const QuantizeRequest& o) {
   const std::vector<std::string> ins = {o.input, o.calibration, o.calibration_tokens};
   LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ins, o.output, "output"));
   std::vector<std::pair<std::string, std::string>> outputs = {{"output", o.output}};
-  for (const QuantizeOptions::ExtraOutput& e : o.extra_outputs) {
+  for (const QuantizeRequest::ExtraOutput& e : o.extra_outputs) {
     if (e.field.empty()) continue;
     LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ins, e.path, e.field));
     outputs.emplace_back(e.field, e.path);
@@ -42,7 +42,7 @@ Status CheckOutputs(const QuantizeOptions& o) {
   return CheckDistinctOutputs(outputs);
 }
 
-Status CheckCalibratedRequest(const QuantizeOptions& o) {
+Status CheckCalibratedRequest(const QuantizeRequest& o) {
   if (!Calibrated(o)) {
     if (!o.calibration_tokens.empty())
       return Status::InvalidArgument(Field("calibration_tokens") + " is read by " + Field("method") + " gptq and " +
@@ -70,8 +70,8 @@ Status CheckCalibratedRequest(const QuantizeOptions& o) {
 
 // The tensor walk: writes the checkpoint (with `prepared`'s tensors in place of the input's) and the extra outputs;
 // `fill` completes the report before `render` renders the extra outputs.
-Result<QuantizeReport> Write(const QuantizeOptions& o, const detail::Prepared* prepared, ProgressSink* progress,
-                             const std::function<void(QuantizeReport*)>& fill, const RenderQuantizeOutput& render) {
+Result<QuantizeResult> Write(const QuantizeRequest& o, const detail::Prepared* prepared, ProgressSink* progress,
+                             const std::function<void(QuantizeResult*)>& fill, const RenderQuantizeOutput& render) {
   const double t0 = MonotonicSeconds();
   std::unique_ptr<detail::CheckpointWriter> writer =
       o.format == QuantFormat::kGgufQ8_0 ? detail::MakeGgufWriter(o) : detail::MakeCompressedTensorsWriter(o, prepared);
@@ -79,7 +79,7 @@ Result<QuantizeReport> Write(const QuantizeOptions& o, const detail::Prepared* p
   LMKIT_ASSIGN_OR_RETURN(detail::Matchers matchers, detail::CompileMatchers(o));
   LMKIT_ASSIGN_OR_RETURN(detail::Plan plan, detail::MakePlan(o, writer->SingleOutputFile()));
 
-  QuantizeReport rep;
+  QuantizeResult rep;
   rep.input = o.input;
   rep.output = o.output;
   rep.scheme = std::string(InfoOf(o.scheme).name);
@@ -87,7 +87,7 @@ Result<QuantizeReport> Write(const QuantizeOptions& o, const detail::Prepared* p
   rep.format = std::string(InfoOf(o.format).name);
   // The extra outputs are opened before any output, so an unwritable one fails the run before anything is written.
   std::vector<AtomicFile> extra;
-  for (const QuantizeOptions::ExtraOutput& e : o.extra_outputs) {
+  for (const QuantizeRequest::ExtraOutput& e : o.extra_outputs) {
     LMKIT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(e.path));
     extra.push_back(std::move(f));
   }
@@ -149,7 +149,7 @@ struct ScratchDir {
 
 std::span<const double> SmoothQuantAlphas() { return kAlphas; }
 
-Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress, const RenderQuantizeOutput& render) {
+Result<QuantizeResult> Quantize(const QuantizeRequest& o, ProgressSink* progress, const RenderQuantizeOutput& render) {
   if (o.input.empty() || o.output.empty())
     return Status::InvalidArgument(Field("input") + " and " + Field("output") + " are required");
   LMKIT_RETURN_IF_ERROR(CheckOutputs(o));
@@ -181,11 +181,11 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
         held, std::string_view(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(uint32_t))));
     for (double a : kAlphas) {
       LMKIT_ASSIGN_OR_RETURN(detail::Prepared p, stats.Build(o, a, pool));
-      QuantizeOptions t = o;
+      QuantizeRequest t = o;
       t.output = scratch.path + "/alpha";
       t.extra_outputs.clear();
       LMKIT_RETURN_IF_ERROR(Write(t, &p, nullptr, nullptr, {}).status());
-      model::EvalOptions eo;
+      model::EvalRequest eo;
       eo.model = o.input;
       eo.compare = t.output;
       eo.tokens = held;
@@ -204,7 +204,7 @@ Result<QuantizeReport> Quantize(const QuantizeOptions& o, ProgressSink* progress
   LMKIT_ASSIGN_OR_RETURN(detail::Prepared prepared, stats.Build(o, alpha, pool));
   return Write(
       o, &prepared, progress,
-      [&](QuantizeReport* r) {
+      [&](QuantizeResult* r) {
         r->method = std::string(InfoOf(o.method).name);
         r->calibration_run = stats.report();
         r->smoothquant_alpha = alpha;

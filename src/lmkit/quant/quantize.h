@@ -23,10 +23,10 @@
 
 namespace lmkit::quant {
 
-struct QuantizeReport;
+struct QuantizeResult;
 
 // The request. Field names are what errors name (Field()).
-struct QuantizeOptions {
+struct QuantizeRequest {
   std::string input;
   std::string output;  // a file for a file input or for gguf-q8_0; a directory for a directory input
   QuantScheme scheme = QuantScheme::kW8A16;
@@ -59,9 +59,9 @@ struct QuantizeOptions {
   std::vector<ExtraOutput> extra_outputs;
 };
 
-// The contents of QuantizeOptions::extra_outputs[index], rendered from the finished report: front-end code
+// The contents of QuantizeRequest::extra_outputs[index], rendered from the finished report: front-end code
 // (present/), which the core does not call. Without one, each extra output is written empty.
-using RenderQuantizeOutput = std::function<std::string(const QuantizeReport& report, size_t index)>;
+using RenderQuantizeOutput = std::function<std::string(const QuantizeResult& report, size_t index)>;
 
 struct TensorReport {
   std::string name;  // the original weight's name
@@ -97,7 +97,7 @@ struct CalibrationRunReport {
   double seconds = 0;
 };
 
-struct QuantizeReport {
+struct QuantizeResult {
   std::string input, output;
   std::string scheme, granularity, format;
   std::vector<TensorReport> tensors;  // quantized tensors, in input order
@@ -130,7 +130,7 @@ struct QuantizeReport {
 // With method kGptq or a SmoothQuant alpha, the model first runs over the calibration tokens once (quant/calibrated.h);
 // those need a model directory, the compressed-tensors format and an int scheme (GPTQ) or any compressed-tensors scheme
 // (SmoothQuant), else kInvalidArgument. The smoothed norms are written in place of the originals.
-Result<QuantizeReport> Quantize(const QuantizeOptions& options, ProgressSink* progress,
+Result<QuantizeResult> Quantize(const QuantizeRequest& options, ProgressSink* progress,
                                 const RenderQuantizeOutput& render = {});
 
 // The alphas --smoothquant auto tries.

@@ -31,7 +31,7 @@ bool DefaultExcluded(const std::string& name) {
 
 }  // namespace
 
-Result<Matchers> CompileMatchers(const QuantizeOptions& o) {
+Result<Matchers> CompileMatchers(const QuantizeRequest& o) {
   Matchers m;
   auto compile = [](const std::string& pattern, std::vector<std::regex>& out) -> Status {
     try {
@@ -69,7 +69,7 @@ std::string ModuleName(const std::string& weight_name) {
   return weight_name.substr(0, weight_name.size() - std::string(".weight").size());
 }
 
-Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file) {
+Result<Plan> MakePlan(const QuantizeRequest& o, bool single_output_file) {
   Plan plan;
   std::error_code ec;
   LMKIT_ASSIGN_OR_RETURN(io::Checkpoint ck, io::OpenCheckpoint(o.input));

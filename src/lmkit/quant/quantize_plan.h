@@ -23,7 +23,7 @@ struct Matchers {
   std::vector<std::regex> include, exclude;
 };
 
-Result<Matchers> CompileMatchers(const QuantizeOptions& o);
+Result<Matchers> CompileMatchers(const QuantizeRequest& o);
 bool EndsWith(const std::string& s, const std::string& suffix);
 bool Selected(const io::TensorInfo& t, const Matchers& m);
 std::string ModuleName(const std::string& weight_name);  // "a.b.weight" -> "a.b"
@@ -43,6 +43,6 @@ struct Plan {
   std::string config_text;
 };
 
-Result<Plan> MakePlan(const QuantizeOptions& o, bool single_output_file);
+Result<Plan> MakePlan(const QuantizeRequest& o, bool single_output_file);
 
 }  // namespace lmkit::quant::detail

@@ -13,8 +13,8 @@ using lmkit::test::WriteTokenFile;
 
 namespace {
 
-DataloadOptions Small(const std::string& path) {
-  DataloadOptions o;
+DataloadRequest Small(const std::string& path) {
+  DataloadRequest o;
   o.paths = {path};
   o.steps = 30;
   o.warmup = 2;
@@ -29,12 +29,12 @@ DataloadOptions Small(const std::string& path) {
 TEST_CASE("profile: the same seed gives the same batches for any threads and prefetch", "[dataload]") {
   TempDir dir;
   const std::string path = WriteTokenFile(dir, 100000, 50257);
-  DataloadOptions a = Small(path);
-  DataloadOptions b = Small(path);
+  DataloadRequest a = Small(path);
+  DataloadRequest b = Small(path);
   b.config.threads = 3;
   b.config.prefetch = 5;
   b.config.access = Access::kPread;
-  DataloadOptions c = Small(path);
+  DataloadRequest c = Small(path);
   c.seed = 12;
   auto ra = RunDataload(a, nullptr);
   auto rb = RunDataload(b, nullptr);
@@ -56,7 +56,7 @@ TEST_CASE("profile: the same seed gives the same batches for any threads and pre
 TEST_CASE("profile: --vocab-size flags ids out of range with their position", "[dataload]") {
   TempDir dir;
   const std::string path = WriteTokenFile(dir, 20000, 1000);  // ids 0..999
-  DataloadOptions o = Small(path);
+  DataloadRequest o = Small(path);
   o.vocab_size = 1000;
   auto ok = RunDataload(o, nullptr);
   REQUIRE(ok.ok());
@@ -75,7 +75,7 @@ TEST_CASE("profile: --vocab-size flags ids out of range with their position", "[
 TEST_CASE("profile: a demand gives a verdict, a reason and a knob", "[dataload]") {
   TempDir dir;
   const std::string path = WriteTokenFile(dir, 100000, 50257);
-  DataloadOptions o = Small(path);
+  DataloadRequest o = Small(path);
   o.demand.kind = DemandSpec::Kind::kTokensPerSecond;
   o.demand.tokens_per_s = 1000;  // 256-token batches every 256 ms: any loader keeps up
   auto easy = RunDataload(o, nullptr);
@@ -99,7 +99,7 @@ TEST_CASE("profile: a demand gives a verdict, a reason and a knob", "[dataload]"
 TEST_CASE("profile: a sweep runs the cartesian product and recommends one point", "[dataload]") {
   TempDir dir;
   const std::string path = WriteTokenFile(dir, 100000, 50257);
-  DataloadOptions o = Small(path);
+  DataloadRequest o = Small(path);
   o.steps = 10;
   auto t = ParseSweepAxis("threads=1,2");
   auto p = ParseSweepAxis("prefetch=1,4");
@@ -130,7 +130,7 @@ TEST_CASE("profile: a sweep runs the cartesian product and recommends one point"
 TEST_CASE("profile: --out-dtype uint16 with uint32 tokens is a usage error", "[dataload]") {
   TempDir dir;
   WriteAll(dir.file("t32.bin"), std::string(40000, '\1'));
-  DataloadOptions o = Small(dir.file("t32.bin"));
+  DataloadRequest o = Small(dir.file("t32.bin"));
   o.dtype = lmkit::io::TokenDtype::kU32;
   o.config.out = OutDtype::kUint16;
   auto r = RunDataload(o, nullptr);

@@ -87,7 +87,7 @@ TEST_CASE("cold cache: per-batch eviction makes storage read more than the windo
   if (ReadIoCounters().read_bytes == probe0.read_bytes) {
     LMKIT_SKIP("/proc/self/io read_bytes does not count reads here: cold-cache test");
   }
-  DataloadOptions o;
+  DataloadRequest o;
   o.paths = {path};
   o.steps = 8;
   o.warmup = 1;

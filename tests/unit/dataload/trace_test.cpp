@@ -32,7 +32,7 @@ std::string Trace(const std::string& scenario, const char* version) {
 // The documents of the GPU cases come from an H100.
 std::string Kineto(const std::string& events) { return lmkit::test::KinetoDoc(events, "NVIDIA H100 80GB HBM3"); }
 
-Result<TraceReport> AnalyzeText(const TempDir& dir, const std::string& json) {
+Result<TraceResult> AnalyzeText(const TempDir& dir, const std::string& json) {
   WriteAll(dir.file("t.json"), json);
   return RunTrace(dir.file("t.json"));
 }

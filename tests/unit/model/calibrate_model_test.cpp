@@ -42,7 +42,7 @@ TEST_CASE("calibrate model: the first layer's input range is max |RMSNorm(embedd
   std::vector<uint32_t> ids;
   for (uint32_t i = 0; i < 40; ++i) ids.push_back((i * 37 + 5) % 512);
   TempDir d;
-  CalibrateModelOptions o;
+  CalibrateModelRequest o;
   o.model = kCalibModel;
   o.tokens = WriteCalibTokens(d, ids);
   o.seq_len = 16;  // windows of 16, 16 and 8 tokens
@@ -78,7 +78,7 @@ TEST_CASE("calibrate model: the first layer's input range is max |RMSNorm(embedd
 TEST_CASE("calibrate model: seq_len, token ids and an empty file are refused before any work",
           "[model][calibrate_model]") {
   TempDir d;
-  CalibrateModelOptions o;
+  CalibrateModelRequest o;
   o.model = kCalibModel;
   o.calib.method = quant::CalibMethod::kMinMax;
   o.tokens = WriteCalibTokens(d, {1, 2, 3});

@@ -45,7 +45,7 @@ TEST_CASE("eval: the golden continuation scores the reference NLL - self-compari
   double want = 0;
   const auto ids = GoldenTokens(&want);
   TempDir d;
-  EvalOptions o;
+  EvalRequest o;
   o.model = kEvalModel;
   o.tokens = WriteTokens(d, "golden.npy", ids);
   o.compare = kEvalModel;
@@ -74,7 +74,7 @@ TEST_CASE("eval: the golden continuation scores the reference NLL - self-compari
 
 TEST_CASE("eval: input errors", "[model][eval]") {
   TempDir d;
-  EvalOptions o;
+  EvalRequest o;
   o.model = kEvalModel;
   o.tokens = WriteTokens(d, "bad.bin", {1, 5, 700, 3});
   auto r = Evaluate(o, nullptr);
@@ -92,7 +92,7 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
   TempDir d;
   const std::string toks = WriteTokens(d, "t.npy", ids);
   // Calibrate on the model's own activations, then build w8a16, w8a8 static and w8a8 dynamic checkpoints.
-  CalibrateModelOptions co;
+  CalibrateModelRequest co;
   co.model = kEvalModel;
   co.tokens = toks;
   co.calib.method = quant::CalibMethod::kMinMax;
@@ -126,7 +126,7 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
         // 0.59 / 0.63, perplexity 2.38 -> 4.23 / 3.43); transformers simulates the same (docs/quant.md).
         Case{"fp8", quant::QuantScheme::kFp8, false, WeightMode::kFp8Dynamic, 0.7, 0.5, 1.0},
         Case{"fp8s", quant::QuantScheme::kFp8Static, true, WeightMode::kFp8Static, 0.7, 0.5, 1.0}}) {
-    quant::QuantizeOptions qo;
+    quant::QuantizeRequest qo;
     qo.input = kEvalModel;
     qo.output = d.file(c.name);
     qo.scheme = c.scheme;
@@ -135,7 +135,7 @@ TEST_CASE("eval: INT8 checkpoints from quantize load and stay close to the float
     auto m = LlamaModel::Load(qo.output);
     REQUIRE(m.ok());
     CHECK(m->mode() == c.mode);
-    EvalOptions o;
+    EvalRequest o;
     o.model = kEvalModel;
     o.compare = qo.output;
     o.tokens = toks;

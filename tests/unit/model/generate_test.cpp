@@ -31,7 +31,7 @@ TEST_CASE("generate: greedy decode from BOS matches the float64 golden, logits w
   const Json g = GenerateGolden();
   const auto want = g["tokens"].get<std::vector<uint32_t>>();
   const auto want_logits = g["final_logits"].get<std::vector<double>>();
-  GenerateOptions o;
+  GenerateRequest o;
   o.model = kGenerateModel;
   o.prompt = {1};
   o.max_tokens = static_cast<uint32_t>(want.size() - 1);
@@ -50,7 +50,7 @@ TEST_CASE("generate: greedy decode from BOS matches the float64 golden, logits w
 }
 
 TEST_CASE("generate: sampling is seeded, per sample, and the same for any thread count", "[model][generate]") {
-  GenerateOptions o;
+  GenerateRequest o;
   o.model = kGenerateModel;
   o.prompt = {1, 403};
   o.max_tokens = 12;
@@ -82,7 +82,7 @@ TEST_CASE("generate: sampling is seeded, per sample, and the same for any thread
 }
 
 TEST_CASE("generate: request errors", "[model][generate]") {
-  GenerateOptions o;
+  GenerateRequest o;
   o.model = kGenerateModel;
   o.prompt = {1};
   o.max_tokens = 4;

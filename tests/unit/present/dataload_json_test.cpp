@@ -12,8 +12,8 @@ using namespace lmkit::dataload;
 
 namespace {
 
-DataloadReport DataloadJsonRun(const lmkit::test::TempDir& dir) {
-  DataloadOptions o;
+DataloadResult DataloadJsonRun(const lmkit::test::TempDir& dir) {
+  DataloadRequest o;
   o.paths = {lmkit::test::WriteTokenFile(dir, 20000, 1000)};
   o.steps = 30;
   o.warmup = 2;
@@ -36,7 +36,7 @@ std::string DashFlag(std::string_view f) {
 
 TEST_CASE("dataload json: files, configuration and counts of a run", "[present][dataload]") {
   lmkit::test::TempDir dir;
-  const DataloadReport rep = DataloadJsonRun(dir);
+  const DataloadResult rep = DataloadJsonRun(dir);
   const lmkit::Json j = lmkit::present::DataloadJson(rep, DashFlag);
   CHECK(j["schema"] == "lmkit.dataload/2");
   REQUIRE(j["files"].size() == 1);
@@ -62,7 +62,7 @@ TEST_CASE("dataload json: files, configuration and counts of a run", "[present][
 
 TEST_CASE("dataload json: request fields inside results are spelled by the front end", "[present][dataload]") {
   lmkit::test::TempDir dir;
-  DataloadReport rep = DataloadJsonRun(dir);
+  DataloadResult rep = DataloadJsonRun(dir);
   rep.runs[0].h2d_ran = false;
   rep.runs[0].h2d_skipped = "no GPU: " + lmkit::Field("device") + " is cpu";
   const lmkit::Json j = lmkit::present::DataloadJson(rep, DashFlag);

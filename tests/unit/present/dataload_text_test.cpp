@@ -13,7 +13,7 @@ using namespace lmkit::dataload;
 namespace {
 
 std::string DataloadTextOf(const lmkit::test::TempDir& dir, const lmkit::present::FieldNamer& field) {
-  DataloadOptions o;
+  DataloadRequest o;
   o.paths = {lmkit::test::WriteTokenFile(dir, 20000, 1000)};
   o.steps = 30;
   o.warmup = 2;
@@ -57,7 +57,7 @@ TEST_CASE("dataload text: files, configuration and the verdict without a demand"
 
 TEST_CASE("dataload text: a sweep prints one row per point, named by the swept knobs", "[present][dataload]") {
   lmkit::test::TempDir dir;
-  DataloadOptions o;
+  DataloadRequest o;
   o.paths = {lmkit::test::WriteTokenFile(dir, 20000, 1000)};
   o.steps = 10;
   o.warmup = 1;

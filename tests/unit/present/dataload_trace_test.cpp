@@ -15,7 +15,7 @@ using namespace lmkit::dataload;
 namespace {
 
 // Steps #3..#8 of 10,000 us, each opening with a 4,000 us __next__ of a single-process loader.
-TraceReport FortyPercentTrace(const lmkit::test::TempDir& dir) {
+TraceResult FortyPercentTrace(const lmkit::test::TempDir& dir) {
   lmkit::test::WriteAll(dir.file("t.json"), lmkit::test::KinetoDoc(lmkit::test::KinetoSteps(
                                                 6, 10000, "_SingleProcessDataLoaderIter", [](int) { return 4000.0; })));
   auto r = RunTrace(dir.file("t.json"));
@@ -29,7 +29,7 @@ TraceReport FortyPercentTrace(const lmkit::test::TempDir& dir) {
 
 TEST_CASE("dataload trace: the JSON document's steps, totals and verdict", "[present][dataload][trace]") {
   lmkit::test::TempDir dir;
-  const TraceReport r = FortyPercentTrace(dir);
+  const TraceResult r = FortyPercentTrace(dir);
   const lmkit::Json j = lmkit::present::TraceJson(r);
   CHECK(j["schema"] == "lmkit.dataload.trace/1");
   CHECK(j["format"] == "kineto");
@@ -52,7 +52,7 @@ TEST_CASE("dataload trace: the JSON document's steps, totals and verdict", "[pre
 
 TEST_CASE("dataload trace: the text report's rows and verdict line", "[present][dataload][trace]") {
   lmkit::test::TempDir dir;
-  const TraceReport r = FortyPercentTrace(dir);
+  const TraceResult r = FortyPercentTrace(dir);
   const std::string text = lmkit::present::TraceText(r);
   CHECK(text.rfind("trace       " + dir.file("t.json") + ": Kineto document, ", 0) == 0);
   CHECK(text.find("no GPU events") != std::string::npos);

@@ -13,7 +13,7 @@ TEST_CASE("inspect text: control bytes in names are escaped, never printed raw",
   CHECK(PrintableText("back\\slash") == "back\\\\slash");
   CHECK(PrintableText("\xc3\xa9t\xc3\xa9") == "\xc3\xa9t\xc3\xa9");  // UTF-8 stays as it is
 
-  lmkit::io::InspectReport r;
+  lmkit::io::InspectResult r;
   r.path = "m.safetensors";
   r.format = "safetensors";
   lmkit::io::InspectedTensor t;

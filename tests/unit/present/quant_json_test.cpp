@@ -26,7 +26,7 @@ ErrorStats QuantJsonStats() {
 }  // namespace
 
 TEST_CASE("quant json: the quantize report's tensors and totals, infinite SQNR as null", "[present][quant]") {
-  QuantizeReport r;
+  QuantizeResult r;
   r.input = "in";
   r.output = "out";
   r.scheme = "w8a16";

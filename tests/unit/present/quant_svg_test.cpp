@@ -27,7 +27,7 @@ TensorReport QuantSvgTensor(const std::string& name, double db, double max_err) 
 }  // namespace
 
 TEST_CASE("quant svg: per layer, one line per kind of tensor, the rest named in a note", "[present][quant][svg]") {
-  QuantizeReport rep;
+  QuantizeResult rep;
   rep.input = "in";
   rep.scheme = "w8a16";
   rep.granularity = "channel";
@@ -49,7 +49,7 @@ TEST_CASE("quant svg: per layer, one line per kind of tensor, the rest named in 
 
 TEST_CASE("quant svg: without layers x is the position, histogram panels only for surveyed tensors",
           "[present][quant][svg]") {
-  QuantizeReport rep;
+  QuantizeResult rep;
   rep.input = "in";
   rep.tensors = {QuantSvgTensor("a.weight", 40, 0.01), QuantSvgTensor("b.weight", 25, 0.03)};
   const std::string q = lmkit::present::QuantizeSvg(rep);

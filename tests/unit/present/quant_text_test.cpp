@@ -20,7 +20,7 @@ std::string QuantTextLine(const std::string& text, const std::string& start) {
 }  // namespace
 
 TEST_CASE("quant text: a row per tensor and the totals line", "[present][quant]") {
-  QuantizeReport r;
+  QuantizeResult r;
   TensorReport t;
   t.name = "layer.proj.weight";
   t.shape = {4096, 11008};

@@ -21,7 +21,7 @@ using namespace lmkit;
 using namespace lmkit::quant;
 
 TEST_CASE("calibrate: same table for any thread count - JSON amax round trip", "[quant][calib]") {
-  CalibrateOptions o;
+  CalibrateRequest o;
   o.inputs = {lmkit::test::TestData("quant/laplace_acts.npy")};
   for (CalibFlavor f : {CalibFlavor::kNvidia, CalibFlavor::kOrt}) {
     for (CalibMethod m : {CalibMethod::kEntropy, CalibMethod::kPercentile, CalibMethod::kMse, CalibMethod::kMinMax}) {
@@ -56,7 +56,7 @@ TEST_CASE("calibrate: TensorRT scale hex and malformed tables", "[quant][calib]"
 }
 
 TEST_CASE("calibrate: option and input errors", "[quant][calib]") {
-  CalibrateOptions o;
+  CalibrateRequest o;
   o.inputs = {lmkit::test::TestData("quant/laplace_acts.npy")};
   o.method = CalibMethod::kMse;
   o.flavor = CalibFlavor::kOrt;
@@ -84,7 +84,7 @@ TEST_CASE("calibrate: streaming calibration of in-memory batches equals file cal
   for (CalibFlavor f : {CalibFlavor::kNvidia, CalibFlavor::kOrt}) {
     for (CalibMethod m : {CalibMethod::kEntropy, CalibMethod::kPercentile, CalibMethod::kMse, CalibMethod::kMinMax}) {
       if (f == CalibFlavor::kOrt && m == CalibMethod::kMse) continue;
-      CalibrateOptions o;
+      CalibrateRequest o;
       o.inputs = {path};
       o.method = m;
       o.flavor = f;
@@ -94,7 +94,7 @@ TEST_CASE("calibrate: streaming calibration of in-memory batches equals file cal
       // batch (100,000 values: three chunks and a part) is split among the workers, which must not change a bit.
       for (unsigned threads : {1u, 2u, 3u}) {
         INFO("threads " << threads);
-        CalibrateOptions ot = o;
+        CalibrateRequest ot = o;
         ot.threads = threads;
         auto sc = StreamingCalibrator::Create(ot, {"laplace_acts", "copy"}, "mem");
         REQUIRE(sc.ok());
@@ -118,7 +118,7 @@ TEST_CASE("calibrate: streaming calibration of in-memory batches equals file cal
       }
     }
   }
-  CalibrateOptions o;
+  CalibrateRequest o;
   o.method = CalibMethod::kEntropy;
   auto sc = StreamingCalibrator::Create(o, {"x"}, "mem");
   REQUIRE(sc.ok());
@@ -168,7 +168,7 @@ TEST_CASE("calibrate: BF16 safetensors and F32 .npy of the same values give the 
     REQUIRE(w->Commit().ok());
   }
   for (CalibFlavor f : {CalibFlavor::kNvidia, CalibFlavor::kOrt}) {
-    CalibrateOptions o;
+    CalibrateRequest o;
     o.method = CalibMethod::kEntropy;
     o.flavor = f;
     o.threads = 2;
@@ -197,7 +197,7 @@ TEST_CASE("calibrate: the min/max scan finds extremes and NaN/Inf anywhere in a 
     auto run = [&](float value) {
       std::vector<float> x = base;
       x[p] = value;
-      CalibrateOptions o;
+      CalibrateRequest o;
       o.method = CalibMethod::kMinMax;
       auto sc = StreamingCalibrator::Create(o, {"x"}, "mem");
       REQUIRE(sc.ok());
@@ -247,7 +247,7 @@ TEST_CASE("calibrate: a tensor spread over files gets the two-pass histogram whe
     h.Add(y.data(), y.size());
     for (unsigned threads : {1u, 2u}) {
       INFO("max at " << at << ", threads " << threads);
-      CalibrateOptions o;
+      CalibrateRequest o;
       o.inputs = files;
       o.threads = threads;
       o.method = CalibMethod::kEntropy;

@@ -26,7 +26,7 @@ const std::string kModel = lmkit::test::TestData("model/stories260K");
 
 // Text the model itself samples (temperature 1), so the activations are those of real sequences.
 std::string SampledTokens(const TempDir& d, const std::string& name, uint32_t samples, uint64_t seed) {
-  model::GenerateOptions g;
+  model::GenerateRequest g;
   g.model = kModel;
   g.prompt = {1};
   g.max_tokens = 127;
@@ -54,8 +54,8 @@ std::vector<float> Floats(const io::SafetensorsFile& st, const std::string& name
   return out;
 }
 
-QuantizeOptions Calibrated(const std::string& tokens, const std::string& out, QuantScheme scheme) {
-  QuantizeOptions o;
+QuantizeRequest Calibrated(const std::string& tokens, const std::string& out, QuantScheme scheme) {
+  QuantizeRequest o;
   o.input = kModel;
   o.output = out;
   o.scheme = scheme;
@@ -66,7 +66,7 @@ QuantizeOptions Calibrated(const std::string& tokens, const std::string& out, Qu
 }
 
 double MeanKl(const std::string& quantized, const std::string& tokens) {
-  model::EvalOptions e;
+  model::EvalRequest e;
   e.model = kModel;
   e.compare = quantized;
   e.tokens = tokens;
@@ -83,7 +83,7 @@ double MeanKl(const std::string& quantized, const std::string& tokens) {
 TEST_CASE("quantize --method gptq: W8A8 codes within range, errors below RTN's, KL below RTN's", "[quant][gptq]") {
   TempDir d;
   const std::string calib = SampledTokens(d, "calib.bin", 16, 1), held = SampledTokens(d, "held.bin", 8, 2);
-  QuantizeOptions o = Calibrated(calib, d.file("gptq"), QuantScheme::kW8A8);
+  QuantizeRequest o = Calibrated(calib, d.file("gptq"), QuantScheme::kW8A8);
   o.method = QuantMethod::kGptq;
   auto rep = Quantize(o, nullptr);
   INFO(rep.status().ToString());
@@ -123,7 +123,7 @@ TEST_CASE("quantize --method gptq: W8A8 codes within range, errors below RTN's, 
 TEST_CASE("quantize --smoothquant: norm / s times W * s is the original product, scales reported", "[quant][gptq]") {
   TempDir d;
   const std::string calib = SampledTokens(d, "calib.bin", 8, 3);
-  QuantizeOptions o = Calibrated(calib, d.file("sq"), QuantScheme::kW8A8);
+  QuantizeRequest o = Calibrated(calib, d.file("sq"), QuantScheme::kW8A8);
   o.smoothquant_alpha = 0.8;
   o.method = QuantMethod::kGptq;
   auto rep = Quantize(o, nullptr);
@@ -166,7 +166,7 @@ TEST_CASE("quantize --smoothquant: norm / s times W * s is the original product,
 TEST_CASE("quantize --smoothquant auto picks the alpha with the lowest held-out KL", "[quant][gptq]") {
   TempDir d;
   const std::string calib = SampledTokens(d, "calib.bin", 10, 4);
-  QuantizeOptions o = Calibrated(calib, d.file("auto"), QuantScheme::kW8A8);
+  QuantizeRequest o = Calibrated(calib, d.file("auto"), QuantScheme::kW8A8);
   o.smoothquant_auto = true;
   auto rep = Quantize(o, nullptr);
   INFO(rep.status().ToString());
@@ -193,7 +193,7 @@ TEST_CASE("quantize --scheme w4a16: nibbles packed as compressed-tensors, codes 
   for (bool gptq : {false, true}) {
     INFO("gptq " << gptq);
     const std::string calib = gptq ? SampledTokens(d, "calib.bin", 4, 5) : std::string();
-    QuantizeOptions o = Calibrated(calib, d.file(gptq ? "w4g" : "w4r"), QuantScheme::kW4A16);
+    QuantizeRequest o = Calibrated(calib, d.file(gptq ? "w4g" : "w4r"), QuantScheme::kW4A16);
     o.granularity = Granularity{Granularity::Kind::kGroup, 4};
     if (gptq) o.method = QuantMethod::kGptq;
     auto rep = Quantize(o, nullptr);
@@ -236,7 +236,7 @@ TEST_CASE("quantize --scheme w4a16: nibbles packed as compressed-tensors, codes 
 
 TEST_CASE("quantize: the calibrated methods' request errors", "[quant][gptq]") {
   TempDir d;
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.input = kModel;
   o.output = d.file("out");
   o.method = QuantMethod::kGptq;

@@ -20,7 +20,7 @@ namespace {
 const std::string kCtModel = lmkit::test::TestData("model/stories260K");
 
 io::SafetensorsFile CtQuantized(const lmkit::test::TempDir& dir, QuantScheme scheme, Json* config) {
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.input = kCtModel;
   o.output = dir.file("out");
   o.scheme = scheme;

@@ -11,7 +11,7 @@ using namespace lmkit::quant;
 
 TEST_CASE("gguf writer: a v3 file of every tensor under llama.cpp's names", "[quant][gguf_writer]") {
   lmkit::test::TempDir dir;
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.input = lmkit::test::TestData("model/stories260K");
   o.output = dir.file("m.gguf");
   o.format = QuantFormat::kGgufQ8_0;
@@ -38,7 +38,7 @@ TEST_CASE("gguf writer: a v3 file of every tensor under llama.cpp's names", "[qu
 TEST_CASE("gguf writer: rows that are not whole Q8_0 blocks stay in full precision, named in the report",
           "[quant][gguf_writer]") {
   lmkit::test::TempDir dir;
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.input = lmkit::test::TestData("model/stories260K");
   o.output = dir.file("m.gguf");
   o.format = QuantFormat::kGgufQ8_0;

@@ -159,7 +159,7 @@ TEST_CASE("loader rules: what lmkit writes is what vLLM, compressed-tensors and 
         auto g = ParseGranularity(gname);
         REQUIRE(g.ok());
         INFO(info.name << " " << gname << (with_calib ? " static" : ""));
-        QuantizeOptions o;
+        QuantizeRequest o;
         o.input = toy.model;
         o.output = toy.dir.file(std::string(info.name) + "-" + gname + (with_calib ? "-s" : ""));
         o.scheme = info.scheme;

@@ -22,7 +22,7 @@ io::TensorInfo Weight(const std::string& name, std::vector<uint64_t> shape = {8,
 }
 
 Matchers PlanMatchers(std::vector<std::string> include, std::vector<std::string> exclude) {
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.include = std::move(include);
   o.exclude = std::move(exclude);
   auto m = CompileMatchers(o);
@@ -58,7 +58,7 @@ TEST_CASE("quantize plan: include replaces the default, exclude always wins", "[
   const Matchers both = PlanMatchers({"proj"}, {"layers\\.1\\."});
   CHECK(Selected(Weight("model.layers.0.mlp.gate_proj.weight"), both));
   CHECK_FALSE(Selected(Weight("model.layers.1.mlp.gate_proj.weight"), both));
-  QuantizeOptions bad;
+  QuantizeRequest bad;
   bad.exclude = {"(unclosed"};
   auto m = CompileMatchers(bad);
   REQUIRE_FALSE(m.ok());
@@ -71,7 +71,7 @@ TEST_CASE("quantize plan: include replaces the default, exclude always wins", "[
 TEST_CASE("quantize plan: a directory maps to a directory, a file to a file, GGUF to one file",
           "[quant][quantize_plan]") {
   lmkit::test::TempDir dir;
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.input = kPlanModel;
   o.output = dir.file("out");
   auto p = MakePlan(o, false);

@@ -36,7 +36,7 @@ std::string SmallCheckpoint(const lmkit::test::TempDir& dir, bool poison = false
 
 TEST_CASE("quantize: the report counts what was quantized and copied", "[quant][quantize]") {
   lmkit::test::TempDir dir;
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.input = SmallCheckpoint(dir);
   o.output = dir.file("out.safetensors");
   auto r = Quantize(o, nullptr);
@@ -60,7 +60,7 @@ TEST_CASE("quantize: the report counts what was quantized and copied", "[quant][
 
 TEST_CASE("quantize: the same bytes for any thread count", "[quant][quantize]") {
   lmkit::test::TempDir dir;
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.input = SmallCheckpoint(dir);
   o.include = {"proj", "head"};
   o.output = dir.file("one.safetensors");
@@ -76,7 +76,7 @@ TEST_CASE("quantize: the same bytes for any thread count", "[quant][quantize]") 
 
 TEST_CASE("quantize: a NaN weight or a failing extra output writes nothing", "[quant][quantize]") {
   lmkit::test::TempDir dir;
-  QuantizeOptions o;
+  QuantizeRequest o;
   o.input = SmallCheckpoint(dir, true);
   o.output = dir.file("out.safetensors");
   auto r = Quantize(o, nullptr);
@@ -87,10 +87,10 @@ TEST_CASE("quantize: a NaN weight or a failing extra output writes nothing", "[q
 
   o.input = SmallCheckpoint(dir);
   o.extra_outputs = {{dir.file("no/such/dir/report.json"), ""}};
-  CHECK_FALSE(Quantize(o, nullptr, [](const QuantizeReport&, size_t) { return std::string("{}"); }).ok());
+  CHECK_FALSE(Quantize(o, nullptr, [](const QuantizeResult&, size_t) { return std::string("{}"); }).ok());
   CHECK_FALSE(std::filesystem::exists(o.output));
   o.extra_outputs = {{dir.file("report.txt"), ""}, {dir.file("empty.txt"), ""}};
-  REQUIRE(Quantize(o, nullptr, [](const QuantizeReport& rep, size_t i) {
+  REQUIRE(Quantize(o, nullptr, [](const QuantizeResult& rep, size_t i) {
             return i == 0 ? std::to_string(rep.params_quantized) + " params" : std::string();
           }).ok());
   CHECK(lmkit::test::ReadAll(dir.file("report.txt")) == "32 params");

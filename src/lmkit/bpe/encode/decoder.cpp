@@ -123,8 +123,8 @@ Status ParseJsonIds(std::string_view t, const std::string& subject, Emit&& emit)
 
 }  // namespace
 
-Result<DecodeReport> DecodeFile(const DecodeRequest& req) {
-  DecodeReport rep;
+Result<DecodeResult> DecodeFile(const DecodeRequest& req) {
+  DecodeResult rep;
   const double t0 = MonotonicSeconds();
   auto loaded = LoadTokenizer(req.tokenizer, req.tokenizer_options);
   if (!loaded.ok() && loaded.status().code() == ErrorCode::kInvalidArgument && !req.tokenizer_options.pattern) {

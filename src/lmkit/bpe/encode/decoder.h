@@ -35,7 +35,7 @@ struct DecodeRequest {
   io::TokenDtype dtype = io::TokenDtype::kAuto;
 };
 
-struct DecodeReport {
+struct DecodeResult {
   std::string tokenizer;
   std::string input;
   std::string output;
@@ -46,6 +46,6 @@ struct DecodeReport {
   uint64_t peak_rss_bytes = 0;
 };
 
-Result<DecodeReport> DecodeFile(const DecodeRequest& request);
+Result<DecodeResult> DecodeFile(const DecodeRequest& request);
 
 }  // namespace lmkit::bpe

@@ -18,7 +18,7 @@ IdFormat ResolvedFormat(const EncodeRequest& req) {
 
 Result<EncodeSetup> PrepareEncode(const EncodeRequest& req) {
   EncodeSetup s;
-  EncodeReport& rep = s.report;
+  EncodeResult& rep = s.report;
   rep.format = ResolvedFormat(req);
   // The JSON and text formats write decimal ids: a dtype there would be accepted and change nothing.
   if (req.dtype != IdDtype::kAuto && (rep.format == IdFormat::kJson || rep.format == IdFormat::kText))
@@ -41,7 +41,7 @@ Result<io::Corpus> OpenEncodeCorpus(const EncodeRequest& req) {
   return OpenBpeCorpus(req.corpus, req.tokenizer_options.specials);
 }
 
-Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress) {
+Result<EncodeResult> EncodeFile(const EncodeRequest& req, ProgressSink* progress) {
   // The ids replace their destination: not the text they are made from, nor a file of the tokenizer.
   std::vector<std::string> ins = TokenizerInputFiles(req.tokenizer);
   ins.insert(ins.end(), req.corpus.inputs.begin(), req.corpus.inputs.end());
@@ -63,7 +63,7 @@ Result<EncodeReport> EncodeFile(const EncodeRequest& req, ProgressSink* progress
     return EncodeFileMpi(req, progress);
   }
   LMKIT_ASSIGN_OR_RETURN(EncodeSetup setup, PrepareEncode(req));
-  EncodeReport& rep = setup.report;
+  EncodeResult& rep = setup.report;
   if (req.add_special_tokens && !setup.tokenizer->has_template())
     return Status::InvalidArgument(Field("add_special_tokens") + ": " + req.tokenizer +
                                    " has no post-processor lmkit implements (a tokenizer.json TemplateProcessing, "

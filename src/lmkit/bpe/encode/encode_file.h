@@ -47,7 +47,7 @@ struct EncodeRequest {
   bool add_special_tokens = false;
 };
 
-struct EncodeReport {
+struct EncodeResult {
   bool root = true;       // false on MPI ranks other than 0, which report nothing else
   std::string tokenizer;  // description
   std::string input;      // the inputs, space-separated
@@ -65,7 +65,7 @@ struct EncodeReport {
   uint64_t peak_rss_bytes = 0;    // of this process (rank 0)
 };
 
-Result<EncodeReport> EncodeFile(const EncodeRequest& request, ProgressSink* progress);
+Result<EncodeResult> EncodeFile(const EncodeRequest& request, ProgressSink* progress);
 
 // ---- the steps EncodeFile shares with the MPI driver ----
 
@@ -77,7 +77,7 @@ IdFormat ResolvedFormat(const EncodeRequest& request);
 struct EncodeSetup {
   std::unique_ptr<Tokenizer> tokenizer;
   SpecialRules specials;
-  EncodeReport report;
+  EncodeResult report;
 };
 Result<EncodeSetup> PrepareEncode(const EncodeRequest& request);
 

@@ -5,7 +5,7 @@
 
 namespace lmkit::bpe {
 
-Result<CountShardReport> CountShard(const CountShardRequest& req, ProgressSink* progress) {
+Result<CountShardResult> CountShard(const CountShardRequest& req, ProgressSink* progress) {
   BpeCountOptions co;
   co.corpus = req.corpus;
   co.special_tokens = req.special_tokens;
@@ -17,7 +17,7 @@ Result<CountShardReport> CountShard(const CountShardRequest& req, ProgressSink* 
   if (!whole) {
     LMKIT_ASSIGN_OR_RETURN(range, ComputeShardRange(counter->corpus(), req.shard, counter->specials()));
   }
-  CountShardReport rep;
+  CountShardResult rep;
   LMKIT_RETURN_IF_ERROR(counter->Count(range.begin, range.end, &rep.stats, progress));
   PretokenTable table;
   const double t_reduce = MonotonicSeconds();

@@ -26,12 +26,12 @@ struct CountShardRequest {
   std::string output;  // the counts file
 };
 
-struct CountShardReport {
+struct CountShardResult {
   CountsHeader header;  // shard, corpus size and range in the corpus' units, entries and total
   BpeTrainStats stats;  // bytes of text read, read and counting seconds
   double write_seconds = 0;
 };
 
-Result<CountShardReport> CountShard(const CountShardRequest& request, ProgressSink* progress);
+Result<CountShardResult> CountShard(const CountShardRequest& request, ProgressSink* progress);
 
 }  // namespace lmkit::bpe

@@ -36,7 +36,7 @@ Status ReadCounts(const TrainFilesRequest& req, PretokenTable* table, BpeTrainOp
 
 }  // namespace
 
-Result<TrainFilesReport> TrainFiles(const TrainFilesRequest& req, ProgressSink* progress) {
+Result<TrainFilesResult> TrainFiles(const TrainFilesRequest& req, ProgressSink* progress) {
   // The three files replace their namesakes in out_dir: none may be an input or a counts file.
   std::vector<std::string> ins = req.corpus.inputs;
   ins.insert(ins.end(), req.counts.begin(), req.counts.end());
@@ -58,7 +58,7 @@ Result<TrainFilesReport> TrainFiles(const TrainFilesRequest& req, ProgressSink* 
   opt.threads = req.threads;
   if (req.block_bytes > 0) opt.block_bytes = req.block_bytes;
 
-  TrainFilesReport rep;
+  TrainFilesResult rep;
   if (req.mpi) {
     LMKIT_ASSIGN_OR_RETURN(MpiTrainResult r, TrainBpeMpi(opt, req.out_dir, progress));
     rep.root = r.root;

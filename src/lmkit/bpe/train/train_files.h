@@ -32,13 +32,13 @@ struct TrainFilesRequest {
   std::string out_dir;
 };
 
-struct TrainFilesReport {
+struct TrainFilesResult {
   bool root = true;  // false on MPI ranks other than 0, which report nothing else
   BpeTrainResult train;
   double write_seconds = 0;
   std::optional<double> reduce_seconds;  // MPI: waiting for and merging the other ranks' counts
 };
 
-Result<TrainFilesReport> TrainFiles(const TrainFilesRequest& request, ProgressSink* progress);
+Result<TrainFilesResult> TrainFiles(const TrainFilesRequest& request, ProgressSink* progress);
 
 }  // namespace lmkit::bpe
