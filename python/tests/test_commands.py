@@ -101,7 +101,7 @@ def test_a_missing_file_raises_file_not_found():
 def test_a_bad_argument_raises_value_error_naming_the_keyword():
     with pytest.raises(ValueError, match="^seq_len must be positive$"):
         lmkit.flops("llama-3-8b", seq_len=0)
-    with pytest.raises(ValueError, match="^recompute must be none, selective or full"):
+    with pytest.raises(ValueError, match="^recompute must be none, selective, full or deepseek"):
         lmkit.memory("llama-3-8b", recompute="sometimes")
     with pytest.raises(ValueError, match="mfu needs gpu"):
         lmkit.flops("llama-3-8b", mfu=0.5)

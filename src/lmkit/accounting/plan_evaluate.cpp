@@ -6,8 +6,8 @@
 
 #include "lmkit/accounting/plan.h"
 #include "lmkit/accounting/plan_what_if.h"
-#include "lmkit/common/units.h"
 #include "lmkit/common/output_check.h"
+#include "lmkit/common/units.h"
 
 namespace lmkit::accounting {
 namespace {

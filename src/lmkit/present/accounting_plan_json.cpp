@@ -107,8 +107,8 @@ LMKIT_JSON_FIELDS(
     Computed("gpu", [](const T& m) { return m.gpus.empty() ? std::nullopt : std::optional(m.gpus.front()); }),
     Field("gpus", &T::gpus), Field("fits_alone", &T::fits_alone),
     // The sentence needs the plan's GPU and packing: PlanResult's "models" writes it (present/UnplacedReason).
-    Computed("unplaced_reason", [](const T&) { return std::optional<std::string>(); }),
-    Field("what_if", &T::what_if), Field("warnings", &T::warnings));
+    Computed("unplaced_reason", [](const T&) { return std::optional<std::string>(); }), Field("what_if", &T::what_if),
+    Field("warnings", &T::warnings));
 
 LMKIT_JSON_FIELDS(PlanGroupRow,  //
                   Computed("architecture", [](const T& g) { return g.group.architecture; }),
@@ -143,7 +143,8 @@ LMKIT_JSON_FIELDS(PlanResult,  //
                   Computed("margin_bytes_per_gpu",
                            [](const T& r) { return U(r.gpu.memory_bytes * r.plan.fragmentation); }),
                   Computed("usable_bytes_per_gpu", [](const T& r) { return U(r.usable_bytes); }),
-                  Computed("host", [](const T& r) { return r.plan.host; }), Computed("models",
+                  Computed("host", [](const T& r) { return r.plan.host; }),
+                  Computed("models",
                            [](const T& r) {
                              Json rows = Json::array();
                              for (const auto& m : r.models) {

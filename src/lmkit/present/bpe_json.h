@@ -2,9 +2,9 @@
 // bpe_json.cpp; Python's dicts come from the same functions.
 #pragma once
 
-#include "lmkit/bpe/train/count_shard.h"
 #include "lmkit/bpe/encode/decoder.h"
 #include "lmkit/bpe/encode/encode_file.h"
+#include "lmkit/bpe/train/count_shard.h"
 #include "lmkit/bpe/train/train_files.h"
 #include "lmkit/common/json.h"
 

@@ -2,8 +2,8 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "lmkit/present/dataload.h"
 #include "lmkit/common/units.h"
+#include "lmkit/present/dataload.h"
 #include "lmkit/present/json_fields.h"
 
 namespace lmkit::present {

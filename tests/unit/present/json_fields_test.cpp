@@ -67,7 +67,8 @@ TEST_CASE("json fields: a declared type prints its fields in declaration order",
         R"("big_half":9223372036854775807,"seconds":{"read":1.5,"write":0.25}})");
 }
 
-TEST_CASE("json fields: optionals present print their value, an empty ComputedIf is left out", "[present][json_fields]") {
+TEST_CASE("json fields: optionals present print their value, an empty ComputedIf is left out",
+          "[present][json_fields]") {
   Outer o;
   o.maybe = 2.0;
   o.maybe_omitted = 3.5;

@@ -5,9 +5,9 @@
 #include "lmkit/bpe/encode/encode_stream.h"
 #include "lmkit/bpe/encode/id_output.h"
 #include "lmkit/bpe/train/trainer.h"
-#include "lmkit/dist/bpe_encode.h"
 #include "lmkit/common/output_check.h"
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/dist/bpe_encode.h"
 #include "lmkit/dist/comm.h"
 
 namespace lmkit::bpe {

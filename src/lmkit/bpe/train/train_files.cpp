@@ -3,9 +3,9 @@
 #include "lmkit/bpe/files/tokenizer_writer.h"
 #include "lmkit/bpe/train/counts_file.h"
 #include "lmkit/bpe/train/pretoken_table.h"
-#include "lmkit/dist/bpe_train.h"
 #include "lmkit/common/output_check.h"
 #include "lmkit/common/sysinfo.h"
+#include "lmkit/dist/bpe_train.h"
 #include "lmkit/dist/comm.h"
 
 namespace lmkit::bpe {
