@@ -75,7 +75,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
                      "those not allowed); others are encoded as text");
   sub.add_option("inputs", f->inputs,
                  "corpus files to encode, read in order as one stream: text, JSONL or Parquet (default: - = stdin)");
-  sub.add_option("-o,--output", f->output, "write ids here (atomically); default: stdout");
+  sub.add_option("-o,--output", f->output, "write ids here (atomically); default (or -): stdout");
   sub.add_option("--format", f->format,
                  NameList(bpe::kIdFormatNames, &bpe::IdFormatEntry::format, " | ", " | ") +
                      " (default: from -o's extension: .npy, .json, .txt, else bin; json on stdout)");
@@ -108,6 +108,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
     auto corpus = CorpusOptionsFrom(f->corpus, inputs);
     if (!corpus.ok()) return ReportError(cmd, corpus.status(), BpeFlagNames());
     req.corpus = std::move(*corpus);
+    if (f->output == "-") f->output.clear();  // `-o -` is stdout, as for the inputs, not a file named "-"
     req.output = f->output;
     if (!f->format.empty()) {
       auto fmt = bpe::IdFormatFromName(f->format);
@@ -153,7 +154,7 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--tokenizer,-t", f->tokenizer, "the tokenizer the ids came from (same forms as for encode)")
       ->required();
   sub.add_option("input", f->input, "id file (.bin, .npy, .json), or - for stdin (default)");
-  sub.add_option("-o,--output", f->output, "write the bytes here (atomically); default: stdout");
+  sub.add_option("-o,--output", f->output, "write the bytes here (atomically); default (or -): stdout");
   sub.add_option("--format", f->format, "bin | npy | json (default: from the input's extension, else bin)");
   sub.add_option("--dtype", f->dtype,
                  NameList(bpe::kIdDtypeNames, &bpe::IdDtypeEntry::dtype, " | ", " | ") +
@@ -165,6 +166,7 @@ RunFn SetupBpeDecode(CLI::App& sub, const GlobalOptions& g) {
     req.tokenizer = f->tokenizer;
     if (Status st = TokenizerOptionsFrom(f->pattern, {}, &req.tokenizer_options); !st.ok()) return ReportError(cmd, st);
     req.input = f->input;
+    if (f->output == "-") f->output.clear();
     req.output = f->output;
     if (!f->format.empty()) {
       auto fmt = bpe::IdFormatFromName(f->format);
