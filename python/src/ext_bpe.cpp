@@ -16,12 +16,12 @@
 #include "lmkit/bpe/encode/decoder.h"
 #include "lmkit/bpe/encode/encode_file.h"
 #include "lmkit/bpe/encode/encoder.h"
-#include "lmkit/bpe/encode/safe_cut.h"
 #include "lmkit/bpe/encode/special_policy.h"
 #include "lmkit/bpe/files/id_format.h"
 #include "lmkit/bpe/files/tokenizer_files.h"
 #include "lmkit/bpe/files/tokenizer_from_model.h"
 #include "lmkit/bpe/files/tokenizer_writer.h"
+#include "lmkit/bpe/pretokenize/cut_rules.h"
 #include "lmkit/bpe/pretokenize/special_tokens.h"
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/bpe/train/train_files.h"
@@ -271,7 +271,8 @@ void RegisterBpe(nb::module_& m) {
             const std::string_view t = utf8.view;
             const bpe::SpecialRules& rules = RulesOf(c, allowed, disallowed);
             // A tokenizer.json pipeline has no proved cut points: the whole text is one piece (cut 0: none).
-            const size_t cut = c.tokenizer().cut_safe() ? bpe::LastSafeCut(t, 0, rules.watched()) : 0;
+            const size_t cut =
+                c.tokenizer().cut_safe() ? bpe::LastWordStartCutOutsideSpecials(t, 0, rules.watched()) : 0;
             RefuseDisallowed(rules, t.substr(0, cut));
             std::vector<uint32_t> ids;
             size_t chars = 0;

@@ -311,8 +311,8 @@ class Tokenizer {
       if (f.lstrip || f.rstrip) return false;
     return !char_level_ && (pipeline_ == nullptr || pipeline_->lossless());
   }
-  // True when the cut rules of safe_cut.h hold (proved for the three hand-written patterns only): a tokenizer with a
-  // pipeline or added-token flags is encoded in one piece per input.
+  // True when the word-start cut rules of pretokenize/cut_rules.h hold (proved for the three hand-written patterns
+  // only): a tokenizer with a pipeline or added-token flags is encoded in one piece per input.
   bool cut_safe() const { return pipeline_ == nullptr && added_flags_.empty(); }
 
  private:

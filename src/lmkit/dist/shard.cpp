@@ -6,24 +6,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 
-#include "lmkit/bpe/encode/safe_cut.h"
+#include "lmkit/bpe/pretokenize/cut_rules.h"
 
 namespace lmkit::bpe {
 
 namespace {
-
-// Whether an occurrence of a special starts in (c - len, c) and ends after c.
-bool Straddled(std::string_view text, size_t c, const std::vector<std::string>& specials) {
-  for (const auto& s : specials) {
-    const size_t len = s.size();
-    if (len < 2) continue;
-    for (size_t start = c >= len - 1 ? c - (len - 1) : 0; start < c; ++start)
-      if (start + len <= text.size() && std::memcmp(text.data() + start, s.data(), len) == 0) return true;
-  }
-  return false;
-}
 
 size_t MaxLen(const std::vector<std::string>& specials) {
   size_t m = 0;
@@ -57,23 +45,11 @@ Result<ShardSpec> ParseShardSpec(std::string_view text) {
   return s;
 }
 
-bool IsShardCut(std::string_view text, size_t c, const std::vector<std::string>& specials) {
-  if (c == 0 || c >= text.size()) return false;
-  if (Straddled(text, c, specials)) return false;
-  if (IsPatternSafeCut(text, c)) return true;
-  for (const auto& s : specials) {
-    const size_t len = s.size();
-    if (len == 0 || len > c) continue;
-    if (std::memcmp(text.data() + c - len, s.data(), len) == 0 && !Straddled(text, c - len, specials)) return true;
-  }
-  return false;
-}
-
 std::vector<uint64_t> ShardCutsOfText(std::string_view text, uint64_t n, const std::vector<std::string>& specials) {
   std::vector<uint64_t> cuts{0};
   for (uint64_t k = 1; k < n; ++k) {
     uint64_t c = Target(text.size(), k, n);
-    while (c > 0 && c < text.size() && !IsShardCut(text, static_cast<size_t>(c), specials)) ++c;
+    while (c > 0 && c < text.size() && !IsWordStartOrSpecialEndCut(text, static_cast<size_t>(c), specials)) ++c;
     cuts.push_back(c);
   }
   cuts.push_back(text.size());
@@ -84,7 +60,7 @@ Result<ShardRange> ComputeShardRange(io::Corpus& corpus, ShardSpec spec, const s
   if (spec.n == 0 || spec.k >= spec.n) return Status::InvalidArgument("shard index out of range");
   const size_t L = MaxLen(specials);
   io::CutRule rule;
-  rule.is_cut = [&specials](std::string_view text, size_t c) { return IsShardCut(text, c, specials); };
+  rule.is_cut = [&specials](std::string_view text, size_t c) { return IsWordStartOrSpecialEndCut(text, c, specials); };
   rule.before = 2 * L + 2;
   rule.after = L + 2;
   ShardRange r;

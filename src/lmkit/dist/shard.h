@@ -3,12 +3,8 @@
 // the whole corpus (docs/distributed.md).
 //
 // Contract: a shard cut is a byte offset c (0 < c < total) of the concatenated inputs where the text can be split
-// without changing any special-token match or pre-token on either side:
-//   - no occurrence of a special token straddles c, and
-//   - either c ends an occurrence of a special token whose start is not straddled by another occurrence (a document
-//     boundary such as the end of "<|endoftext|>"), or the bytes around c are "X\n|Y" (X printable non-space ASCII,
-//     Y an ASCII letter or digit) or "x| y" (x, y ASCII letters) — the encoder's safe-cut rule, proved for the gpt2,
-//     cl100k and o200k patterns in docs/bpe-encoding.md.
+// without changing any special-token match or pre-token on either side: IsWordStartOrSpecialEndCut
+// (bpe/pretokenize/cut_rules.h), a document boundary such as the end of "<|endoftext|>" or the start of a word.
 // Offsets 0 and total are always cuts. Shard k of n is [Cut(k·total/n), Cut((k+1)·total/n)) in the corpus' units
 // (bytes of text or JSONL, column bytes of Parquet row groups), where Cut(t) is the first cut at or after t that is
 // also a document boundary (Corpus::FirstCut; total when there is none), so the n ranges are disjoint, cover the
@@ -42,10 +38,6 @@ struct ShardRange {
   uint64_t end = 0;
   uint64_t total = 0;  // the whole corpus, in its units
 };
-
-// Whether c is a shard cut of `text`, which must hold the whole input or at least 2·L+2 bytes before c and L+2
-// after it (L = the longest special), clipped only at the ends of the input.
-bool IsShardCut(std::string_view text, size_t c, const std::vector<std::string>& specials);
 
 // The shard boundaries of an in-memory text: n+1 offsets, first 0, last text.size(). For tests and library users.
 std::vector<uint64_t> ShardCutsOfText(std::string_view text, uint64_t n, const std::vector<std::string>& specials);

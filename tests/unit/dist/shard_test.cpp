@@ -5,13 +5,14 @@
 #include <catch2/catch.hpp>
 #include <map>
 
+#include "lmkit/bpe/pretokenize/cut_rules.h"
 #include "lmkit/bpe/train/counts_file.h"
 #include "lmkit/bpe/train/pretoken_table.h"
 #include "lmkit/bpe/train/trainer.h"
 #include "support/corpus_fixtures.h"
 #include "support/run_lmkit.h"
 
-using lmkit::bpe::IsShardCut;
+using lmkit::bpe::IsWordStartOrSpecialEndCut;
 using lmkit::bpe::ParseShardSpec;
 using lmkit::bpe::ShardCutsOfText;
 
@@ -54,23 +55,6 @@ TEST_CASE("shard: K/N parsing", "[bpe][shard]") {
     CHECK(ParseShardSpec(bad).status().code() == lmkit::ErrorCode::kInvalidArgument);
 }
 
-TEST_CASE("shard: cut rules", "[bpe][shard]") {
-  const std::vector<std::string> sp = {"<|endoftext|>"};
-  const std::string t = "one two\nThree<|endoftext|>four";
-  CHECK(IsShardCut(t, 3, sp));         // "e| t"
-  CHECK_FALSE(IsShardCut(t, 4, sp));   // " |t": inside a pre-token
-  CHECK(IsShardCut(t, 8, sp));         // "o\n|T"
-  CHECK_FALSE(IsShardCut(t, 7, sp));   // "o|\nT"
-  CHECK(IsShardCut(t, 26, sp));        // the end of <|endoftext|> (a document boundary)
-  CHECK_FALSE(IsShardCut(t, 20, sp));  // inside the special token
-  CHECK_FALSE(IsShardCut(t, 0, sp));
-  CHECK_FALSE(IsShardCut(t, t.size(), sp));
-  // A special that contains "a b" must not be cut in its middle even though the bytes look safe.
-  const std::vector<std::string> sp2 = {"[a b]"};
-  CHECK_FALSE(IsShardCut("x [a b] y", 4, sp2));
-  CHECK(IsShardCut("x [a b] y", 4, {}));
-}
-
 TEST_CASE("shard: boundaries are monotone cuts covering the text once", "[bpe][shard]") {
   const std::string text = lmkit::test::ReadAll(lmkit::test::TestData("bpe/corpus.en"));
   REQUIRE(text.size() > 100000);
@@ -83,7 +67,7 @@ TEST_CASE("shard: boundaries are monotone cuts covering the text once", "[bpe][s
     for (size_t i = 1; i < cuts.size(); ++i) {
       CHECK(cuts[i - 1] <= cuts[i]);
       if (i < n) {
-        CHECK(IsShardCut(text, cuts[i], sp));
+        CHECK(IsWordStartOrSpecialEndCut(text, cuts[i], sp));
         CHECK(cuts[i] >= text.size() * i / n);
         CHECK(cuts[i] - text.size() * i / n < 200);  // English text has a cut every few bytes
       }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "lmkit/bpe/encode/safe_cut.h"
+#include "lmkit/bpe/pretokenize/cut_rules.h"
 #include "lmkit/common/ordered_pipeline.h"
 #include "lmkit/common/thread_start.h"
 
@@ -43,11 +43,11 @@ class Chunker {
     }
     if (buf.size() > chunk_ + look_) {
       for (size_t k = chunk_; k >= 2 && c == 0; --k)
-        if (IsSafeCut(buf, k, specials_)) c = k;
+        if (IsWordStartCutOutsideSpecials(buf, k, specials_)) c = k;
       for (size_t pos = chunk_ + 1; c == 0; ++pos) {
         LMKIT_RETURN_IF_ERROR(Fill(&buf, pos + look_ + 1));
         if (buf.size() <= pos + look_) break;
-        if (IsSafeCut(buf, pos, specials_)) c = pos;
+        if (IsWordStartCutOutsideSpecials(buf, pos, specials_)) c = pos;
       }
     }
     if (c != 0) {

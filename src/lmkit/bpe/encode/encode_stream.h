@@ -1,12 +1,12 @@
 // Encoding an input of any size: cut into chunks at safe points, encoded in parallel, in bounded memory, with output
 // identical to a whole-input encode.
 //
-// Contract: EncodeStream reads `source` to its end, cuts it at safe points (safe_cut.h) into chunks of about
-// `chunk_bytes`, encodes them on `threads` worker threads (up to 2 × threads chunks in flight; the calling thread
-// reads and writes) and hands the ids to `sink` in input order, on the calling thread, so the output is the same for
-// every thread count and chunk size. Special tokens follow options.specials (default: every special of the tokenizer
-// allowed). Memory: the chunks in flight and their ids (bounded by chunk_bytes × 2 × threads × ~2.5) plus any one
-// stretch of input without a safe point (a single pre-token, e.g. megabytes of text with no space or newline, must
+// Contract: EncodeStream reads `source` to its end, cuts it at safe points (IsWordStartCutOutsideSpecials, cut_rules.h)
+// into chunks of about `chunk_bytes`, encodes them on `threads` worker threads (up to 2 × threads chunks in flight; the
+// calling thread reads and writes) and hands the ids to `sink` in input order, on the calling thread, so the output is
+// the same for every thread count and chunk size. Special tokens follow options.specials (default: every special of the
+// tokenizer allowed). Memory: the chunks in flight and their ids (bounded by chunk_bytes × 2 × threads × ~2.5) plus any
+// one stretch of input without a safe point (a single pre-token, e.g. megabytes of text with no space or newline, must
 // be held whole). Errors: the source's or the sink's Status, unchanged; for the first disallowed special in the input,
 // DisallowedSpecialError with its offset from the start of the input and no subject (the caller names the input);
 // ids before it have been written to the sink.

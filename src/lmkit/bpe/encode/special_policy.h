@@ -74,7 +74,7 @@ class SpecialRules {
   uint32_t allowed_id(int index) const { return allowed_ids_[static_cast<size_t>(index)]; }
   bool has_disallowed() const { return !disallowed_.empty(); }
   std::optional<DisallowedSpecial> FindDisallowed(std::string_view text) const;
-  // The specials whose occurrences must not be cut in two (allowed and disallowed), for LastSafeCut.
+  // The specials whose occurrences must not be cut in two (allowed and disallowed), for the chunk cuts.
   const std::vector<SpecialToken>& watched() const { return watched_; }
 
  private:

@@ -23,7 +23,7 @@
 #include <cstring>
 #include <memory>
 
-#include "lmkit/bpe/pretokenize/ascii_runs.h"
+#include "lmkit/bpe/pretokenize/cut_rules.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_start.h"
 
@@ -31,26 +31,13 @@ namespace lmkit::bpe {
 namespace train {
 namespace {
 
-inline bool IsSafeCut(std::string_view t, size_t x) {
-  return x > 0 && x < t.size() && ascii::IsLetter(static_cast<unsigned char>(t[x - 1])) &&
-         (t[x] == ' ' || t[x] == '\n');
-}
-
-// The last safe pre-token boundary x with lo < x <= hi (and x < t.size()), or 0 when there is none.
-size_t LastSafeCut(std::string_view t, size_t lo, size_t hi) {
-  hi = std::min(hi, t.size() == 0 ? 0 : t.size() - 1);
-  for (size_t x = hi; x > lo; --x)
-    if (IsSafeCut(t, x)) return x;
-  return 0;
-}
-
-// Cuts [begin, end) of `t` (an ordinary span) into pieces of about `target` bytes at safe boundaries.
+// Cuts [begin, end) of `t` (an ordinary span) into pieces of about `target` bytes at letter-space cuts.
 void CutSpan(std::string_view t, size_t begin, size_t end, size_t target, std::vector<std::string_view>* items) {
   while (end - begin > target + target / 2) {
-    size_t x = LastSafeCut(t.substr(0, end), begin + target / 2, begin + target);
+    size_t x = LastLetterSpaceCut(t.substr(0, end), begin + target / 2, begin + target);
     if (x == 0) {
       for (size_t y = begin + target + 1; y < end; ++y)
-        if (IsSafeCut(t.substr(0, end), y)) {
+        if (IsLetterSpaceCut(t.substr(0, end), y)) {
           x = y;
           break;
         }
@@ -118,7 +105,7 @@ size_t BlockCut(std::string_view text, const SpecialTokenSplitter& splitter) {
     last_end = m.begin + m.length;
     pos = last_end;
   }
-  const size_t x = LastSafeCut(text, last_end, limit);
+  const size_t x = LastLetterSpaceCut(text, last_end, limit);
   return std::max(x, last_end);
 }
 

@@ -3,10 +3,11 @@
 // carried into the next block:
 //   - the end of a special-token match whose start is at least max_special_len before the block end (so the
 //     longest-match decision there cannot depend on bytes not read yet), or
-//   - a "safe" pre-token boundary x after that: text[x-1] is an ASCII letter and text[x] is ' ' or '\n'. Every GPT-2
+//   - a letter-space cut x after that (IsLetterSpaceCut, pretokenize/cut_rules.h): text[x-1] is an ASCII letter and
+//   text[x] is ' ' or '\n'. Every GPT-2
 //     pre-token containing text[x-1] ends at x (letter runs and contractions stop at a non-letter), and the scanner
 //     only looks forward, so cutting there changes no pre-token.
-// Ordinary spans of a block are cut again at safe boundaries into ~1 MiB work items, counted on the thread pool into
+// Ordinary spans of a block are cut again at letter-space cuts into ~1 MiB work items, counted on the thread pool into
 // one open-addressing table per worker (key bytes in a per-worker arena). Tables are merged at the end; counts are
 // sums, so the result does not depend on which worker counted what.
 //
