@@ -86,7 +86,7 @@ void CheckHelpStyle(const std::vector<std::string>& command) {
     const bool capitalised = std::isupper(static_cast<unsigned char>(first[0])) &&
                              std::count_if(first.begin(), first.end(), [](char c) { return std::isupper(c); }) == 1;
     CHECK_FALSE(capitalised);
-    CHECK((d.back() != '.' || d.size() >= 3 && d.compare(d.size() - 3, 3, "...") == 0));
+    CHECK((d.back() != '.' || (d.size() >= 3 && d.compare(d.size() - 3, 3, "...") == 0)));
     CHECK(d.find("(default ") == std::string::npos);
     CHECK_FALSE((d.back() == ']' && d.rfind(" [") != std::string::npos && d.find("T[,T...]") == std::string::npos));
   }
