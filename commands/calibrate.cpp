@@ -7,7 +7,6 @@
 #include "command.h"
 #include "lmkit/model/calibrate_model.h"
 #include "lmkit/present/quant.h"
-#include "lmkit/present/quant_svg.h"
 
 namespace lmkit::cli {
 namespace {
@@ -64,14 +63,6 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (from_model == !a->o.inputs.empty())
       return UsageError("calibrate", "give either ACTIVATIONS files or --model with --tokens");
     if (from_model != (tokens->count() > 0)) return UsageError("calibrate", "--model and --tokens go together");
-    // The chart replaces its destination, so one that names an input would destroy it (the core checks -o and
-    // --trt-cache, and the chart again, under its field name).
-    std::vector<std::string> ins = a->o.inputs;
-    if (from_model) ins = {a->m.model, a->m.tokens};
-    if (Status st = CheckOutputIsNotAnInput(ins, a->svg, "--svg"); !st.ok()) return ReportError("calibrate", st);
-    if (!a->svg.empty() && (a->svg == a->o.output || a->svg == a->o.trt_cache))
-      return UsageError("calibrate",
-                        "--svg names the same file as " + std::string(a->svg == a->o.output ? "-o" : "--trt-cache"));
     auto method = quant::ParseCalibMethod(a->method);
     if (!method.ok()) return ReportError("calibrate", method.status());
     auto flavor = quant::ParseCalibFlavor(a->flavor);
@@ -83,10 +74,9 @@ RunFn SetupCalibrate(CLI::App& sub, const GlobalOptions& g) {
     if (p->count() > 0) a->o.percentile = a->percentile;
     a->o.threads = g.ResolvedThreads();
     a->o.survey = !a->svg.empty();
-    if (!a->svg.empty()) a->o.extra_outputs.push_back({a->svg, "svg"});  // the only extra output: the chart
+    const quant::RenderCalibrationOutput chart = present::AddCalibrationOutputs(&a->o, a->svg);
     auto progress = MakeProgress(g);
     a->m.calib = a->o;
-    auto chart = [](const quant::CalibrationTable& t, size_t) { return present::CalibrationSvg(t); };
     auto table =
         from_model ? model::CalibrateModel(a->m, progress.get(), chart) : quant::Calibrate(a->o, progress.get(), chart);
     if (!table.ok()) return ReportError("calibrate", table.status(), FlagNames{{"survey", "--svg"}, {"output", "-o"}});

@@ -4,17 +4,15 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <filesystem>
 
 #include "command.h"
 #include "lmkit/present/quant.h"
-#include "lmkit/present/quant_svg.h"
 
 namespace lmkit::cli {
 namespace {
 
 // How quantize spells the request's fields where the default (--field-name) does not apply.
-const FlagNames kQuantizeFlags = {{"input", "INPUT"}, {"output", "OUTPUT"}};
+const FlagNames kQuantizeFlags = {{"input", "INPUT"}, {"output", "-o"}};
 
 std::string SchemeHelp() {
   std::string out = "what the Linear layers compute with:";
@@ -120,33 +118,9 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     a->o.granularity = *gran;
     a->o.format = *format;
     a->o.threads = g.ResolvedThreads();
-    // Each output replaces its destination: none may be an input (the core checks the report and the chart, and the
-    // output again), and the report may not replace the quantized output (worded here with the flags, which the
-    // core's field names, OUTPUT among them, would not give).
-    const std::vector<std::string> ins = {a->o.input, a->o.calibration, a->o.calibration_tokens};
-    if (Status st = CheckOutputIsNotAnInput(ins, a->o.output); !st.ok()) return ReportError("quantize", st);
-    std::error_code ec;
-    auto same = [&](const std::string& x, const std::string& y) {
-      return !x.empty() && std::filesystem::weakly_canonical(std::filesystem::absolute(x, ec), ec) ==
-                               std::filesystem::weakly_canonical(std::filesystem::absolute(y, ec), ec);
-    };
-    if (same(a->report, a->o.output)) return UsageError("quantize", "-o and --report name the same file");
-    if (same(a->svg, a->o.output)) return UsageError("quantize", "--svg and -o name the same file");
-    if (same(a->svg, a->report)) return UsageError("quantize", "--svg and --report name the same file");
-    // The report and the chart are rendered here, from the finished report, and written before the checkpoint.
-    std::vector<std::string (*)(const quant::QuantizeResult&)> renderers;
-    if (!a->report.empty()) {
-      a->o.extra_outputs.push_back({a->report, "report"});
-      renderers.push_back(
-          [](const quant::QuantizeResult& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; });
-    }
-    if (!a->svg.empty()) {
-      a->o.extra_outputs.push_back({a->svg, "svg"});
-      renderers.push_back(present::QuantizeSvg);
-    }
+    const quant::RenderQuantizeOutput render = present::AddQuantizeOutputs(&a->o, a->report, a->svg);
     auto progress = MakeProgress(g);
-    auto rep = quant::Quantize(a->o, progress.get(),
-                               [&](const quant::QuantizeResult& r, size_t i) { return renderers[i](r); });
+    auto rep = quant::Quantize(a->o, progress.get(), render);
     if (!rep.ok()) return ReportError("quantize", rep.status(), kQuantizeFlags);
     for (const std::string& w : rep->warnings)
       Note(g, "quantize", "warning: " + RenderFields(w, [](std::string_view f) { return FlagFor(f, kQuantizeFlags); }));

@@ -705,7 +705,7 @@ TEST_CASE("quantize --format gguf-q8_0: inputs it cannot write are one-line erro
   // OUTPUT must be a file.
   r = RunLmkit({"quantize", toy, "-o", dir.path(), "--format", "gguf-q8_0"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "lmkit quantize: OUTPUT must be a file path with --format gguf-q8_0\n");
+  CHECK(r.err == "lmkit quantize: -o must be a file path with --format gguf-q8_0\n");
 }
 
 TEST_CASE("quantize: fp8 and fp8-static write float-quantized E4M3 that an independent reader dequantizes",

@@ -23,6 +23,13 @@ Json CalibrationReportJson(const quant::CalibrationTable& table);
 // One line per tensor and a summary naming `output`.
 std::string CalibrationReportText(const quant::CalibrationTable& table, const std::string& output);
 
+// The files a front end asks for beside the result, added to the request's extra_outputs: quantize's report (the
+// QuantizeReportJson document) and chart (QuantizeSvg), calibrate's chart (CalibrationSvg); an empty path adds none.
+// Returns the renderer the core calls for them, so the CLI and Python write the same bytes.
+quant::RenderQuantizeOutput AddQuantizeOutputs(quant::QuantizeRequest* req, const std::string& report_path,
+                                               const std::string& svg_path);
+quant::RenderCalibrationOutput AddCalibrationOutputs(quant::CalibrateRequest* req, const std::string& svg_path);
+
 // Every scheme x format x granularity (channel, tensor, group:4, group:32, group:128) x activation mode lmkit can be
 // asked for, with its policy and what each loader does (loader_rules.h): {"schemes": [{"name", "summary", ...}],
 // "checkpoints": [{"scheme", "format", "granularity", "static_activations", "policy": "write"|"warn"|"refuse",
