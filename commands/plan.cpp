@@ -39,7 +39,6 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
   struct State {
     accounting::PlanRequest req;
     std::string format = "table";
-    std::string trace_path;
   };
   auto st = std::make_shared<State>();
   sub.add_option("PLAN", st->req.plan_path, "plan file (JSON; '-' = stdin)")->required();
@@ -58,32 +57,27 @@ RunFn SetupPlan(CLI::App& sub, const GlobalOptions& g) {
       ->transform(DecimalInteger())
       ->check(CLI::Range(1, 10000000));
   sub.add_option("--seed", st->req.seed, "seed of the generated day (default: 1)")->transform(DecimalInteger());
-  sub.add_option("--trace", st->trace_path,
+  sub.add_option("--trace", st->req.trace_path,
                  "write every simulated allocator call (for scripts/gpu_replay.py) to this JSON file");
   sub.footer(kPlanFooter);
   return [st, &g]() -> int {
     auto fail = [](const Status& s) {
-      return ReportError(
-          "plan", s,
-          {{"plan_path", "PLAN"}, {"timeline_path", "--timeline"}, {"generate_events", "--generate-events"}});
+      return ReportError("plan", s,
+                         {{"plan_path", "PLAN"},
+                          {"timeline_path", "--timeline"},
+                          {"generate_events", "--generate-events"},
+                          {"trace_path", "--trace"}});
     };
-    // The trace replaces its destination (RunPlan checks the chart).
-    if (Status s = CheckOutputIsNotAnInput({st->req.plan_path, st->req.timeline_path, st->req.svg_path}, st->trace_path,
-                                           "--trace");
-        !s.ok())
-      return fail(s);
-    if (!st->trace_path.empty() && st->req.timeline_path.empty() && st->req.generate_events <= 0)
-      return fail(Status::InvalidArgument("--trace needs --timeline or --generate-events"));
     auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st->format, "format");
     if (!fmt.ok()) return fail(fmt.status());
-    auto res = accounting::RunPlanWithTimeline(st->req, !st->trace_path.empty());
+    auto res = accounting::RunPlanWithTimeline(st->req);
     if (!res.ok()) return fail(res.status());
     if (!res->svg_path.empty()) {
       const std::string svg = res->timeline ? present::PlanTimelineSvg(*res) : present::PlanMemoryMapSvg(*res);
       if (Status w = WriteChart(res->svg_path, svg); !w.ok()) return fail(w);
     }
-    if (!st->trace_path.empty())
-      if (Status w = WriteChart(st->trace_path, DumpJson(present::PlanTimelineTraceJson(*res), -1) + "\n"); !w.ok())
+    if (!res->trace_path.empty())
+      if (Status w = WriteChart(res->trace_path, DumpJson(present::PlanTimelineTraceJson(*res), -1) + "\n"); !w.ok())
         return fail(w);
     if (*fmt == present::Format::kJson) {
       PrintJson(present::PlanJson(*res));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "lmkit/accounting/roofline.h"
 #include "lmkit/accounting/tensor_parallel.h"
 #include "lmkit/common/json.h"
+#include "lmkit/common/name_table.h"
 
 namespace lmkit::accounting {
 
@@ -87,11 +89,32 @@ struct Plan {
 Result<Plan> ParsePlan(const Json& doc, const std::string& subject, const std::string& base_dir);
 Result<Plan> LoadPlan(const std::string& path);
 
-// A single change to one model that would let it be placed, the others staying where they are.
-struct WhatIf {
-  std::string change;  // "batch 64 -> 25", "dtype fp8", "kv_dtype fp8", "tp 2", "gpus 3", "gpu H200-SXM-141GB"
-  std::string detail;  // its footprint per GPU and what it costs
+// The kinds of single change `--what-if` tries, cheapest first.
+enum class WhatIfChange {
+  kBatch,                 // fewer sequences at once: `from` -> `to`
+  kGpuMemoryUtilization,  // a smaller share of each GPU: `from` -> `to` (vLLM's gpu_memory_utilization)
+  kKvDtypeFp8,            // the KV cache in fp8
+  kDtype,                 // 8-bit weights: `dtype`
+  kTp,                    // a higher tensor-parallel degree: `from` -> `to`
+  kGpus,                  // more GPUs of the plan's kind: `from` -> `to`
+  kGpu,                   // a larger GPU from the table: `gpu`, on which `placed` of `models` models go
 };
+
+// A single change to one model that would let it be placed, the others staying where they are (present/ writes it:
+// "batch 64 -> 25", "dtype fp8", "tp 1 -> 2", "gpu H200-SXM-141GB" and the detail after it).
+struct WhatIf {
+  WhatIfChange change = WhatIfChange::kBatch;
+  double from = 0, to = 0;                   // kBatch, kGpuMemoryUtilization, kTp, kGpus
+  Dtype dtype = Dtype::kFp8;                 // kDtype
+  std::string gpu;                           // kGpu: the table's name
+  uint64_t footprint = 0;                    // all but kGpu: its footprint per GPU after the change
+  int64_t tp = 1;                            // all but kGpu: on this many GPUs
+  int64_t placed = 0, models = 0, gpus = 0;  // kGpu: models placed, of the plan's models, on this many GPUs
+};
+
+// What bounds a phase of a model's latency.
+enum class LatencyBound { kCompute, kMemory, kCommunication, kMeasured };
+std::span<const EnumName<LatencyBound>> LatencyBoundNames();  // compute, memory, communication, measured
 
 // Why a model was left out of the placement; present/ writes the sentence from these and the estimate's numbers.
 enum class Unplaced {
@@ -118,14 +141,15 @@ struct ModelEstimate {
   Roofline prefill;               // per GPU: batch x prompt tokens (or the one forward pass)
   Roofline decode;                // per GPU: one decode step at the mean context (only when output_tokens > 0)
   AllReduceCost prefill_comm, decode_comm;  // tensor-parallel all-reduces of the prefill and of one decode step
-  double prefill_s = 0, decode_s = 0, latency_s = 0;  // communication included
-  std::string bound;         // "compute", "memory" or "communication": what bounds the phase that takes longer
-  std::string bound_detail;  // "prefill compute-bound, decode memory-bound"
-  double cold_load_s = 0;    // disk read + host->device copy of the weights (all its GPUs in parallel)
-  double switch_s = 0;       // host->device copy of the weights (host copy already resident)
-  double utilisation = 0;    // requests_per_s x latency_s / batch
-  bool fits_alone = false;   // its pieces fit empty GPUs of the plan
-  std::vector<int> gpus;     // where its pieces went; empty = not placed
+  double prefill_s = 0, decode_s = 0, latency_s = 0;    // communication included
+  LatencyBound bound = LatencyBound::kCompute;          // what bounds the phase that takes longer
+  LatencyBound prefill_bound = LatencyBound::kCompute;  // the prefill (or the one forward pass), all-reduces included
+  std::optional<LatencyBound> decode_bound;             // a decode step's, when output_tokens > 0 (config models)
+  double cold_load_s = 0;   // disk read + host->device copy of the weights (all its GPUs in parallel)
+  double switch_s = 0;      // host->device copy of the weights (host copy already resident)
+  double utilisation = 0;   // requests_per_s x latency_s / batch
+  bool fits_alone = false;  // its pieces fit empty GPUs of the plan
+  std::vector<int> gpus;    // where its pieces went; empty = not placed
   Unplaced unplaced = Unplaced::kNone;
   std::vector<WhatIf> what_if;        // with PlanRequest::what_if, for a model not placed: cheapest first
   std::vector<std::string> warnings;  // e.g. a KV budget that holds fewer sequences than the batch
@@ -154,6 +178,7 @@ struct PlanRequest {
   std::string timeline_path;    // replay this day of events (plan_timeline.h)
   int64_t generate_events = 0;  // or a generated day of this many events
   uint64_t seed = 1;            // of the generated day
+  std::string trace_path;       // every simulated allocator call will be written here (by the caller; needs a day)
 };
 
 struct TimelineResult;  // plan_timeline.h
@@ -171,6 +196,7 @@ struct PlanResult {
   std::vector<int> unplaced;
   double most_free_bytes = 0;  // the most memory left free on one GPU after the placement
   std::string svg_path;
+  std::string trace_path;                          // the allocator trace the caller writes ("" = none)
   std::shared_ptr<const TimelineResult> timeline;  // with PlanRequest::timeline_path or generate_events
 };
 
@@ -178,7 +204,8 @@ struct PlanResult {
 // tensor-parallel GPUs than the plan has, no room beside the others) are listed with the reason and the largest batch
 // that would fit, and do not stop the plan. Errors: LoadPlan's; no GPU named (kInvalidArgument naming gpu); the GPU
 // lookup's; reserved and fragmentation leaving no usable memory; a dtype the GPU has no peak for (kInvalidInput
-// naming the entry).
+// naming the entry); trace_path without timeline_path or generate_events, or a chart or trace that would replace the
+// plan, the timeline or a model config the plan reads (kInvalidArgument naming the field).
 Result<PlanResult> RunPlan(const PlanRequest& req);
 // The same, on an already-parsed plan (tests). `gpu_spec` as PlanRequest's.
 Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int64_t gpus_override, bool what_if = false,

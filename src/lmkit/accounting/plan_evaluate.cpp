@@ -27,19 +27,26 @@ Status WeightsModelSpeed(const PlanModel& pm, const GpuSpec& gpu, ModelEstimate*
   rl.time_s = std::max(rl.compute_s, rl.memory_s);
   if (pm.latency_ms > 0) {
     e->prefill_s = pm.latency_ms / 1000;
-    e->bound = "measured";
-    e->bound_detail = "measured latency";
+    e->bound = LatencyBound::kMeasured;
   } else {
     e->prefill_s = rl.time_s;
-    e->bound = rl.compute_s >= rl.memory_s ? "compute" : "memory";
-    e->bound_detail = "forward " + e->bound + "-bound";
+    e->bound = rl.compute_s >= rl.memory_s ? LatencyBound::kCompute : LatencyBound::kMemory;
     if (pm.flops_per_request <= 0)
       e->warnings.push_back("no flops_per_request or latency_ms: its latency is the read of its weights only");
   }
+  e->prefill_bound = e->bound;
   return Status::Ok();
 }
 
 }  // namespace
+
+std::span<const EnumName<LatencyBound>> LatencyBoundNames() {
+  static constexpr EnumName<LatencyBound> kNames[] = {{LatencyBound::kCompute, "compute"},
+                                                      {LatencyBound::kMemory, "memory"},
+                                                      {LatencyBound::kCommunication, "communication"},
+                                                      {LatencyBound::kMeasured, "measured"}};
+  return kNames;
+}
 
 Result<Footprint> ModelFootprint(const PlanModel& pm, const GpuSpec& gpu, double usable, double runtime) {
   if (pm.weights_only) {
@@ -163,25 +170,22 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
       e.prefill_comm =
           TensorParallelAllReduce(pm.spec, pm.tp, pm.batch * fo.seq_len, prec.ActivationBytes(), link, alpha);
       e.prefill_s = e.prefill.time_s + e.prefill_comm.seconds;
-      auto bound_of = [](const Roofline& rl, const AllReduceCost& c) -> std::string {
-        if (c.seconds > rl.time_s) return "communication";
-        return rl.compute_s >= rl.memory_s ? "compute" : "memory";
+      auto bound_of = [](const Roofline& rl, const AllReduceCost& c) {
+        if (c.seconds > rl.time_s) return LatencyBound::kCommunication;
+        return rl.compute_s >= rl.memory_s ? LatencyBound::kCompute : LatencyBound::kMemory;
       };
-      std::string pre_bound = bound_of(e.prefill, e.prefill_comm);
-      e.bound = pre_bound;
-      e.bound_detail = (pm.output_tokens > 0 ? "prefill " : "forward ") + pre_bound + "-bound";
+      e.prefill_bound = bound_of(e.prefill, e.prefill_comm);
+      e.bound = e.prefill_bound;
       if (pm.output_tokens > 0) {
         auto dec = BuildDecodeMatmuls(*shard, pm.batch, fo.seq_len + pm.output_tokens / 2);
         if (!dec.ok()) return Status::InvalidInput(subject, where + ": " + dec.status().ToString());
         LMKIT_ASSIGN_OR_RETURN(e.decode, ComputeRoofline(*dec, r.gpu, prec));
         e.decode_comm = TensorParallelAllReduce(pm.spec, pm.tp, pm.batch, prec.ActivationBytes(), link, alpha);
         e.decode_s = (e.decode.time_s + e.decode_comm.seconds) * static_cast<double>(pm.output_tokens);
-        std::string dec_bound = bound_of(e.decode, e.decode_comm);
-        e.bound_detail += ", decode " + dec_bound + "-bound";
-        if (e.decode_s > e.prefill_s) e.bound = dec_bound;
+        e.decode_bound = bound_of(e.decode, e.decode_comm);
+        if (e.decode_s > e.prefill_s) e.bound = *e.decode_bound;
       }
     }
-    if (pm.tp > 1) e.bound_detail += ", tp " + std::to_string(pm.tp);
     e.latency_s = e.prefill_s + e.decode_s;
     // Every GPU of a tensor-parallel model copies its own slice at once; the disk reads all the slices.
     const double w = static_cast<double>(e.memory.weights);
@@ -269,7 +273,13 @@ Result<PlanResult> EvaluatePlan(Plan plan, const std::string& gpu_override, int6
 }
 
 Result<PlanResult> RunPlan(const PlanRequest& req) {
-  // The chart replaces its destination: not the plan file it is drawn from, nor a model config the plan reads.
+  // The chart and the trace replace their destinations: not the plan file they are drawn from, the day replayed,
+  // nor a model config the plan reads; the trace not the chart either.
+  if (!req.trace_path.empty() && req.timeline_path.empty() && req.generate_events <= 0)
+    return Status::InvalidArgument(Field("trace_path") + " needs " + Field("timeline_path") + " or " +
+                                   Field("generate_events"));
+  LMKIT_RETURN_IF_ERROR(
+      CheckOutputIsNotAnInput({req.plan_path, req.timeline_path, req.svg_path}, req.trace_path, "trace_path"));
   LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput({req.plan_path, req.timeline_path}, req.svg_path, "svg"));
   LMKIT_ASSIGN_OR_RETURN(Plan plan, LoadPlan(req.plan_path));
   LMKIT_ASSIGN_OR_RETURN(PlanResult r, EvaluatePlan(std::move(plan), req.gpu, req.gpus, req.what_if, req.gpu_spec));
@@ -277,7 +287,9 @@ Result<PlanResult> RunPlan(const PlanRequest& req) {
   for (const auto& m : r.plan.models)
     if (!m.config_file.empty()) configs.push_back(m.config_file);
   LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(configs, req.svg_path, "svg"));
+  LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(configs, req.trace_path, "trace_path"));
   r.svg_path = req.svg_path;
+  r.trace_path = req.trace_path;
   return r;
 }
 

@@ -610,7 +610,7 @@ TimelineResult SimulateTimeline(const PlanResult& plan, const Timeline& tl, bool
   return r;
 }
 
-Result<PlanResult> RunPlanWithTimeline(const PlanRequest& req, bool trace) {
+Result<PlanResult> RunPlanWithTimeline(const PlanRequest& req) {
   LMKIT_ASSIGN_OR_RETURN(PlanResult r, RunPlan(req));
   if (req.timeline_path.empty() && req.generate_events <= 0) return r;
   if (!req.timeline_path.empty() && req.generate_events > 0)
@@ -621,7 +621,7 @@ Result<PlanResult> RunPlanWithTimeline(const PlanRequest& req, bool trace) {
   } else {
     tl = GenerateTimeline(r, req.generate_events, req.seed);
   }
-  r.timeline = std::make_shared<const TimelineResult>(SimulateTimeline(r, tl, trace));
+  r.timeline = std::make_shared<const TimelineResult>(SimulateTimeline(r, tl, !req.trace_path.empty()));
   return r;
 }
 

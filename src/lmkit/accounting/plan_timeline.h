@@ -104,7 +104,8 @@ std::vector<uint64_t> LoadTensors(const ModelEstimate& m);
 // The tensors a burst of `batch` sequences allocates.
 std::vector<uint64_t> BurstTensors(const ModelEstimate& m, int64_t batch);
 
-// LoadPlan + EvaluatePlan + the timeline (file or generated) when the request asks for one.
-Result<PlanResult> RunPlanWithTimeline(const PlanRequest& req, bool trace = false);
+// RunPlan + the timeline (file or generated) when the request asks for one, every allocator call kept when it names
+// a trace_path. Errors: RunPlan's, timeline_path beside generate_events, LoadTimeline's.
+Result<PlanResult> RunPlanWithTimeline(const PlanRequest& req);
 
 }  // namespace lmkit::accounting

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <functional>
 
-#include "lmkit/common/units.h"
-
 namespace lmkit::accounting {
 namespace {
 
@@ -34,14 +32,22 @@ std::vector<WhatIf> CheapestChanges(const PlanResult& r, size_t i) {
   std::vector<WhatIf> out;
   // A variant of the model that would be placed: its footprint, if it fits beside the others.
   auto try_variant = [&](const PlanModel& v, const GpuSpec& gpu, double usable, const std::vector<double>& room,
-                         const std::string& change) -> bool {
+                         WhatIf change) -> bool {
     if (gpu.PeakFlops(v.dtype) <= 0 || !ShardForTensorParallel(v.spec, v.tp, "tp").ok()) return false;
     auto fp = ModelFootprint(v, gpu, usable, runtime);
     if (!fp.ok() || fp->budget_short || static_cast<double>(fp->footprint) > usable) return false;
     if (!Fits(room, fp->footprint, v.tp)) return false;
-    out.push_back({change, HumanBytes(static_cast<double>(fp->footprint)) + " per GPU" +
-                               (v.tp > 1 ? " on " + std::to_string(v.tp) + " GPUs" : "")});
+    change.footprint = fp->footprint;
+    change.tp = v.tp;
+    out.push_back(std::move(change));
     return true;
+  };
+  auto from_to = [](WhatIfChange c, double from, double to) {
+    WhatIf w;
+    w.change = c;
+    w.from = from;
+    w.to = to;
+    return w;
   };
 
   // 1. Fewer sequences at once: the footprint is linear in the batch (or, under gpu_memory_utilization, the share).
@@ -53,7 +59,7 @@ std::vector<WhatIf> CheapestChanges(const PlanResult& r, size_t i) {
       v.gpu_memory_utilization = share;
       if (share > 0 && share < pm.gpu_memory_utilization)
         try_variant(v, r.gpu, r.usable_bytes, free,
-                    "gpu_memory_utilization " + Fixed(pm.gpu_memory_utilization, 2) + " -> " + Fixed(share, 2));
+                    from_to(WhatIfChange::kGpuMemoryUtilization, pm.gpu_memory_utilization, share));
     }
   } else if (pm.batch > 1 && pm.tp <= static_cast<int64_t>(free.size())) {
     const double room = free[static_cast<size_t>(pm.tp - 1)];
@@ -65,7 +71,8 @@ std::vector<WhatIf> CheapestChanges(const PlanResult& r, size_t i) {
     if (b >= 1 && b < pm.batch) {
       PlanModel v = pm;
       v.batch = b;
-      try_variant(v, r.gpu, r.usable_bytes, free, "batch " + std::to_string(pm.batch) + " -> " + std::to_string(b));
+      try_variant(v, r.gpu, r.usable_bytes, free,
+                  from_to(WhatIfChange::kBatch, static_cast<double>(pm.batch), static_cast<double>(b)));
     }
   }
   // 2. The KV cache in fp8 (vLLM's kv_cache_dtype fp8).
@@ -73,21 +80,26 @@ std::vector<WhatIf> CheapestChanges(const PlanResult& r, size_t i) {
   if (DtypeBytes(kv) > 1) {
     PlanModel v = pm;
     v.kv_dtype = Dtype::kFp8;
-    try_variant(v, r.gpu, r.usable_bytes, free, "kv_dtype fp8");
+    try_variant(v, r.gpu, r.usable_bytes, free, from_to(WhatIfChange::kKvDtypeFp8, 0, 0));
   }
   // 3. 8-bit weights (Linear layers), where the GPU runs them.
   if (DtypeBytes(pm.dtype) > 1) {
     for (Dtype d : {Dtype::kFp8, Dtype::kInt8}) {
       PlanModel v = pm;
       v.dtype = d;
-      if (try_variant(v, r.gpu, r.usable_bytes, free, std::string("dtype ") + DtypeName(d))) break;
+      WhatIf w;
+      w.change = WhatIfChange::kDtype;
+      w.dtype = d;
+      if (try_variant(v, r.gpu, r.usable_bytes, free, w)) break;
     }
   }
   // 4. A higher tensor-parallel degree on the plan's GPUs.
   for (int64_t t = pm.tp + 1; t <= static_cast<int64_t>(free.size()); ++t) {
     PlanModel v = pm;
     v.tp = t;
-    if (try_variant(v, r.gpu, r.usable_bytes, free, "tp " + std::to_string(pm.tp) + " -> " + std::to_string(t))) break;
+    if (try_variant(v, r.gpu, r.usable_bytes, free,
+                    from_to(WhatIfChange::kTp, static_cast<double>(pm.tp), static_cast<double>(t))))
+      break;
   }
   // 5. More GPUs of the same kind: empty ones take it when it fits empty GPUs.
   if (e.fits_alone || pm.tp > r.gpus) {
@@ -95,7 +107,7 @@ std::vector<WhatIf> CheapestChanges(const PlanResult& r, size_t i) {
     const int64_t add = e.fits_alone ? pm.tp : pm.tp - r.gpus;
     more.insert(more.begin(), static_cast<size_t>(add), r.usable_bytes);
     try_variant(pm, r.gpu, r.usable_bytes, more,
-                "gpus " + std::to_string(r.gpus) + " -> " + std::to_string(r.gpus + add));
+                from_to(WhatIfChange::kGpus, static_cast<double>(r.gpus), static_cast<double>(r.gpus + add)));
   }
   // 6. A larger GPU from the table: the smallest on which the whole plan places this model and loses none of the
   // others (every GPU of the plan changes, so every model is placed again).
@@ -122,8 +134,13 @@ std::vector<WhatIf> CheapestChanges(const PlanResult& r, size_t i) {
       bool placed = false;
       for (size_t c = 0; c < which.size(); ++c) placed = placed || (which[c] == i && !p.bins_of[c].empty());
       if (placed && p.placed > placed_now) {
-        out.push_back({"gpu " + g.name, std::to_string(p.placed) + " of " + std::to_string(r.models.size()) +
-                                            " models placed on " + std::to_string(r.gpus) + " x " + g.name});
+        WhatIf w;
+        w.change = WhatIfChange::kGpu;
+        w.gpu = g.name;
+        w.placed = p.placed;
+        w.models = static_cast<int64_t>(r.models.size());
+        w.gpus = r.gpus;
+        out.push_back(std::move(w));
         break;
       }
     }

@@ -14,6 +14,7 @@
 
 namespace lmkit::present {
 
+// A flops or memory answer; one with a training layout renders as that layout (RenderTraining, TrainingJson).
 std::string RenderFlops(const accounting::FlopsResult& r, Format f);
 Json FlopsJson(const accounting::FlopsResult& r);
 
@@ -26,6 +27,12 @@ std::string RenderPlan(const accounting::PlanResult& r, Format f);
 Json PlanJson(const accounting::PlanResult& r);
 // Why model `m` of `r` was left out of the placement (m.unplaced), as one sentence; "" when it was placed.
 std::string UnplacedReason(const accounting::PlanResult& r, const accounting::ModelEstimate& m);
+// A what-if change as the plan prints it ("batch 64 -> 25", "dtype fp8", "gpu H200-SXM-141GB") and its detail (the
+// footprint per GPU after it, or how many models the larger GPU places).
+std::string WhatIfText(const accounting::WhatIf& w);
+std::string WhatIfDetail(const accounting::WhatIf& w);
+// What bounds each phase of `m`'s latency: "prefill compute-bound, decode memory-bound, tp 2", "measured latency".
+std::string BoundDetail(const accounting::ModelEstimate& m);
 // The timeline of a plan run with one (plan_timeline.h): the policies compared, the events (up to 40), each failure
 // of the default allocator and what avoids it; "" / null without a timeline. PlanJson includes it as "timeline".
 std::string RenderPlanTimeline(const accounting::PlanResult& r, Format f);

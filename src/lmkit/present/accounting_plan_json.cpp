@@ -30,6 +30,11 @@ struct PlanGpuRow {
   const PlanResult& result;
 };
 
+struct PlanModelRow {
+  const ModelEstimate& m;
+  const PlanResult& result;
+};
+
 struct PlanUnplacedRow {
   const ModelEstimate& m;
   const PlanResult& result;
@@ -52,63 +57,78 @@ LMKIT_JSON_FIELDS(HostFacts,  //
                   Field("pcie_pageable_from_plan", &T::pageable_rate_from_plan),
                   Field("allreduce_latency_s", &T::allreduce_latency_s));
 
-LMKIT_JSON_FIELDS(WhatIf, Field("change", &T::change), Field("detail", &T::detail));
+LMKIT_JSON_ENUM(LatencyBound, EnumNameOf(LatencyBoundNames(), v));
+
+LMKIT_JSON_FIELDS(WhatIf, Computed("change", &WhatIfText), Computed("detail", &WhatIfDetail));
 
 LMKIT_JSON_FIELDS(
-    ModelEstimate,  //
-    Computed("name", [](const T& m) { return m.entry.name; }),
-    Computed("model", [](const T& m) { return NonEmpty(m.entry.model); }),
-    Computed("family", [](const T& m) { return m.entry.spec.family; }), Field("architecture", &T::architecture),
-    Field("group", &T::group), Computed("dtype", [](const T& m) { return m.entry.dtype; }),
-    Computed("kv_dtype", [](const T& m) { return m.memory.kv_dtype; }),
-    Computed("quant_scope", [](const T& m) { return m.entry.quant_scope; }),
-    Computed("tp", [](const T& m) { return m.entry.tp; }), Computed("batch", [](const T& m) { return m.entry.batch; }),
-    Computed("seq_len", [](const T& m) { return m.entry.seq_len; }),
-    Computed("output_tokens", [](const T& m) { return m.entry.output_tokens; }),
-    Computed("requests_per_s", [](const T& m) { return m.entry.requests_per_s; }),
-    Computed("parameters", [](const T& m) { return m.memory.params.total; }),
+    PlanModelRow,  //
+    Computed("name", [](const T& r) { return r.m.entry.name; }),
+    Computed("model", [](const T& r) { return NonEmpty(r.m.entry.model); }),
+    Computed("family", [](const T& r) { return r.m.entry.spec.family; }),
+    Computed("architecture", [](const T& r) { return r.m.architecture; }),
+    Computed("group", [](const T& r) { return r.m.group; }),
+    Computed("dtype", [](const T& r) { return r.m.entry.dtype; }),
+    Computed("kv_dtype", [](const T& r) { return r.m.memory.kv_dtype; }),
+    Computed("quant_scope", [](const T& r) { return r.m.entry.quant_scope; }),
+    Computed("tp", [](const T& r) { return r.m.entry.tp; }),
+    Computed("batch", [](const T& r) { return r.m.entry.batch; }),
+    Computed("seq_len", [](const T& r) { return r.m.entry.seq_len; }),
+    Computed("output_tokens", [](const T& r) { return r.m.entry.output_tokens; }),
+    Computed("requests_per_s", [](const T& r) { return r.m.entry.requests_per_s; }),
+    Computed("parameters", [](const T& r) { return r.m.memory.params.total; }),
     Object("memory",  //
-           Computed("weights", [](const T& m) { return m.memory.weights; }),
-           Computed("kv_cache", [](const T& m) { return m.memory.kv_cache; }),
-           Computed("activations", [](const T& m) { return m.memory.activations; }), Field("runtime", &T::runtime),
-           Field("total", &T::footprint),
-           Computed("kv_bytes_per_token", [](const T& m) { return m.memory.kv_bytes_per_token; }),
-           Computed("kv_bytes_per_token_gpu", [](const T& m) { return m.memory.kv_bytes_per_token_gpu; }),
-           Computed("per_sequence", [](const T& m) { return m.memory.per_sequence; })),
+           Computed("weights", [](const T& r) { return r.m.memory.weights; }),
+           Computed("kv_cache", [](const T& r) { return r.m.memory.kv_cache; }),
+           Computed("activations", [](const T& r) { return r.m.memory.activations; }),
+           Computed("runtime", [](const T& r) { return r.m.runtime; }),
+           Computed("total", [](const T& r) { return r.m.footprint; }),
+           Computed("kv_bytes_per_token", [](const T& r) { return r.m.memory.kv_bytes_per_token; }),
+           Computed("kv_bytes_per_token_gpu", [](const T& r) { return r.m.memory.kv_bytes_per_token_gpu; }),
+           Computed("per_sequence", [](const T& r) { return r.m.memory.per_sequence; })),
     Object("kv_budget",  //
-           Field("bytes", &T::kv_budget), Field("tokens", &T::kv_budget_tokens), Field("sequences", &T::max_sequences),
+           Computed("bytes", [](const T& r) { return r.m.kv_budget; }),
+           Computed("tokens", [](const T& r) { return r.m.kv_budget_tokens; }),
+           Computed("sequences", [](const T& r) { return r.m.max_sequences; }),
            Computed("from",
-                    [](const T& m) {
-                      return m.entry.gpu_memory_utilization > 0 ? "gpu_memory_utilization"
-                             : m.entry.kv_tokens > 0            ? "kv_tokens"
-                                                                : "batch x seq_len";
+                    [](const T& r) {
+                      return r.m.entry.gpu_memory_utilization > 0 ? "gpu_memory_utilization"
+                             : r.m.entry.kv_tokens > 0            ? "kv_tokens"
+                                                                  : "batch x seq_len";
                     })),
-    Field("max_batch_alone", &T::max_batch_alone),
+    Computed("max_batch_alone", [](const T& r) { return r.m.max_batch_alone; }),
     // Decode fields are null for a model that generates nothing (one forward pass).
     Object("latency",  //
-           Field("prefill_s", &T::prefill_s), Computed("prefill_bound", [](const T& m) { return Bound(m.prefill); }),
+           Computed("prefill_s", [](const T& r) { return r.m.prefill_s; }),
+           Computed("prefill_bound", [](const T& r) { return Bound(r.m.prefill); }),
            Computed("decode_step_s",
-                    [](const T& m) {
-                      return m.entry.output_tokens > 0 ? std::optional(m.decode.time_s) : std::nullopt;
+                    [](const T& r) {
+                      return r.m.entry.output_tokens > 0 ? std::optional(r.m.decode.time_s) : std::nullopt;
                     }),
            Computed("decode_bound",
-                    [](const T& m) {
-                      return m.entry.output_tokens > 0 ? std::optional<std::string>(Bound(m.decode)) : std::nullopt;
+                    [](const T& r) {
+                      return r.m.entry.output_tokens > 0 ? std::optional<std::string>(Bound(r.m.decode)) : std::nullopt;
                     }),
-           Field("decode_s", &T::decode_s),
-           Computed("allreduce_prefill_s", [](const T& m) { return m.prefill_comm.seconds; }),
+           Computed("decode_s", [](const T& r) { return r.m.decode_s; }),
+           Computed("allreduce_prefill_s", [](const T& r) { return r.m.prefill_comm.seconds; }),
            Computed("allreduce_decode_step_s",
-                    [](const T& m) {
-                      return m.entry.output_tokens > 0 ? std::optional(m.decode_comm.seconds) : std::nullopt;
+                    [](const T& r) {
+                      return r.m.entry.output_tokens > 0 ? std::optional(r.m.decode_comm.seconds) : std::nullopt;
                     }),
-           Computed("allreduces_per_pass", [](const T& m) { return m.prefill_comm.count; }),
-           Field("total_s", &T::latency_s), Field("bound", &T::bound)),
-    Field("cold_load_s", &T::cold_load_s), Field("switch_s", &T::switch_s), Field("utilisation", &T::utilisation),
-    Computed("gpu", [](const T& m) { return m.gpus.empty() ? std::nullopt : std::optional(m.gpus.front()); }),
-    Field("gpus", &T::gpus), Field("fits_alone", &T::fits_alone),
-    // The sentence needs the plan's GPU and packing: PlanResult's "models" writes it (present/UnplacedReason).
-    Computed("unplaced_reason", [](const T&) { return std::optional<std::string>(); }), Field("what_if", &T::what_if),
-    Field("warnings", &T::warnings));
+           Computed("allreduces_per_pass", [](const T& r) { return r.m.prefill_comm.count; }),
+           Computed("total_s", [](const T& r) { return r.m.latency_s; }),
+           Computed("bound", [](const T& r) { return r.m.bound; })),
+    Computed("cold_load_s", [](const T& r) { return r.m.cold_load_s; }),
+    Computed("switch_s", [](const T& r) { return r.m.switch_s; }),
+    Computed("utilisation", [](const T& r) { return r.m.utilisation; }),
+    Computed("gpu", [](const T& r) { return r.m.gpus.empty() ? std::nullopt : std::optional(r.m.gpus.front()); }),
+    Computed("gpus", [](const T& r) { return r.m.gpus; }),
+    Computed("fits_alone", [](const T& r) { return r.m.fits_alone; }),
+    // The sentence needs the plan's GPU and packing, which the row carries.
+    Computed("unplaced_reason",
+             [](const T& r) { return r.m.gpus.empty() ? std::optional(UnplacedReason(r.result, r.m)) : std::nullopt; }),
+    Computed("what_if", [](const T& r) { return r.m.what_if; }),
+    Computed("warnings", [](const T& r) { return r.m.warnings; }));
 
 LMKIT_JSON_FIELDS(PlanGroupRow,  //
                   Computed("architecture", [](const T& g) { return g.group.architecture; }),
@@ -146,13 +166,9 @@ LMKIT_JSON_FIELDS(PlanResult,  //
                   Computed("host", [](const T& r) { return r.plan.host; }),
                   Computed("models",
                            [](const T& r) {
-                             Json rows = Json::array();
-                             for (const auto& m : r.models) {
-                               Json row = ToJson(m);
-                               if (m.gpus.empty()) row.at("unplaced_reason") = UnplacedReason(r, m);
-                               rows.push_back(std::move(row));
-                             }
-                             return rows;
+                             std::vector<PlanModelRow> rows;
+                             for (const auto& m : r.models) rows.push_back({m, r});
+                             return ToJsonValue(rows);
                            }),
                   Computed("groups",
                            [](const T& r) {

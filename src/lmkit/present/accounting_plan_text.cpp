@@ -69,6 +69,51 @@ std::string UnplacedReason(const PlanResult& r, const ModelEstimate& m) {
   return "";
 }
 
+std::string WhatIfText(const WhatIf& w) {
+  auto from_to = [&](const char* what) {
+    return std::string(what) + " " + std::to_string(static_cast<int64_t>(w.from)) + " -> " +
+           std::to_string(static_cast<int64_t>(w.to));
+  };
+  switch (w.change) {
+    case WhatIfChange::kBatch:
+      return from_to("batch");
+    case WhatIfChange::kGpuMemoryUtilization:
+      return "gpu_memory_utilization " + Fixed(w.from, 2) + " -> " + Fixed(w.to, 2);
+    case WhatIfChange::kKvDtypeFp8:
+      return "kv_dtype fp8";
+    case WhatIfChange::kDtype:
+      return std::string("dtype ") + DtypeName(w.dtype);
+    case WhatIfChange::kTp:
+      return from_to("tp");
+    case WhatIfChange::kGpus:
+      return from_to("gpus");
+    case WhatIfChange::kGpu:
+      return "gpu " + w.gpu;
+  }
+  return "";
+}
+
+std::string WhatIfDetail(const WhatIf& w) {
+  if (w.change == WhatIfChange::kGpu)
+    return std::to_string(w.placed) + " of " + std::to_string(w.models) + " models placed on " +
+           std::to_string(w.gpus) + " x " + w.gpu;
+  return B(w.footprint) + " per GPU" + (w.tp > 1 ? " on " + std::to_string(w.tp) + " GPUs" : "");
+}
+
+std::string BoundDetail(const ModelEstimate& m) {
+  auto name = [](LatencyBound b) { return std::string(EnumNameOf(LatencyBoundNames(), b)); };
+  std::string s;
+  if (m.prefill_bound == LatencyBound::kMeasured) {
+    s = "measured latency";
+  } else {
+    const bool phases = !m.entry.weights_only && m.entry.output_tokens > 0;
+    s = (phases ? "prefill " : "forward ") + name(m.prefill_bound) + "-bound";
+  }
+  if (m.decode_bound) s += ", decode " + name(*m.decode_bound) + "-bound";
+  if (m.entry.tp > 1) s += ", tp " + std::to_string(m.entry.tp);
+  return s;
+}
+
 std::string RenderPlan(const PlanResult& r, Format f) {
   const Plan& p = r.plan;
   std::string out;
@@ -131,7 +176,7 @@ std::string RenderPlan(const PlanResult& r, Format f) {
       row.push_back(e.tp > 1
                         ? Seconds(m.prefill_comm.seconds + m.decode_comm.seconds * static_cast<double>(e.output_tokens))
                         : "-");
-    row.insert(row.end(), {m.bound_detail, Fixed(e.requests_per_s, 2), Percent(m.utilisation), Seconds(m.cold_load_s),
+    row.insert(row.end(), {BoundDetail(m), Fixed(e.requests_per_s, 2), Percent(m.utilisation), Seconds(m.cold_load_s),
                            Seconds(m.switch_s)});
     sp.Add(row);
   }
@@ -177,10 +222,11 @@ std::string RenderPlan(const PlanResult& r, Format f) {
     warn += PlanLine("does not fit: " + m.entry.name + ": " + UnplacedReason(r, m), f);
     if (!m.what_if.empty()) {
       std::string also;
-      for (size_t k = 1; k < m.what_if.size(); ++k) also += (also.empty() ? "" : "; ") + m.what_if[k].change;
-      warn += PlanLine("what-if: " + m.entry.name + ": " + m.what_if[0].change + " (" + m.what_if[0].detail +
-                           ") is the cheapest change that places it" + (also.empty() ? "" : "; also: " + also),
-                       f);
+      for (size_t k = 1; k < m.what_if.size(); ++k) also += (also.empty() ? "" : "; ") + WhatIfText(m.what_if[k]);
+      warn +=
+          PlanLine("what-if: " + m.entry.name + ": " + WhatIfText(m.what_if[0]) + " (" + WhatIfDetail(m.what_if[0]) +
+                       ") is the cheapest change that places it" + (also.empty() ? "" : "; also: " + also),
+                   f);
     }
   }
   if (r.unplaced.empty()) warn += PlanLine("every model fits", f);

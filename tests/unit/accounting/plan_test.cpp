@@ -72,8 +72,10 @@ TEST_CASE("plan: latency is the accounting roofline, with the bound named", "[ac
   CHECK(m.latency_s == Approx(pre->time_s + 512 * dec->time_s));
   // A decode step at batch 1 reads every weight once: at least the non-embedding weights over 3.35 TB/s (~3.9 ms).
   CHECK(dec->time_s > (13476831232.0 - 2.0 * 32000 * 4096) / 3.35e12);
-  CHECK(m.bound_detail == "prefill compute-bound, decode memory-bound");
-  CHECK(m.bound == "memory");  // 512 decode steps take longer than the prefill
+  CHECK(m.prefill_bound == LatencyBound::kCompute);
+  CHECK(m.decode_bound == LatencyBound::kMemory);
+  CHECK(present::BoundDetail(m) == "prefill compute-bound, decode memory-bound");
+  CHECK(m.bound == LatencyBound::kMemory);  // 512 decode steps take longer than the prefill
   CHECK(m.utilisation == Approx(0.5 * m.latency_s));
   CHECK(r.gpu_use[0].utilisation == Approx(m.utilisation));
 }
@@ -132,7 +134,8 @@ TEST_CASE("plan: a custom model by dims and host facts from the plan", "[account
   CHECK(m.switch_s == Approx(static_cast<double>(m.memory.weights) / 8e9));
   CHECK(m.cold_load_s == Approx(static_cast<double>(m.memory.weights) / 1e9 + m.switch_s));
   CHECK(m.entry.output_tokens == 0);
-  CHECK(m.bound_detail.rfind("forward ", 0) == 0);
+  CHECK_FALSE(m.decode_bound.has_value());
+  CHECK(present::BoundDetail(m).rfind("forward ", 0) == 0);
 }
 
 TEST_CASE("plan: invalid plans are one-line errors naming the file and the entry", "[accounting][plan]") {
@@ -190,14 +193,17 @@ TEST_CASE("plan: a model that does not fit is listed with the reason and the bat
   // What-if, cheapest first: the chat model fits at batch 25 minus what the small model took; Mixtral needs 8-bit
   // weights (46.7 GB + scales) or two GPUs.
   REQUIRE_FALSE(chat.what_if.empty());
-  CHECK(chat.what_if[0].change.rfind("batch 64 -> ", 0) == 0);
+  CHECK(chat.what_if[0].change == WhatIfChange::kBatch);
+  CHECK(chat.what_if[0].from == 64);
+  CHECK(present::WhatIfText(chat.what_if[0]).rfind("batch 64 -> ", 0) == 0);
   REQUIRE_FALSE(moe.what_if.empty());
-  CHECK(moe.what_if[0].change == "dtype fp8");
+  CHECK(moe.what_if[0].change == WhatIfChange::kDtype);
+  CHECK(present::WhatIfText(moe.what_if[0]) == "dtype fp8");
   bool tp = false;
-  for (const auto& w : moe.what_if) tp = tp || w.change == "tp 1 -> 2";
+  for (const auto& w : moe.what_if) tp = tp || w.change == WhatIfChange::kTp;
   CHECK_FALSE(tp);  // one GPU in this plan
   bool more = false;
-  for (const auto& w : moe.what_if) more = more || w.change.rfind("gpu ", 0) == 0;
+  for (const auto& w : moe.what_if) more = more || present::WhatIfText(w).rfind("gpu ", 0) == 0;
   CHECK(more);  // a larger GPU (H200, 141 GB) holds it in bf16
 }
 
@@ -224,7 +230,10 @@ TEST_CASE("plan: tensor parallelism splits a model across GPUs, with its all-red
   CHECK(r1.models[0].unplaced == Unplaced::kTooFewGpus);
   CHECK(present::UnplacedReason(r1, r1.models[0]) == "needs 2 GPUs (tp 2); the plan has 1");
   REQUIRE_FALSE(r1.models[0].what_if.empty());
-  CHECK(r1.models[0].what_if[0].change == "gpus 1 -> 2");
+  CHECK(r1.models[0].what_if[0].change == WhatIfChange::kGpus);
+  CHECK(present::WhatIfText(r1.models[0].what_if[0]) == "gpus 1 -> 2");
+  CHECK(present::WhatIfDetail(r1.models[0].what_if[0]) ==
+        present::WhatIfDetail({.change = WhatIfChange::kGpus, .footprint = r1.models[0].footprint, .tp = 2}));
 }
 
 TEST_CASE("plan: a KV budget in tokens or as vLLM's gpu_memory_utilization", "[accounting][plan]") {

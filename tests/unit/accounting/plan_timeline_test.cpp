@@ -167,7 +167,7 @@ TEST_CASE("timeline: a mixed plan simulates a generated day of 1,000+ events in 
   CHECK(r->models[0].entry.weights_only);
   CHECK(r->models[0].memory.weights == 99074);
   CHECK(r->models[1].memory.weights == 12576);
-  CHECK(r->models[1].bound == "compute");
+  CHECK(r->models[1].bound == LatencyBound::kCompute);
   for (const auto& p : t.runs) {
     REQUIRE(p.events.size() == 1500);
     for (const auto& e : p.events) {

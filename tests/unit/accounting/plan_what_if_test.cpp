@@ -70,8 +70,10 @@ TEST_CASE("plan what-if: the cheapest change for a batch too large is the batch 
   REQUIRE(r->unplaced == std::vector<int>{0});
   auto changes = CheapestChanges(*r, 0);
   REQUIRE_FALSE(changes.empty());
-  CHECK(changes[0].change == "batch 64 -> 25");
-  for (const auto& w : changes) CHECK(w.change.rfind("tp ", 0) != 0);  // one GPU: no tensor parallelism to add
+  CHECK(changes[0].change == WhatIfChange::kBatch);
+  CHECK(changes[0].from == 64);
+  CHECK(changes[0].to == 25);
+  for (const auto& w : changes) CHECK(w.change != WhatIfChange::kTp);  // one GPU: no tensor parallelism to add
 
   Plan smaller = test::PlanOf(text);
   smaller.models[0].batch = 25;
