@@ -4,7 +4,6 @@
 #include "lmkit/accounting/run_flops.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
-#include "lmkit/present/accounting_training.h"
 #include "model_args.h"
 
 namespace lmkit::cli {
@@ -41,46 +40,6 @@ Training step under a layout (any layout flag, --gpus or --zero; implies --train
   GPU table's interconnect within a node of --gpus-per-node, --inter-node-gb-s between nodes. --mfu adds the step
   at that end-to-end MFU. --svg draws the step's parts. Needs --gpu.)";
 
-template <typename State>
-int RunLayoutStep(CLI::App& sub, const GlobalOptions& g, State& st) {
-  auto fail = [](const Status& s) { return ReportError("flops", s, kAccountingFlags); };
-  auto& t = st.layout.req;
-  auto src = st.args.Source(AnyDimFlag(sub));
-  if (!src.ok()) return fail(src.status());
-  t.source = *src;
-  for (const char* f :
-       {"--kv-dtype", "--quant-scope", "--attention", "--sweep", "--steps", "--no-lm-head", "--softmax", "--macs"})
-    if (sub.count(f) > 0)
-      return fail(Status::InvalidArgument(Field(FieldOf(f)) + " does not combine with the layout flags"));
-  if (st.req.gpu.empty() && st.req.gpu_spec.empty())
-    return fail(Status::InvalidArgument("the layout's step time needs " + Field("gpu")));
-  auto dt = accounting::ParseDtype(st.dtype);
-  if (!dt.ok()) return fail(dt.status());
-  t.dtype = *dt;
-  auto rc = ParseEnum(accounting::RecomputeNames(), st.recompute, "recompute");
-  if (!rc.ok()) return fail(rc.status());
-  t.layout.recompute = *rc;
-  if (Status s = FinishLayoutFlags(sub, &st.layout, IfGiven(sub, "--zero", st.zero)); !s.ok()) return fail(s);
-  if (sub.count("--gpus") > 0) t.layout.gpus = st.gpus;
-  if (sub.count("--micro-batch") == 0 && sub.count("--batch") > 0) t.layout.micro_batch = st.req.options.batch;
-  t.seq_len = st.req.options.seq_len;
-  t.causal_half = st.req.options.causal_half;
-  t.gpu = st.req.gpu;
-  t.gpu_spec = st.req.gpu_spec;
-  t.mfu = IfGiven(sub, "--mfu", st.mfu);
-  t.svg_path = st.args.svg;
-  auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st.args.format, "format");
-  if (!fmt.ok()) return fail(fmt.status());
-  auto res = accounting::RunTraining(t);
-  if (!res.ok()) return fail(res.status());
-  if (Status w = WriteChart(t.svg_path, present::TrainingStepSvg(*res)); !w.ok()) return fail(w);
-  if (*fmt == present::Format::kJson) {
-    PrintJson(present::TrainingJson(*res));
-  } else {
-    PrintText(AsFlags(present::RenderTraining(*res, *fmt, true)));
-  }
-  return kExitOk;
-}
 }  // namespace
 
 RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
@@ -134,7 +93,6 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
   sub.footer(std::string(kFlopsConventions) + kLayoutStep);
   return [st, &g, &sub]() -> int {
     auto fail = [](const Status& s) { return ReportError("flops", s, kAccountingFlags); };
-    if (AnyLayoutFlag(sub) || sub.count("--gpus") > 0 || sub.count("--zero") > 0) return RunLayoutStep(sub, g, *st);
     auto& a = st->args;
     auto& req = st->req;
     auto src = a.Source(AnyDimFlag(sub));
@@ -157,10 +115,16 @@ RunFn SetupFlops(CLI::App& sub, const GlobalOptions& g) {
     if (!sw.ok()) return fail(sw.status());
     req.sweep = *sw;
     req.svg_path = a.svg;
+    // Any layout flag, --gpus or --zero asks for a training layout's step (RunFlops answers with it).
+    if (AnyLayoutFlag(sub) || sub.count("--gpus") > 0 || sub.count("--zero") > 0) {
+      if (Status s = FinishLayoutFlags(sub, &st->layout, IfGiven(sub, "--zero", st->zero)); !s.ok()) return fail(s);
+      req.layout = st->layout.req;
+      if (sub.count("--gpus") > 0) req.layout->layout.gpus = st->gpus;
+    }
     auto res = accounting::RunFlops(req);
     if (!res.ok()) return fail(res.status());
     if (!res->svg_path.empty())
-      if (Status w = WriteChart(res->svg_path, present::FlopsSweepSvg(*res)); !w.ok()) return fail(w);
+      if (Status w = WriteChart(res->svg_path, present::FlopsSvg(*res)); !w.ok()) return fail(w);
     if (*fmt == present::Format::kJson) {
       PrintJson(present::FlopsJson(*res));
     } else {

@@ -68,7 +68,7 @@ bool AnyLayoutFlag(const CLI::App& sub) {
 }
 
 Status FinishLayoutFlags(const CLI::App& sub, LayoutFlags* f, std::optional<int> zero) {
-  (void)sub;
+  if (sub.count("--micro-batch") == 0) f->req.layout.micro_batch = 0;  // the command's --batch (the core's rule)
   LMKIT_ASSIGN_OR_RETURN(f->req.convention,
                          ParseEnum(accounting::MemoryConventionNames(), f->convention, "convention"));
   f->req.overlap = !f->no_overlap;

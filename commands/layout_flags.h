@@ -21,8 +21,9 @@ struct LayoutFlags {
 void AddLayoutFlags(CLI::App& sub, LayoutFlags* flags, bool search);
 // True when a flag of the group was given: the command then answers with the layout model.
 bool AnyLayoutFlag(const CLI::App& sub);
-// Completes flags->req from the group's values (convention, overlap, ZeRO from --distributed-optimizer); errors name
-// the field (--convention's value, --distributed-optimizer beside a --zero other than 1).
+// Completes flags->req from the group's values (convention, overlap, ZeRO from --distributed-optimizer, micro_batch 0
+// when --micro-batch was not given); errors name the field (--convention's value, --distributed-optimizer beside a
+// --zero other than 1).
 Status FinishLayoutFlags(const CLI::App& sub, LayoutFlags* flags, std::optional<int> zero);
 
 }  // namespace lmkit::cli

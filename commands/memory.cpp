@@ -4,7 +4,6 @@
 #include "lmkit/accounting/run_memory.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
-#include "lmkit/present/accounting_training.h"
 #include "model_args.h"
 
 namespace lmkit::cli {
@@ -36,54 +35,6 @@ With a layout flag (--tp, --pp, --vpp, --cp, --ep, --dp, --sequence-parallel, --
   With --gpu the step time follows (see lmkit flops --help). --search lists the layouts of --gpus GPUs that fit
   (needs --gpu and --global-batch). --svg draws the memory by stage.)";
 
-// `memory` with a training layout: one RunTraining call, the layout renderer.
-template <typename State>
-int RunLayout(CLI::App& sub, const GlobalOptions& g, State& st) {
-  auto fail = [](const Status& s) { return ReportError("memory", s, kAccountingFlags); };
-  auto& t = st.layout.req;
-  auto src = st.args.Source(AnyDimFlag(sub));
-  if (!src.ok()) return fail(src.status());
-  t.source = *src;
-  auto mode = ParseEnum(accounting::ModeNames(), st.mode, "mode");
-  if (!mode.ok()) return fail(mode.status());
-  if (*mode != accounting::Mode::kTraining)
-    return fail(Status::InvalidArgument("the layout flags (" + Field("tp") + ", " + Field("pp") +
-                                        " ...) model training; drop " + Field("mode") + " inference"));
-  for (const char* f : {"--kv-dtype", "--quant-scope", "--activations", "--sweep"})
-    if (sub.count(f) > 0)
-      return fail(Status::InvalidArgument(Field(FieldOf(f)) + " does not combine with the layout flags"));
-  auto dt = accounting::ParseDtype(st.dtype);
-  if (!dt.ok()) return fail(dt.status());
-  t.dtype = *dt;
-  auto opt = ParseEnum(accounting::OptimizerNames(), st.optimizer, "optimizer");
-  if (!opt.ok()) return fail(opt.status());
-  t.optimizer = *opt;
-  auto rc = ParseEnum(accounting::RecomputeNames(), st.recompute, "recompute");
-  if (!rc.ok()) return fail(rc.status());
-  t.layout.recompute = *rc;
-  if (Status s = FinishLayoutFlags(sub, &st.layout, IfGiven(sub, "--zero", st.zero)); !s.ok()) return fail(s);
-  if (sub.count("--gpus") > 0) t.layout.gpus = st.req.gpus;
-  if (sub.count("--micro-batch") == 0 && sub.count("--batch") > 0) t.layout.micro_batch = st.req.batch;
-  t.seq_len = st.req.seq_len;
-  t.overhead_gib = st.req.overhead_gib;
-  t.capacity_gb = st.req.capacity_gb;
-  t.gpu = st.req.gpu;
-  t.gpu_spec = st.req.gpu_spec;
-  t.svg_path = st.args.svg;
-  auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st.args.format, "format");
-  if (!fmt.ok()) return fail(fmt.status());
-  if (t.search && !t.svg_path.empty())
-    return fail(Status::InvalidArgument(Field("svg") + " does not combine with " + Field("search")));
-  auto res = accounting::RunTraining(t);
-  if (!res.ok()) return fail(res.status());
-  if (Status w = WriteChart(t.svg_path, present::TrainingMemorySvg(*res)); !w.ok()) return fail(w);
-  if (*fmt == present::Format::kJson) {
-    PrintJson(present::TrainingJson(*res));
-  } else {
-    PrintText(AsFlags(present::RenderTraining(*res, *fmt, false)));
-  }
-  return kExitOk;
-}
 }  // namespace
 
 RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
@@ -93,6 +44,7 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
     std::string mode = "training", dtype = "bf16", optimizer = "adamw", recompute = "none", activations = "korthikanti";
     std::string kv_dtype, quant_scope;
     int zero = 0;
+    int64_t gpus = 1;
     LayoutFlags layout;
   };
   auto st = std::make_shared<State>();
@@ -115,7 +67,7 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--quant-scope", st->quant_scope,
                  "inference with an 8-bit --dtype: the weights it applies to: " +
                      EnumChoices(accounting::QuantScopeNames()) + " (default: linear, the decoder's Linear layers)");
-  sub.add_option("--gpus", o.gpus,
+  sub.add_option("--gpus", st->gpus,
                  "GPUs (data-parallel ranks in training, tensor-parallel degree in inference) (default: 1)");
   sub.add_option("--batch,-B", o.batch, "sequences per GPU (default: 1)");
   sub.add_option("--seq-len,-T", o.seq_len, "tokens per sequence (training) or context (inference) (default: 1024)");
@@ -127,7 +79,6 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
   sub.footer(std::string(kMemoryConventions) + kLayoutConventions);
   return [st, &g, &sub]() -> int {
     auto fail = [](const Status& s) { return ReportError("memory", s, kAccountingFlags); };
-    if (AnyLayoutFlag(sub)) return RunLayout(sub, g, *st);
     auto& req = st->req;
     auto src = st->args.Source(AnyDimFlag(sub));
     if (!src.ok()) return fail(src.status());
@@ -146,17 +97,23 @@ RunFn SetupMemory(CLI::App& sub, const GlobalOptions& g) {
           ParseGiven(sub, "--quant-scope", st->quant_scope, accounting::QuantScopeNames(), &req.quant_scope)})
       if (!s.ok()) return fail(s);
     req.zero = IfGiven(sub, "--zero", st->zero);
+    req.gpus = IfGiven(sub, "--gpus", st->gpus);
     auto fmt = ParseEnum(present::FormatNames(), g.json ? "json" : st->args.format, "format");
     if (!fmt.ok()) return fail(fmt.status());
     auto sw = accounting::ParseSweep(st->args.sweep);
     if (!sw.ok()) return fail(sw.status());
     req.sweep = *sw;
     req.svg_path = st->args.svg;
+    // Any layout flag asks for a training layout's memory (RunMemory answers with it).
+    if (AnyLayoutFlag(sub)) {
+      if (Status s = FinishLayoutFlags(sub, &st->layout, req.zero); !s.ok()) return fail(s);
+      req.layout = st->layout.req;
+    }
     auto res = accounting::RunMemory(req);
     if (!res.ok()) return fail(res.status());
     if (std::string note = present::MemoryIgnoredNote(*res); !note.empty()) Note(g, "memory", AsFlags(note));
     if (!res->svg_path.empty())
-      if (Status w = WriteChart(res->svg_path, present::MemorySweepSvg(*res)); !w.ok()) return fail(w);
+      if (Status w = WriteChart(res->svg_path, present::MemorySvg(*res)); !w.ok()) return fail(w);
     if (*fmt == present::Format::kJson) {
       PrintJson(present::MemoryJson(*res));
     } else {

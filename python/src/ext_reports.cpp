@@ -5,7 +5,6 @@
 #include <Python.h>
 #include <nanobind/stl/optional.h>
 
-#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -19,12 +18,10 @@
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/json.h"
 #include "lmkit/common/name_table.h"
-#include "lmkit/common/output_check.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/model/calibrate_model.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_svg.h"
-#include "lmkit/present/accounting_training.h"
 #include "lmkit/present/quant.h"
 #include "lmkit/present/quant_svg.h"
 #include "lmkit/quant/calibrate.h"
@@ -64,9 +61,6 @@ template <typename T>
 T TakeAs(Result<T>&& r, const FieldNames& names) {
   if (!r.ok()) RaiseAs(r.status(), names);
   return std::move(r).value();
-}
-inline void CheckAs(const Status& s, const FieldNames& names) {
-  if (!s.ok()) RaiseAs(s, names);
 }
 
 // Runs `work` with the GIL released (the core calls below never touch Python objects).
@@ -190,6 +184,7 @@ void LayoutOf(Kwargs& k, accounting::TrainingRequest* t, bool search, std::optio
   k.Get("etp", &l.etp);
   k.Get("dp", &l.dp);
   k.Get("sequence_parallel", &l.sequence_parallel);
+  l.micro_batch = 0;  // the request's batch, unless given
   k.Get("micro_batch", &l.micro_batch);
   k.Get("global_batch", &l.global_batch);
   k.Get("gpus_per_node", &l.gpus_per_node);
@@ -210,20 +205,6 @@ void LayoutOf(Kwargs& k, accounting::TrainingRequest* t, bool search, std::optio
   l.zero = distributed_optimizer ? 1 : zero.value_or(0);
 }
 
-void RefuseBesideLayout(Kwargs& k, std::initializer_list<const char*> names) {
-  for (const char* f : names)
-    if (k.Given(f)) Raise(Status::InvalidArgument(Field(f) + " does not combine with the layout keywords"));
-}
-
-nb::dict Training(Kwargs& k, accounting::TrainingRequest t, const SvgWish& svg, bool step_chart) {
-  if (svg.any()) t.svg_path = svg.in_memory ? kSvgInMemory : svg.path;
-  k.Finish();
-  accounting::TrainingResult res = Take(Released([&] { return accounting::RunTraining(t); }));
-  nb::dict doc = ToDict(present::TrainingJson(res));
-  if (svg.any()) DeliverSvg(svg, step_chart ? present::TrainingStepSvg(res) : present::TrainingMemorySvg(res), doc);
-  return doc;
-}
-
 nb::dict Flops(const std::vector<std::string>& model, nb::kwargs kw) {
   Kwargs k("flops", kw);
   bool layout = Selects(k, kw, "gpus") || Selects(k, kw, "zero");
@@ -239,26 +220,7 @@ nb::dict Flops(const std::vector<std::string>& model, nb::kwargs kw) {
   k.Get("gpu", &req.gpu);
   k.Get("gpu_spec", &req.gpu_spec);
   req.mfu = k.Opt<double>("mfu");
-  const auto recompute = EnumKw(k, "recompute", accounting::RecomputeNames());
-  req.options.recompute = recompute.value_or(accounting::Recompute::kNone);
-  if (layout) {
-    RefuseBesideLayout(k, {"kv_dtype", "quant_scope", "attention", "sweep", "steps", "no_lm_head", "softmax", "macs"});
-    if (req.gpu.empty() && req.gpu_spec.empty())
-      Raise(Status::InvalidArgument("the layout's step time needs " + Field("gpu")));
-    accounting::TrainingRequest t;
-    t.source = req.source;
-    t.dtype = DtypeKw(k, "dtype").value_or(accounting::Dtype::kBf16);
-    t.layout.recompute = req.options.recompute;
-    LayoutOf(k, &t, false, k.Opt<int>("zero"));
-    k.Get("gpus", &t.layout.gpus);
-    if (!k.Given("micro_batch") && k.Given("batch")) t.layout.micro_batch = req.options.batch;
-    t.seq_len = req.options.seq_len;
-    t.causal_half = req.options.causal_half;
-    t.gpu = req.gpu;
-    t.gpu_spec = req.gpu_spec;
-    t.mfu = req.mfu;
-    return Training(k, std::move(t), svg, /*step_chart=*/true);
-  }
+  req.options.recompute = EnumKw(k, "recompute", accounting::RecomputeNames()).value_or(accounting::Recompute::kNone);
   bool no_lm_head = false;
   k.Get("no_lm_head", &no_lm_head);
   req.options.lm_head = !no_lm_head;
@@ -270,11 +232,17 @@ nb::dict Flops(const std::vector<std::string>& model, nb::kwargs kw) {
   req.attention = EnumKw(k, "attention", accounting::AttentionNames());
   req.steps = k.Opt<int64_t>("steps");
   req.sweep = SweepOf(k);
+  if (layout) {
+    accounting::TrainingRequest t;
+    LayoutOf(k, &t, false, k.Opt<int>("zero"));
+    k.Get("gpus", &t.layout.gpus);
+    req.layout = std::move(t);
+  }
   if (svg.any()) req.svg_path = svg.in_memory ? kSvgInMemory : svg.path;
   k.Finish();
   accounting::FlopsResult res = Take(Released([&] { return accounting::RunFlops(req); }));
   nb::dict doc = ToDict(present::FlopsJson(res));
-  if (svg.any()) DeliverSvg(svg, present::FlopsSweepSvg(res), doc);
+  if (svg.any()) DeliverSvg(svg, present::FlopsSvg(res), doc);
   return doc;
 }
 
@@ -287,7 +255,7 @@ nb::dict Memory(const std::vector<std::string>& model, nb::kwargs kw, bool searc
   req.source = SourceOf(k, kw, model);
   req.mode = EnumKw(k, "mode", accounting::ModeNames()).value_or(accounting::Mode::kTraining);
   req.dtype = DtypeKw(k, "dtype").value_or(accounting::Dtype::kBf16);
-  k.Get("gpus", &req.gpus);
+  req.gpus = k.Opt<int64_t>("gpus");
   k.Get("batch", &req.batch);
   k.Get("seq_len", &req.seq_len);
   k.Get("gpu", &req.gpu);
@@ -299,46 +267,29 @@ nb::dict Memory(const std::vector<std::string>& model, nb::kwargs kw, bool searc
   req.zero = k.Opt<int>("zero");
   if (req.zero && (*req.zero < 0 || *req.zero > 3))
     Raise(Status::InvalidArgument(Field("zero") + " must be 0, 1, 2 or 3"));
-  if (layout) {
-    if (req.mode != accounting::Mode::kTraining)
-      Raise(Status::InvalidArgument("the layout keywords (" + Field("tp") + ", " + Field("pp") +
-                                    " ...) model training; drop " + Field("mode") + " inference"));
-    RefuseBesideLayout(k, {"kv_dtype", "quant_scope", "activations", "sweep"});
-    accounting::TrainingRequest t;
-    t.source = req.source;
-    t.dtype = req.dtype;
-    t.optimizer = req.optimizer.value_or(accounting::Optimizer::kAdamW);
-    t.layout.recompute = req.recompute.value_or(accounting::Recompute::kNone);
-    LayoutOf(k, &t, true, req.zero);
-    if (search) t.search = true;
-    if (k.Given("gpus")) t.layout.gpus = req.gpus;
-    if (!k.Given("micro_batch") && k.Given("batch")) t.layout.micro_batch = req.batch;
-    t.seq_len = req.seq_len;
-    t.overhead_gib = req.overhead_gib;
-    t.capacity_gb = req.capacity_gb;
-    t.gpu = req.gpu;
-    t.gpu_spec = req.gpu_spec;
-    if (t.search && svg.any())
-      Raise(Status::InvalidArgument(Field("svg") + " does not combine with " + Field("search")));
-    return Training(k, std::move(t), svg, /*step_chart=*/false);
-  }
   req.activations = EnumKw(k, "activations", accounting::ActivationModelNames());
   req.kv_dtype = DtypeKw(k, "kv_dtype");
   req.quant_scope = EnumKw(k, "quant_scope", accounting::QuantScopeNames());
   req.sweep = SweepOf(k);
+  if (layout) {
+    accounting::TrainingRequest t;
+    LayoutOf(k, &t, true, req.zero);
+    if (search) t.search = true;
+    req.layout = std::move(t);
+  }
   if (svg.any()) req.svg_path = svg.in_memory ? kSvgInMemory : svg.path;
   k.Finish();
   accounting::MemoryResult res = Take(Released([&] { return accounting::RunMemory(req); }));
   if (std::string note = present::MemoryIgnoredNote(res); !note.empty())
     Warn(RenderFields(note, [](auto f) { return std::string(f); }));
   nb::dict doc = ToDict(present::MemoryJson(res));
-  if (svg.any()) DeliverSvg(svg, present::MemorySweepSvg(res), doc);
+  if (svg.any()) DeliverSvg(svg, present::MemorySvg(res), doc);
   return doc;
 }
 
 // ---- plan ------------------------------------------------------------------------------------------------------
 
-const FieldNames kPlanNames = {{"plan_path", "plan"}, {"timeline_path", "timeline"}};
+const FieldNames kPlanNames = {{"plan_path", "plan"}, {"timeline_path", "timeline"}, {"trace_path", "trace"}};
 
 nb::dict Plan(const std::string& plan, nb::kwargs kw) {
   Kwargs k("plan", kw);
@@ -352,18 +303,14 @@ nb::dict Plan(const std::string& plan, nb::kwargs kw) {
   k.Get("timeline", &req.timeline_path);
   k.Get("generate_events", &req.generate_events);
   k.Get("seed", &req.seed);
-  std::string trace;
-  k.Get("trace", &trace);
+  k.Get("trace", &req.trace_path);
   if (svg.any()) req.svg_path = svg.in_memory ? kSvgInMemory : svg.path;
   k.Finish();
-  if (!trace.empty() && req.timeline_path.empty() && req.generate_events <= 0)
-    Raise(Status::InvalidArgument(Field("trace") + " needs " + Field("timeline") + " or " + Field("generate_events")));
-  CheckAs(CheckOutputIsNotAnInput({req.plan_path, req.timeline_path, req.svg_path}, trace, "trace"), kPlanNames);
-  accounting::PlanResult res =
-      TakeAs(Released([&] { return accounting::RunPlanWithTimeline(req, !trace.empty()); }), kPlanNames);
+  accounting::PlanResult res = TakeAs(Released([&] { return accounting::RunPlanWithTimeline(req); }), kPlanNames);
   nb::dict doc = ToDict(present::PlanJson(res));
   if (svg.any()) DeliverSvg(svg, res.timeline ? present::PlanTimelineSvg(res) : present::PlanMemoryMapSvg(res), doc);
-  if (!trace.empty()) Check(WriteFileAtomically(trace, DumpJson(present::PlanTimelineTraceJson(res), -1) + "\n"));
+  if (!res.trace_path.empty())
+    Check(WriteFileAtomically(res.trace_path, DumpJson(present::PlanTimelineTraceJson(res), -1) + "\n"));
   return doc;
 }
 
@@ -404,10 +351,9 @@ nb::dict Calibrate(const std::vector<std::string>& inputs, nb::kwargs kw) {
     Raise(Status::InvalidArgument(Field("bins") +
                                   " applies to the histogram methods (percentile, entropy, mse), not minmax"));
   o.survey = svg.any();
-  if (!svg.path.empty()) o.extra_outputs.push_back({svg.path, "svg"});
+  const quant::RenderCalibrationOutput chart = present::AddCalibrationOutputs(&o, svg.path);
   m.calib = o;
   const FieldNames names = {{"survey", "svg"}};
-  auto chart = [](const quant::CalibrationTable& t, size_t) { return present::CalibrationSvg(t); };
   quant::CalibrationTable table =
       TakeAs(Released([&] {
                return from_model ? model::CalibrateModel(m, nullptr, chart) : quant::Calibrate(o, nullptr, chart);
@@ -465,19 +411,8 @@ nb::dict Quantize(const std::string& input, const std::string& output, nb::kwarg
   if (tokens_dtype != "u16" && tokens_dtype != "u32")
     Raise(Status::InvalidArgument(Field("tokens_dtype") + " must be u16 or u32"));
   o.tokens_dtype = tokens_dtype == "u16" ? io::TokenDtype::kU16 : io::TokenDtype::kU32;
-  // The report and the chart are rendered from the finished report, and written before the checkpoint.
-  std::vector<std::string (*)(const quant::QuantizeResult&)> renderers;
-  if (!report.empty()) {
-    o.extra_outputs.push_back({report, "report"});
-    renderers.push_back([](const quant::QuantizeResult& r) { return DumpJson(present::QuantizeReportJson(r)) + "\n"; });
-  }
-  if (!svg.path.empty()) {
-    o.extra_outputs.push_back({svg.path, "svg"});
-    renderers.push_back(present::QuantizeSvg);
-  }
-  quant::QuantizeResult rep = Take(Released([&] {
-    return quant::Quantize(o, nullptr, [&](const quant::QuantizeResult& r, size_t i) { return renderers[i](r); });
-  }));
+  const quant::RenderQuantizeOutput render = present::AddQuantizeOutputs(&o, report, svg.path);
+  quant::QuantizeResult rep = Take(Released([&] { return quant::Quantize(o, nullptr, render); }));
   for (const std::string& w : rep.warnings) Warn(RenderFields(w, [](auto f) { return std::string(f); }));
   nb::dict doc = ToDict(present::QuantizeReportJson(rep));
   if (svg.in_memory) DeliverSvg(svg, present::QuantizeSvg(rep), doc);

@@ -38,7 +38,9 @@ std::vector<Component> SweepComponents(const std::vector<FlopsSweepPoint>& sweep
   return out;
 }
 
-Result<FlopsResult> RunFlops(const FlopsRequest& req) {
+namespace {
+
+Result<FlopsResult> RunPlainFlops(const FlopsRequest& req) {
   LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ModelSourceFiles(req.source, req.sweep), req.svg_path, "svg"));
   FlopsResult r;
   r.training = req.training;
@@ -102,6 +104,39 @@ Result<FlopsResult> RunFlops(const FlopsRequest& req) {
     LMKIT_ASSIGN_OR_RETURN(Roofline dec, ComputeRoofline(dec_ops, *r.gpu, r.precision, r.attention));
     r.decode = std::move(dec);
   }
+  return r;
+}
+
+}  // namespace
+
+Result<FlopsResult> RunFlops(const FlopsRequest& req) {
+  if (!req.layout) return RunPlainFlops(req);
+  // The layout's step counts what RunTraining counts; a choice of the plain count would be silently dropped.
+  for (auto [given, field] : {std::pair{req.kv_dtype.has_value(), "kv_dtype"},
+                              {req.quant_scope.has_value(), "quant_scope"},
+                              {req.attention.has_value(), "attention"},
+                              {req.steps.has_value(), "steps"},
+                              {!req.sweep.variable.empty(), "sweep"},
+                              {!req.options.lm_head, "no_lm_head"},
+                              {req.options.softmax_flops, "softmax"},
+                              {req.options.macs, "macs"}})
+    if (given) return Status::InvalidArgument(Field(field) + " does not combine with a training layout");
+  if (req.gpu.empty() && req.gpu_spec.empty())
+    return Status::InvalidArgument("the layout's step time needs " + Field("gpu"));
+  TrainingRequest t = *req.layout;
+  t.source = req.source;
+  t.seq_len = req.options.seq_len;
+  t.causal_half = req.options.causal_half;
+  t.layout.recompute = req.options.recompute;
+  if (t.layout.micro_batch == 0) t.layout.micro_batch = req.options.batch;
+  t.dtype = req.dtype.value_or(Dtype::kBf16);
+  t.gpu = req.gpu;
+  t.gpu_spec = req.gpu_spec;
+  t.mfu = req.mfu;
+  t.svg_path = req.svg_path;
+  FlopsResult r;
+  LMKIT_ASSIGN_OR_RETURN(r.layout, RunTraining(t));
+  r.svg_path = req.svg_path;
   return r;
 }
 

@@ -8,7 +8,9 @@
 
 namespace lmkit::accounting {
 
-Result<MemoryResult> RunMemory(const MemoryRequest& req) {
+namespace {
+
+Result<MemoryResult> RunPlainMemory(const MemoryRequest& req) {
   LMKIT_RETURN_IF_ERROR(CheckOutputIsNotAnInput(ModelSourceFiles(req.source, req.sweep), req.svg_path, "svg"));
   MemoryResult r;
   // NaN passes a plain `< 0` test, and llround of NaN, inf or anything past 2^63 is undefined (it printed an overhead
@@ -30,7 +32,7 @@ Result<MemoryResult> RunMemory(const MemoryRequest& req) {
   base.zero = req.zero.value_or(0);
   base.kv_dtype = req.kv_dtype;
   base.quant_scope = req.quant_scope.value_or(QuantScope::kLinear);
-  base.gpus = req.gpus;
+  base.gpus = req.gpus.value_or(1);
   base.batch = req.batch;
   base.seq_len = req.seq_len;
   base.overhead_bytes = static_cast<uint64_t>(std::llround(req.overhead_gib * 1073741824.0));
@@ -68,6 +70,39 @@ Result<MemoryResult> RunMemory(const MemoryRequest& req) {
     }
     r.sweep.push_back({v, std::move(rep)});
   }
+  r.svg_path = req.svg_path;
+  return r;
+}
+
+}  // namespace
+
+Result<MemoryResult> RunMemory(const MemoryRequest& req) {
+  if (!req.layout) return RunPlainMemory(req);
+  if (req.mode != Mode::kTraining)
+    return Status::InvalidArgument("the layout fields (" + Field("tp") + ", " + Field("pp") +
+                                   " ...) model training; drop " + Field("mode") + " inference");
+  for (auto [given, field] : {std::pair{req.kv_dtype.has_value(), "kv_dtype"},
+                              {req.quant_scope.has_value(), "quant_scope"},
+                              {req.activations.has_value(), "activations"},
+                              {!req.sweep.variable.empty(), "sweep"}})
+    if (given) return Status::InvalidArgument(Field(field) + " does not combine with a training layout");
+  if (req.layout->search && !req.svg_path.empty())
+    return Status::InvalidArgument(Field("svg") + " does not combine with " + Field("search"));
+  TrainingRequest t = *req.layout;
+  t.source = req.source;
+  t.dtype = req.dtype;
+  t.optimizer = req.optimizer.value_or(Optimizer::kAdamW);
+  t.layout.recompute = req.recompute.value_or(Recompute::kNone);
+  if (req.gpus) t.layout.gpus = *req.gpus;
+  if (t.layout.micro_batch == 0) t.layout.micro_batch = req.batch;
+  t.seq_len = req.seq_len;
+  t.overhead_gib = req.overhead_gib;
+  t.capacity_gb = req.capacity_gb;
+  t.gpu = req.gpu;
+  t.gpu_spec = req.gpu_spec;
+  t.svg_path = req.svg_path;
+  MemoryResult r;
+  LMKIT_ASSIGN_OR_RETURN(r.layout, RunTraining(t));
   r.svg_path = req.svg_path;
   return r;
 }

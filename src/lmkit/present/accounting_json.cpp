@@ -5,6 +5,7 @@
 #include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
 #include "lmkit/present/accounting_json_fields.h"
+#include "lmkit/present/accounting_training.h"
 
 namespace lmkit::present {
 
@@ -246,7 +247,7 @@ LMKIT_JSON_FIELDS(MemoryResult,  //
 Json ModelJson(const ModelSpec& m) { return ToJson(m); }
 Json ParamsJson(const ParameterCounts& p) { return ToJson(p); }
 Json GpuJson(const GpuSpec& g) { return ToJson(g); }
-Json FlopsJson(const FlopsResult& r) { return ToJson(r); }
-Json MemoryJson(const MemoryResult& r) { return ToJson(r); }
+Json FlopsJson(const FlopsResult& r) { return r.layout ? TrainingJson(*r.layout) : ToJson(r); }
+Json MemoryJson(const MemoryResult& r) { return r.layout ? TrainingJson(*r.layout) : ToJson(r); }
 
 }  // namespace lmkit::present

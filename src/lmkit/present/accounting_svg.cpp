@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lmkit/common/units.h"
+#include "lmkit/present/accounting_training.h"
 #include "lmkit/present/chart.h"
 
 namespace lmkit::present {
@@ -30,6 +31,14 @@ void DropEmptySeries(StackedColumns& c) {
 }
 
 }  // namespace
+
+std::string FlopsSvg(const accounting::FlopsResult& r) {
+  return r.layout ? TrainingStepSvg(*r.layout) : FlopsSweepSvg(r);
+}
+
+std::string MemorySvg(const accounting::MemoryResult& r) {
+  return r.layout ? TrainingMemorySvg(*r.layout) : MemorySweepSvg(r);
+}
 
 std::string FlopsSweepSvg(const accounting::FlopsResult& r) {
   StackedColumns c;

@@ -16,6 +16,10 @@ namespace lmkit::present {
 std::string FlopsSweepSvg(const accounting::FlopsResult& r);
 // The same for per-GPU memory by component (weights, gradients, optimizer state, activations, KV cache, overhead).
 std::string MemorySweepSvg(const accounting::MemoryResult& r);
+// The chart of a flops or memory answer (its svg_path): the layout's step or stages (TrainingStepSvg,
+// TrainingMemorySvg) when it has a layout, else the sweep's.
+std::string FlopsSvg(const accounting::FlopsResult& r);
+std::string MemorySvg(const accounting::MemoryResult& r);
 // One 100% column per GPU: reserved (bottom), the placed models (a tensor-parallel model on each of its GPUs), the
 // fragmentation margin and free memory (top), in the semantic colours of chart.h for reserved, margin and free.
 std::string PlanMemoryMapSvg(const accounting::PlanResult& r);

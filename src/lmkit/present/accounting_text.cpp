@@ -3,6 +3,7 @@
 
 #include "lmkit/common/units.h"
 #include "lmkit/present/accounting.h"
+#include "lmkit/present/accounting_training.h"
 
 namespace lmkit::present {
 namespace {
@@ -103,6 +104,7 @@ std::string FlopsSweepText(const FlopsResult& r, Format f) {
 }  // namespace
 
 std::string RenderFlops(const FlopsResult& r, Format f) {
+  if (r.layout) return RenderTraining(*r.layout, f, true);
   const FlopsReport& rep = r.report;
   const FlopsOptions& o = rep.options;
   std::string out;
@@ -249,6 +251,7 @@ std::string MemorySweepText(const MemoryResult& r, Format f) {
 }  // namespace
 
 std::string RenderMemory(const MemoryResult& r, Format f) {
+  if (r.layout) return RenderTraining(*r.layout, f, false);
   const MemoryReport& x = r.report;
   std::string out;
   if (r.sweep_variable != "model") {
