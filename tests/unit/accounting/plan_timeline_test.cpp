@@ -187,3 +187,36 @@ TEST_CASE("timeline: a mixed plan simulates a generated day of 1,000+ events in 
 #endif
   WARN("mixed plan, 1,500 generated events, 4 policies: " << s << " s CPU, " << wall << " s wall");
 }
+
+TEST_CASE("timeline: the trace is a field of the request, checked by RunPlan", "[plan][timeline]") {
+  lmkit::test::TempDir dir;
+  const std::string plan = dir.file("plan.json");
+  lmkit::test::WriteAll(plan, R"({"gpu": "h100", "models": [{"name": "chat", "model": "llama-2-7b", "batch": 2},
+                                                     {"name": "code", "model": "llama-2-7b", "batch": 2}]})");
+  PlanRequest req;
+  req.plan_path = plan;
+  req.trace_path = dir.file("trace.json");
+  auto none = RunPlanWithTimeline(req);
+  CHECK(none.status().code() == lmkit::ErrorCode::kInvalidArgument);
+  CHECK(none.status().message() == lmkit::Field("trace_path") + " needs " + lmkit::Field("timeline_path") + " or " +
+                                       lmkit::Field("generate_events"));
+  req.generate_events = 20;
+  req.trace_path = plan;  // would replace the plan it is drawn from
+  auto self = RunPlanWithTimeline(req);
+  CHECK(self.status().code() == lmkit::ErrorCode::kInvalidArgument);
+  INFO(self.status().ToString());
+  CHECK(self.status().message().find("is also the output (" + lmkit::Field("trace_path")) != std::string::npos);
+  req.trace_path = dir.file("trace.json");
+  auto ok = RunPlanWithTimeline(req);
+  REQUIRE(ok.ok());
+  CHECK(ok->trace_path == req.trace_path);
+  REQUIRE(ok->timeline);
+  bool traced = false;
+  for (const auto& run : ok->timeline->runs) traced = traced || !run.trace.empty();
+  CHECK(traced);
+  // Without a trace no allocator call is kept.
+  req.trace_path.clear();
+  auto plain = RunPlanWithTimeline(req);
+  REQUIRE(plain.ok());
+  for (const auto& run : plain->timeline->runs) CHECK(run.trace.empty());
+}

@@ -75,3 +75,48 @@ TEST_CASE("run flops: a model sweep reports the first model as the request's", "
   CHECK(r->report.forward == r->sweep[0].report.forward);
   CHECK(r->sweep[1].report.forward < r->sweep[0].report.forward);
 }
+
+TEST_CASE("run flops: a request with a layout is answered by RunTraining's step, from the request's own fields",
+          "[accounting][run_flops]") {
+  FlopsRequest req;
+  req.source.model = "llama-3-8b";
+  req.options.seq_len = 4096;
+  req.options.batch = 2;
+  req.gpu = "h100";
+  req.mfu = 0.4;
+  req.layout = TrainingRequest{};
+  req.layout->layout.tp = 2;
+  req.layout->layout.gpus = 8;
+  req.layout->layout.micro_batch = 0;  // the request's batch
+  auto r = RunFlops(req);
+  REQUIRE(r.ok());
+  REQUIRE(r->layout.has_value());
+  REQUIRE(r->layout->step.has_value());
+  // The same as RunTraining on the request a front end used to build by hand.
+  TrainingRequest t;
+  t.source.model = "llama-3-8b";
+  t.seq_len = 4096;
+  t.layout.tp = 2;
+  t.layout.gpus = 8;
+  t.layout.micro_batch = 2;
+  t.gpu = "h100";
+  t.mfu = 0.4;
+  auto direct = RunTraining(t);
+  REQUIRE(direct.ok());
+  CHECK(r->layout->request.layout.micro_batch == 2);
+  CHECK(r->layout->step->step_s == direct->step->step_s);
+  CHECK(r->layout->step->model_flops == direct->step->model_flops);
+  CHECK(r->report.forward == 0);  // the plain count was not run
+
+  // What the layout model does not use is refused by name, and its step time needs a GPU.
+  FlopsRequest bad = req;
+  bad.kv_dtype = Dtype::kFp8;
+  CHECK(RunFlops(bad).status().message() == lmkit::Field("kv_dtype") + " does not combine with a training layout");
+  bad = req;
+  bad.options.macs = true;
+  CHECK(RunFlops(bad).status().message() == lmkit::Field("macs") + " does not combine with a training layout");
+  bad = req;
+  bad.gpu.clear();
+  CHECK(RunFlops(bad).status().code() == lmkit::ErrorCode::kInvalidArgument);
+  CHECK(RunFlops(bad).status().message().find("needs " + lmkit::Field("gpu")) != std::string::npos);
+}

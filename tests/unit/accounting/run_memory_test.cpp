@@ -87,3 +87,41 @@ TEST_CASE("run memory: a batch sweep adds per_sequence bytes per sequence", "[ac
   req.svg_path = "m.svg";
   CHECK(RunMemory(req).status().ToString() == "svg needs sweep");
 }
+
+TEST_CASE("run memory: a request with a layout is answered by RunTraining, from the request's own fields",
+          "[accounting][run_memory]") {
+  MemoryRequest req;
+  req.source.model = "llama-3-8b";
+  req.batch = 2;
+  req.gpus = 8;
+  req.optimizer = Optimizer::kSgd;
+  req.layout = TrainingRequest{};
+  req.layout->layout.tp = 2;
+  req.layout->layout.micro_batch = 0;  // the request's batch
+  auto r = RunMemory(req);
+  REQUIRE(r.ok());
+  REQUIRE(r->layout.has_value());
+  REQUIRE(r->layout->memory.has_value());
+  CHECK(r->layout->request.layout.gpus == 8);
+  CHECK(r->layout->request.layout.micro_batch == 2);
+  CHECK(r->layout->request.optimizer == Optimizer::kSgd);
+  CHECK(r->layout->memory->layout.layout.dp == 4);  // 8 GPUs / tp 2
+  CHECK(r->report.total == 0);                      // the plain estimate was not run
+
+  // Without gpus the layout's own degree decides (tp x pp x cp x dp).
+  req.gpus.reset();
+  auto one = RunMemory(req);
+  REQUIRE(one.ok());
+  CHECK(one->layout->memory->layout.world == 2);
+
+  MemoryRequest bad = req;
+  bad.mode = Mode::kInference;
+  CHECK(RunMemory(bad).status().message().find("drop " + lmkit::Field("mode") + " inference") != std::string::npos);
+  bad = req;
+  bad.activations = ActivationModel::kCs336;
+  CHECK(RunMemory(bad).status().message() == lmkit::Field("activations") + " does not combine with a training layout");
+  bad = req;
+  bad.layout->search = true;
+  bad.svg_path = "chart.svg";
+  CHECK(RunMemory(bad).status().message() == lmkit::Field("svg") + " does not combine with " + lmkit::Field("search"));
+}
