@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # INT8 quantization and calibration speed, side by side with PyTorch (Debian's python3-torch 1.13 and a current
-# PyTorch 2.x from PyPI) and ONNX Runtime's calibrators, in one run.
+# PyTorch 2.x from PyPI) and ONNX Runtime's calibrators, in one run. TORCH_PY names another python for the first.
 #   1. memcpy bandwidth of this machine with 2 threads (bench/memcpy_bw.c; bytes read + written per second)
 #   2. per-channel quantization of a generated bf16 checkpoint (default 60 x [4096, 4096] = 1.007e9 params):
 #      `lmkit --threads 2 quantize` (whole pipeline: mapped input, codes + scales written to a file) vs PyTorch
@@ -29,16 +29,21 @@ quick=0
 BENCH_DIR=${BENCH_DIR:-/dev/shm/lmkit-quant-bench}
 TENSORS=${TENSORS:-60}
 ACTS=${ACTS:-100000000}
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
-$PY -c 'import numpy, torch' 2>/dev/null || { echo "bench/quant.sh: needs numpy and torch (apt-get install python3-numpy python3-torch)" >&2; exit 1; }
+# The first PyTorch peer and the script's own python: TORCH_PY if set, else Debian's python3-torch (peers.sh setup
+# installs it), else the heavy venv's PyTorch 2.x (scripts/heavy-venv.sh; then both peers are that build).
+PY=${TORCH_PY:-/usr/bin/python3}
+if ! "$PY" -c 'import numpy, torch' 2>/dev/null && [ -z "${TORCH_PY:-}" ]; then
+  PY=${LMKIT_HEAVY_VENV:-/root/.cache/lmkit-heavy-venv}/bin/python
+fi
+"$PY" -c 'import numpy, torch' 2>/dev/null || { echo "bench/quant.sh: needs a python with numpy and torch: TORCH_PY, Debian's python3-torch or scripts/heavy-venv.sh" >&2; exit 1; }
 bench_need_lmkit
 HPY=""
 if [ "$TORCH2" != 0 ]; then
   HPY=$(bash scripts/heavy-venv.sh)
   "$HPY" -c 'import torch, onnxruntime, numpy' || { echo "bench/quant.sh: $HPY lacks torch/onnxruntime (TORCH2=0 skips them)" >&2; exit 1; }
 fi
-TORCH1=$(peer_label debian-torch)
+if [ "$PY" = /usr/bin/python3 ]; then TORCH1=$(peer_label debian-torch)
+else TORCH1="PyTorch $("$PY" -c 'import torch; print(torch.__version__)') ($PY)"; fi
 [ -n "$HPY" ] && TORCH2L="PyTorch $("$HPY" -c 'import torch; print(torch.__version__)') (pip, PyPI wheel, CPU)"
 [ -n "$HPY" ] && ORTL="ONNX Runtime $("$HPY" -c 'import onnxruntime; print(onnxruntime.__version__)') (pip) calibrators"
 ninja -C "$(dirname "$LMKIT")" lmkit_bench_quant >/dev/null
@@ -53,7 +58,7 @@ memcpy_cpu=$(awk '{print $1 + $2}' "$BENCH_DIR/time")  # includes allocating and
 echo "memcpy (2 threads): $memcpy GB/s, $memcpy_cpu s cpu" >&2
 
 ckpt="$BENCH_DIR/ckpt.safetensors"
-$PY bench/gen_checkpoint.py "$ckpt" "$TENSORS" 4096 4096
+"$PY" bench/gen_checkpoint.py "$ckpt" "$TENSORS" 4096 4096
 cat "$ckpt" >/dev/null  # page cache
 # The file-to-file ceiling on the same filesystem: cp reads and writes every byte once, with no computation (its
 # bandwidth is counted like lmkit's: bytes read + bytes written, per wall second).
@@ -64,12 +69,12 @@ echo "cp of the checkpoint: $cp_gbs GB/s (read + written)" >&2
 # lmkit: report totals + process CPU time
 cpu() { /usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" "$@" >"$BENCH_DIR/out.json"; awk '{print $1 + $2}' "$BENCH_DIR/time"; }
 lm_cpu=$(cpu "$LMKIT" --threads 2 quantize "$ckpt" -o "$BENCH_DIR/q.safetensors" --json)
-read -r lm_s lm_gbs lm_rss lm_params lm_in lm_out < <($PY -c '
+read -r lm_s lm_gbs lm_rss lm_params lm_in lm_out < <("$PY" -c '
 import json,sys; t=json.load(open(sys.argv[1]))["totals"]
 print(t["seconds"], t["gb_per_s"], t["peak_rss_bytes"], t["params_quantized"], t["bytes_before"], t["bytes_after"])' "$BENCH_DIR/out.json")
 rm -f "$BENCH_DIR/q.safetensors"
 echo "lmkit quantize: $lm_s s wall, $lm_cpu s cpu, $lm_gbs GB/s" >&2
-/usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" $PY bench/quant_torch.py quantize "$ckpt" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
+/usr/bin/time -f "%U %S" -o "$BENCH_DIR/time" "$PY" bench/quant_torch.py quantize "$ckpt" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
 read -r th_s th_cpu th_params <"$BENCH_DIR/torch.txt"
 echo "torch quantize: $th_s s (math only), process cpu $th_cpu s" >&2
 extra=$BENCH_DIR/extra.txt  # "key value..." lines for the page: the PyPI peers
@@ -96,23 +101,23 @@ cat "$BENCH_DIR/dtypes.txt" >&2
 rm -f "$ckpt"
 
 acts="$BENCH_DIR/acts.npy"
-$PY -c '
+"$PY" -c '
 import numpy as np, sys
 rng = np.random.default_rng(0); n = int(sys.argv[2])
 x = rng.laplace(0, 1, n).astype(np.float32); x[::100000] *= 20
 np.save(sys.argv[1], x.reshape(10, -1))' "$acts" "$ACTS"
 cat "$acts" >/dev/null
 lc_cpu=$(cpu "$LMKIT" --threads 2 calibrate "$acts" --method entropy -o "$BENCH_DIR/c.json" --json)
-lc_s=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out.json")
+lc_s=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out.json")
 echo "lmkit calibrate: $lc_s s wall, $lc_cpu s cpu" >&2
 # Both in-memory sides vary from process to process on this shared VM (the observer's best of 3 ranged 0.26-0.49 s
 # within one hour), so each runs in 3 processes, alternating; the table shows the best and the range of the bests.
 lo_cpu=$(cpu "$LMKIT" --threads 2 calibrate "$acts" --method entropy --flavor ort -o "$BENCH_DIR/c.json" --json)
-lo_s=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out.json")
+lo_s=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out.json")
 echo "lmkit calibrate --flavor ort: $lo_s s wall, $lo_cpu s cpu" >&2
 th_all=(); ic_all=(); io_all=()
 for k in 1 2 3; do
-  $PY bench/quant_torch.py histogram "$acts" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
+  "$PY" bench/quant_torch.py histogram "$acts" 2 >"$BENCH_DIR/torch.txt" 2>/dev/null
   read -r th_k th_cpu_k th_load_k <"$BENCH_DIR/torch.txt"
   if [ "$k" = 1 ] || awk -v a="$th_k" -v b="$th_hist" 'BEGIN {exit !(a < b)}'; then
     th_hist=$th_k th_hist_cpu=$th_cpu_k th_load=$th_load_k
@@ -143,7 +148,7 @@ echo "lmkit calibrate --flavor ort in memory: best $io_s s (processes: $io_range
 disk_acts="$DISK_DIR/lmkit-quant-bench-acts.npy"
 cp "$acts" "$disk_acts" && cat "$disk_acts" >/dev/null
 "$LMKIT" --threads 2 calibrate "$disk_acts" --method entropy -o "$BENCH_DIR/c2.json" --json >"$BENCH_DIR/out2.json"
-ld_s=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out2.json")
+ld_s=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$BENCH_DIR/out2.json")
 echo "lmkit calibrate from $DISK_DIR: $ld_s s" >&2
 if [ -n "$HPY" ]; then
   for cfg in "MinMax|--method minmax" "Entropy 128|--method entropy --bins 128" "Entropy 2048|--method entropy --bins 2048" \
@@ -158,7 +163,7 @@ if [ -n "$HPY" ]; then
   done
 fi
 
-QUICK=$quick EXTRA=$extra TORCH1="$TORCH1" TORCH2L="${TORCH2L:-}" ORTL="${ORTL:-}" $PY - "$TENSORS" "$memcpy_cpu" "$memcpy" "$cp_gbs" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
+QUICK=$quick EXTRA=$extra TORCH1="$TORCH1" TORCH2L="${TORCH2L:-}" ORTL="${ORTL:-}" "$PY" - "$TENSORS" "$memcpy_cpu" "$memcpy" "$cp_gbs" "$lm_s" "$lm_cpu" "$lm_gbs" "$lm_rss" "$lm_params" "$lm_in" "$lm_out" "$th_s" "$th_cpu" "$lc_s" "$lc_cpu" \
     "$th_hist" "$th_hist_cpu" "$ACTS" "$th_load" "$im_s" "$im_traffic" "$ic_s" "$ld_s" "$DISK_DIR" \
     "$(findmnt -no FSTYPE -T "$BENCH_DIR" | head -1)" "$(findmnt -no FSTYPE -T "$DISK_DIR" | head -1)" \
     "$(tr '\n' ' ' <"$BENCH_DIR/dtypes.txt")" "$th_range" "$ic_range" "$im_shares" "$lo_s" "$lo_cpu" "$io_s" "$io_range" \
