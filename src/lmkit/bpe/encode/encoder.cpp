@@ -397,10 +397,11 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
   }
   for (size_t i = 0; i + 1 < m; ++i) ranks[i] = PairRank(ids[i], ids[i + 1]);
   while (m > 1) {
+    // The lowest rank, leftmost first; the rank alone decides (SentencePiece models give several rules one rank).
     uint64_t best = kNoPair;
     size_t at = 0;
     for (size_t i = 0; i + 1 < m; ++i) {
-      if (ranks[i] < best) {
+      if ((ranks[i] >> 32) < (best >> 32)) {
         best = ranks[i];
         at = i;
       }
@@ -439,14 +440,14 @@ uint32_t* Encoder::MergeHeapTo(std::string_view piece, uint32_t* w) {
     next_[i] = i + 1 < n ? static_cast<uint32_t>(i + 1) : kEnd;
     prev_[i] = i > 0 ? static_cast<uint32_t>(i - 1) : kEnd;
   }
-  // Min-heap on (packed rank|result, position): the lowest rank, leftmost first, exactly as the flat scan.
+  // Min-heap on (rank, position): the lowest rank, leftmost first, exactly as the flat scan.
   auto greater = [](const std::pair<uint64_t, uint32_t>& a, const std::pair<uint64_t, uint32_t>& b) { return a > b; };
   auto push = [&](uint32_t pos) {
     uint32_t nx = next_[pos];
     if (nx == kEnd) return;
     uint64_t r = tok_.Merge(ids_[pos], ids_[nx]);
     if (r == kNoPair) return;
-    heap_.emplace_back(r, pos);
+    heap_.emplace_back(r >> 32, pos);
     std::push_heap(heap_.begin(), heap_.end(), greater);
   };
   for (size_t i = 0; i + 1 < n; ++i) push(static_cast<uint32_t>(i));
@@ -457,8 +458,10 @@ uint32_t* Encoder::MergeHeapTo(std::string_view piece, uint32_t* w) {
     // Stale entries: the left part was absorbed, or the pair at pos changed since the push.
     if (ids_[pos] == kNoId) continue;
     uint32_t nx = next_[pos];
-    if (nx == kEnd || tok_.Merge(ids_[pos], ids_[nx]) != r) continue;
-    ids_[pos] = static_cast<uint32_t>(r);
+    if (nx == kEnd) continue;
+    const uint64_t packed = tok_.Merge(ids_[pos], ids_[nx]);
+    if (packed == kNoPair || (packed >> 32) != r) continue;
+    ids_[pos] = static_cast<uint32_t>(packed);
     ids_[nx] = kNoId;
     next_[pos] = next_[nx];
     if (next_[nx] != kEnd) prev_[next_[nx]] = pos;

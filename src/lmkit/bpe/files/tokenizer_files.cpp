@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <map>
 
 #include "lmkit/bpe/files/byte_unicode.h"
@@ -195,6 +196,11 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& spec, const 
   }
   if (IsFile(spec)) {
     if (EndsWith(spec, ".json")) return ReadHfTokenizerJson(spec, options);
+    char head[16] = {};
+    std::ifstream f(spec, std::ios::binary);
+    f.read(head, sizeof(head));
+    if (detail::LooksLikeSentencePiece(std::string_view(head, static_cast<size_t>(f.gcount()))))
+      return ReadSentencePieceModel(spec, options);
     return ReadTiktoken(spec, options);
   }
   for (const char* name : kBuiltins) {

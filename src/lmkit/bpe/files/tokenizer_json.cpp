@@ -431,8 +431,12 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   sj::dom::element root;
   LMKIT_RETURN_IF_ERROR(ParseDom(text, path, parser, &root));
   sj::dom::object top, model;
-  if (root.get_object().get(top) || top["model"].get_object().get(model))
+  if (root.get_object().get(top)) return Status::InvalidInput(path, "not a tokenizer.json (no \"model\" object)");
+  if (top["model"].get_object().get(model)) {
+    sj::dom::object config;
+    if (!top["config"].get_object().get(config)) return ReadTekkenJson(path, options);
     return Status::InvalidInput(path, "not a tokenizer.json (no \"model\" object)");
+  }
   // The small parts, as nlohmann values.
   Json j = Json::object(), m = Json::object();
   for (auto [key, value] : top) {
