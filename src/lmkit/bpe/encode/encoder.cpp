@@ -42,6 +42,8 @@ Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_slots)
     : tok_(tokenizer),
       pipeline_(tokenizer.pipeline()),
       char_level_(tokenizer.char_level()),
+      affixes_(tokenizer.has_affixes()),
+      ids_per_byte_(tokenizer.max_ids_per_byte()),
       own_rules_(SpecialRules::AllowAll(tokenizer)),
       pattern_(tokenizer.pattern()),
       shortcut_(tokenizer.whole_piece_shortcut()) {
@@ -240,10 +242,42 @@ size_t Encoder::CharIds(std::string_view piece, uint32_t* ids) const {
   return m;
 }
 
+size_t Encoder::AffixIds(std::string_view piece, uint32_t* ids) {
+  const uint32_t unk = tok_.unk_id();
+  size_t m = 0;
+  bool prev_unk = false;
+  for (size_t i = 0; i < piece.size();) {
+    const size_t len = char_level_ ? DecodeUtf8At(piece, i).len : 1;
+    affix_buf_.clear();
+    if (i > 0) affix_buf_ += tok_.subword_prefix();
+    affix_buf_.append(piece.substr(i, len));
+    i += len;
+    if (i == piece.size()) affix_buf_ += tok_.subword_suffix();
+    uint32_t id = tok_.TokenId(affix_buf_);
+    if (id == kNoId && tok_.byte_fallback()) {
+      // Hugging Face falls back to the bytes of the affixed symbol, prefix and suffix included.
+      bool all = true;
+      for (size_t k = 0; k < affix_buf_.size() && all; ++k)
+        all = tok_.fallback_id(static_cast<uint8_t>(affix_buf_[k])) != kNoId;
+      if (all) {
+        for (char c : affix_buf_) ids[m++] = tok_.fallback_id(static_cast<uint8_t>(c));
+        prev_unk = false;
+        continue;
+      }
+    }
+    if (id == kNoId) id = unk;
+    if (id == kNoId) continue;  // no unk token: Hugging Face drops the symbol
+    if (id == unk && tok_.fuse_unk() && prev_unk) continue;
+    ids[m++] = id;
+    prev_unk = id == unk;
+  }
+  return m;
+}
+
 template <typename To>
 void Encoder::AppendVia(std::string_view piece, std::vector<uint32_t>* out, To to) {
   const size_t used = out->size();
-  out->resize(used + piece.size() + kOutSlack);
+  out->resize(used + piece.size() * ids_per_byte_ + kOutSlack);
   out->resize(static_cast<size_t>((this->*to)(piece, out->data() + used) - out->data()));
 }
 
@@ -260,6 +294,7 @@ void Encoder::MergeHeap(std::string_view piece, std::vector<uint32_t>* out) {
 
 inline uint32_t* Encoder::EncodePieceTo(std::string_view piece, uint32_t* w) {
   const size_t len = piece.size();
+  if (affixes_ && len == 1) return MergeFlatTo(piece, w);  // the character takes its suffix
   if (len == 1) {
     *w = tok_.ByteId(static_cast<uint8_t>(piece[0]));
     return w + (*w != kNoId);  // kNoId: a char-level tokenizer without the character, unk or fallback
@@ -385,12 +420,14 @@ inline void Encoder::PrefetchPair(uint32_t left, uint32_t right) const {
 }
 
 uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
-  size_t m = piece.size();
+  size_t m = piece.size() * ids_per_byte_;
   if (ids_.size() < m) ids_.resize(m);
   if (ranks_.size() < m) ranks_.resize(m);
   uint32_t* ids = ids_.data();
   uint64_t* ranks = ranks_.data();
-  if (char_level_) {
+  if (affixes_) {
+    m = AffixIds(piece, ids);
+  } else if (char_level_) {
     m = CharIds(piece, ids);
   } else {
     m = ByteIds(piece, ids);
@@ -425,13 +462,15 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
 }
 
 uint32_t* Encoder::MergeHeapTo(std::string_view piece, uint32_t* w) {
-  size_t n = piece.size();
+  size_t n = piece.size() * ids_per_byte_;
   constexpr uint32_t kEnd = 0xFFFFFFFFu;
   ids_.resize(n);
   next_.resize(n);
   prev_.resize(n);
   heap_.clear();
-  if (char_level_) {
+  if (affixes_) {
+    n = AffixIds(piece, ids_.data());
+  } else if (char_level_) {
     n = CharIds(piece, ids_.data());
   } else {
     n = ByteIds(piece, ids_.data());

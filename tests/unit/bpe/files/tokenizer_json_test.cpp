@@ -197,7 +197,7 @@ TEST_CASE("what lmkit does not implement in a tokenizer.json is a one-line error
       {"/pre_tokenizer", Json::parse(R"({"type":"Split","pattern":{"Regex":"a"},"behavior":"Sideways"})"),
        "behavior \"Sideways\""},
       {"/model/dropout", Json(0.1), "dropout"},
-      {"/model/continuing_subword_prefix", Json("##"), "continuing_subword_prefix"},
+      {"/model/continuing_subword_prefix", Json("##"), "does not start with continuing_subword_prefix"},
       {"/model/type", Json("Unigram"), "is not BPE"},
       {"/post_processor", Json::parse(R"({"type":"Mystery"})"), "post_processor \"Mystery\""},
   };
