@@ -25,6 +25,8 @@ namespace {
 
 using Piece = spm::ModelProto::SentencePiece;
 
+constexpr size_t kMaxPieceBytes = 2048;  // 512 characters of up to 4 bytes
+
 // "<0x41>" -> 0x41 (sentencepiece's byte pieces); -1 otherwise.
 int BytePiece(std::string_view k) {
   auto hex = [](char c) {
@@ -106,6 +108,10 @@ Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& pat
     const uint32_t id = static_cast<uint32_t>(i);
     auto where = [&] { return path + ": piece " + std::to_string(i); };
     if (p.piece().empty()) return Status::InvalidInput(where(), "piece is empty");
+    // sentencepiece's trainer allows pieces of up to 512 characters; a longer one would make finding its merges
+    // quadratic.
+    if (p.piece().size() > kMaxPieceBytes)
+      return Status::InvalidInput(where(), "piece is longer than " + std::to_string(kMaxPieceBytes) + " bytes");
     if (std::isnan(p.score())) return Status::InvalidInput(where(), "score is not a number");
     Status st;
     switch (p.type()) {
