@@ -162,7 +162,9 @@ def main():
         pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]), decoders.Fuse()))
     # continuing_subword_prefix / end_of_word_suffix: char-level with byte fallback (the affixed symbol's bytes), with
     # unk only and the suffix alone, and byte-level.
-    built.append(char_level("affixes_char_fallback", None, pre_tokenizers.Whitespace(), decoders.Fuse(), **AFFIXES))
+    built.append(char_level("affixes_char_fallback", None,
+                            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+                            decoders.Fuse(), **AFFIXES))
     built.append(char_level("affixes_char_unk_suffix", normalizers.Lowercase(), pre_tokenizers.WhitespaceSplit(),
                             decoders.Fuse(), fallback=False, end_of_word_suffix="</w>"))
     built.append(byte_level("affixes_bytelevel", None, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),

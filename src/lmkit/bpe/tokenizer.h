@@ -232,6 +232,14 @@ class Tokenizer {
     unk_ = unk;
     fuse_unk_ = fuse_unk;
   }
+  // A word the pre-tokenizer isolates that encodes to `id` as a whole, never merged (SentencePiece's user-defined
+  // pieces). Errors: kInvalidInput when the word is one already.
+  Status AddFrozenWord(std::string_view word, uint32_t id) {
+    if (!frozen_.Insert(word, id)) return Status::InvalidInput("", "word " + std::string(word) + " is frozen twice");
+    return Status::Ok();
+  }
+  bool has_frozen_words() const { return frozen_.size() > 0; }
+  uint32_t FrozenWordId(std::string_view word) const { return frozen_.Find(word); }
   bool has_affixes() const { return !prefix_.empty() || !suffix_.empty(); }
   const std::string& subword_prefix() const { return prefix_; }
   const std::string& subword_suffix() const { return suffix_; }
@@ -356,6 +364,7 @@ class Tokenizer {
   bool char_level_ = false, byte_fallback_ = false, fuse_unk_ = false;
   uint32_t unk_ = kNoId;
   std::string prefix_, suffix_;
+  BytesIdMap frozen_;
   std::vector<uint32_t> fallback_ids_ = std::vector<uint32_t>(256, kNoId);
   std::vector<std::pair<uint32_t, AddedFlags>> added_flags_;
   DecodeRules decode_rules_;

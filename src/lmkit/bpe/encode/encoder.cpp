@@ -202,7 +202,14 @@ void Encoder::EncodeValidSegment(std::string_view text, bool at_start, std::vect
     return;
   }
   pipeline_->PreTokenize(t, at_start, &pre_);
-  for (size_t k = 0; k < pre_.words.size(); ++k) EncodePiece(pre_.word(k), out);
+  for (size_t k = 0; k < pre_.words.size(); ++k) {
+    const uint32_t frozen = tok_.has_frozen_words() ? tok_.FrozenWordId(pre_.word(k)) : kNoId;
+    if (frozen != kNoId) {
+      out->push_back(frozen);
+    } else {
+      EncodePiece(pre_.word(k), out);
+    }
+  }
 }
 
 size_t Encoder::ByteIds(std::string_view piece, uint32_t* ids) const {

@@ -11,6 +11,7 @@
 //   unknowns fused into one (sentencepiece_processor.cc); user-defined pieces are matched in the text as a whole;
 //   control pieces (<s>, [INST]) are never matched in text, as sentencepiece's Encode never does.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -102,7 +103,8 @@ Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& pat
   auto tok = std::make_unique<Tokenizer>();
   tok->ReserveTokens(static_cast<size_t>(model.pieces_size()));
   uint32_t unk = kNoId;
-  std::vector<uint32_t> normal;  // ids of NORMAL pieces of more than one character: the merge results
+  std::vector<uint32_t> normal;  // ids of NORMAL pieces of more than one byte: the merge results
+  std::vector<std::string> user_defined;
   for (int i = 0; i < model.pieces_size(); ++i) {
     const Piece& p = model.pieces(i);
     const uint32_t id = static_cast<uint32_t>(i);
@@ -120,7 +122,8 @@ Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& pat
         if (p.piece().size() > 1) normal.push_back(id);
         break;
       case Piece::USER_DEFINED:
-        st = tok->AddSpecial(p.piece(), id, true);
+        st = tok->AddToken(p.piece(), id);
+        user_defined.push_back(p.piece());
         break;
       case Piece::CONTROL:
         st = tok->AddSpecial(p.piece(), id, false);
@@ -183,6 +186,37 @@ Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& pat
   meta.split = false;
   meta.prepend = norm.add_dummy_prefix() ? PreTokenizerStep::Prepend::kInputStart : PreTokenizerStep::Prepend::kNever;
   pipeline->pre_tokenizer.push_back(std::move(meta));
+  if (!user_defined.empty()) {
+    // sentencepiece matches user-defined pieces in the normalized text, longest first at each position, and never
+    // merges them: a Split isolates them (a regex alternation, longest first, is that match) and each isolated one
+    // encodes as a whole.
+    std::stable_sort(user_defined.begin(), user_defined.end(),
+                     [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    std::string re;
+    for (const std::string& u : user_defined) {
+      std::string word;  // as the pre-tokenizer sees it, spaces escaped
+      for (char c : u) {
+        if (c == ' ') {
+          word += space;
+          re += space;
+          continue;
+        }
+        word.push_back(c);
+        if (static_cast<unsigned char>(c) < 0x80 && !std::isalnum(static_cast<unsigned char>(c))) re.push_back('\\');
+        re.push_back(c);
+      }
+      re.push_back('|');
+      LMKIT_RETURN_IF_ERROR(tok->AddFrozenWord(word, tok->TokenId(u)).WithSubject(path));
+    }
+    re.pop_back();
+    PreTokenizerStep split;
+    split.kind = PreTokenizerStep::Kind::kSplit;
+    split.behavior = SplitBehavior::kIsolated;
+    auto r = HfRegex::Compile(re);
+    if (!r.ok()) return Status::InvalidInput(path, "USER_DEFINED pieces: " + r.status().message());
+    split.regex = *r;
+    pipeline->pre_tokenizer.push_back(std::move(split));
+  }
   tok->set_pipeline(std::move(pipeline));
 
   Tokenizer::DecodeRules rules;

@@ -18,9 +18,9 @@ using lmkit::test::WriteAll;
 
 namespace {
 
-const std::string kDir = std::string(LMKIT_TEST_DATA_DIR) + "/bpe/native";
+const std::string kTekkenDir = std::string(LMKIT_TEST_DATA_DIR) + "/bpe/native";
 
-Json ReadJson(const std::string& path) {
+Json ReadTekkenJsonFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -29,7 +29,7 @@ Json ReadJson(const std::string& path) {
   return *j;
 }
 
-std::vector<uint32_t> Ids(const Json& a) {
+std::vector<uint32_t> TekkenIds(const Json& a) {
   std::vector<uint32_t> v;
   for (const Json& x : a) v.push_back(x.get<uint32_t>());
   return v;
@@ -38,11 +38,11 @@ std::vector<uint32_t> Ids(const Json& a) {
 }  // namespace
 
 TEST_CASE("tekken.json gives mistral-common's ids", "[bpe][tekken]") {
-  const Json g = ReadJson(kDir + "/goldens.json");
+  const Json g = ReadTekkenJsonFile(kTekkenDir + "/goldens.json");
   const Json& strings = g["strings"];
   for (const char* name : {"tekken_small.json", "tekken_small_specials.json"}) {
     INFO(name);
-    auto tok = LoadTokenizer(kDir + "/" + name, {});  // a .json without "model": picked as tekken
+    auto tok = LoadTokenizer(kTekkenDir + "/" + name, {});  // a .json without "model": picked as tekken
     if (!tok.ok()) FAIL(tok.status().ToString());
     CHECK((*tok)->description().rfind("tekken.json", 0) == 0);
     Encoder enc(**tok, 64);
@@ -51,7 +51,7 @@ TEST_CASE("tekken.json gives mistral-common's ids", "[bpe][tekken]") {
       INFO("string " << i << ": " << DumpJson(strings[i], -1));
       std::vector<uint32_t> ids;
       enc.Encode(text, &ids);  // "<s>" in the text stays text, as in Tekkenizer.encode
-      CHECK(ids == Ids(g["files"][name]["ids"][i]));
+      CHECK(ids == TekkenIds(g["files"][name]["ids"][i]));
       std::string back;
       REQUIRE(DecodeIds(**tok, ids.data(), ids.size(), 0, &back).ok());
       CHECK(back == text);
@@ -60,7 +60,7 @@ TEST_CASE("tekken.json gives mistral-common's ids", "[bpe][tekken]") {
 }
 
 TEST_CASE("tekken.json's special ids come first, named by the file or mistral-common's defaults", "[bpe][tekken]") {
-  auto plain = ReadTekkenJson(kDir + "/tekken_small.json", {});
+  auto plain = ReadTekkenJson(kTekkenDir + "/tekken_small.json", {});
   REQUIRE(plain.ok());
   // 1000 special ids, then 1200 of the file's 1500 ranks.
   CHECK((*plain)->id_limit() == 2200);
@@ -71,7 +71,7 @@ TEST_CASE("tekken.json's special ids come first, named by the file or mistral-co
   CHECK(k[19].text == "[TOOL_CONTENT]");
   CHECK(k[20].text == "<SPECIAL_20>");
   CHECK((*plain)->enabled_specials().empty());
-  auto named = ReadTekkenJson(kDir + "/tekken_small_specials.json", {});
+  auto named = ReadTekkenJson(kTekkenDir + "/tekken_small_specials.json", {});
   REQUIRE(named.ok());
   CHECK((*named)->id_limit() == 1300);
   CHECK((*named)->known_specials()[2].text == "</s>");
@@ -79,7 +79,7 @@ TEST_CASE("tekken.json's special ids come first, named by the file or mistral-co
 }
 
 TEST_CASE("a malformed tekken.json is a one-line error naming the file", "[bpe][tekken]") {
-  const Json base = ReadJson(kDir + "/tekken_small_specials.json");
+  const Json base = ReadTekkenJsonFile(kTekkenDir + "/tekken_small_specials.json");
   TempDir dir;
   struct Case {
     const char* pointer;
