@@ -29,7 +29,7 @@ using Piece = spm::ModelProto::SentencePiece;
 constexpr size_t kMaxPieceBytes = 2048;  // 512 characters of up to 4 bytes
 
 // "<0x41>" -> 0x41 (sentencepiece's byte pieces); -1 otherwise.
-int BytePiece(std::string_view k) {
+int SpmBytePiece(std::string_view k) {
   auto hex = [](char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -40,7 +40,7 @@ int BytePiece(std::string_view k) {
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-const char* TypeName(int t) {
+const char* SpmTypeName(int t) {
   switch (t) {
     case Piece::NORMAL:
       return "NORMAL";
@@ -57,7 +57,7 @@ const char* TypeName(int t) {
   }
 }
 
-Result<std::shared_ptr<const HfRegex>> Regex(const std::string& re, const std::string& path) {
+Result<std::shared_ptr<const HfRegex>> SpmRegex(const std::string& re, const std::string& path) {
   auto r = HfRegex::Compile(re);
   if (!r.ok()) return Status::Internal(path + ": " + r.status().message());
   return *r;
@@ -134,15 +134,15 @@ Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& pat
         st = tok->AddSpecial(p.piece(), id, false);
         break;
       case Piece::BYTE: {
-        const int b = BytePiece(p.piece());
+        const int b = SpmBytePiece(p.piece());
         if (b < 0) return Status::InvalidInput(where(), "BYTE piece is not <0xXX>");
         st = trainer.byte_fallback() ? tok->AddByteFallback(static_cast<uint8_t>(b), id)
                                      : tok->AddSpecial(p.piece(), id, false);
         break;
       }
       default:
-        return Status::Unsupported(where(),
-                                   std::string("SentencePiece ") + TypeName(p.type()) + " pieces are not implemented");
+        return Status::Unsupported(
+            where(), std::string("SentencePiece ") + SpmTypeName(p.type()) + " pieces are not implemented");
     }
     if (!st.ok()) return st.WithSubject(where());
   }
@@ -176,7 +176,7 @@ Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& pat
       s.kind = NormalizerStep::Kind::kReplace;
       s.text = rule[1];
       const std::string re = rule[0] ? rule[0] : norm.escape_whitespaces() ? "[ \\x{2581}]+\\z" : " +\\z";
-      LMKIT_ASSIGN_OR_RETURN(s.regex, Regex(re, path));
+      LMKIT_ASSIGN_OR_RETURN(s.regex, SpmRegex(re, path));
       pipeline->normalizer.push_back(std::move(s));
     }
   }

@@ -17,55 +17,28 @@ namespace {
 namespace sj = simdjson;
 
 // mistral-common's SpecialTokens for files that do not list theirs (Tekkenizer.DEPRECATED_SPECIAL_TOKENS), ids 0-19.
-const char* const kDeprecatedSpecials[] = {"<unk>",
-                                           "<s>",
-                                           "</s>",
-                                           "[INST]",
-                                           "[/INST]",
-                                           "[AVAILABLE_TOOLS]",
-                                           "[/AVAILABLE_TOOLS]",
-                                           "[TOOL_RESULTS]",
-                                           "[/TOOL_RESULTS]",
-                                           "[TOOL_CALLS]",
-                                           "[IMG]",
-                                           "<pad>",
-                                           "[IMG_BREAK]",
-                                           "[IMG_END]",
-                                           "[PREFIX]",
-                                           "[MIDDLE]",
-                                           "[SUFFIX]",
-                                           "[SYSTEM_PROMPT]",
-                                           "[/SYSTEM_PROMPT]",
-                                           "[TOOL_CONTENT]"};
+const char* const kTekkenDeprecatedSpecials[] = {"<unk>",
+                                                 "<s>",
+                                                 "</s>",
+                                                 "[INST]",
+                                                 "[/INST]",
+                                                 "[AVAILABLE_TOOLS]",
+                                                 "[/AVAILABLE_TOOLS]",
+                                                 "[TOOL_RESULTS]",
+                                                 "[/TOOL_RESULTS]",
+                                                 "[TOOL_CALLS]",
+                                                 "[IMG]",
+                                                 "<pad>",
+                                                 "[IMG_BREAK]",
+                                                 "[IMG_END]",
+                                                 "[PREFIX]",
+                                                 "[MIDDLE]",
+                                                 "[SUFFIX]",
+                                                 "[SYSTEM_PROMPT]",
+                                                 "[/SYSTEM_PROMPT]",
+                                                 "[TOOL_CONTENT]"};
 
-int Base64Value(unsigned char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-bool DecodeBase64(std::string_view in, std::string* out) {
-  out->clear();
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    const int v = Base64Value(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return bits < 6;
-}
-
-Result<uint64_t> UintField(sj::dom::object obj, const char* key, const std::string& path, const std::string& where) {
+Result<uint64_t> TekkenUint(sj::dom::object obj, const char* key, const std::string& path, const std::string& where) {
   uint64_t v = 0;
   if (obj[key].get_uint64().get(v))
     return Status::InvalidInput(path, where + " \"" + key + "\" must be a non-negative integer");
@@ -86,8 +59,8 @@ Result<std::unique_ptr<Tokenizer>> ReadTekkenJson(const std::string& path, const
   std::string_view pattern;
   if (config["pattern"].get_string().get(pattern))
     return Status::InvalidInput(path, "config \"pattern\" must be a string");
-  LMKIT_ASSIGN_OR_RETURN(const uint64_t vocab_size, UintField(config, "default_vocab_size", path, "config"));
-  LMKIT_ASSIGN_OR_RETURN(const uint64_t num_special, UintField(config, "default_num_special_tokens", path, "config"));
+  LMKIT_ASSIGN_OR_RETURN(const uint64_t vocab_size, TekkenUint(config, "default_vocab_size", path, "config"));
+  LMKIT_ASSIGN_OR_RETURN(const uint64_t num_special, TekkenUint(config, "default_num_special_tokens", path, "config"));
   sj::dom::array vocab;
   if (top["vocab"].get_array().get(vocab)) return Status::InvalidInput(path, "\"vocab\" must be a list");
   if (num_special > vocab_size || vocab_size - num_special > vocab.size() || vocab_size > kMaxTokenId + uint64_t{1})
@@ -109,7 +82,7 @@ Result<std::unique_ptr<Tokenizer>> ReadTekkenJson(const std::string& path, const
     if (e.get_object().get(o) || o["rank"].get_uint64().get(r) || o["token_bytes"].get_string().get(b64))
       return Status::InvalidInput(where(), "expected {\"rank\": n, \"token_bytes\": base64}");
     if (r != rank) return Status::InvalidInput(where(), "\"rank\" is " + std::to_string(r) + ", not its position");
-    if (!DecodeBase64(b64, &bytes)) return Status::InvalidInput(where(), "\"token_bytes\" is not valid base64");
+    if (!detail::DecodeBase64(b64, &bytes)) return Status::InvalidInput(where(), "\"token_bytes\" is not valid base64");
     if (rank < 256 && (bytes.size() != 1 || static_cast<unsigned char>(bytes[0]) != rank))
       return Status::InvalidInput(where(), "the first 256 ranks must be the single bytes in order");
     if (Status st = tok->AddToken(bytes, static_cast<uint32_t>(rank + num_special)); !st.ok())
@@ -135,7 +108,7 @@ Result<std::unique_ptr<Tokenizer>> ReadTekkenJson(const std::string& path, const
       specials.emplace_back(s);
     }
   } else {
-    specials.assign(std::begin(kDeprecatedSpecials), std::end(kDeprecatedSpecials));
+    specials.assign(std::begin(kTekkenDeprecatedSpecials), std::end(kTekkenDeprecatedSpecials));
   }
   if (specials.size() > num_special)
     return Status::InvalidInput(path, std::to_string(specials.size()) +

@@ -58,6 +58,8 @@ Result<std::unique_ptr<Tokenizer>> ReadTekkenJson(const std::string& path, const
 std::vector<std::string> BuiltinTokenizerNames();  // gpt2, cl100k_base, o200k_base
 
 namespace detail {  // shared by the readers
+// Standard base64 (padding optional) into *out; false on a character outside the alphabet or leftover bits.
+bool DecodeBase64(std::string_view in, std::string* out);
 // Whether a file starting with `head` (its first bytes) is a serialized SentencePiece ModelProto.
 bool LooksLikeSentencePiece(std::string_view head);
 // The hand-written pattern whose regex is exactly `re`, if any.
