@@ -60,7 +60,7 @@ RunFn SetupBpeEncode(CLI::App& sub, const GlobalOptions& g) {
   auto f = std::make_shared<EncodeFlags>();
   sub.add_option("--tokenizer,-t", f->tokenizer,
                  "gpt2 | cl100k_base | o200k_base | DIR (vocab.json+merges.txt or tokenizer.json) | tokenizer.json | "
-                 "FILE.tiktoken")
+                 "tekken.json | SentencePiece .model | FILE.tiktoken")
       ->required();
   sub.add_option("--special-token", f->specials, "also match this special token in the text (repeatable)")
       ->expected(1)

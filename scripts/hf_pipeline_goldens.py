@@ -5,7 +5,9 @@ needs the heavy venv: `$(bash scripts/heavy-venv.sh) scripts/hf_pipeline_goldens
 tests/unit/bpe/files/tokenizer_json_test.cpp compares lmkit with the committed goldens.
 
 Each tokenizer is trained here by HF tokenizers' BpeTrainer on tests/data/bpe/corpus.en plus a few multilingual
-lines, with a small vocabulary (the files stay small), and the pipeline under test set on it.
+lines, with a small vocabulary (the files stay small), and the pipeline under test set on it. The trainer breaks ties
+between equal counts differently from run to run for char-level models, so a rerun rewrites those files: when adding
+a tokenizer, commit its file and its goldens.json entry and keep the others as they are.
 """
 import json
 import os
@@ -41,8 +43,8 @@ def corpus():
     return [line for line in text.splitlines() if line.strip()][:1500] + MULTI * 20
 
 
-def train(tok, vocab_size, byte_level, specials):
-    kw = dict(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
+def train(tok, vocab_size, byte_level, specials, **trainer_kw):
+    kw = dict(vocab_size=vocab_size, special_tokens=specials, show_progress=False, **trainer_kw)
     if byte_level:
         kw["initial_alphabet"] = pre_tokenizers.ByteLevel.alphabet()
     else:
@@ -71,13 +73,21 @@ QWEN = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{
 LLAMA3 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
 
+# The BPE model's continuing_subword_prefix / end_of_word_suffix, given to the trainer too (it spells the vocabulary).
+AFFIXES = dict(continuing_subword_prefix="##", end_of_word_suffix="</w>")
+
+
+def affix_kw(model_kw):
+    return {k: v for k, v in model_kw.items() if k in AFFIXES}
+
+
 def byte_level(name, normalizer, pre, vocab=600, post=None, **model_kw):
     tok = Tokenizer(models.BPE(**model_kw))
     if normalizer is not None:
         tok.normalizer = normalizer
     tok.pre_tokenizer = pre
     tok.decoder = decoders.ByteLevel()
-    train(tok, vocab, True, ["<|end|>"])
+    train(tok, vocab, True, ["<|end|>"], **affix_kw(model_kw))
     if post is not None:
         tok.post_processor = post
     return name, tok
@@ -91,7 +101,7 @@ def char_level(name, normalizer, pre, decoder, vocab=500, fallback=True, post=No
     if pre is not None:
         tok.pre_tokenizer = pre
     tok.decoder = decoder
-    train(tok, vocab, False, list(specials))
+    train(tok, vocab, False, list(specials), **affix_kw(model_kw))
     if post is not None:
         tok.post_processor = post
     return name, tok, fallback
@@ -150,6 +160,15 @@ def main():
                             pre_tokenizers.WhitespaceSplit(), decoders.Fuse(), fallback=False))
     built.append(char_level("punctuation_isolated_nfkd", normalizers.NFKD(), pre_tokenizers.Sequence([
         pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]), decoders.Fuse()))
+    # continuing_subword_prefix / end_of_word_suffix: char-level with byte fallback (the affixed symbol's bytes), with
+    # unk only and the suffix alone, and byte-level.
+    built.append(char_level("affixes_char_fallback", None,
+                            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+                            decoders.Fuse(), **AFFIXES))
+    built.append(char_level("affixes_char_unk_suffix", normalizers.Lowercase(), pre_tokenizers.WhitespaceSplit(),
+                            decoders.Fuse(), fallback=False, end_of_word_suffix="</w>"))
+    built.append(byte_level("affixes_bytelevel", None, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+                            **AFFIXES))
 
     goldens = {"tokenizers_version": tokenizers.__version__, "cases": CASES, "tokenizers": {}}
     for entry in built:

@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libpcre2-dev
       libsimdjson-dev zlib1g-dev libzstd-dev libutf8proc-dev
+      libprotobuf-dev protobuf-compiler
       python3 python3-dev python3-venv python3-numpy libopenmpi-dev openmpi-bin librsvg2-bin
       clang-format ccache)
 [ "${LMKIT_SETUP_EXTRA:-}" ] && read -r -a extra <<<"$LMKIT_SETUP_EXTRA" && pkgs+=("${extra[@]}")

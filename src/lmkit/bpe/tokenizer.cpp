@@ -152,9 +152,10 @@ Status Tokenizer::AddMerge(uint32_t left, uint32_t right, uint32_t rank, uint32_
   for (uint32_t id : {left, right, result})
     if (!IsOrdinary(id)) return Status::InvalidInput("", "merge uses unknown token id " + std::to_string(id));
   const Span &l = ordinary_[left], &r = ordinary_[right], &res = ordinary_[result];
-  if (res.len != l.len + r.len ||
+  const uint32_t strip = static_cast<uint32_t>(prefix_.size());
+  if (r.len < strip || res.len != l.len + r.len - strip ||
       std::memcmp(token_arena_.data() + res.offset, token_arena_.data() + l.offset, l.len) != 0 ||
-      std::memcmp(token_arena_.data() + res.offset + l.len, token_arena_.data() + r.offset, r.len) != 0)
+      std::memcmp(token_arena_.data() + res.offset + l.len, token_arena_.data() + r.offset + strip, r.len - strip) != 0)
     return Status::InvalidInput("", "merge result " + std::to_string(result) + " is not the concatenation of " +
                                         std::to_string(left) + " and " + std::to_string(right));
   merges_.Insert(left, right, (uint64_t{rank} << 32) | result);

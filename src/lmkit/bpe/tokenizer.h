@@ -192,7 +192,7 @@ class Tokenizer {
   Status AddToken(std::string_view bytes, uint32_t id);
   // The rule (left, right) → result with `rank`; the encoder applies the lowest-ranked pair, leftmost first.
   // Merges-based files add their list as is (rank = line). Errors: kInvalidInput when an id is not an ordinary token
-  // or result is not left + right.
+  // or result is not left + right (less right's subword prefix, set_subword_affixes).
   Status AddMerge(uint32_t left, uint32_t right, uint32_t rank, uint32_t result);
   // For rank files, which carry no merges: for every token t and every cut t = x + y with x, y tokens, the rule
   // (x, y) → t ranked id(t) — exactly tiktoken's "merge the adjacent pair whose concatenation has the lowest rank".
@@ -222,6 +222,29 @@ class Tokenizer {
     unk_ = unk;
     fuse_unk_ = fuse_unk;
   }
+  // Hugging Face BPE's continuing_subword_prefix / end_of_word_suffix (set before the merges): a word's first
+  // symbols are its characters (bytes when byte-level), each but the first looked up with `prefix` before it, the last
+  // with `suffix` after it; a merge (a, b) makes a + b less b's first prefix.size() bytes. `unk` (kNoId: none) stands
+  // for a symbol that is no token, fused when fuse_unk.
+  void set_subword_affixes(std::string prefix, std::string suffix, uint32_t unk, bool fuse_unk) {
+    prefix_ = std::move(prefix);
+    suffix_ = std::move(suffix);
+    unk_ = unk;
+    fuse_unk_ = fuse_unk;
+  }
+  // A word the pre-tokenizer isolates that encodes to `id` as a whole, never merged (SentencePiece's user-defined
+  // pieces). Errors: kInvalidInput when the word is one already.
+  Status AddFrozenWord(std::string_view word, uint32_t id) {
+    if (!frozen_.Insert(word, id)) return Status::InvalidInput("", "word " + std::string(word) + " is frozen twice");
+    return Status::Ok();
+  }
+  bool has_frozen_words() const { return frozen_.size() > 0; }
+  uint32_t FrozenWordId(std::string_view word) const { return frozen_.Find(word); }
+  bool has_affixes() const { return !prefix_.empty() || !suffix_.empty(); }
+  const std::string& subword_prefix() const { return prefix_; }
+  const std::string& subword_suffix() const { return suffix_; }
+  // The most ids one input byte can give (a character's byte fallback includes its prefix and suffix bytes).
+  size_t max_ids_per_byte() const { return 1 + prefix_.size() + suffix_.size(); }
   // The byte-fallback token <0xXX> of byte b: decodes to that byte, never looked up as text. Errors as AddToken's.
   Status AddByteFallback(uint8_t b, uint32_t id);
   // An added token's matching rules (Hugging Face's AddedToken): whitespace before (lstrip) or after (rstrip) joins
@@ -340,6 +363,8 @@ class Tokenizer {
   std::shared_ptr<const Pipeline> pipeline_;
   bool char_level_ = false, byte_fallback_ = false, fuse_unk_ = false;
   uint32_t unk_ = kNoId;
+  std::string prefix_, suffix_;
+  BytesIdMap frozen_;
   std::vector<uint32_t> fallback_ids_ = std::vector<uint32_t>(256, kNoId);
   std::vector<std::pair<uint32_t, AddedFlags>> added_flags_;
   DecodeRules decode_rules_;

@@ -42,6 +42,8 @@ Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_slots)
     : tok_(tokenizer),
       pipeline_(tokenizer.pipeline()),
       char_level_(tokenizer.char_level()),
+      affixes_(tokenizer.has_affixes()),
+      ids_per_byte_(tokenizer.max_ids_per_byte()),
       own_rules_(SpecialRules::AllowAll(tokenizer)),
       pattern_(tokenizer.pattern()),
       shortcut_(tokenizer.whole_piece_shortcut()) {
@@ -200,7 +202,14 @@ void Encoder::EncodeValidSegment(std::string_view text, bool at_start, std::vect
     return;
   }
   pipeline_->PreTokenize(t, at_start, &pre_);
-  for (size_t k = 0; k < pre_.words.size(); ++k) EncodePiece(pre_.word(k), out);
+  for (size_t k = 0; k < pre_.words.size(); ++k) {
+    const uint32_t frozen = tok_.has_frozen_words() ? tok_.FrozenWordId(pre_.word(k)) : kNoId;
+    if (frozen != kNoId) {
+      out->push_back(frozen);
+    } else {
+      EncodePiece(pre_.word(k), out);
+    }
+  }
 }
 
 size_t Encoder::ByteIds(std::string_view piece, uint32_t* ids) const {
@@ -240,10 +249,42 @@ size_t Encoder::CharIds(std::string_view piece, uint32_t* ids) const {
   return m;
 }
 
+size_t Encoder::AffixIds(std::string_view piece, uint32_t* ids) {
+  const uint32_t unk = tok_.unk_id();
+  size_t m = 0;
+  bool prev_unk = false;
+  for (size_t i = 0; i < piece.size();) {
+    const size_t len = char_level_ ? DecodeUtf8At(piece, i).len : 1;
+    affix_buf_.clear();
+    if (i > 0) affix_buf_ += tok_.subword_prefix();
+    affix_buf_.append(piece.substr(i, len));
+    i += len;
+    if (i == piece.size()) affix_buf_ += tok_.subword_suffix();
+    uint32_t id = tok_.TokenId(affix_buf_);
+    if (id == kNoId && tok_.byte_fallback()) {
+      // Hugging Face falls back to the bytes of the affixed symbol, prefix and suffix included.
+      bool all = true;
+      for (size_t k = 0; k < affix_buf_.size() && all; ++k)
+        all = tok_.fallback_id(static_cast<uint8_t>(affix_buf_[k])) != kNoId;
+      if (all) {
+        for (char c : affix_buf_) ids[m++] = tok_.fallback_id(static_cast<uint8_t>(c));
+        prev_unk = false;
+        continue;
+      }
+    }
+    if (id == kNoId) id = unk;
+    if (id == kNoId) continue;  // no unk token: Hugging Face drops the symbol
+    if (id == unk && tok_.fuse_unk() && prev_unk) continue;
+    ids[m++] = id;
+    prev_unk = id == unk;
+  }
+  return m;
+}
+
 template <typename To>
 void Encoder::AppendVia(std::string_view piece, std::vector<uint32_t>* out, To to) {
   const size_t used = out->size();
-  out->resize(used + piece.size() + kOutSlack);
+  out->resize(used + piece.size() * ids_per_byte_ + kOutSlack);
   out->resize(static_cast<size_t>((this->*to)(piece, out->data() + used) - out->data()));
 }
 
@@ -260,6 +301,7 @@ void Encoder::MergeHeap(std::string_view piece, std::vector<uint32_t>* out) {
 
 inline uint32_t* Encoder::EncodePieceTo(std::string_view piece, uint32_t* w) {
   const size_t len = piece.size();
+  if (affixes_ && len == 1) return MergeFlatTo(piece, w);  // the character takes its suffix
   if (len == 1) {
     *w = tok_.ByteId(static_cast<uint8_t>(piece[0]));
     return w + (*w != kNoId);  // kNoId: a char-level tokenizer without the character, unk or fallback
@@ -385,22 +427,25 @@ inline void Encoder::PrefetchPair(uint32_t left, uint32_t right) const {
 }
 
 uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
-  size_t m = piece.size();
+  size_t m = piece.size() * ids_per_byte_;
   if (ids_.size() < m) ids_.resize(m);
   if (ranks_.size() < m) ranks_.resize(m);
   uint32_t* ids = ids_.data();
   uint64_t* ranks = ranks_.data();
-  if (char_level_) {
+  if (affixes_) {
+    m = AffixIds(piece, ids);
+  } else if (char_level_) {
     m = CharIds(piece, ids);
   } else {
     m = ByteIds(piece, ids);
   }
   for (size_t i = 0; i + 1 < m; ++i) ranks[i] = PairRank(ids[i], ids[i + 1]);
   while (m > 1) {
+    // The lowest rank, leftmost first; the rank alone decides (SentencePiece models give several rules one rank).
     uint64_t best = kNoPair;
     size_t at = 0;
     for (size_t i = 0; i + 1 < m; ++i) {
-      if (ranks[i] < best) {
+      if ((ranks[i] >> 32) < (best >> 32)) {
         best = ranks[i];
         at = i;
       }
@@ -424,13 +469,15 @@ uint32_t* Encoder::MergeFlatTo(std::string_view piece, uint32_t* w) {
 }
 
 uint32_t* Encoder::MergeHeapTo(std::string_view piece, uint32_t* w) {
-  size_t n = piece.size();
+  size_t n = piece.size() * ids_per_byte_;
   constexpr uint32_t kEnd = 0xFFFFFFFFu;
   ids_.resize(n);
   next_.resize(n);
   prev_.resize(n);
   heap_.clear();
-  if (char_level_) {
+  if (affixes_) {
+    n = AffixIds(piece, ids_.data());
+  } else if (char_level_) {
     n = CharIds(piece, ids_.data());
   } else {
     n = ByteIds(piece, ids_.data());
@@ -439,14 +486,14 @@ uint32_t* Encoder::MergeHeapTo(std::string_view piece, uint32_t* w) {
     next_[i] = i + 1 < n ? static_cast<uint32_t>(i + 1) : kEnd;
     prev_[i] = i > 0 ? static_cast<uint32_t>(i - 1) : kEnd;
   }
-  // Min-heap on (packed rank|result, position): the lowest rank, leftmost first, exactly as the flat scan.
+  // Min-heap on (rank, position): the lowest rank, leftmost first, exactly as the flat scan.
   auto greater = [](const std::pair<uint64_t, uint32_t>& a, const std::pair<uint64_t, uint32_t>& b) { return a > b; };
   auto push = [&](uint32_t pos) {
     uint32_t nx = next_[pos];
     if (nx == kEnd) return;
     uint64_t r = tok_.Merge(ids_[pos], ids_[nx]);
     if (r == kNoPair) return;
-    heap_.emplace_back(r, pos);
+    heap_.emplace_back(r >> 32, pos);
     std::push_heap(heap_.begin(), heap_.end(), greater);
   };
   for (size_t i = 0; i + 1 < n; ++i) push(static_cast<uint32_t>(i));
@@ -457,8 +504,10 @@ uint32_t* Encoder::MergeHeapTo(std::string_view piece, uint32_t* w) {
     // Stale entries: the left part was absorbed, or the pair at pos changed since the push.
     if (ids_[pos] == kNoId) continue;
     uint32_t nx = next_[pos];
-    if (nx == kEnd || tok_.Merge(ids_[pos], ids_[nx]) != r) continue;
-    ids_[pos] = static_cast<uint32_t>(r);
+    if (nx == kEnd) continue;
+    const uint64_t packed = tok_.Merge(ids_[pos], ids_[nx]);
+    if (packed == kNoPair || (packed >> 32) != r) continue;
+    ids_[pos] = static_cast<uint32_t>(packed);
     ids_[nx] = kNoId;
     next_[pos] = next_[nx];
     if (next_[nx] != kEnd) prev_[next_[nx]] = pos;

@@ -53,7 +53,8 @@ class Encoder {
 
  private:
   // The internal loops write ids through a pointer into a buffer that has room for them: a piece of n bytes never
-  // yields more than n ids, and writers may store up to kOutSlack ids past the ones they report.
+  // yields more than n ids (n * ids_per_byte_ with subword affixes, whose tokenizers always have a pipeline and so
+  // never reach EncodeOrdinaryAs), and writers may store up to kOutSlack ids past the ones they report.
   static constexpr size_t kOutSlack = 4;
   // Runs `to` (one of the ...To loops) into room appended to *out, then trims *out to the ids it wrote.
   template <typename To>
@@ -73,6 +74,10 @@ class Encoder {
   size_t CharIds(std::string_view piece, uint32_t* ids) const;
   // A byte-level tokenizer's byte tokens of `piece`, without the bytes it has none for; returns their count.
   size_t ByteIds(std::string_view piece, uint32_t* ids) const;
+  // The first symbols with the tokenizer's subword prefix and suffix (Tokenizer::set_subword_affixes); at most
+  // piece.size() * tok_.max_ids_per_byte() of them.
+  size_t AffixIds(std::string_view piece, uint32_t* ids);
+  std::string affix_buf_;
   // Each returns the end of the ids it wrote at `w`.
   uint32_t* EncodePieceTo(std::string_view piece, uint32_t* w);
   struct PieceKey;
@@ -98,6 +103,8 @@ class Encoder {
   const Tokenizer& tok_;
   const Pipeline* pipeline_;
   bool char_level_;
+  bool affixes_;
+  size_t ids_per_byte_;  // tok_.max_ids_per_byte()
   std::string norm_;
   PreTokenized pre_;
   SpecialRules own_rules_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <map>
 
 #include "lmkit/bpe/files/byte_unicode.h"
@@ -39,33 +40,6 @@ std::optional<PretokPattern> PatternFromStem(const std::string& file) {
   if (b.rfind("cl100k", 0) == 0) return PretokPattern::kCl100k;
   if (b.rfind("o200k", 0) == 0) return PretokPattern::kO200k;
   return std::nullopt;
-}
-
-int Base64Value(unsigned char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-bool DecodeBase64(std::string_view in, std::string* out) {
-  out->clear();
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    int v = Base64Value(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return bits < 6;  // leftover bits must be padding
 }
 
 Status ParseU32(std::string_view s, uint32_t* v) {
@@ -115,6 +89,36 @@ Status ReadTiktokenMetadata(const std::string& path, Tokenizer& tok, std::option
 
 namespace detail {
 
+namespace {
+int Base64Value(unsigned char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+}  // namespace
+
+bool DecodeBase64(std::string_view in, std::string* out) {
+  out->clear();
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : in) {
+    int v = Base64Value(c);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return bits < 6;  // leftover bits must be padding
+}
+
 std::optional<PretokPattern> PatternFromRegex(std::string_view re) {
   for (PretokPattern p : {PretokPattern::kGpt2, PretokPattern::kCl100k, PretokPattern::kO200k})
     if (PatternRegex(p) == re) return p;
@@ -161,7 +165,8 @@ Result<std::unique_ptr<Tokenizer>> ReadTiktoken(const std::string& path, const T
     uint32_t rank = 0;
     if (!ParseU32(line.substr(sp + 1), &rank).ok())
       return Status::InvalidInput(where(), "rank is not a non-negative integer");
-    if (!DecodeBase64(line.substr(0, sp), &bytes)) return Status::InvalidInput(where(), "token is not valid base64");
+    if (!detail::DecodeBase64(line.substr(0, sp), &bytes))
+      return Status::InvalidInput(where(), "token is not valid base64");
     if (Status st = tok->AddToken(bytes, rank); !st.ok()) return st.WithSubject(where());
   }
   tok->AddAllSplitsAsMerges();
@@ -195,6 +200,11 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& spec, const 
   }
   if (IsFile(spec)) {
     if (EndsWith(spec, ".json")) return ReadHfTokenizerJson(spec, options);
+    char head[16] = {};
+    std::ifstream f(spec, std::ios::binary);
+    f.read(head, sizeof(head));
+    if (detail::LooksLikeSentencePiece(std::string_view(head, static_cast<size_t>(f.gcount()))))
+      return ReadSentencePieceModel(spec, options);
     return ReadTiktoken(spec, options);
   }
   for (const char* name : kBuiltins) {

@@ -21,7 +21,9 @@ struct TokenizerOptions {
 // Resolves `spec` in this order:
 //   1. an existing path: a directory holding tokenizer.json (read first: it records the specials), else vocab.json +
 //      merges.txt (GPT-2 format; tokens written through GPT-2's byte⇄unicode table, merges ranked by line); a
-//      tokenizer.json file; a rank file (`*.tiktoken`: one `base64(token bytes) rank` per line; rank = id);
+//      tokenizer.json file, or a tekken.json (a `.json` whose top level has "config" and no "model"); a
+//      SentencePiece model (by its content: a serialized ModelProto); a rank file (`*.tiktoken`, Llama 3's
+//      tokenizer.model: one `base64(token bytes) rank` per line; rank = id);
 //   2. a built-in name (BuiltinTokenizerNames()): data/tokenizers/<name>.tiktoken with <name>.json (pattern and
 //      special tokens), found through common/data_dir.h. A built-in's own special tokens are all enabled.
 // The pre-tokenization pattern is options.pattern when given, else what the file says (tokenizer.json's
@@ -42,10 +44,24 @@ Result<std::unique_ptr<Tokenizer>> ReadVocabMerges(const std::string& vocab_json
                                                    const TokenizerOptions& options);
 Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, const TokenizerOptions& options);
 Result<std::unique_ptr<Tokenizer>> ReadTiktoken(const std::string& path, const TokenizerOptions& options);
+// A SentencePiece `.model` (a serialized ModelProto) of BPE type, giving sentencepiece's own ids
+// (sentencepiece_model.cpp says how it maps). Errors: kInvalidInput (not a ModelProto, an empty or ill-typed piece,
+// no UNKNOWN piece), kUnsupported naming what is not implemented (a UNIGRAM/WORD/CHAR model, a precompiled
+// normalization map, UNUSED pieces, treat_whitespace_as_suffix), kInvalidArgument with options.pattern.
+Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& path, const TokenizerOptions& options);
+// Mistral's tekken.json: tiktoken ranks (base64 `token_bytes`) after `default_num_special_tokens` special ids, cut to
+// `default_vocab_size`, pre-tokenized by `config.pattern`; ids as mistral-common's Tekkenizer.encode gives them (its
+// special tokens are never matched in text). Errors: kInvalidInput naming the field, kUnsupported (a pattern PCRE2
+// cannot compile), kInvalidArgument with options.pattern.
+Result<std::unique_ptr<Tokenizer>> ReadTekkenJson(const std::string& path, const TokenizerOptions& options);
 
 std::vector<std::string> BuiltinTokenizerNames();  // gpt2, cl100k_base, o200k_base
 
 namespace detail {  // shared by the readers
+// Standard base64 (padding optional) into *out; false on a character outside the alphabet or leftover bits.
+bool DecodeBase64(std::string_view in, std::string* out);
+// Whether a file starting with `head` (its first bytes) is a serialized SentencePiece ModelProto.
+bool LooksLikeSentencePiece(std::string_view head);
 // The hand-written pattern whose regex is exactly `re`, if any.
 std::optional<PretokPattern> PatternFromRegex(std::string_view re);
 // Enables options.specials, then tok.Finish(); errors name `subject`.

@@ -353,7 +353,12 @@ Status AddMergeByText(Tokenizer& tok, std::string_view a, std::string_view b, bo
   const uint32_t left = tok.TokenId(*sa), right = tok.TokenId(*sb);
   if (left == kNoId) return Status::InvalidInput(where, "token " + QuotedJson(a) + " is not in the vocabulary");
   if (right == kNoId) return Status::InvalidInput(where, "token " + QuotedJson(b) + " is not in the vocabulary");
-  sa->append(*sb);
+  // With a continuing_subword_prefix, a + b is a followed by b without its prefix (Hugging Face's BPE).
+  const std::string& prefix = tok.subword_prefix();
+  if (sb->compare(0, prefix.size(), prefix) != 0)
+    return Status::InvalidInput(
+        where, "token " + QuotedJson(b) + " does not start with continuing_subword_prefix " + QuotedJson(prefix));
+  sa->append(*sb, prefix.size());
   const uint32_t result = tok.TokenId(*sa);
   if (result == kNoId)
     return Status::InvalidInput(where,
@@ -431,8 +436,12 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   sj::dom::element root;
   LMKIT_RETURN_IF_ERROR(ParseDom(text, path, parser, &root));
   sj::dom::object top, model;
-  if (root.get_object().get(top) || top["model"].get_object().get(model))
+  if (root.get_object().get(top)) return Status::InvalidInput(path, "not a tokenizer.json (no \"model\" object)");
+  if (top["model"].get_object().get(model)) {
+    sj::dom::object config;
+    if (!top["config"].get_object().get(config)) return ReadTekkenJson(path, options);
     return Status::InvalidInput(path, "not a tokenizer.json (no \"model\" object)");
+  }
   // The small parts, as nlohmann values.
   Json j = Json::object(), m = Json::object();
   for (auto [key, value] : top) {
@@ -457,10 +466,8 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   if (!has_vocab || !has_merges) return Status::InvalidInput(path, "model needs \"vocab\" and \"merges\"");
   if (m.contains("dropout") && !m["dropout"].is_null() && !(m["dropout"].is_number() && m["dropout"] == 0))
     return Status::Unsupported(path, "model \"dropout\" is set: BPE dropout makes ids random");
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    LMKIT_ASSIGN_OR_RETURN(const std::string v, StrField(m, key, "", path, "model"));
-    if (!v.empty()) return Status::Unsupported(path, std::string("model \"") + key + "\" is not implemented");
-  }
+  LMKIT_ASSIGN_OR_RETURN(std::string subword_prefix, StrField(m, "continuing_subword_prefix", "", path, "model"));
+  LMKIT_ASSIGN_OR_RETURN(std::string word_suffix, StrField(m, "end_of_word_suffix", "", path, "model"));
   LMKIT_ASSIGN_OR_RETURN(const bool byte_fallback, BoolField(m, "byte_fallback", false, path, "model"));
   LMKIT_ASSIGN_OR_RETURN(const bool fuse_unk, BoolField(m, "fuse_unk", false, path, "model"));
   LMKIT_ASSIGN_OR_RETURN(const bool ignore_merges, BoolField(m, "ignore_merges", false, path, "model"));
@@ -552,6 +559,15 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   if (!unk_token.empty() && unk == kNoId)
     return Status::InvalidInput(path, "model \"unk_token\" " + QuotedJson(unk_token) + " is not in the vocabulary");
   if (!byte_level) tok->set_char_level(byte_fallback, unk, fuse_unk);
+  if (!subword_prefix.empty() || !word_suffix.empty()) {
+    // A byte-level vocabulary spells them in GPT-2's printable form, as its tokens.
+    std::string pb = subword_prefix, sb = word_suffix;
+    if (byte_level && (!PrintableToBytesInto(subword_prefix, &pb) || !PrintableToBytesInto(word_suffix, &sb)))
+      return Status::InvalidInput(path,
+                                  "model continuing_subword_prefix / end_of_word_suffix is not in GPT-2's "
+                                  "byte-level form");
+    tok->set_subword_affixes(std::move(pb), std::move(sb), unk, fuse_unk);
+  }
 
   sj::dom::array merges;
   if (merges_el.get_array().get(merges)) return Status::InvalidInput(path, "\"merges\" must be a list");
@@ -571,7 +587,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   }
   tok->set_whole_piece_shortcut(ignore_merges);
   // The hand-written scanner when the pipeline is one of its patterns alone (GPT-2, Llama 3, OLMo 2).
-  if (!pipeline->has_normalizer() && pipeline->pre_tokenizer.size() == 1 &&
+  if (!pipeline->has_normalizer() && !tok->has_affixes() && pipeline->pre_tokenizer.size() == 1 &&
       pipeline->pre_tokenizer[0].kind == PreTokenizerStep::Kind::kKnown) {
     tok->set_pattern(pipeline->pre_tokenizer[0].known);
   } else {

@@ -352,8 +352,9 @@ void Pipeline::PreTokenize(std::string_view text, bool at_start, PreTokenized* o
         } else {
           const std::string_view rep = s.replacement;
           const bool starts = word.substr(0, rep.size()) == rep || (!word.empty() && word[0] == ' ');
-          if (!starts && (s.prepend == PreTokenizerStep::Prepend::kAlways ||
-                          (s.prepend == PreTokenizerStep::Prepend::kFirst && w.at_start)))
+          if ((!starts && (s.prepend == PreTokenizerStep::Prepend::kAlways ||
+                           (s.prepend == PreTokenizerStep::Prepend::kFirst && w.at_start))) ||
+              (s.prepend == PreTokenizerStep::Prepend::kInputStart && w.at_start))
             buf.append(rep);
           for (char c : word) {
             if (c == ' ')

@@ -70,7 +70,9 @@ struct PreTokenizerStep {
     kByteLevel,  // add_prefix_space, then the GPT-2 pattern when use_regex
     kMetaspace,  // replacement, prepend_scheme, split
   };
-  enum class Prepend { kAlways, kFirst, kNever };
+  // kInputStart: SentencePiece's dummy prefix, prepended to the word that starts the input even when it already
+  // starts with a space or the replacement (Hugging Face's Metaspace skips those).
+  enum class Prepend { kAlways, kFirst, kNever, kInputStart };
   Kind kind = Kind::kSplit;
   std::shared_ptr<const HfRegex> regex;
   SplitBehavior behavior = SplitBehavior::kIsolated;

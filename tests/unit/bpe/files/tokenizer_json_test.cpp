@@ -94,8 +94,11 @@ TEST_CASE("tokenizer.json pipelines give Hugging Face tokenizers' ids", "[bpe][t
       std::string back;
       REQUIRE(DecodeIds(**tok, ids.data(), ids.size(), 0, &back).ok());
       if ((*tok)->lossless()) CHECK(back == text);
-      // HF's decoders also drop the <unk> text and join byte-fallback bytes lossily; compare where ids came out.
-      if (ids == Ids(row["ids"]) && back.find('\xEF') == std::string::npos && text.find("<unk>") == std::string::npos)
+      // HF's decoders also drop the <unk> text and join byte-fallback bytes lossily (U+FFFD, also where a subword
+      // prefix splits a character's bytes); compare where ids came out.
+      const bool hf_lossy = row["decoded"].get<std::string>().find("\xEF\xBF\xBD") != std::string::npos;
+      if (ids == Ids(row["ids"]) && back.find('\xEF') == std::string::npos && text.find("<unk>") == std::string::npos &&
+          !hf_lossy)
         CHECK(back == row["decoded"].get<std::string>());
       if (row.contains("ids_with_special")) {
         REQUIRE((*tok)->has_template());
@@ -197,7 +200,7 @@ TEST_CASE("what lmkit does not implement in a tokenizer.json is a one-line error
       {"/pre_tokenizer", Json::parse(R"({"type":"Split","pattern":{"Regex":"a"},"behavior":"Sideways"})"),
        "behavior \"Sideways\""},
       {"/model/dropout", Json(0.1), "dropout"},
-      {"/model/continuing_subword_prefix", Json("##"), "continuing_subword_prefix"},
+      {"/model/continuing_subword_prefix", Json("##"), "does not start with continuing_subword_prefix"},
       {"/model/type", Json("Unigram"), "is not BPE"},
       {"/post_processor", Json::parse(R"({"type":"Mystery"})"), "post_processor \"Mystery\""},
   };
