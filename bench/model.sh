@@ -23,7 +23,8 @@
 # CPU time over its forward calls): on a shared machine the wall time includes time-slicing by other processes.
 # The fp32 rows also give the share of the core's fp32 FMA peak (clock measured by bench/cpu_clock.c x 32 flops per
 # cycle: AVX2, 2 FMA pipes x 8 lanes x 2) reached by the Linear layers' 2 x params flops per token over CPU seconds.
-# Times: transformers' forward calls only (after a warm-up); lmkit's `seconds` (load included).
+# Times: transformers' forward calls only (after a warm-up); lmkit's `seconds` (load included). Ratios are given by
+# wall time and by CPU time; PyTorch's OpenMP threads spin while waiting, so its CPU time at 2 threads overstates work.
 # Env: HIDDEN LAYERS HEADS KV_HEADS FFN VOCAB SEQS SEQ THREADS_LIST DECODE (128) FORMATS LLAMACPP (1) CALIB (1) HF_BF16
 #   (1; 0 skips transformers' bf16 run, minutes on this CPU)
 #   LLMC_PY (default ~/.cache/lmkit-llmc-overlay/bin/python) WORK (default /tmp/lmkit-model-bench, kept).
@@ -52,10 +53,11 @@ if has w8a8 && [ ! -f "$W8A8/model.safetensors" ]; then
 fi
 CLOCK=$(cc -O2 -o "$WORK/cpu_clock" "$REPO/bench/cpu_clock.c" && "$WORK/cpu_clock")
 
-# timed CMD... : runs CMD, its stdout to $WORK/out.txt, and prints {"wall": s, "cpu": user + sys, "rss_mb": peak}.
+# timed CMD... : runs CMD, its stdout to $WORK/out.PID.txt (PID: this script's, so that two runs can share WORK),
+# and prints {"wall": s, "cpu": user + sys, "rss_mb": peak}.
 timed() {
-  /usr/bin/time -f '%e %U %S %M' -o "$WORK/time.txt" "$@" >"$WORK/out.txt"
-  read -r e u s m <"$WORK/time.txt"
+  /usr/bin/time -f '%e %U %S %M' -o "$WORK/time.$$.txt" "$@" >"$WORK/out.$$.txt"
+  read -r e u s m <"$WORK/time.$$.txt"
   python3 -c "import json,sys; e,u,s,m=map(float,sys.argv[1:]); print(json.dumps({'wall': e, 'cpu': u + s, 'rss_mb': m / 1024}))" \
     "$e" "$u" "$s" "$m"
 }
@@ -63,13 +65,13 @@ merge() { python3 -c 'import json,sys; d={}; [d.update(json.loads(a)) for a in s
 lm() {  # DIR THREADS -> one JSON line
   local t
   t=$(timed "$LMKIT" --quiet --threads "$2" --json eval "$1" --tokens "$TOK" --seq-len "$SEQ")
-  merge "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"mean_nll": d["mean_nll"], "seconds": d["seconds"]}))' "$WORK/out.txt")" "$t"
+  merge "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"mean_nll": d["mean_nll"], "seconds": d["seconds"]}))' "$WORK/out.$$.txt")" "$t"
 }
 gen_s() {  # DIR THREADS N -> "seconds cpu"
   local t
   t=$(timed "$LMKIT" --quiet --threads "$2" --json generate "$1" --prompt-ids 1 --max-tokens "$3")
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=json.loads(sys.argv[2]); print(d["seconds"], t["cpu"])' \
-    "$WORK/out.txt" "$t"
+    "$WORK/out.$$.txt" "$t"
 }
 dec() {  # DIR THREADS -> {"decode_tps", "decode_cpu_tps"}
   local a b
@@ -92,7 +94,7 @@ if [ "$LLAMACPP" = 1 ]; then
   ll() {  # GGUF THREADS
     local t
     t=$(timed "$cache/time_gguf" "$1" "$LLAMACPP_LIB" "$2" "$WORK/$SHAPE.u32" "$SEQ" "$DECODE")
-    merge "$(cat "$WORK/out.txt")" "$t"
+    merge "$(cat "$WORK/out.$$.txt")" "$t"
   }
 fi
 
@@ -120,7 +122,7 @@ for t in $THREADS_LIST; do
   if [ "$CALIB" = 1 ]; then
     rec lm-calib "$t" "$(timed "$LMKIT" --quiet --threads "$t" calibrate --model "$F32" --tokens "$TOK" --seq-len "$SEQ" \
       --method minmax -o "$WORK/$SHAPE-calib.json")"
-    rec llmc-calib "$t" "$("$LLMC_PY" "$REPO/bench/model_llmc.py" "$F32" "$TOK" "$SEQ" "$t" 2>"$WORK/llmc.log" | tail -1)"
+    rec llmc-calib "$t" "$("$LLMC_PY" "$REPO/bench/model_llmc.py" "$F32" "$TOK" "$SEQ" "$t" 2>"$WORK/llmc.$$.log" | tail -1)"
   fi
 done
 
@@ -148,6 +150,10 @@ lines = [f"Model {shape} (hidden-layers-heads-kv-ffn-vocab-seqs-seq), {tokens} t
 bad = []
 ref_bf16 = get("hf-f32-on-bf16", 2)
 def tps(r): return tokens / r["seconds"]
+def cpu_of(r): return r.get("cpu_seconds", r.get("cpu")) or 0
+def ratio(a, b, what):  # a's speed over b's, by wall time and by CPU time
+    c = f" / {cpu_of(b) / cpu_of(a):.2f}x by CPU" if cpu_of(a) and cpu_of(b) else ""
+    return f"{tps(a) / tps(b):.2f}x by wall{c} {what}"
 def eff(r):
     cpu_s = r.get("cpu_seconds", r.get("cpu"))
     if not cpu_s: return ""
@@ -161,26 +167,26 @@ for t in (int(x) for x in threads.split()):
     hf, lm = get("hf-f32", t), get("lm-f32", t)
     if abs(lm["mean_nll"] - hf["mean_nll"]) > 1e-5: bad.append(f"fp32 threads {t}: {lm['mean_nll']} vs {hf['mean_nll']}")
     row(t, "transformers fp32", hf, "1")
-    row(t, "lmkit eval fp32", lm, f"{tps(lm) / tps(hf):.2f}x transformers fp32")
+    row(t, "lmkit eval fp32", lm, ratio(lm, hf, "transformers fp32"))
     hb, lb, lq = get("hf-bf16", t), get("lm-bf16", t), get("lm-w8a8", t)
     if lb:
         if abs(lb["mean_nll"] - ref_bf16["mean_nll"]) > 1e-5:
             bad.append(f"bf16 threads {t}: {lb['mean_nll']} vs transformers fp32 on the bf16 weights {ref_bf16['mean_nll']}")
         if hb: row(t, "transformers bf16", hb, "1", False)
-        row(t, f"lmkit eval bf16 file (peak RSS {lb['rss_mb']:.0f} MB)", lb, f"{tps(lb) / tps(hb):.2f}x transformers bf16" if hb else "", False)
-    if lq: row(t, "lmkit eval W8A8", lq, f"{tps(lq) / tps(lm):.2f}x lmkit fp32", False)
+        row(t, f"lmkit eval bf16 file (peak RSS {lb['rss_mb']:.0f} MB)", lb, ratio(lb, hb, "transformers bf16") if hb else "", False)
+    if lq: row(t, "lmkit eval W8A8", lq, ratio(lq, lm, "lmkit fp32"), False)
     lf, l8 = get("ll-f32", t), get("ll-q8", t)
     if lf:
         for r in (lf, l8): r["seconds"], r["cpu"] = r["eval_seconds"], r["eval_cpu_seconds"]
         if abs(lf["mean_nll"] - hf["mean_nll"]) > 1e-4: bad.append(f"llama.cpp F32 threads {t}: {lf['mean_nll']} vs {hf['mean_nll']}")
-        row(t, "llama.cpp F32 GGUF (scoring)", lf, f"lmkit fp32 {tps(lm) / tps(lf):.2f}x", False)
-        row(t, "llama.cpp Q8_0 GGUF (scoring)", l8, f"lmkit W8A8 {tps(lq) / tps(l8):.2f}x" if lq else "", False)
+        row(t, "llama.cpp F32 GGUF (scoring)", lf, "lmkit fp32 " + ratio(lm, lf, ""), False)
+        row(t, "llama.cpp Q8_0 GGUF (scoring)", l8, "lmkit W8A8 " + ratio(lq, l8, "") if lq else "", False)
     lc, mc = get("lm-calib", t), get("llmc-calib", t)
-    if lc:
+    if lc and mc:
         lc["seconds"] = lc["wall"]
         mc["cpu"] = mc.get("cpu_seconds")
         row(t, "llm-compressor oneshot calibration (static int8 activations)", mc, "1", False)
-        row(t, "lmkit calibrate --model --method minmax (load included)", lc, f"{tps(lc) / tps(mc):.2f}x llm-compressor", False)
+        row(t, "lmkit calibrate --model --method minmax (load included)", lc, ratio(lc, mc, "llm-compressor"), False)
 lines += ["", f"Decode (one token at a time with the KV cache, {decode} tokens after a one-token prompt; tokens/s by wall "
           "time and by CPU time):", "", "| threads | run | tokens/s | tokens/s per CPU s | ratio |", "|---|---|---|---|---|"]
 for t in (int(x) for x in threads.split()):
@@ -190,8 +196,9 @@ for t in (int(x) for x in threads.split()):
                                     ("lm-w8a8-dec", "lmkit generate W8A8", l8, "llama.cpp Q8_0")):
         r = get(run, t)
         if not r: continue
-        ratio = f"{r['decode_tps'] / (int(decode) / ref['decode_seconds']):.2f}x {refname}" if ref else ""
-        lines.append(f"| {t} | {name} | {r['decode_tps']:.1f} | {r['decode_cpu_tps']:.1f} | {ratio} |")
+        rt = (f"{r['decode_tps'] / (int(decode) / ref['decode_seconds']):.2f}x by wall / "
+              f"{r['decode_cpu_tps'] / (int(decode) / ref['decode_cpu_seconds']):.2f}x by CPU {refname}") if ref else ""
+        lines.append(f"| {t} | {name} | {r['decode_tps']:.1f} | {r['decode_cpu_tps']:.1f} | {rt} |")
     for r, name in ((lf, "llama.cpp F32 GGUF"), (l8, "llama.cpp Q8_0 GGUF")):
         if r: lines.append(f"| {t} | {name} | {int(decode) / r['decode_seconds']:.1f} | {int(decode) / r['decode_cpu_seconds']:.1f} | 1 |")
 if ref_bf16: lines += ["", f"transformers fp32 on the bf16 weights (the bf16 NLL reference): {ref_bf16['mean_nll']:.7f}"]
