@@ -19,9 +19,10 @@ int main(void) {
     uint64_t x = 0;
     const double t0 = cpu_now();
     for (uint64_t i = 0; i < n; i += 8)
-      __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                       "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
-                       : "+r"(x));
+      __asm__ volatile(
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+          : "+r"(x));
     const double ghz = (double)n / (cpu_now() - t0) * 1e-9;
     if (ghz > best) best = ghz;
   }
