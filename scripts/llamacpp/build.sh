@@ -9,7 +9,7 @@
 #
 # Environment: LLAMACPP_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/lmkit-llamacpp), LLAMA_CPP_PYTHON_VERSION (0.3.36),
 # GGUF_VERSION (0.19.0), JOBS (2).
-# Cache layout: venv/ (pip, gguf), src-V/ (the sdist), build-V/ (CMake), run_gguf, quantize_gguf, llamacpp.env (what was
+# Cache layout: venv/ (pip, gguf), src-V/ (the sdist), build-V/ (CMake), run_gguf, quantize_gguf, time_gguf, llamacpp.env (what was
 # built: versions, llama.cpp commit, library directory).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,7 +58,7 @@ fi
 [ -f "$lib/libllama.so" ] || { say "no libllama.so under $lib after the build"; exit 1; }
 
 inc=(-I"$src/vendor/llama.cpp/include" -I"$src/vendor/llama.cpp/ggml/include")
-for tool in run_gguf quantize_gguf; do
+for tool in run_gguf quantize_gguf time_gguf; do
   if [ ! -x "$cache/$tool" ] || [ "$repo/scripts/llamacpp/$tool.cpp" -nt "$cache/$tool" ] || [ "$build/.done" -nt "$cache/$tool" ]; then
     g++ -std=c++17 -O2 "$repo/scripts/llamacpp/$tool.cpp" "${inc[@]}" -L"$lib" -lllama -lggml -lggml-base \
       -Wl,-rpath,"$lib" -o "$cache/$tool"

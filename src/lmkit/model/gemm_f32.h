@@ -55,6 +55,10 @@ struct WeightView {
 // Panels of w [out, in] (T = float or uint16_t); the result has ceil(out / 16) * 16 * in elements.
 template <class T>
 AlignedVector<T> PackPanels(const T* w, uint32_t out, uint32_t in);
+// Rows [r0, r1) of w (row r at w + r * in, any alignment) into `packed`, a zeroed buffer of PackPanels' size: packing
+// a matrix piece by piece, so that a caller can drop each piece of its source once packed.
+template <class T>
+void PackPanelRows(const T* w, uint32_t in, uint32_t r0, uint32_t r1, T* packed);
 
 // y[r * ldy + c] for r in [0, rows), c in [c0, c1) (c0 a multiple of 16), by the definition above. Columns outside
 // [c0, c1) are not touched. Thread-safe; allocates at most one panel buffer per call.
@@ -64,7 +68,10 @@ void GemmF32(const WeightView& w, const float* x, size_t ldx, size_t rows, uint3
 void GemmF32Ref(const WeightView& w, const float* x, size_t ldx, size_t rows, uint32_t c0, uint32_t c1, float* y,
                 size_t ldy);
 
-// Which kernel GemmF32 uses on this CPU: "avx2" or "scalar" (the reference, on CPUs without AVX2 and FMA).
+// Which kernel GemmF32 uses on this CPU: "avx2" or "scalar" (the reference, on CPUs without AVX2 and FMA). Dispatch
+// is AVX2+FMA or nothing: AVX-512 CPUs run the AVX2 kernels at half their vector width, and there are no AVX-512,
+// AVX-512 BF16 or AMX kernels, because the machines these were written and measured on (AMD Zen 2) cannot run them
+// and an untested kernel is not shipped. Any such kernel must keep the chains above (same bytes as the reference).
 const char* GemmF32Isa();
 
 }  // namespace lmkit::model::gemm

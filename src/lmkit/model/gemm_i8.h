@@ -1,6 +1,8 @@
 // The integer matrix product of the W8A8 Linear kinds: acc[r][c] = sum over k of xq[r][k] * W[c][k] in int32.
 // Integer sums are exact, so every kernel (AVX2 vpmaddwd here, the scalar GemmI8Ref) gives the same values in any
-// order, on any machine, for any split into tiles. |acc| <= in * 128 * 128 fits int32 for in <= 131072.
+// order, on any machine, for any split into tiles. Dispatch: AVX2 or the scalar loop; there are no AVX-512 VNNI,
+// AVX-VNNI or AMX kernels (not runnable on the Zen 2 machines this was measured on, so not shipped untested). |acc| <=
+// in * 128 * 128 fits int32 for in <= 131072.
 //
 // Packed weights: panel p holds outputs [16p, 16p + 16) (rows past `out` are zero), k in pairs (a zero code pads an
 // odd `in`): pair j is 32 bytes, outputs 0..7 then 8..15, each output's two codes k = 2j, 2j + 1 side by side.

@@ -13,6 +13,7 @@
 
 #include "lmkit/formats/fp8.h"
 #include "lmkit/formats/int8.h"
+#include "lmkit/io/dtype.h"
 #include "lmkit/model/gemm_i8.h"
 
 namespace lmkit::model {
@@ -52,6 +53,12 @@ F8 E4M3Round8(F8 v) {
   F8 out;
   std::memcpy(&out, &r, sizeof out);
   return out;
+}
+
+// Rows per piece of PackHalf: about 1 MiB of 16-bit values, whole panels.
+uint32_t HalfRowChunk(uint32_t in) {
+  return std::max<uint32_t>(gemm::kPanel,
+                            (uint32_t{1} << 19) / std::max<uint32_t>(1, in) / gemm::kPanel * gemm::kPanel);
 }
 
 }  // namespace
@@ -110,11 +117,39 @@ void Linear::Pack() {
   packed_ = true;
 }
 
-void Linear::PackHalf(Kind half_kind, const void* bits) {
+void Linear::PackHalf(Kind half_kind, const void* bits,
+                      const std::function<void(uint32_t r0, uint32_t r1)>& packed_rows) {
   kind = half_kind;
   std::vector<uint16_t>().swap(half);
-  packed_u16_ = gemm::PackPanels(static_cast<const uint16_t*>(bits), out, in);
+  const size_t panels = (size_t{out} + gemm::kPanel - 1) / gemm::kPanel;
+  packed_u16_.assign(panels * gemm::kPanel * in, 0);
+  const uint32_t chunk = HalfRowChunk(in);
+  for (uint32_t r0 = 0; r0 < out; r0 += chunk) {
+    const uint32_t r1 = std::min(out, r0 + chunk);
+    gemm::PackPanelRows(static_cast<const uint16_t*>(bits), in, r0, r1, packed_u16_.data());
+    if (packed_rows) packed_rows(r0, r1);
+  }
   packed_ = true;
+}
+
+void Linear::Row(uint32_t r, float* dst) const {
+  const bool f32 = kind != Kind::kBf16 && kind != Kind::kFp16;
+  auto widen = [&](uint16_t v) { return kind == Kind::kBf16 ? io::Bf16ToF32(v) : io::F16ToF32(v); };
+  if (!packed_) {
+    if (f32) {
+      std::copy_n(weight.data() + size_t{r} * in, in, dst);
+    } else {
+      for (uint32_t k = 0; k < in; ++k) dst[k] = widen(half[size_t{r} * in + k]);
+    }
+    return;
+  }
+  // Panel layout (gemm_f32.h): element (r, k) at (r / 16) * 16 * in + k * 16 + r % 16.
+  const size_t base = size_t{r / gemm::kPanel} * gemm::kPanel * in + r % gemm::kPanel;
+  if (f32) {
+    for (uint32_t k = 0; k < in; ++k) dst[k] = packed_f32_[base + size_t{k} * gemm::kPanel];
+  } else {
+    for (uint32_t k = 0; k < in; ++k) dst[k] = widen(packed_u16_[base + size_t{k} * gemm::kPanel]);
+  }
 }
 
 size_t Linear::WeightBytes() const {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,12 +48,18 @@ struct Linear {
   // Moves weight / half / codes into the panel layout of gemm_f32.h / gemm_i8.h (and empties them). Idempotent.
   void Pack();
   // kBf16 / kFp16 straight from the checkpoint's bytes (`bits`: out * in little-endian 16-bit values, any
-  // alignment, e.g. a pointer into the mapped file): sets `kind` and packs without a copy in `half`.
-  void PackHalf(Kind half_kind, const void* bits);
+  // alignment, e.g. a pointer into the mapped file): sets `kind` and packs without a copy in `half`, in pieces of
+  // about 1 MiB of rows; after each, `packed_rows(r0, r1)` (if set) is told that rows [r0, r1) of `bits` were read,
+  // so that the loader can check them and drop their pages.
+  void PackHalf(Kind half_kind, const void* bits,
+                const std::function<void(uint32_t r0, uint32_t r1)>& packed_rows = nullptr);
   bool packed() const { return packed_; }
   // Bytes the weights take now (packed or not), for memory accounting and tests.
   size_t WeightBytes() const;
   void Apply(const float* x, uint64_t rows, float* y, ThreadPool* pool) const;
+  // Row r of W widened to fp32 (`in` floats; exact for the 16-bit kinds), packed or not: the embedding lookup.
+  // Float and 16-bit kinds only.
+  void Row(uint32_t r, float* dst) const;
 
  private:
   bool packed_ = false;

@@ -99,7 +99,54 @@ struct ModelLoader {
     // A NaN or infinity in a weight makes every logit NaN downstream: refused here, naming where it is.
     for (size_t i = 0; i < out.size(); ++i)
       if (!std::isfinite(out[i])) return NonFinite(*f, name, shape, i);
+    Release(*f, *t);
     return out;
+  }
+
+  // Drops a consumed tensor's pages (bytes [b, b + n) of it) from this process (the page cache keeps them), so that
+  // the file mapping does not stay resident beside the copies made from it.
+  static void Release(const io::SafetensorsFile& f, const io::TensorInfo& t, uint64_t b = 0, uint64_t n = UINT64_MAX) {
+    f.mapped().Advise(MappedFile::Advice::kDontNeed, f.data_offset() + t.begin + b, std::min(n, t.num_bytes() - b));
+  }
+
+  // A BF16/F16 [out, in] tensor packed into `l` piece by piece, each piece checked for NaN/infinity and its pages
+  // dropped once read: peak memory is the packed copy plus about 1 MiB, even for an embedding-sized tensor.
+  static Status PackHalfReleasing(const std::string& name, const io::SafetensorsFile& f, const io::TensorInfo& t,
+                                  uint32_t in, Linear* l) {
+    Status bad = Status::Ok();
+    l->PackHalf(t.dtype == io::DType::kBF16 ? Linear::Kind::kBf16 : Linear::Kind::kFp16, f.Data(t).data(),
+                [&](uint32_t r0, uint32_t r1) {
+                  if (bad.ok()) bad = CheckFiniteHalf(name, f, t, uint64_t{r0} * in, uint64_t{r1} * in);
+                  Release(f, t, uint64_t{r0} * in * 2, uint64_t{r1 - r0} * in * 2);
+                });
+    return bad;
+  }
+
+  // A float [out, in] matrix used by rows (the embedding) into `l`, kept in its stored form: BF16/F16 as 16-bit values,
+  // other float dtypes as fp32. With `pack` (a tied head) the values go straight into the GEMM's panels (one copy;
+  // the embedding then reads its rows from there). Errors as Float.
+  Status Matrix(const std::string& name, uint32_t out, uint32_t in, bool pack, Linear* l) {
+    const io::SafetensorsFile* f = nullptr;
+    const io::TensorInfo* t = Find(name, &f);
+    const std::vector<uint64_t> shape = {out, in};
+    l->out = out;
+    l->in = in;
+    if (t && t->shape == shape && (t->dtype == io::DType::kBF16 || t->dtype == io::DType::kF16)) {
+      if (pack) return PackHalfReleasing(name, *f, *t, in, l);
+      l->kind = t->dtype == io::DType::kBF16 ? Linear::Kind::kBf16 : Linear::Kind::kFp16;
+      l->half.resize(t->num_elements());
+      const uint64_t piece = uint64_t{1} << 19;  // values: 1 MiB copied, checked and dropped at a time
+      for (uint64_t i = 0; i < l->half.size(); i += piece) {
+        const uint64_t e = std::min<uint64_t>(l->half.size(), i + piece);
+        LMKIT_RETURN_IF_ERROR(CheckFiniteHalf(name, *f, *t, i, e));
+        std::memcpy(l->half.data() + i, f->Data(*t).data() + 2 * i, 2 * (e - i));
+        Release(*f, *t, 2 * i, 2 * (e - i));
+      }
+      return Status::Ok();
+    }
+    LMKIT_ASSIGN_OR_RETURN(l->weight, Float(name, shape));
+    if (pack) l->Pack();
+    return Status::Ok();
   }
 
   // The error for a NaN or infinity at flat index `i` of tensor `name` of `shape`, naming its row and column.
@@ -110,11 +157,14 @@ struct ModelLoader {
     return Status::InvalidInput(f.path(), fmt::format("tensor '{}': non-finite value at {}", name, at));
   }
 
-  // A BF16/F16 tensor with no NaN or infinity (all exponent bits set), else the error Float gives.
-  static Status CheckFiniteHalf(const std::string& name, const io::SafetensorsFile& f, const io::TensorInfo& t) {
+  // Elements [first, end) of a BF16/F16 tensor with no NaN or infinity (all exponent bits set), else the error Float
+  // gives.
+  static Status CheckFiniteHalf(const std::string& name, const io::SafetensorsFile& f, const io::TensorInfo& t,
+                                uint64_t first = 0, uint64_t end = UINT64_MAX) {
     const uint16_t exp_mask = t.dtype == io::DType::kBF16 ? 0x7F80 : 0x7C00;
     const uint8_t* bytes = f.Data(t).data();
-    for (uint64_t i = 0; i < t.num_elements(); ++i) {
+    const uint64_t n = std::min(end, t.num_elements());
+    for (uint64_t i = first; i < n; ++i) {
       uint16_t v;
       std::memcpy(&v, bytes + 2 * i, 2);
       if ((v & exp_mask) == exp_mask) return NonFinite(f, name, t.shape, i);
@@ -214,8 +264,7 @@ struct ModelLoader {
     } else if (w && (w->dtype == io::DType::kBF16 || w->dtype == io::DType::kF16) &&
                w->shape == std::vector<uint64_t>{out, in}) {
       // Kept as stored (2 bytes a weight, widened inside the GEMM): a bf16 checkpoint is never upcast whole.
-      LMKIT_RETURN_IF_ERROR(CheckFiniteHalf(m + ".weight", *f, *w));
-      l.PackHalf(w->dtype == io::DType::kBF16 ? Linear::Kind::kBf16 : Linear::Kind::kFp16, f->Data(*w).data());
+      LMKIT_RETURN_IF_ERROR(PackHalfReleasing(m + ".weight", *f, *w, in, &l));
     } else if (w && w->dtype != io::DType::kI8) {
       used.erase(m + ".weight");
       LMKIT_ASSIGN_OR_RETURN(l.weight, Float(m + ".weight", {out, in}));
@@ -256,6 +305,7 @@ struct ModelLoader {
         if (g.kind == quant::Granularity::Kind::kGroup)
           return Status::Unsupported(sf->path(), "w8a8 with group-wise weight scales ('" + m + "') is not implemented");
         l.codes.assign(codes, codes + static_cast<size_t>(out) * in);
+        if (w) Release(*f, *w);
         l.weight_scale.resize(out);
         for (uint32_t r = 0; r < out; ++r) l.weight_scale[r] = scales.size() == 1 ? scales[0] : scales[r];
         l.kind = dynamic ? Linear::Kind::kInt8Dynamic : Linear::Kind::kInt8Static;
@@ -393,7 +443,12 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
       model.embed_scale_ = s;
     }
   }
-  LMKIT_ASSIGN_OR_RETURN(model.embed_, ld.Float(pre + "embed_tokens.weight", {c.vocab, H}));
+  // Tied: one copy, the head's panels, which the embedding lookup reads rows from; else the embedding as stored.
+  if (c.tie_embeddings) {
+    LMKIT_RETURN_IF_ERROR(ld.Matrix(pre + "embed_tokens.weight", c.vocab, H, true, &model.head_));
+  } else {
+    LMKIT_RETURN_IF_ERROR(ld.Matrix(pre + "embed_tokens.weight", c.vocab, H, false, &model.embed_));
+  }
   for (uint32_t i = 0; i < c.layers; ++i) {
     const std::string p = fmt::format("{}layers.{}.", pre, i);
     Layer L;
@@ -500,9 +555,6 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
   if (c.tie_embeddings) {
     ld.used.insert(head_name + ".weight");  // transformers ignores a stored head when the embeddings are tied
     model.head_.name = head_name;
-    model.head_.out = c.vocab;
-    model.head_.in = H;
-    model.head_.weight = model.embed_;
   } else {
     LMKIT_ASSIGN_OR_RETURN(model.head_, lin(head_name, c.vocab, H, false));
   }
@@ -759,10 +811,12 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
   std::vector<float> q(static_cast<size_t>(n) * qd), att(static_cast<size_t>(n) * od), k(static_cast<size_t>(n) * kvd),
       v(static_cast<size_t>(n) * vd);
   std::vector<float> qkv(c.fused_qkv ? static_cast<size_t>(n) * (qd + 2 * kvd) : 0);
+  const Linear& embed = c.tie_embeddings ? head_ : embed_;
   for (uint32_t t = 0; t < n; ++t) {
-    const float* e = embed_.data() + static_cast<size_t>(tokens[t]) * H;
     float* xt = x.data() + static_cast<size_t>(t) * H;
-    for (uint32_t i = 0; i < H; ++i) xt[i] = c.scale_embeddings ? e[i] * embed_scale_ : e[i];
+    embed.Row(tokens[t], xt);
+    if (c.scale_embeddings)
+      for (uint32_t i = 0; i < H; ++i) xt[i] *= embed_scale_;
   }
   const RopeTable global = MakeTable(rope_, p0, n);
   RopeTable local;

@@ -7,7 +7,8 @@
 // Loading contract: LlamaModel::Load(PATH) opens PATH with io::OpenCheckpoint (a model directory: config.json plus
 // model.safetensors, or shards listed by model.safetensors.index.json under its strict rules; or a .safetensors file
 // whose directory holds config.json). Weights may be
-// F32, F16 or BF16 (converted to fp32), or compressed-tensors "int-quantized" as `lmkit quantize` and llm-compressor
+// F32, F16 or BF16 (the 16-bit ones, embeddings included, stay 16-bit in memory: widened inside the GEMM and on
+// lookup), or compressed-tensors "int-quantized" as `lmkit quantize` and llm-compressor
 // write them (`m.weight` I8 + `m.weight_scale`, `m.input_scale` for static activations). With quantization_config's
 // input_activations null (w8a16) the int8 weights are dequantized to fp32; with int8 input_activations (w8a8) the
 // Linear runs real int8 x int8 products with int32 accumulation, activations quantized per tensor from input_scale
@@ -16,7 +17,8 @@
 // config.json, an unexpected dtype, a NaN or infinite value ("tensor 'x': non-finite value at [2, 5]"), or a tensor
 // the config does not account for (e.g. a layer beyond num_hidden_layers: a config/weights mismatch); kUnsupported
 // for model types and quantization formats this pass does not run (weights other than symmetric 8-bit int codes);
-// kNotFound/kIo from opening files. The loaded model owns its fp32/int8 copies (the files are closed).
+// kNotFound/kIo from opening files. The loaded model owns its copies (the files are closed; each tensor's mapped pages
+// are dropped once copied, so peak memory is the loaded model plus one tensor).
 //
 // Forward contract: Forward runs `tokens` at positions cache.length() ... cache.length() + n - 1, appends their keys
 // and values to `cache`, and writes logits: [n, vocab] rows when `all_logits`, else only the last position's [vocab].
@@ -126,9 +128,9 @@ class LlamaModel {
   LlamaConfig config_;
   WeightMode mode_ = WeightMode::kFloat;
   std::string path_;
-  std::vector<float> embed_;  // [vocab, hidden]
+  Linear embed_;  // [vocab, hidden] as stored (fp32, or bf16/fp16 bits), unpacked; unused when tied (rows of head_)
   std::vector<float> final_norm_;
-  Linear head_;  // lm_head (a copy of embed_ when tied)
+  Linear head_;  // lm_head (the embedding itself when tied)
   std::vector<Layer> layers_;
   RopeSchedule rope_, rope_local_;
   float embed_scale_ = 1.0f;  // gemma: sqrt(hidden) in the embeddings' dtype

@@ -74,27 +74,31 @@ TEST_CASE("gemm f32: the definition is the FMA chain in k order", "[model][gemm]
 }
 
 TEST_CASE("gemm f32: bf16 and fp16 weights compute as their exact fp32 values", "[model][gemm]") {
-  const uint32_t out = 40, in = 300;
-  const size_t rows = 7;
-  const auto wf = Random(size_t{out} * in, 3);
-  const auto x = Random(rows * in, 4);
-  for (WeightType t : {WeightType::kBf16, WeightType::kF16}) {
-    std::vector<uint16_t> bits(wf.size());
-    std::vector<float> widened(wf.size());
-    if (t == WeightType::kBf16) {
-      io::F32ToBf16(wf.data(), bits.data(), wf.size());
-      for (size_t i = 0; i < bits.size(); ++i) widened[i] = io::Bf16ToF32(bits[i]);
-    } else {
-      io::F32ToF16(wf.data(), bits.data(), wf.size());
-      for (size_t i = 0; i < bits.size(); ++i) widened[i] = io::F16ToF32(bits[i]);
+  // out 88: 4 panels, 1 panel and a partial one in a row of the decoding kernels (rows 1 to 3 widen in registers).
+  const uint32_t out = 88, in = 300;
+  auto wf = Random(size_t{out} * in, 3);
+  for (size_t i = 0; i < 64; ++i) wf[i * 37] = static_cast<float>(i) * 1e-6f;  // fp16 subnormals
+  for (size_t rows : {1u, 2u, 3u, 7u}) {
+    const auto x = Random(rows * in, 4);
+    for (WeightType t : {WeightType::kBf16, WeightType::kF16}) {
+      INFO("rows " << rows << " type " << static_cast<int>(t));
+      std::vector<uint16_t> bits(wf.size());
+      std::vector<float> widened(wf.size());
+      if (t == WeightType::kBf16) {
+        io::F32ToBf16(wf.data(), bits.data(), wf.size());
+        for (size_t i = 0; i < bits.size(); ++i) widened[i] = io::Bf16ToF32(bits[i]);
+      } else {
+        io::F32ToF16(wf.data(), bits.data(), wf.size());
+        for (size_t i = 0; i < bits.size(); ++i) widened[i] = io::F16ToF32(bits[i]);
+      }
+      std::vector<float> want(rows * out), got(rows * out), got_u(rows * out);
+      GemmF32Ref(WeightView{WeightType::kF32, false, widened.data(), out, in}, x.data(), in, rows, 0, out, want.data(),
+                 out);
+      const auto packed = PackPanels(bits.data(), out, in);
+      GemmF32(WeightView{t, true, packed.data(), out, in}, x.data(), in, rows, 0, out, got.data(), out);
+      GemmF32(WeightView{t, false, bits.data(), out, in}, x.data(), in, rows, 0, out, got_u.data(), out);
+      CHECK(SameBits(got, want));
+      CHECK(SameBits(got_u, want));
     }
-    std::vector<float> want(rows * out), got(rows * out), got_u(rows * out);
-    GemmF32Ref(WeightView{WeightType::kF32, false, widened.data(), out, in}, x.data(), in, rows, 0, out, want.data(),
-               out);
-    const auto packed = PackPanels(bits.data(), out, in);
-    GemmF32(WeightView{t, true, packed.data(), out, in}, x.data(), in, rows, 0, out, got.data(), out);
-    GemmF32(WeightView{t, false, bits.data(), out, in}, x.data(), in, rows, 0, out, got_u.data(), out);
-    CHECK(SameBits(got, want));
-    CHECK(SameBits(got_u, want));
   }
 }
