@@ -309,7 +309,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
   }
 
   // A fused 3-D expert tensor written as its per-expert matrices (slices_), each quantized as a 2-D weight of that
-  // name would be; one report for the whole tensor (its stats merged over the experts).
+  // name would be; one report for the whole tensor (its stats merged over the experts, GPTQ's errors the largest).
   Status WriteFusedExperts(size_t si, size_t ti, const FileReader& in, ThreadPool& pool, TensorOutcome* out) {
     const Shard& s = plan_->shards[si];
     const io::TensorInfo& t = s.file.tensors()[ti];
@@ -335,6 +335,14 @@ class CompressedTensorsWriter final : public CheckpointWriter {
         LMKIT_RETURN_IF_ERROR(WriteStreamed(s, x, in, pool, smoothed, w, &part));
       }
       tr.stats.Merge(part.report.stats);
+      // GPTQ: the worst expert's errors, every expert's dead columns.
+      auto worst = [](std::optional<double>& a, const std::optional<double>& b) {
+        if (b) a = a ? std::max(*a, *b) : *b;
+      };
+      worst(tr.gptq_error, part.report.gptq_error);
+      worst(tr.rtn_error, part.report.rtn_error);
+      tr.dead_columns += part.report.dead_columns;
+      tr.cholesky_failed = tr.cholesky_failed || part.report.cholesky_failed;
       tr.scale_min = first ? part.report.scale_min : std::min(tr.scale_min, part.report.scale_min);
       tr.scale_max = first ? part.report.scale_max : std::max(tr.scale_max, part.report.scale_max);
       first = false;
