@@ -6,7 +6,9 @@
 #   2 hf_tokenizers       HF tokenizers loads lmkit's trained tokenizer.json, and vocab.json + merges.txt as GPT-2
 #                         byte-level BPE, and gives lmkit's ids on held-out text
 #   3 compressed_tensors  transformers + compressed-tensors load every scheme x granularity `lmkit quantize` offers
-#                         with no missing/unexpected keys, weights and logits within lmkit's own reported error
+#                         with no missing/unexpected keys, weights and logits within lmkit's own reported error;
+#                         the MoE fixtures in both expert layouts (per-expert 2-D, fused 3-D) x w8a16, w8a8, w4a16,
+#                         fp8 x rtn/gptq (scripts/interop/check_ct_moe.py; alone: python check_ct_moe.py)
 #   4 ort_calibrators     ONNX Runtime's MinMax/Entropy/Percentile calibrators give `lmkit calibrate --flavor ort`'s
 #                         ranges on tests/data/quant/laplace_acts.npy
 #   5 llamacpp            llama.cpp (built from PyPI's llama-cpp-python sdist) loads lmkit's GGUF and greedy-decodes

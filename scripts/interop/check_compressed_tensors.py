@@ -17,6 +17,7 @@ combination lmkit refuses with a one-line error is recorded as refused, not fail
      that sit on a rounding boundary may round differently in torch's float path and lmkit's integer one, and the p99
      of 512 positions is their 6th largest KL, where one FP8 activation code rounded the other way moves it by ~15%;
      the exact reading of check_ct_loader.py is what pins the format).
+Then the MoE fixtures, per-expert and fused 3-D experts, every scheme and method (check_ct_moe.py says how).
 group:N uses the largest N that divides every Linear input width of the model (4 for stories260K: 64 and 172)."""
 import json
 import math
@@ -27,6 +28,7 @@ import sys
 
 import numpy as np
 
+import check_ct_moe
 from common import main, REPO, Check, run_lmkit, workdir
 
 MODEL = os.path.join(REPO, "tests", "data", "model", "stories260K")
@@ -197,9 +199,6 @@ def run():
             c.fail("%s: the loaded model does not run: %s" % (label, str(e).splitlines()[0][:300]))
             return
         row["transformers"] = {k: round(v, 6) for k, v in hf.items()}
-        if qcfg["config_groups"]["group_0"]["weights"]["num_bits"] != 8:
-            row["lmkit_eval"] = "not run: lmkit's forward pass loads 8-bit weights only"
-            return
         ev = run_lmkit("--json", "eval", MODEL, "--tokens", eval_npy, "--seq-len", NEW + 1, "--compare", out,
                        check=False)
         if ev.returncode != 0:
@@ -232,6 +231,8 @@ def run():
     c.details["checkpoints"] = results
     c.details["written"] = sum("refused" not in r for r in results)
     c.details["refused"] = sum("refused" in r for r in results)
+    # Every MoE fixture in both expert layouts x every scheme (check_ct_moe.py).
+    check_ct_moe.run_moe(c, work)
     return c
 
 

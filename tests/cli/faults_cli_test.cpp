@@ -331,14 +331,25 @@ TEST_CASE("faults: eval refuses quantization schemes it would misread", "[faults
   auto& weights = (*cfg)["quantization_config"]["config_groups"]["group_0"]["weights"];
   REQUIRE(weights.is_object());
   for (const auto& [key, value] :
-       std::vector<std::pair<std::string, lmkit::Json>>{{"num_bits", 4}, {"symmetric", false}}) {
+       std::vector<std::pair<std::string, lmkit::Json>>{{"num_bits", 2}, {"symmetric", false}}) {
     lmkit::Json changed = *cfg;
     changed["quantization_config"]["config_groups"]["group_0"]["weights"][key] = value;
     WriteAll(cfg_path, lmkit::DumpJson(changed));
     RunResult e = RunLmkit({"eval", tmp.file("q"), "--tokens", TestData("dataload/tokens_u16.npy")});
     INFO(key);
     CHECK(e.exit_code == 1);
-    CHECK(OneLine(e, "lmkit eval: " + cfg_path + ": weights must be symmetric 8-bit int"));
+    CHECK(OneLine(e, "lmkit eval: " + cfg_path +
+                         ": quantization_config group 'group_0': weights must be symmetric 8-bit int (or 4-bit "
+                         "pack-quantized)"));
+  }
+  {
+    // 4 bits claimed over 8-bit packed words: the packed shape gives it away (the codes are never misread).
+    lmkit::Json changed = *cfg;
+    changed["quantization_config"]["config_groups"]["group_0"]["weights"]["num_bits"] = 4;
+    WriteAll(cfg_path, lmkit::DumpJson(changed));
+    RunResult e = RunLmkit({"eval", tmp.file("q"), "--tokens", TestData("dataload/tokens_u16.npy")});
+    CHECK(e.exit_code == 1);
+    CHECK(e.err.find("weight_packed' is I32 [") != std::string::npos);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "lmkit/common/json.h"
@@ -29,6 +30,8 @@ const char* WeightModeName(WeightMode m) {
       return "float";
     case WeightMode::kW8A16:
       return "w8a16";
+    case WeightMode::kW4A16:
+      return "w4a16";
     case WeightMode::kW8A8Static:
       return "w8a8-static";
     case WeightMode::kW8A8Dynamic:
@@ -57,14 +60,35 @@ std::string ShapeText(const std::vector<uint64_t>& s) {
 
 }  // namespace
 
+// One config group of a compressed-tensors quantization_config: the Linears it targets and how they are stored.
+struct QuantGroup {
+  std::vector<std::string> classes;  // class-name targets ("Linear")
+  std::vector<std::regex> patterns;  // "re:" targets, matched from the start of the module name (Python's re.match)
+  bool w8a8 = false, dynamic = false;
+  bool fp8 = false;  // float-quantized: E4M3 weights (and FP8 activations when w8a8 is set)
+  int bits = 8;      // int weights: 8, or 4 (weight-only; pack-quantized nibbles)
+  WeightMode mode = WeightMode::kFloat;
+};
+
 // Reads tensors by name across the checkpoint's files, checking shapes, and remembers which were used.
 struct ModelLoader {
   std::string subject;  // the model path, for errors about the checkpoint as a whole
   std::vector<std::unique_ptr<io::SafetensorsFile>> files;
   std::map<std::string, std::pair<const io::SafetensorsFile*, const io::TensorInfo*>> index;
   std::set<std::string> used;
-  bool w8a8 = false, dynamic = false;
-  bool fp8 = false;  // float-quantized: E4M3 weights (and FP8 activations when w8a8 is set)
+  std::vector<QuantGroup> groups;
+
+  // The group of Linear `m`: a "re:" target that matches it first (as vLLM and compressed-tensors rank them), else a
+  // group targeting "Linear"; a module no group targets has the float group (its weights are read by dtype).
+  const QuantGroup& GroupOf(const std::string& m) const {
+    static const QuantGroup kNone;
+    for (const QuantGroup& g : groups)
+      for (const std::regex& r : g.patterns)
+        if (std::regex_search(m, r, std::regex_constants::match_continuous)) return g;
+    for (const QuantGroup& g : groups)
+      if (std::find(g.classes.begin(), g.classes.end(), "Linear") != g.classes.end()) return g;
+    return kNone;
+  }
 
   Status AddFile(io::SafetensorsFile f) {
     files.push_back(std::make_unique<io::SafetensorsFile>(std::move(f)));
@@ -172,9 +196,9 @@ struct ModelLoader {
     return Status::Ok();
   }
 
-  // The int8 codes of a pack-quantized weight: `m.weight_packed` I32 [out, ceil(in / 4)] with `m.weight_shape` I64
-  // [2] = {out, in}.
-  Result<std::vector<int8_t>> Unpacked(const std::string& m, uint32_t out, uint32_t in) {
+  // The int codes of a pack-quantized weight (formats/pack_quantized.h): `m.weight_packed` I32 [out, ceil(in / 4)]
+  // (8-bit) or [out, ceil(in / 8)] (4-bit) with `m.weight_shape` I64 [2] = {out, in}.
+  Result<std::vector<int8_t>> Unpacked(const std::string& m, uint32_t out, uint32_t in, int bits) {
     const io::SafetensorsFile* pf = nullptr;
     const io::SafetensorsFile* shf = nullptr;
     const io::TensorInfo* p = Find(m + ".weight_packed", &pf);
@@ -188,16 +212,19 @@ struct ModelLoader {
       return Status::InvalidInput(shf->path(), fmt::format("tensor '{}.weight_shape' is [{}, {}]; config.json implies "
                                                            "[{}, {}]",
                                                            m, shape[0], shape[1], out, in));
-    const std::vector<uint64_t> want = {out, formats::PackedWords(in)};
+    const uint64_t words = bits == 4 ? formats::PackedWords4(in) : formats::PackedWords(in);
+    const std::vector<uint64_t> want = {out, words};
     if (p->dtype != io::DType::kI32 || p->shape != want)
       return Status::InvalidInput(
           pf->path(), fmt::format("tensor '{}.weight_packed' is {} {}; expected I32 {}", m, io::DTypeName(p->dtype),
                                   ShapeText(p->shape), ShapeText(want)));
     const uint8_t* bytes = pf->Data(*p).data();
-    const uint64_t row = formats::PackedWords(in) * 4;
+    const uint64_t row = words * 4;
     std::vector<int8_t> codes(static_cast<size_t>(out) * in);
     for (uint64_t r = 0; r < out; ++r)
-      for (uint64_t c = 0; c < in; ++c) codes[r * in + c] = formats::UnpackCode8(bytes + r * row, c);
+      for (uint64_t c = 0; c < in; ++c)
+        codes[r * in + c] =
+            bits == 4 ? formats::UnpackCode4(bytes + r * row, c) : formats::UnpackCode8(bytes + r * row, c);
     return codes;
   }
 
@@ -221,9 +248,9 @@ struct ModelLoader {
 
   // float-quantized (FP8 E4M3) weights: dequantized to fp32 (code * scale, as the loaders compute it), with the
   // activations simulated in FP8 when the checkpoint quantizes them (Linear::Kind::kFp8*).
-  Status LoadFp8(const std::string& m, const io::SafetensorsFile& f, const io::TensorInfo& w, uint32_t out, uint32_t in,
-                 Linear* l) {
-    if (!fp8)
+  Status LoadFp8(const std::string& m, const QuantGroup& g, const io::SafetensorsFile& f, const io::TensorInfo& w,
+                 uint32_t out, uint32_t in, Linear* l) {
+    if (!g.fp8)
       return Status::InvalidInput(f.path(),
                                   "tensor '" + m + ".weight' is F8_E4M3 but the config is not float-quantized");
     if (w.shape != std::vector<uint64_t>{out, in})
@@ -236,9 +263,9 @@ struct ModelLoader {
       const float s = scales.size() == 1 ? scales[0] : scales[r];
       for (uint64_t c = 0; c < in; ++c) l->weight[r * in + c] = formats::E4M3ToF32(codes[r * in + c]) * s;
     }
-    if (!w8a8) return Status::Ok();
-    l->kind = dynamic ? Linear::Kind::kFp8Dynamic : Linear::Kind::kFp8Static;
-    if (!dynamic) {
+    if (!g.w8a8) return Status::Ok();
+    l->kind = g.dynamic ? Linear::Kind::kFp8Dynamic : Linear::Kind::kFp8Static;
+    if (!g.dynamic) {
       LMKIT_ASSIGN_OR_RETURN(std::vector<float> xs, Scales(m + ".input_scale", 1));
       l->input_scale = xs[0];
     }
@@ -250,17 +277,18 @@ struct ModelLoader {
     l.name = m;
     l.out = out;
     l.in = in;
+    const QuantGroup& g = GroupOf(m);
     const io::SafetensorsFile* f = nullptr;
     const io::TensorInfo* w = Find(m + ".weight", &f);
     // pack-quantized (formats/pack_quantized.h): the codes come packed into int32 words, with the original shape.
     std::vector<int8_t> unpacked;
     if (!w && index.count(m + ".weight_packed")) {
-      LMKIT_ASSIGN_OR_RETURN(unpacked, Unpacked(m, out, in));
+      LMKIT_ASSIGN_OR_RETURN(unpacked, Unpacked(m, out, in, g.bits));
     } else if (!w) {
       return Status::InvalidInput(subject, "missing tensor '" + m + ".weight'");
     }
     if (w && w->dtype == io::DType::kF8E4M3) {
-      LMKIT_RETURN_IF_ERROR(LoadFp8(m, *f, *w, out, in, &l));
+      LMKIT_RETURN_IF_ERROR(LoadFp8(m, g, *f, *w, out, in, &l));
     } else if (w && (w->dtype == io::DType::kBF16 || w->dtype == io::DType::kF16) &&
                w->shape == std::vector<uint64_t>{out, in}) {
       // Kept as stored (2 bytes a weight, widened inside the GEMM): a bf16 checkpoint is never upcast whole.
@@ -278,15 +306,15 @@ struct ModelLoader {
       if (!io::IsFloatDType(s->dtype))
         return Status::InvalidInput(sf->path(), "tensor '" + m + ".weight_scale' must be a float dtype");
       // The scale tensor's shape tells the granularity: [1] or [] tensor, [out, 1] channel, [out, G] groups.
-      quant::Granularity g;
+      quant::Granularity gran;
       const auto& ss = s->shape;
       if (s->num_elements() == 1 && (ss.size() <= 1 || (ss.size() == 2 && out != 1))) {
-        g.kind = quant::Granularity::Kind::kTensor;
+        gran.kind = quant::Granularity::Kind::kTensor;
       } else if (ss.size() == 2 && ss[0] == out && ss[1] == 1) {
-        g.kind = quant::Granularity::Kind::kChannel;
+        gran.kind = quant::Granularity::Kind::kChannel;
       } else if (ss.size() == 2 && ss[0] == out && ss[1] > 1 && in % ss[1] == 0) {
-        g.kind = quant::Granularity::Kind::kGroup;
-        g.group_size = in / ss[1];
+        gran.kind = quant::Granularity::Kind::kGroup;
+        gran.group_size = in / ss[1];
       } else {
         return Status::InvalidInput(sf->path(), fmt::format("tensor '{}.weight_scale' has shape {}, which fits no "
                                                             "granularity of a [{}, {}] weight",
@@ -297,19 +325,24 @@ struct ModelLoader {
       for (float v : scales)
         if (!std::isfinite(v) || v < 0)
           return Status::InvalidInput(sf->path(), "tensor '" + m + ".weight_scale' has a negative or non-finite value");
+      if (w && g.bits != 8)
+        return Status::InvalidInput(f->path(), fmt::format("tensor '{}.weight' is I8 but the config says {}-bit "
+                                                           "weights (pack-quantized)",
+                                                           m, g.bits));
       const auto* codes = w ? reinterpret_cast<const int8_t*>(f->Data(*w).data()) : unpacked.data();
-      if (!w8a8) {
+      if (!g.w8a8) {
+        // Weight-only (w8a16, w4a16): code x its row's or group's scale, in fp32.
         l.weight.resize(static_cast<size_t>(out) * in);
-        quant::DequantizeMatrix(codes, scales.data(), out, in, g, l.weight.data());
+        quant::DequantizeMatrix(codes, scales.data(), out, in, gran, l.weight.data());
       } else {
-        if (g.kind == quant::Granularity::Kind::kGroup)
+        if (gran.kind == quant::Granularity::Kind::kGroup)
           return Status::Unsupported(sf->path(), "w8a8 with group-wise weight scales ('" + m + "') is not implemented");
         l.codes.assign(codes, codes + static_cast<size_t>(out) * in);
         if (w) Release(*f, *w);
         l.weight_scale.resize(out);
         for (uint32_t r = 0; r < out; ++r) l.weight_scale[r] = scales.size() == 1 ? scales[0] : scales[r];
-        l.kind = dynamic ? Linear::Kind::kInt8Dynamic : Linear::Kind::kInt8Static;
-        if (!dynamic) {
+        l.kind = g.dynamic ? Linear::Kind::kInt8Dynamic : Linear::Kind::kInt8Static;
+        if (!g.dynamic) {
           const io::SafetensorsFile* xf = nullptr;
           const io::TensorInfo* xs = Find(m + ".input_scale", &xf);
           if (!xs)
@@ -356,40 +389,72 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     const std::string method =
         q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>() : "";
     const std::string format = q.contains("format") && q["format"].is_string() ? q["format"].get<std::string>() : "";
-    if (method != "compressed-tensors" ||
-        (format != "int-quantized" && format != "pack-quantized" && format != "float-quantized"))
+    auto known = [](const std::string& f) {
+      return f == "int-quantized" || f == "pack-quantized" || f == "float-quantized";
+    };
+    if (method != "compressed-tensors" || (!known(format) && format != "mixed-precision"))
       return Status::Unsupported(config_path, "quantization_config '" + method + "' / '" + format +
                                                   "' is not supported (compressed-tensors int-quantized, "
-                                                  "pack-quantized or float-quantized only)");
-    ld.fp8 = format == "float-quantized";
-    if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].size() != 1)
-      return Status::Unsupported(config_path, "quantization_config must have exactly one config group");
-    const Json& g = q["config_groups"].begin().value();
+                                                  "pack-quantized, float-quantized or mixed-precision of them only)");
+    if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].empty())
+      return Status::Unsupported(config_path, "quantization_config has no config group");
     // Compared with ==, which never throws on a value of another type (value() would).
     auto field = [](const Json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : Json(); };
-    // The weights are read as symmetric 8-bit codes (int, or FP8 E4M3 when float-quantized) times a scale; any other
-    // scheme (4-bit, a zero point) would be read as that and give wrong numbers, so it is refused.
-    const Json w = field(g, "weights");
-    const char* wtype = ld.fp8 ? "float" : "int";
-    if (!w.is_null() &&
-        (!w.is_object() || field(w, "num_bits") != 8 || field(w, "type") != wtype || field(w, "symmetric") != true))
-      return Status::Unsupported(config_path, std::string("weights must be symmetric 8-bit ") + wtype + " (num_bits " +
-                                                  DumpJson(field(w, "num_bits"), -1) + ", type " +
-                                                  DumpJson(field(w, "type"), -1) + ", symmetric " +
-                                                  DumpJson(field(w, "symmetric"), -1) + ")");
-    model.mode_ = WeightMode::kW8A16;
-    if (g.is_object() && g.contains("input_activations") && !g["input_activations"].is_null()) {
-      const Json& a = g["input_activations"];
-      const char* type = ld.fp8 ? "float" : "int";
-      if (!a.is_object() || field(a, "num_bits") != 8 || field(a, "type") != type || field(a, "symmetric") != true)
-        return Status::Unsupported(config_path, std::string("input_activations must be symmetric 8-bit ") + type);
-      ld.w8a8 = true;
-      ld.dynamic = field(a, "dynamic") == true;
-      if (ld.dynamic && field(a, "strategy") != "token")
-        return Status::Unsupported(config_path, "dynamic input_activations must use strategy \"token\"");
-      model.mode_ = ld.fp8 ? (ld.dynamic ? WeightMode::kFp8Dynamic : WeightMode::kFp8Static)
-                           : (ld.dynamic ? WeightMode::kW8A8Dynamic : WeightMode::kW8A8Static);
+    for (const auto& [gname, g] : q["config_groups"].items()) {
+      QuantGroup qg;
+      const std::string where = "quantization_config group '" + gname + "': ";
+      const Json gf = field(g, "format");
+      const std::string gformat = gf.is_string() ? gf.get<std::string>() : format;
+      if (!known(gformat)) return Status::Unsupported(config_path, where + "format '" + gformat + "' is not supported");
+      qg.fp8 = gformat == "float-quantized";
+      // No targets: "Linear", as a one-group config has always been read.
+      const Json targets = g.is_object() && g.contains("targets") ? g["targets"] : Json::array({"Linear"});
+      if (!targets.is_array() || targets.empty())
+        return Status::Unsupported(config_path, where + "targets must be a non-empty list");
+      for (const Json& t : targets) {
+        if (!t.is_string()) return Status::Unsupported(config_path, where + "a target is not a string");
+        const std::string ts = t.get<std::string>();
+        if (ts.rfind("re:", 0) != 0) {
+          qg.classes.push_back(ts);
+          continue;
+        }
+        try {
+          qg.patterns.emplace_back(ts.substr(3), std::regex::ECMAScript);
+        } catch (const std::regex_error&) {
+          return Status::InvalidInput(config_path, where + "target '" + ts + "' is not a valid regex");
+        }
+      }
+      // The weights are read as symmetric codes (8-bit int, 4-bit int pack-quantized, or FP8 E4M3 when
+      // float-quantized) times a scale; any other scheme (a zero point, other widths) would be read as that and give
+      // wrong numbers, so it is refused.
+      const Json w = field(g, "weights");
+      const char* wtype = qg.fp8 ? "float" : "int";
+      const bool four = !qg.fp8 && gformat == "pack-quantized" && field(w, "num_bits") == 4;
+      if (!w.is_null() && (!w.is_object() || (field(w, "num_bits") != 8 && !four) || field(w, "type") != wtype ||
+                           field(w, "symmetric") != true))
+        return Status::Unsupported(config_path, where + "weights must be symmetric 8-bit " + wtype +
+                                                    (qg.fp8 ? "" : " (or 4-bit pack-quantized)") + " (num_bits " +
+                                                    DumpJson(field(w, "num_bits"), -1) + ", type " +
+                                                    DumpJson(field(w, "type"), -1) + ", symmetric " +
+                                                    DumpJson(field(w, "symmetric"), -1) + ")");
+      qg.bits = four ? 4 : 8;
+      qg.mode = four ? WeightMode::kW4A16 : WeightMode::kW8A16;
+      if (g.is_object() && g.contains("input_activations") && !g["input_activations"].is_null()) {
+        const Json& a = g["input_activations"];
+        if (four) return Status::Unsupported(config_path, where + "4-bit weights with quantized activations");
+        if (!a.is_object() || field(a, "num_bits") != 8 || field(a, "type") != wtype || field(a, "symmetric") != true)
+          return Status::Unsupported(config_path, where + "input_activations must be symmetric 8-bit " + wtype);
+        qg.w8a8 = true;
+        qg.dynamic = field(a, "dynamic") == true;
+        if (qg.dynamic && field(a, "strategy") != "token")
+          return Status::Unsupported(config_path, where + "dynamic input_activations must use strategy \"token\"");
+        qg.mode = qg.fp8 ? (qg.dynamic ? WeightMode::kFp8Dynamic : WeightMode::kFp8Static)
+                         : (qg.dynamic ? WeightMode::kW8A8Dynamic : WeightMode::kW8A8Static);
+      }
+      ld.groups.push_back(std::move(qg));
     }
+    // The model's mode is the dense layers' (the group targeting "Linear"); a routed-experts group may differ.
+    model.mode_ = ld.GroupOf("").mode == WeightMode::kFloat ? ld.groups.front().mode : ld.GroupOf("").mode;
   }
 
   for (io::CheckpointFile& f : ck.files) LMKIT_RETURN_IF_ERROR(ld.AddFile(std::move(f.file)));
@@ -525,9 +590,11 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
             l.in = in;
             l.weight.assign(w, w + size_t{out} * in);
           };
-          fill(m.gate, "gate_proj", I, H, gu.data() + 2 * slab * e);
-          fill(m.up, "up_proj", I, H, gu.data() + 2 * slab * e + slab);
-          fill(m.down, "down_proj", H, I, dn.data() + slab * e);
+          // Named as the per-expert layout names them (quantize_plan.h's FusedExpertSlices, GPTQ's Hessians).
+          const bool w123 = c.model_type == "mixtral";
+          fill(m.gate, w123 ? "w1" : "gate_proj", I, H, gu.data() + 2 * slab * e);
+          fill(m.up, w123 ? "w3" : "up_proj", I, H, gu.data() + 2 * slab * e + slab);
+          fill(m.down, w123 ? "w2" : "down_proj", H, I, dn.data() + slab * e);
           L.experts.push_back(std::move(m));
         }
       } else {

@@ -44,8 +44,9 @@
 namespace lmkit::model {
 
 // How the Linear layers were loaded.
-enum class WeightMode : uint8_t { kFloat, kW8A16, kW8A8Static, kW8A8Dynamic, kFp8Static, kFp8Dynamic };
-// float | w8a16 | w8a8-static | w8a8-dynamic | fp8-static | fp8-dynamic
+// A checkpoint with several config groups (a routed-experts group beside the dense layers') reports the dense layers'.
+enum class WeightMode : uint8_t { kFloat, kW8A16, kW8A8Static, kW8A8Dynamic, kFp8Static, kFp8Dynamic, kW4A16 };
+// float | w8a16 | w8a8-static | w8a8-dynamic | fp8-static | fp8-dynamic | w4a16
 const char* WeightModeName(WeightMode m);
 
 class KvCache {

@@ -24,6 +24,9 @@ struct Found {
 Found Find(const Plan& plan, const std::string& name) {
   for (const Shard& s : plan.shards)
     if (const io::TensorInfo* t = s.file.Find(name)) return {&s, t};
+  // A routed expert's matrix inside a fused 3-D expert tensor (quantize_plan.h).
+  if (auto it = plan.expert_slices.find(name); it != plan.expert_slices.end())
+    return {&plan.shards[it->second.first], &it->second.second};
   return {};
 }
 

@@ -68,11 +68,27 @@ uint64_t PackedRowBytes(QuantScheme s, uint64_t cols) {
   return (InfoOf(s).weight_bits == 4 ? formats::PackedWords4(cols) : formats::PackedWords(cols)) * 4;
 }
 
-// The "quantization_config" object of config.json (the fields compressed-tensors' QuantizationConfig and vLLM's
-// CompressedTensorsConfig read; docs/quant.md).
-Json QuantizationConfig(const QuantizeRequest& o, const std::vector<std::string>& ignore) {
-  const SchemeInfo& info = InfoOf(o.scheme);
-  const char* type = IsFp8(o.scheme) ? "float" : "int";
+// The scheme of the routed experts (per-expert Linears, and the fused 3-D experts written per expert) under `s`.
+// transformers 5 (5.24) holds the experts as fused 3-D parameters, not Linear modules: it decompresses a routed
+// expert's tensors while merging them (integrations/compressed_tensors.py, CompressedTensorsDequantize), which reads
+// int codes only as pack-quantized `weight_packed` (int-quantized `weight` int8 fails the merge: "issues during
+// automatic conversion of the weights") and FP8 as `weight` + `weight_scale`, and loads no `input_scale` (unexpected
+// keys). So under w8a8 the experts are w8a16 (the same int8 codes, pack-quantized, 16-bit activations: vLLM's WNA16
+// MoE path), and under fp8-static they are fp8 with dynamic activations.
+QuantScheme ExpertScheme(QuantScheme s) {
+  if (s == QuantScheme::kW8A8) return QuantScheme::kW8A16;
+  if (s == QuantScheme::kFp8Static) return QuantScheme::kFp8;
+  return s;
+}
+
+// The module regex of the routed experts' group (quantize_plan.h's IsRoutedExpert, as compressed-tensors' "re:"
+// targets match module names).
+constexpr const char* kExpertTarget = "re:.*\\.experts\\.[0-9]+\\.(w1|w2|w3|gate_proj|up_proj|down_proj)$";
+
+// One config group: `scheme`'s weights (o's granularity) and activations (static per-tensor when `static_acts`).
+Json GroupJson(const QuantizeRequest& o, QuantScheme scheme, bool static_acts, const Json& targets) {
+  const SchemeInfo& info = InfoOf(scheme);
+  const char* type = IsFp8(scheme) ? "float" : "int";
   Json weights;
   weights["num_bits"] = info.weight_bits;
   weights["type"] = type;
@@ -82,7 +98,7 @@ Json QuantizationConfig(const QuantizeRequest& o, const std::vector<std::string>
       o.granularity.kind == Granularity::Kind::kGroup ? Json(o.granularity.group_size) : Json(nullptr);
   weights["dynamic"] = false;
   Json group;
-  group["targets"] = Json::array({"Linear"});
+  group["targets"] = targets;
   group["weights"] = weights;
   group["format"] = info.ct_format;
   if (info.activations) {
@@ -90,18 +106,30 @@ Json QuantizationConfig(const QuantizeRequest& o, const std::vector<std::string>
     act["num_bits"] = 8;
     act["type"] = type;
     act["symmetric"] = true;
-    const bool dynamic = o.calibration.empty();
-    act["strategy"] = dynamic ? "token" : "tensor";
-    act["dynamic"] = dynamic;
+    act["strategy"] = static_acts ? "tensor" : "token";
+    act["dynamic"] = !static_acts;
     group["input_activations"] = act;
   } else {
     group["input_activations"] = nullptr;
   }
+  return group;
+}
+
+// The "quantization_config" object of config.json (the fields compressed-tensors' QuantizationConfig and vLLM's
+// CompressedTensorsConfig read; docs/quant.md). `expert_group`: the routed experts were quantized in
+// ExpertScheme(o.scheme) != o.scheme, which gets its own group (vLLM matches a "re:" target before a class name; the
+// top-level format is then "mixed-precision" when the two formats differ, as compressed-tensors writes it).
+Json QuantizationConfig(const QuantizeRequest& o, const std::vector<std::string>& ignore, bool expert_group) {
   Json qc;
   qc["quant_method"] = "compressed-tensors";
-  qc["format"] = info.ct_format;
+  qc["format"] = InfoOf(o.scheme).ct_format;
   qc["quantization_status"] = "compressed";
-  qc["config_groups"]["group_0"] = group;
+  qc["config_groups"]["group_0"] = GroupJson(o, o.scheme, !o.calibration.empty(), Json::array({"Linear"}));
+  if (expert_group) {
+    const QuantScheme es = ExpertScheme(o.scheme);
+    qc["config_groups"]["group_1"] = GroupJson(o, es, false, Json::array({kExpertTarget}));
+    if (InfoOf(es).ct_format != InfoOf(o.scheme).ct_format) qc["format"] = "mixed-precision";
+  }
   qc["ignore"] = ignore;
   qc["kv_cache_scheme"] = nullptr;
   return qc;
@@ -136,14 +164,38 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     // Validate the selection and the calibration for every shard before writing anything.
     std::vector<std::string> ignore = {"lm_head"}, quantized, kept;
     uint64_t selected_count = 0;
+    bool expert_quantized = false;
     selected_.resize(plan.shards.size());
+    slices_.resize(plan.shards.size());
     for (size_t si = 0; si < plan.shards.size(); ++si) {
       const Shard& s = plan.shards[si];
       for (const io::TensorInfo& t : s.file.tensors()) {
-        const bool sel = Selected(t, matchers);
+        // transformers 5's fused 3-D experts are quantized as the per-expert 2-D matrices they hold, all or none.
+        std::vector<io::TensorInfo> slices = FusedExpertSlices(t, plan.model_type);
+        if (!slices.empty()) {
+          size_t n = 0;
+          for (const io::TensorInfo& x : slices) n += Selected(x, matchers) ? 1 : 0;
+          if (n != 0 && n != slices.size())
+            return Status::InvalidArgument(
+                fmt::format("the {} / {} patterns select {} of the {} expert matrices of "
+                            "the fused tensor '{}'; select all of them or none",
+                            Field("include"), Field("exclude"), n, slices.size(), t.name));
+          if (n == 0) slices.clear();
+        }
+        const bool sel = !slices.empty() || Selected(t, matchers);
         selected_[si].push_back(sel);
         selected_count += sel ? 1 : 0;
         const std::string m = ModuleName(t.name);
+        for (const io::TensorInfo& x : slices) {
+          quantized.push_back(ModuleName(x.name));
+          LMKIT_RETURN_IF_ERROR(CheckTensor(s, x));
+        }
+        if (sel) expert_quantized = expert_quantized || !slices.empty() || IsRoutedExpert(t.name);
+        if (!slices.empty()) {
+          slices_[si].push_back(std::move(slices));
+          continue;
+        }
+        slices_[si].emplace_back();
         if (sel) {
           quantized.push_back(m);
           LMKIT_RETURN_IF_ERROR(CheckTensor(s, t));
@@ -177,7 +229,8 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     if (plan.directory && !cpath.empty()) {
       LMKIT_ASSIGN_OR_RETURN(cfg_, ParseJson(plan.config_text, cpath));
       if (!cfg_->is_object()) return Status::InvalidInput(cpath, "config.json is not a JSON object");
-      (*cfg_)["quantization_config"] = QuantizationConfig(o_, ignore);
+      (*cfg_)["quantization_config"] =
+          QuantizationConfig(o_, ignore, expert_quantized && ExpertScheme(o_.scheme) != o_.scheme);
     }
     if (plan.directory) {
       // One level only, as for file outputs: a missing parent is an error, not a tree of directories left behind.
@@ -192,7 +245,9 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       std::vector<io::TensorSpec> specs;
       for (size_t i = 0; i < s.file.tensors().size(); ++i) {
         const io::TensorInfo& t = s.file.tensors()[i];
-        if (selected_[si][i])
+        if (!slices_[si][i].empty())
+          for (const io::TensorInfo& x : slices_[si][i]) AddQuantizedSpecs(x, &specs);
+        else if (selected_[si][i])
           AddQuantizedSpecs(t, &specs);
         else
           specs.push_back({t.name, t.dtype, t.shape});
@@ -232,6 +287,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       out->bytes_written = t.num_bytes();
       return Status::Ok();
     }
+    if (!slices_[si][ti].empty()) return WriteFusedExperts(si, ti, in, pool, out);
     TensorReport& tr = out->report;
     tr.name = t.name;
     tr.shape = t.shape;
@@ -243,10 +299,54 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       smoothed.resize(t.num_bytes());
       LMKIT_RETURN_IF_ERROR(io::ConvertFromF32(t.dtype, pt->values.data(), smoothed.data(), pt->values.size()));
     }
-    if ((pt && pt->has_codes) || InfoOf(o_.scheme).weight_bits != 8) {
+    if ((pt && pt->has_codes) || InfoOf(SchemeOf(t.name)).weight_bits != 8) {
       LMKIT_RETURN_IF_ERROR(WriteWholeMatrix(s, t, in, pt, smoothed, w, out));
     } else {
       LMKIT_RETURN_IF_ERROR(WriteStreamed(s, t, in, pool, smoothed, w, out));
+    }
+    out->kind = TensorOutcome::Kind::kQuantized;
+    return Status::Ok();
+  }
+
+  // A fused 3-D expert tensor written as its per-expert matrices (slices_), each quantized as a 2-D weight of that
+  // name would be; one report for the whole tensor (its stats merged over the experts, GPTQ's errors the largest).
+  Status WriteFusedExperts(size_t si, size_t ti, const FileReader& in, ThreadPool& pool, TensorOutcome* out) {
+    const Shard& s = plan_->shards[si];
+    const io::TensorInfo& t = s.file.tensors()[ti];
+    TensorReport& tr = out->report;
+    tr.name = t.name;
+    tr.shape = t.shape;
+    tr.dtype = std::string(io::DTypeName(t.dtype));
+    io::SafetensorsWriter& w = writers_[si];
+    bool first = true;
+    for (const io::TensorInfo& x : slices_[si][ti]) {
+      TensorOutcome part;
+      const PreparedTensor* pt = nullptr;
+      if (prepared_)
+        if (auto it = prepared_->tensors.find(x.name); it != prepared_->tensors.end()) pt = &it->second;
+      std::vector<uint8_t> smoothed;
+      if (pt && !pt->values.empty() && !pt->has_codes) {
+        smoothed.resize(x.num_bytes());
+        LMKIT_RETURN_IF_ERROR(io::ConvertFromF32(x.dtype, pt->values.data(), smoothed.data(), pt->values.size()));
+      }
+      if ((pt && pt->has_codes) || InfoOf(SchemeOf(x.name)).weight_bits != 8) {
+        LMKIT_RETURN_IF_ERROR(WriteWholeMatrix(s, x, in, pt, smoothed, w, &part));
+      } else {
+        LMKIT_RETURN_IF_ERROR(WriteStreamed(s, x, in, pool, smoothed, w, &part));
+      }
+      tr.stats.Merge(part.report.stats);
+      // GPTQ: the worst expert's errors, every expert's dead columns.
+      auto worst = [](std::optional<double>& a, const std::optional<double>& b) {
+        if (b) a = a ? std::max(*a, *b) : *b;
+      };
+      worst(tr.gptq_error, part.report.gptq_error);
+      worst(tr.rtn_error, part.report.rtn_error);
+      tr.dead_columns += part.report.dead_columns;
+      tr.cholesky_failed = tr.cholesky_failed || part.report.cholesky_failed;
+      tr.scale_min = first ? part.report.scale_min : std::min(tr.scale_min, part.report.scale_min);
+      tr.scale_max = first ? part.report.scale_max : std::max(tr.scale_max, part.report.scale_max);
+      first = false;
+      out->bytes_written += part.bytes_written;
     }
     out->kind = TensorOutcome::Kind::kQuantized;
     return Status::Ok();
@@ -272,8 +372,9 @@ class CompressedTensorsWriter final : public CheckpointWriter {
         return in.ReadAt(base + first * row_bytes, dst, count * row_bytes);
       };
     }
-    const bool packed = IsPacked(o_.scheme);
-    const uint64_t out_row = packed ? PackedRowBytes(o_.scheme, cols) : cols;
+    const QuantScheme scheme = SchemeOf(t.name);
+    const bool packed = IsPacked(scheme);
+    const uint64_t out_row = packed ? PackedRowBytes(scheme, cols) : cols;
     LMKIT_ASSIGN_OR_RETURN(io::SafetensorsWriter::Region region, w.Reserve(rows * out_row));
     if (packed) {
       streams.write = [&](uint64_t first, uint64_t count, const int8_t* codes) {
@@ -288,7 +389,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       };
     }
     Status st;
-    if (IsFp8(o_.scheme)) {
+    if (IsFp8(scheme)) {
       st = QuantizeMatrixFp8(streams, t.dtype, rows, cols, Fp8MatrixOptions{o_.granularity, t.dtype}, &pool,
                              scales.data(), &tr.stats);
     } else {
@@ -324,7 +425,8 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       values.resize(rows * cols);
       io::ConvertToF32(t.dtype, raw.data(), values.data(), values.size());
     }
-    const int bits = InfoOf(o_.scheme).weight_bits;
+    const QuantScheme scheme = SchemeOf(t.name);
+    const int bits = InfoOf(scheme).weight_bits;
     std::vector<int8_t> codes;
     std::vector<float> scales;
     if (pt && pt->has_codes) {
@@ -352,8 +454,8 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     std::vector<float> deq(rows * cols);
     DequantizeMatrix(codes.data(), scales.data(), rows, cols, o_.granularity, deq.data());
     tr.stats = CompareValues(values.data(), deq.data(), values.size());
-    const bool packed = IsPacked(o_.scheme);
-    const uint64_t out_row = packed ? PackedRowBytes(o_.scheme, cols) : cols;
+    const bool packed = IsPacked(scheme);
+    const uint64_t out_row = packed ? PackedRowBytes(scheme, cols) : cols;
     if (packed) {
       std::vector<uint8_t> buf(rows * out_row);
       for (uint64_t r = 0; r < rows; ++r) {
@@ -375,7 +477,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
                              TensorOutcome* out) {
     const uint64_t rows = t.shape[0], cols = t.shape[1];
     TensorReport& tr = out->report;
-    const bool packed = IsPacked(o_.scheme);
+    const bool packed = IsPacked(SchemeOf(t.name));
     if (!scales.empty()) {
       auto [mn, mx] = std::minmax_element(scales.begin(), scales.end());
       tr.scale_min = *mn;
@@ -389,7 +491,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       LMKIT_RETURN_IF_ERROR(w.Write(shape, sizeof shape));
       out->bytes_written += sizeof shape;
     }
-    if (!o_.calibration.empty()) {
+    if (StaticInput(t.name)) {
       const std::vector<float> in_scale = {InputScale(*Amax(ModuleName(t.name)), t.dtype)};
       const std::vector<uint8_t> ib = ScaleBytes(in_scale, t.dtype);
       LMKIT_RETURN_IF_ERROR(w.Write(ib.data(), ib.size()));
@@ -421,6 +523,13 @@ class CompressedTensorsWriter final : public CheckpointWriter {
   }
 
  private:
+  // The scheme weight `name` is written in (ExpertScheme for the routed experts), and whether it has a static
+  // input_scale.
+  QuantScheme SchemeOf(const std::string& name) const {
+    return IsRoutedExpert(name) ? ExpertScheme(o_.scheme) : o_.scheme;
+  }
+  bool StaticInput(const std::string& name) const { return !o_.calibration.empty() && !IsRoutedExpert(name); }
+
   // The amax of module m's input in the calibration table (key m or m.input), if any.
   std::optional<double> Amax(const std::string& m) const {
     if (auto it = calib_.find(m); it != calib_.end()) return it->second;
@@ -438,7 +547,7 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     if (o_.granularity.kind == Granularity::Kind::kGroup && t.shape[1] % o_.granularity.group_size != 0)
       return Status::InvalidInput(s.in_path, fmt::format("tensor '{}': group size {} does not divide {} columns",
                                                          t.name, o_.granularity.group_size, t.shape[1]));
-    if (o_.calibration.empty()) return Status::Ok();
+    if (!StaticInput(t.name)) return Status::Ok();
     const std::string m = ModuleName(t.name);
     const std::optional<double> amax = Amax(m);
     if (!amax)
@@ -463,15 +572,16 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     const std::string m = ModuleName(t.name);
     const uint64_t rows = t.shape[0], cols = t.shape[1];
     const std::vector<uint64_t> scale_shape = o_.granularity.ScaleShape(rows, cols);
-    if (IsPacked(o_.scheme)) {
-      specs->push_back({m + ".weight_packed", io::DType::kI32, {rows, PackedRowBytes(o_.scheme, cols) / 4}});
+    const QuantScheme scheme = SchemeOf(t.name);
+    if (IsPacked(scheme)) {
+      specs->push_back({m + ".weight_packed", io::DType::kI32, {rows, PackedRowBytes(scheme, cols) / 4}});
       specs->push_back({m + ".weight_scale", t.dtype, scale_shape});
       specs->push_back({m + ".weight_shape", io::DType::kI64, {2}});
     } else {
-      specs->push_back({t.name, IsFp8(o_.scheme) ? io::DType::kF8E4M3 : io::DType::kI8, t.shape});
+      specs->push_back({t.name, IsFp8(scheme) ? io::DType::kF8E4M3 : io::DType::kI8, t.shape});
       specs->push_back({m + ".weight_scale", t.dtype, scale_shape});
     }
-    if (!o_.calibration.empty()) specs->push_back({m + ".input_scale", t.dtype, {1}});
+    if (StaticInput(t.name)) specs->push_back({m + ".input_scale", t.dtype, {1}});
   }
 
   // The other regular files of the input directory (tokenizer, generation config, ...), read before anything is
@@ -496,6 +606,8 @@ class CompressedTensorsWriter final : public CheckpointWriter {
   std::map<std::string, double> calib_;
   std::vector<std::string> warnings_;
   std::vector<std::vector<bool>> selected_;  // [shard][tensor]
+  // [shard][tensor]: a fused expert tensor's per-expert matrices when it is quantized, else empty
+  std::vector<std::vector<std::vector<io::TensorInfo>>> slices_;
   std::optional<Json> cfg_;
   std::map<std::string, std::string> weight_map_;
   CreatedDirGuard created_dir_;  // before writers_: destroyed after them

@@ -136,7 +136,8 @@ TEST_CASE("llama: checkpoint errors are one line naming the file and the tensor"
         },
         [](const std::string&) { return true; });
     auto m = LlamaModel::Load(p);
-    CHECK(m.status().ToString() == p + "/config.json: input_activations must be symmetric 8-bit int");
+    CHECK(m.status().ToString() ==
+          p + "/config.json: quantization_config group 'group_0': input_activations must be symmetric 8-bit int");
   }
   CHECK(LlamaModel::Load(d.file("nothing")).status().code() == ErrorCode::kNotFound);
 }
@@ -328,4 +329,71 @@ TEST_CASE("llama: a BF16 model's peak memory is its file size plus activations, 
   }
   CHECK(logits[0] == logits[1]);
 #endif
+}
+
+TEST_CASE("llama: w4a16 pack-quantized weights load as nibble code x group scale (hand-packed)", "[model]") {
+  // stories260K with layer 0's q_proj [64, 64] replaced by a hand-packed compressed-tensors W4A16 tensor: codes
+  // c[r][k] = k % 16 - 8, stored + 8 as nibbles 8 to an int32 word, column k at bits 4 * (k % 8) of word k / 8
+  // (compressed-tensors' pack_to_int32), so every row packs to the words 0x76543210, 0xFEDCBA98 (x 4); symmetric,
+  // no zero point; one scale per group of 4 columns, s[r][g] = (1 + (r + g) % 5) / 64. The float twin holds
+  // c[r][k] * s[r][k / 4] as F32: both must give the same logits, bit for bit.
+  auto st = io::SafetensorsFile::Open(kLlamaModel + "/model.safetensors");
+  REQUIRE(st.ok());
+  const std::string q_name = "model.layers.0.self_attn.q_proj";
+  const uint64_t R = 64, C = 64, G = 4;
+  std::vector<int32_t> packed(R * C / 8);
+  for (uint64_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<int32_t>(i % 2 == 0 ? 0x76543210u : 0xFEDCBA98u);
+  std::vector<float> scales(R * C / G), dense(R * C);
+  for (uint64_t r = 0; r < R; ++r)
+    for (uint64_t g = 0; g < C / G; ++g) scales[r * (C / G) + g] = static_cast<float>(1 + (r + g) % 5) / 64.0f;
+  for (uint64_t r = 0; r < R; ++r)
+    for (uint64_t k = 0; k < C; ++k)
+      dense[r * C + k] = static_cast<float>(static_cast<int>(k % 16) - 8) * scales[r * (C / G) + k / G];
+  const int64_t shape[2] = {static_cast<int64_t>(R), static_cast<int64_t>(C)};
+  auto bytes = [](const auto& v) {
+    return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(v[0]));
+  };
+  TempDir d;
+  const std::string q4 = d.file("w4a16"), f32 = d.file("f32");
+  for (const std::string& dir : {q4, f32}) {
+    fs::create_directories(dir);
+    std::vector<io::TensorData> out;
+    for (const auto& t : st->tensors()) {
+      if (t.name != q_name + ".weight") {
+        out.push_back({t.name, t.dtype, t.shape, st->Data(t)});
+      } else if (dir == f32) {
+        out.push_back({t.name, io::DType::kF32, t.shape, bytes(dense)});
+      } else {
+        out.push_back({q_name + ".weight_packed", io::DType::kI32, {R, C / 8}, bytes(packed)});
+        out.push_back({q_name + ".weight_scale", io::DType::kF32, {R, C / G}, bytes(scales)});
+        out.push_back({q_name + ".weight_shape",
+                       io::DType::kI64,
+                       {2},
+                       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(shape), sizeof shape)});
+      }
+    }
+    REQUIRE(io::WriteSafetensors(dir + "/model.safetensors", out).ok());
+    auto cfg = ParseJson(*ReadFileToString(kLlamaModel + "/config.json"), "cfg");
+    REQUIRE(cfg.ok());
+    if (dir == q4)
+      (*cfg)["quantization_config"] = Json::parse(R"({
+        "quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed",
+        "config_groups": {"group_0": {"targets": ["Linear"], "format": "pack-quantized", "input_activations": null,
+          "weights": {"num_bits": 4, "type": "int", "symmetric": true, "strategy": "group", "group_size": 4,
+                      "dynamic": false}}},
+        "ignore": ["lm_head"]})");
+    lmkit::test::WriteAll(dir + "/config.json", DumpJson(*cfg));
+  }
+  const auto ids = Golden()["tokens"].get<std::vector<uint32_t>>();
+  const uint32_t V = 512, n = static_cast<uint32_t>(ids.size());
+  std::vector<float> got(size_t{n} * V), want(got.size());
+  for (const auto& [dir, logits] : {std::pair{q4, &got}, std::pair{f32, &want}}) {
+    auto m = LlamaModel::Load(dir);
+    REQUIRE(m.ok());
+    CHECK(m->mode() == (dir == q4 ? WeightMode::kW4A16 : WeightMode::kFloat));
+    KvCache c = m->NewCache(n);
+    REQUIRE(m->Forward(ids, c, nullptr, logits->data(), true).ok());
+  }
+  CHECK(got == want);
+  CHECK(std::string(WeightModeName(WeightMode::kW4A16)) == "w4a16");
 }

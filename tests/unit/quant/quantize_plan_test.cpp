@@ -48,6 +48,50 @@ TEST_CASE("quantize plan: the default selection keeps embeddings, norms and the 
   CHECK_FALSE(Selected(Weight("model.layers.0.mlp.up_proj.weight", {8, 8}, io::DType::kI32), none));
 }
 
+TEST_CASE("quantize plan: MoE routers stay in 16 bits by default; experts are selected", "[quant][quantize_plan]") {
+  const Matchers none = PlanMatchers({}, {});
+  CHECK_FALSE(Selected(Weight("model.layers.1.mlp.gate.weight", {4, 32}), none));
+  CHECK_FALSE(Selected(Weight("model.layers.1.block_sparse_moe.gate.weight", {4, 32}), none));
+  CHECK_FALSE(Selected(Weight("model.layers.1.mlp.shared_expert_gate.weight", {1, 32}), none));
+  CHECK(Selected(Weight("model.layers.1.mlp.gate_proj.weight"), none));
+  CHECK(Selected(Weight("model.layers.1.mlp.experts.3.gate_proj.weight"), none));
+  CHECK(Selected(Weight("model.layers.1.mlp.gate.weight", {4, 32}), PlanMatchers({"mlp\\.gate\\."}, {})));
+  CHECK(IsRoutedExpert("model.layers.1.block_sparse_moe.experts.3.w2.weight"));
+  CHECK(IsRoutedExpert("model.layers.1.mlp.experts.10.up_proj.weight"));
+  CHECK_FALSE(IsRoutedExpert("model.layers.1.mlp.shared_experts.up_proj.weight"));
+  CHECK_FALSE(IsRoutedExpert("model.layers.1.mlp.shared_expert.down_proj.weight"));
+  CHECK_FALSE(IsRoutedExpert("model.layers.1.mlp.experts.gate_up_proj"));
+}
+
+TEST_CASE("quantize plan: fused 3-D experts split into per-expert matrices at their byte offsets",
+          "[quant][quantize_plan]") {
+  // E = 3 experts, I = 2, H = 5, BF16: gate_up [3, 4, 5] holds gate rows 0-1 and up rows 2-3 of each expert.
+  io::TensorInfo gu = Weight("model.layers.1.mlp.experts.gate_up_proj", {3, 4, 5}, io::DType::kBF16);
+  gu.begin = 1000;
+  gu.end = 1000 + 3 * 4 * 5 * 2;
+  const std::vector<io::TensorInfo> s = FusedExpertSlices(gu, "qwen3_moe");
+  REQUIRE(s.size() == 6);
+  CHECK(s[0].name == "model.layers.1.mlp.experts.0.gate_proj.weight");
+  CHECK(s[1].name == "model.layers.1.mlp.experts.0.up_proj.weight");
+  CHECK(s[5].name == "model.layers.1.mlp.experts.2.up_proj.weight");
+  for (size_t i = 0; i < s.size(); ++i) {
+    CHECK(s[i].shape == std::vector<uint64_t>{2, 5});
+    CHECK(s[i].dtype == io::DType::kBF16);
+    CHECK(s[i].begin == 1000 + i * 20);  // 2 rows x 5 columns x 2 bytes
+    CHECK(s[i].num_bytes() == 20);
+  }
+  io::TensorInfo dn = Weight("model.layers.0.mlp.experts.down_proj", {2, 5, 2});
+  dn.end = 2 * 5 * 2 * 4;
+  const std::vector<io::TensorInfo> d = FusedExpertSlices(dn, "mixtral");  // Mixtral's names: w1 / w3 / w2
+  REQUIRE(d.size() == 2);
+  CHECK(d[1].name == "model.layers.0.mlp.experts.1.w2.weight");
+  CHECK(d[1].begin == 40);
+  CHECK(FusedExpertSlices(gu, "mixtral")[1].name == "model.layers.1.mlp.experts.0.w3.weight");
+  CHECK(FusedExpertSlices(Weight("model.layers.0.mlp.experts.down_proj", {5, 2}), "").empty());        // not 3-D
+  CHECK(FusedExpertSlices(Weight("model.layers.0.mlp.experts.gate_up_proj", {2, 3, 2}), "").empty());  // odd 2I
+  CHECK(FusedExpertSlices(Weight("model.layers.0.mlp.down_proj", {2, 4, 2}), "").empty());
+}
+
 TEST_CASE("quantize plan: include replaces the default, exclude always wins", "[quant][quantize_plan]") {
   const Matchers head = PlanMatchers({"lm_head"}, {});
   CHECK(Selected(Weight("lm_head.weight"), head));
