@@ -90,8 +90,10 @@ void KeyOf(const std::string& module, std::string* key, std::string* norm) {
 
 class StatsObserver : public model::ActivationObserver {
  public:
-  StatsObserver(std::vector<Input>& inputs, const std::vector<size_t>& input_of, ThreadPool& pool)
-      : inputs_(inputs), input_of_(input_of), pool_(pool) {}
+  // `hessians` / `ranges`: which statistics this pass feeds.
+  StatsObserver(std::vector<Input>& inputs, const std::vector<size_t>& input_of, ThreadPool& pool, bool hessians = true,
+                bool ranges = true)
+      : inputs_(inputs), input_of_(input_of), pool_(pool), hessians_(hessians), ranges_(ranges) {}
   Status Observe(size_t linear, const float* x, uint64_t rows, uint64_t cols) override {
     if (linear >= input_of_.size()) return Status::Internal("observer: Linear index out of range");
     if (linear == 0) last_ = SIZE_MAX;
@@ -101,8 +103,8 @@ class StatsObserver : public model::ActivationObserver {
     Input& in = inputs_[i];
     if (cols != in.cols)
       return Status::Internal(fmt::format("observer: '{}' has {} input channels, expected {}", in.key, cols, in.cols));
-    if (in.hessian) in.hessian->Add(x, rows, &pool_);
-    if (in.range) in.range->Add(x, rows);
+    if (in.hessian && hessians_) in.hessian->Add(x, rows, &pool_);
+    if (in.range && ranges_) in.range->Add(x, rows);
     return Status::Ok();
   }
 
@@ -110,6 +112,7 @@ class StatsObserver : public model::ActivationObserver {
   std::vector<Input>& inputs_;
   const std::vector<size_t>& input_of_;
   ThreadPool& pool_;
+  bool hessians_, ranges_;
   size_t last_ = SIZE_MAX;
 };
 
@@ -391,11 +394,14 @@ Result<const PreparedTensor*> Prepared::Find(const std::string& name) const {
 Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const Matchers& matchers,
                                std::optional<double> alpha, const CalibrationWindows& cw, bool keep_in_memory,
                                ThreadPool& pool, ProgressSink* progress) {
-  const bool gptq = o.method == QuantMethod::kGptq;
+  const bool gptq = o.method == QuantMethod::kGptq, smooth = alpha.has_value();
   const uint32_t T = cw.seq_len;
   const uint64_t samples = cw.samples;
   uint32_t layers = 0, H = 0;
-  std::vector<float> acts;  // [samples, T, hidden]: the current layer's inputs
+  // The current layer's inputs, [samples, T, hidden] each: through the float (smoothed) layers for SmoothQuant's
+  // ranges, through the quantized layers for GPTQ's Hessians (llm-compressor's independent pipeline: a sequential
+  // pass per modifier, SmoothQuant's first).
+  std::vector<float> float_acts, quant_acts;
   {
     model::ModelParts parts;
     parts.layer_count = 0;
@@ -403,9 +409,11 @@ Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const
     LMKIT_ASSIGN_OR_RETURN(model::LlamaModel m, model::LlamaModel::Load(o.input, parts));
     layers = m.config().layers;
     H = m.config().hidden;
-    acts.resize(samples * T * H);
+    std::vector<float> acts(samples * T * H);
     for (uint64_t w = 0; w < samples; ++w)
       LMKIT_RETURN_IF_ERROR(m.Embed(std::span<const uint32_t>(cw.ids.data() + w * T, T), acts.data() + w * T * H));
+    if (smooth && gptq) float_acts = acts;
+    (smooth && !gptq ? float_acts : quant_acts) = std::move(acts);
   }
   Prepared all;
   std::vector<float> x(size_t{T} * H);
@@ -420,21 +428,30 @@ Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const
     {
       LMKIT_ASSIGN_OR_RETURN(model::LlamaModel m, model::LlamaModel::Load(o.input, parts));
       std::vector<size_t> input_of;
-      LMKIT_RETURN_IF_ERROR(AddInputs(o, plan, matchers, m.LinearNames(), gptq, alpha.has_value(), inputs, input_of));
-      StatsObserver obs(inputs, input_of, pool);
+      LMKIT_RETURN_IF_ERROR(AddInputs(o, plan, matchers, m.LinearNames(), gptq, smooth, inputs, input_of));
       model::KvCache cache = m.NewCache(T);
-      for (uint64_t w = 0; w < samples; ++w) {
-        std::copy_n(acts.data() + w * T * H, x.size(), x.data());
-        cache.Clear();
-        LMKIT_RETURN_IF_ERROR(m.ForwardLayer(l, x.data(), T, cache, &pool, &obs));
+      if (smooth) {
+        // The float stream goes through the float layer in place: smoothing keeps the float function.
+        StatsObserver ranges(inputs, input_of, pool, false, true);
+        for (uint64_t w = 0; w < samples; ++w) {
+          cache.Clear();
+          LMKIT_RETURN_IF_ERROR(m.ForwardLayer(l, float_acts.data() + w * T * H, T, cache, &pool, &ranges));
+        }
+      }
+      if (gptq) {
+        StatsObserver hessians(inputs, input_of, pool, true, false);
+        for (uint64_t w = 0; w < samples; ++w) {
+          std::copy_n(quant_acts.data() + w * T * H, x.size(), x.data());
+          cache.Clear();
+          LMKIT_RETURN_IF_ERROR(m.ForwardLayer(l, x.data(), T, cache, &pool, &hessians));
+        }
       }
     }
-    // llm-compressor's hooks record the inputs before SmoothQuant folds its scales in at the layer's end, and GPTQ
-    // then quantizes the smoothed weights with those Hessians: no D⁻¹ H D⁻¹ here.
+    // GPTQ's Hessians are of the smoothed inputs (D⁻¹ H D⁻¹), as GPTQ's hooks see the smoothed model.
     Prepared layer;
-    for (const Input& in : inputs) LMKIT_RETURN_IF_ERROR(BuildInput(o, plan, in, alpha, false, pool, layer));
+    for (const Input& in : inputs) LMKIT_RETURN_IF_ERROR(BuildInput(o, plan, in, alpha, true, pool, layer));
     inputs.clear();
-    if (l + 1 < layers) {
+    if (gptq && l + 1 < layers) {
       std::map<std::string, std::vector<float>> replace;
       for (const auto& [name, t] : layer.tensors) {
         if (t.has_codes) {
@@ -453,7 +470,7 @@ Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const
       model::KvCache cache = m.NewCache(T);
       for (uint64_t w = 0; w < samples; ++w) {
         cache.Clear();
-        LMKIT_RETURN_IF_ERROR(m.ForwardLayer(l, acts.data() + w * T * H, T, cache, &pool));
+        LMKIT_RETURN_IF_ERROR(m.ForwardLayer(l, quant_acts.data() + w * T * H, T, cache, &pool));
       }
     }
     for (auto& [name, t] : layer.tensors) all.tensors[name] = std::move(t);

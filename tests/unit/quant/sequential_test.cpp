@@ -153,9 +153,10 @@ TEST_CASE("sequential GPTQ + SmoothQuant: scratch file and in-memory write the s
   for (const std::string& n : names) CHECK(n.find("scratch") == std::string::npos);
 }
 
-TEST_CASE("sequential SmoothQuant without GPTQ: the float model's statistics, as one pass gives them",
+TEST_CASE("sequential SmoothQuant without GPTQ: the float model's statistics, the one-pass bytes",
           "[quant][gptq][sequential]") {
-  // Smoothing keeps the float function, so the propagated inputs are the float model's up to rounding.
+  // SmoothQuant's ranges come from the float layers (llm-compressor runs SmoothQuant's own pass first), which the
+  // chained layers compute bit for bit as Forward does.
   TempDir d;
   const std::string tokens = Tokens(d);
   QuantizeRequest seq = Gptq(kModel, tokens, d.file("s"));
@@ -168,26 +169,7 @@ TEST_CASE("sequential SmoothQuant without GPTQ: the float model's statistics, as
   auto rp = Quantize(pass, nullptr);
   REQUIRE(rs.ok());
   REQUIRE(rp.ok());
-  REQUIRE(rs->smoothquant.size() == rp->smoothquant.size());
-  for (size_t i = 0; i < rs->smoothquant.size(); ++i) {
-    INFO(rs->smoothquant[i].norm);
-    CHECK(rs->smoothquant[i].norm == rp->smoothquant[i].norm);
-    CHECK(rs->smoothquant[i].scale_max == Approx(rp->smoothquant[i].scale_max).epsilon(1e-4));
-    CHECK(rs->smoothquant[i].activation_range_max == Approx(rp->smoothquant[i].activation_range_max).epsilon(1e-4));
-  }
-  auto a = io::SafetensorsFile::Open(seq.output + "/model.safetensors");
-  auto b = io::SafetensorsFile::Open(pass.output + "/model.safetensors");
-  REQUIRE(a.ok());
-  REQUIRE(b.ok());
-  uint64_t same = 0, total = 0;
-  for (const io::TensorInfo& t : a->tensors()) {
-    const io::TensorInfo* u = b->Find(t.name);
-    REQUIRE(u != nullptr);
-    if (t.dtype != io::DType::kI8) continue;
-    const auto x = a->Data(t), y = b->Data(*u);
-    for (size_t i = 0; i < x.size(); ++i) same += x[i] == y[i];
-    total += x.size();
-  }
-  INFO(same << " of " << total << " codes identical");
-  CHECK(same >= total * 999 / 1000);
+  REQUIRE(rs->smoothquant.size() == 10);
+  CHECK(lmkit::test::ReadAll(seq.output + "/model.safetensors") ==
+        lmkit::test::ReadAll(pass.output + "/model.safetensors"));
 }
