@@ -1,15 +1,17 @@
 // Internal to `lmkit quantize`: the calibration run behind GPTQ and SmoothQuant, and the weights they change.
 //
-// Sequential (the default, RunSequential): as llm-compressor 0.14's sequential pipeline with SmoothQuantModifier and
-// GPTQModifier in one recipe (docs/quant.md, "Sequential"). The calibration windows are embedded; then for each
-// decoder layer in turn, read alone from the checkpoint (model::ModelParts): one pass over every window with the
-// layer's float weights collects the norms' channel ranges and the Linears' Hessians of the layer's inputs; the
-// scales are folded in (SmoothQuant) and the smoothed weights quantized with the Hessians of the unsmoothed inputs, as
-// llm-compressor's hooks record them (GPTQ); the layer is read again with the smoothed norms and the dequantized
-// weights, and a second pass turns the windows' hidden states into the next layer's inputs (activations unquantized,
-// as under llm-compressor's DisableQuantization). In memory at once: one layer's weights, its Hessians, the hidden
-// states of the windows [samples, seq_len, hidden] and, unless `keep_in_memory`, nothing of the finished layers: their
-// replaced tensors go to an unlinked scratch file beside the output and are read back one at a time by Find.
+// Sequential (the default, RunSequential): as llm-compressor 0.14's `oneshot` with SmoothQuantModifier and
+// GPTQModifier (its default independent pipeline: a sequential pipeline per modifier, SmoothQuant's first;
+// docs/quant.md, "Sequential"). The calibration windows are embedded; then for each decoder layer in turn, read alone
+// from the checkpoint (model::ModelParts): the float stream of hidden states goes through the float layer collecting
+// the norms' channel ranges (SmoothQuant's statistics are the float model's), the quantized stream goes through it
+// collecting the Linears' Hessians; the scales are folded in and the smoothed weights quantized with the Hessians of
+// the smoothed inputs (D⁻¹ H D⁻¹); the layer is read again with the smoothed norms and the dequantized weights and
+// the quantized stream goes through it to become the next layer's inputs (activations unquantized, as under
+// llm-compressor's DisableQuantization). In memory at once: one layer's weights, its Hessians, the hidden states of
+// the windows [samples, seq_len, hidden] (two streams when both methods run) and, unless `keep_in_memory`, nothing
+// of the finished layers: their replaced tensors go to an unlinked scratch file beside the output and are read back
+// one at a time by Find.
 //
 // One pass (CalibrationStats, `QuantizeRequest::sequential` false): CalibrationStats::Collect loads the model
 // (model::LlamaModel, a Llama-family directory), runs it over the calibration windows once and keeps, per shared Linear
