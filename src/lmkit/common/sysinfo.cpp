@@ -12,6 +12,16 @@
 namespace lmkit {
 
 uint64_t PeakRssBytes() {
+  // VmHWM is this address space's own high-water mark. getrusage's ru_maxrss also carries the parent's over exec
+  // (a child started by fork or posix_spawn from a large process would report that process's size).
+  if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned long kb = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f)) found = std::sscanf(line, "VmHWM: %lu kB", &kb) == 1;
+    std::fclose(f);
+    if (found) return static_cast<uint64_t>(kb) * 1024;
+  }
   struct rusage ru {};
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // Linux reports kB

@@ -7,7 +7,7 @@
 
 namespace lmkit {
 
-uint64_t PeakRssBytes();      // high-water resident set size of this process (getrusage)
+uint64_t PeakRssBytes();      // high-water resident set size of this process (VmHWM, else getrusage)
 uint64_t CurrentRssBytes();   // from /proc/self/statm
 std::string CpuModelName();   // /proc/cpuinfo "model name"
 uint64_t TotalMemoryBytes();  // /proc/meminfo MemTotal

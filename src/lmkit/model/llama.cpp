@@ -44,10 +44,10 @@ const char* WeightModeName(WeightMode m) {
   return "";
 }
 
-KvCache::KvCache(const LlamaConfig& c, uint32_t capacity)
+KvCache::KvCache(const LlamaConfig& c, uint32_t capacity, uint32_t layers)
     : capacity_(capacity), k_dim_(c.kv_heads * c.head_dim), v_dim_(c.kv_heads * c.v_head_dim) {
-  k_.assign(static_cast<size_t>(c.layers) * capacity * k_dim_, 0.0f);
-  v_.assign(static_cast<size_t>(c.layers) * capacity * v_dim_, 0.0f);
+  k_.assign(static_cast<size_t>(layers) * capacity * k_dim_, 0.0f);
+  v_.assign(static_cast<size_t>(layers) * capacity * v_dim_, 0.0f);
 }
 
 namespace {
@@ -89,6 +89,7 @@ struct ModelLoader {
       if (std::find(g.classes.begin(), g.classes.end(), "Linear") != g.classes.end()) return g;
     return kNone;
   }
+  const std::map<std::string, std::vector<float>>* replace = nullptr;
 
   Status AddFile(io::SafetensorsFile f) {
     files.push_back(std::make_unique<io::SafetensorsFile>(std::move(f)));
@@ -108,7 +109,24 @@ struct ModelLoader {
     return it->second.second;
   }
 
+  // The replacement for `name`, or null.
+  const std::vector<float>* Replaced(const std::string& name) const {
+    if (!replace) return nullptr;
+    auto it = replace->find(name);
+    return it == replace->end() ? nullptr : &it->second;
+  }
+
   Result<std::vector<float>> Float(const std::string& name, const std::vector<uint64_t>& shape) {
+    if (const std::vector<float>* r = Replaced(name)) {
+      uint64_t n = 1;
+      for (uint64_t d : shape) n *= d;
+      if (r->size() != n)
+        return Status::InvalidInput(subject, fmt::format("replacement for tensor '{}' has {} values; config.json "
+                                                         "implies {}",
+                                                         name, r->size(), ShapeText(shape)));
+      used.insert(name);
+      return *r;
+    }
     const io::SafetensorsFile* f = nullptr;
     const io::TensorInfo* t = Find(name, &f);
     if (!t) return Status::InvalidInput(subject, "missing tensor '" + name + "'");
@@ -277,6 +295,13 @@ struct ModelLoader {
     l.name = m;
     l.out = out;
     l.in = in;
+    if (Replaced(m + ".weight")) {
+      LMKIT_ASSIGN_OR_RETURN(l.weight, Float(m + ".weight", {out, in}));
+      if (index.count(m + ".bias")) {
+        LMKIT_ASSIGN_OR_RETURN(l.bias, Float(m + ".bias", {out}));
+      }
+      return l;
+    }
     const QuantGroup& g = GroupOf(m);
     const io::SafetensorsFile* f = nullptr;
     const io::TensorInfo* w = Find(m + ".weight", &f);
@@ -362,7 +387,7 @@ struct ModelLoader {
   }
 };
 
-Result<LlamaModel> LlamaModel::Load(const std::string& path) {
+Result<LlamaModel> LlamaModel::Load(const std::string& path, const ModelParts& parts) {
   io::CheckpointOptions co;
   co.require_config = true;
   LMKIT_ASSIGN_OR_RETURN(io::Checkpoint ck, io::OpenCheckpoint(path, co));
@@ -384,6 +409,13 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
 
   ModelLoader ld;
   ld.subject = path;
+  ld.replace = parts.replace;
+  const uint32_t first = std::min(parts.first_layer, c.layers);
+  const uint32_t last = first + std::min(parts.layer_count, c.layers - first);
+  const bool whole = parts.embeddings && parts.head && first == 0 && last == c.layers;
+  model.first_layer_ = first;
+  model.has_embeddings_ = parts.embeddings;
+  model.has_head_ = parts.head;
   if (cj.contains("quantization_config") && !cj.at("quantization_config").is_null()) {
     const Json& q = cj.at("quantization_config");
     const std::string method =
@@ -509,12 +541,12 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     }
   }
   // Tied: one copy, the head's panels, which the embedding lookup reads rows from; else the embedding as stored.
-  if (c.tie_embeddings) {
+  if (c.tie_embeddings && (parts.embeddings || parts.head)) {
     LMKIT_RETURN_IF_ERROR(ld.Matrix(pre + "embed_tokens.weight", c.vocab, H, true, &model.head_));
-  } else {
+  } else if (parts.embeddings) {
     LMKIT_RETURN_IF_ERROR(ld.Matrix(pre + "embed_tokens.weight", c.vocab, H, false, &model.embed_));
   }
-  for (uint32_t i = 0; i < c.layers; ++i) {
+  for (uint32_t i = first; i < last; ++i) {
     const std::string p = fmt::format("{}layers.{}.", pre, i);
     Layer L;
     L.moe = c.experts > 0 && c.moe[i];
@@ -618,21 +650,25 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
     }
     model.layers_.push_back(std::move(L));
   }
-  LMKIT_ASSIGN_OR_RETURN(model.final_norm_, norm(pre + "norm.weight", H));
-  if (c.tie_embeddings) {
-    ld.used.insert(head_name + ".weight");  // transformers ignores a stored head when the embeddings are tied
-    model.head_.name = head_name;
-  } else {
-    LMKIT_ASSIGN_OR_RETURN(model.head_, lin(head_name, c.vocab, H, false));
+  if (parts.head) {
+    LMKIT_ASSIGN_OR_RETURN(model.final_norm_, norm(pre + "norm.weight", H));
+    if (c.tie_embeddings) {
+      ld.used.insert(head_name + ".weight");  // transformers ignores a stored head when the embeddings are tied
+      model.head_.name = head_name;
+    } else {
+      LMKIT_ASSIGN_OR_RETURN(model.head_, lin(head_name, c.vocab, H, false));
+    }
+    model.head_.Pack();
   }
+  if (!parts.embeddings) model.embed_ = {};
   // The GEMMs read weights as panels (linear.h): packed once, after everything above that reads rows.
   for (const auto& [l, source] : model.Linears()) const_cast<Linear*>(l)->Pack();
-  model.head_.Pack();
   // deepseek_v3's multi-token-prediction layers follow the decoder's (model.layers.61. in DeepSeek-V3); transformers
   // does not load them either.
   std::vector<std::string> mtp;
   for (uint32_t i = 0; i < c.mtp_layers; ++i) mtp.push_back(fmt::format("{}layers.{}.", pre, c.layers + i));
   for (const auto& [name, ft] : ld.index) {
+    if (!whole) break;  // a part's tensors are checked; the others are not read
     if (ld.used.count(name) || name.ends_with("rotary_emb.inv_freq")) continue;
     if (std::any_of(mtp.begin(), mtp.end(), [&](const std::string& m) { return name.rfind(m, 0) == 0; })) continue;
     if (c.model_type == "gemma3" &&
@@ -650,13 +686,18 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path) {
 
 std::vector<std::pair<const Linear*, size_t>> LlamaModel::Linears() const {
   std::vector<std::pair<const Linear*, size_t>> out;
+  for (const Layer& L : layers_) AddLinears(L, out);
+  return out;
+}
+
+void LlamaModel::AddLinears(const Layer& L, std::vector<std::pair<const Linear*, size_t>>& out) {
   auto add = [&](const Linear& l, size_t source) { out.emplace_back(&l, source); };
   auto add_mlp = [&](const Mlp& m, size_t source) {
     add(m.gate, source);
     if (!m.up.name.empty()) add(m.up, source);
     add(m.down, out.size());
   };
-  for (const Layer& L : layers_) {
+  {
     const size_t a = out.size();
     if (!L.kv_a.name.empty()) {  // MLA
       if (!L.q_a.name.empty()) add(L.q_a, a);
@@ -673,7 +714,7 @@ std::vector<std::pair<const Linear*, size_t>> LlamaModel::Linears() const {
     add(L.o, out.size());
     if (!L.moe) {
       add_mlp(L.mlp, out.size());
-      continue;
+      return;
     }
     const size_t r = out.size();
     add(L.router, r);
@@ -681,7 +722,6 @@ std::vector<std::pair<const Linear*, size_t>> LlamaModel::Linears() const {
     if (!L.shared.gate.name.empty()) add_mlp(L.shared, r);
     if (!L.shared_gate.name.empty()) add(L.shared_gate, r);
   }
-  return out;
 }
 
 std::vector<std::string> LlamaModel::LinearNames() const {
@@ -733,12 +773,18 @@ void ForEach(ThreadPool* pool, size_t n, const std::function<void(size_t, unsign
   }
 }
 
+}  // namespace
+
 // cos/sin [n][rot_dim / 2] of positions p0 ... p0 + n - 1, times the rope's attention factor (as transformers scales
 // them).
-struct RopeTable {
+struct detail::RopeTable {
   uint32_t half = 0;
   std::vector<float> cos, sin;
 };
+
+namespace {
+
+using detail::RopeTable;
 
 RopeTable MakeTable(const RopeSchedule& s, uint32_t p0, uint32_t n) {
   const RopeFreqs f = s.At(uint64_t{p0} + n);
@@ -859,9 +905,44 @@ Status LlamaModel::RunMlp(const Mlp& m, const float* x, uint64_t rows, float* y,
   return Status::Ok();
 }
 
+Status LlamaModel::Embed(std::span<const uint32_t> tokens, float* x) const {
+  const LlamaConfig& c = config_;
+  if (!has_embeddings_) return Status::InvalidArgument("the embeddings are not loaded");
+  const uint32_t H = c.hidden;
+  const Linear& embed = c.tie_embeddings ? head_ : embed_;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] >= c.vocab)
+      return Status::InvalidInput("",
+                                  fmt::format("token id {} at position {} is >= vocab_size {}", tokens[t], t, c.vocab));
+    float* xt = x + t * H;
+    embed.Row(tokens[t], xt);
+    if (c.scale_embeddings)
+      for (uint32_t i = 0; i < H; ++i) xt[i] *= embed_scale_;
+  }
+  return Status::Ok();
+}
+
+Status LlamaModel::ForwardLayer(uint32_t layer, float* x, uint32_t n, KvCache& cache, ThreadPool* pool,
+                                ActivationObserver* observer) const {
+  if (layer < first_layer_ || layer - first_layer_ >= layers_.size())
+    return Status::InvalidArgument(fmt::format("decoder layer {} is not loaded", layer));
+  if (static_cast<uint64_t>(cache.length_) + n > cache.capacity_)
+    return Status::InvalidInput(
+        "", fmt::format("sequence of {} tokens exceeds the KV cache capacity {}", cache.length_ + n, cache.capacity_));
+  if (n == 0) return Status::Ok();
+  const size_t slot = layer - first_layer_;
+  std::vector<std::pair<const Linear*, size_t>> before;
+  for (size_t i = 0; i < slot; ++i) AddLinears(layers_[i], before);
+  const bool local = config_.local_rope[layer];
+  const RopeTable table = MakeTable(local ? rope_local_ : rope_, cache.length_, n);
+  return RunLayer(slot, x, n, cache.length_, table, table, cache, pool, observer, before.size());
+}
+
 Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, ThreadPool* pool, float* logits,
                            bool all_logits, ActivationObserver* observer) const {
   const LlamaConfig& c = config_;
+  if (!has_embeddings_ || !has_head_ || layers_.size() != c.layers)
+    return Status::InvalidArgument("Forward needs the whole model loaded");
   const uint32_t n = static_cast<uint32_t>(tokens.size());
   if (n == 0) return Status::Ok();
   for (uint32_t t = 0; t < n; ++t)
@@ -871,97 +952,19 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
   if (static_cast<uint64_t>(cache.length_) + n > cache.capacity_)
     return Status::InvalidInput(
         "", fmt::format("sequence of {} tokens exceeds the KV cache capacity {}", cache.length_ + n, cache.capacity_));
-  const uint32_t H = c.hidden, hd = c.head_dim, qd = c.heads * hd, kvd = c.kv_heads * hd;
-  const uint32_t vd = c.kv_heads * c.v_head_dim, od = c.heads * c.v_head_dim;
+  const uint32_t H = c.hidden;
   const uint32_t p0 = cache.length_;
-  std::vector<float> x(static_cast<size_t>(n) * H), xn(x.size()), tmp(x.size());
-  std::vector<float> q(static_cast<size_t>(n) * qd), att(static_cast<size_t>(n) * od), k(static_cast<size_t>(n) * kvd),
-      v(static_cast<size_t>(n) * vd);
-  std::vector<float> qkv(c.fused_qkv ? static_cast<size_t>(n) * (qd + 2 * kvd) : 0);
-  const Linear& embed = c.tie_embeddings ? head_ : embed_;
-  for (uint32_t t = 0; t < n; ++t) {
-    float* xt = x.data() + static_cast<size_t>(t) * H;
-    embed.Row(tokens[t], xt);
-    if (c.scale_embeddings)
-      for (uint32_t i = 0; i < H; ++i) xt[i] *= embed_scale_;
-  }
+  std::vector<float> x(static_cast<size_t>(n) * H), xn(x.size());
+  LMKIT_RETURN_IF_ERROR(Embed(tokens, x.data()));
   const RopeTable global = MakeTable(rope_, p0, n);
   RopeTable local;
   if (std::find(c.local_rope.begin(), c.local_rope.end(), true) != c.local_rope.end())
     local = MakeTable(rope_local_, p0, n);
-  size_t li = 0;  // index into LinearNames()
-  auto observe = [&](const float* in, uint64_t rows, uint32_t cols, int count) -> Status {
-    for (int r = 0; r < count; ++r, ++li)
-      if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, in, rows, cols));
-    return Status::Ok();
-  };
-
-  for (uint32_t l = 0; l < c.layers; ++l) {
-    const Layer& L = layers_[l];
-    const float* ain = x.data();
-    if (!L.pre_attn.empty()) {
-      RmsNormRows(x.data(), L.pre_attn, n, c.rms_eps, xn.data());
-      ain = xn.data();
-    }
-    const RopeTable& rt = c.local_rope[l] ? local : global;
-    if (c.mla) {
-      LMKIT_RETURN_IF_ERROR(MlaProject(L, ain, n, rt.half, rt.cos.data(), rt.sin.data(), q.data(), k.data(), v.data(),
-                                       pool, observer, li));
-    } else if (c.fused_qkv) {
-      LMKIT_RETURN_IF_ERROR(observe(ain, n, H, 1));
-      L.q.Apply(ain, n, qkv.data(), pool);
-      for (uint32_t t = 0; t < n; ++t) {
-        const float* r = &qkv[size_t{t} * (qd + 2 * kvd)];
-        std::copy_n(r, qd, &q[size_t{t} * qd]);
-        std::copy_n(r + qd, kvd, &k[size_t{t} * kvd]);
-        std::copy_n(r + qd + kvd, kvd, &v[size_t{t} * kvd]);
-      }
-    } else {
-      LMKIT_RETURN_IF_ERROR(observe(ain, n, H, 3));
-      L.q.Apply(ain, n, q.data(), pool);
-      L.k.Apply(ain, n, k.data(), pool);
-      L.v.Apply(ain, n, v.data(), pool);
-    }
-    if (c.qk_norm == io::QkNorm::kPerHead) {
-      RmsNormRows(q.data(), L.q_norm, n * c.heads, c.rms_eps, q.data());
-      RmsNormRows(k.data(), L.k_norm, n * c.kv_heads, c.rms_eps, k.data());
-    } else if (c.qk_norm == io::QkNorm::kFullWidth) {
-      RmsNormRows(q.data(), L.q_norm, n, c.rms_eps, q.data());
-      RmsNormRows(k.data(), L.k_norm, n, c.rms_eps, k.data());
-    }
-    float* kc = cache.k_.data() + static_cast<size_t>(l) * cache.capacity_ * kvd;
-    float* vc = cache.v_.data() + static_cast<size_t>(l) * cache.capacity_ * vd;
-    for (uint32_t t = 0; t < n; ++t) {
-      const float* cs = &rt.cos[size_t{t} * rt.half];
-      const float* sn = &rt.sin[size_t{t} * rt.half];
-      if (!c.mla) {  // MlaProject rotated its own
-        for (uint32_t h = 0; h < c.heads; ++h) ApplyRope(&q[size_t{t} * qd + h * hd], 2 * rt.half, cs, sn);
-        for (uint32_t h = 0; h < c.kv_heads; ++h) ApplyRope(&k[size_t{t} * kvd + h * hd], 2 * rt.half, cs, sn);
-      }
-      std::copy_n(&k[size_t{t} * kvd], kvd, kc + size_t{p0 + t} * kvd);
-      std::copy_n(&v[size_t{t} * vd], vd, vc + size_t{p0 + t} * vd);
-    }
-    Attention({q.data(), kc, vc, att.data(), n, p0, c.heads, c.kv_heads, hd, c.v_head_dim, c.window[l],
-               static_cast<float>(c.attn_scale), static_cast<float>(c.attn_softcap)},
-              pool);
-    LMKIT_RETURN_IF_ERROR(observe(att.data(), n, od, 1));
-    L.o.Apply(att.data(), n, tmp.data(), pool);
-    if (!L.post_attn.empty()) RmsNormRows(tmp.data(), L.post_attn, n, c.rms_eps, tmp.data());
-    for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
-
-    const float* min = x.data();
-    if (!L.pre_mlp.empty()) {
-      RmsNormRows(x.data(), L.pre_mlp, n, c.rms_eps, xn.data());
-      min = xn.data();
-    }
-    if (!L.moe) {
-      LMKIT_RETURN_IF_ERROR(RunMlp(L.mlp, min, n, tmp.data(), pool, observer, li, true));
-      li += L.mlp.up.name.empty() ? 2 : 3;
-    } else {
-      LMKIT_RETURN_IF_ERROR(MoeBlock(L, min, n, tmp.data(), pool, observer, li));
-    }
-    if (!L.post_mlp.empty()) RmsNormRows(tmp.data(), L.post_mlp, n, c.rms_eps, tmp.data());
-    for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
+  std::vector<std::pair<const Linear*, size_t>> linears;
+  for (size_t slot = 0; slot < layers_.size(); ++slot) {
+    const size_t li = linears.size();  // index into LinearNames() of the layer's first Linear
+    AddLinears(layers_[slot], linears);
+    LMKIT_RETURN_IF_ERROR(RunLayer(slot, x.data(), n, p0, global, local, cache, pool, observer, li));
   }
   cache.length_ += n;
   const uint32_t first = all_logits ? 0 : n - 1;
@@ -971,6 +974,91 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
     const float cap = static_cast<float>(c.final_softcap);
     for (size_t i = 0; i < size_t{n - first} * c.vocab; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
   }
+  return Status::Ok();
+}
+
+Status LlamaModel::RunLayer(size_t slot, float* x, uint32_t n, uint32_t p0, const RopeTable& global,
+                            const RopeTable& local, KvCache& cache, ThreadPool* pool, ActivationObserver* observer,
+                            size_t li) const {
+  const LlamaConfig& c = config_;
+  const uint32_t l = first_layer_ + static_cast<uint32_t>(slot);
+  const uint32_t H = c.hidden, hd = c.head_dim, qd = c.heads * hd, kvd = c.kv_heads * hd;
+  const uint32_t vd = c.kv_heads * c.v_head_dim, od = c.heads * c.v_head_dim;
+  const size_t xs = static_cast<size_t>(n) * H;
+  std::vector<float> xn(xs), tmp(xs);
+  std::vector<float> q(static_cast<size_t>(n) * qd), att(static_cast<size_t>(n) * od), k(static_cast<size_t>(n) * kvd),
+      v(static_cast<size_t>(n) * vd);
+  std::vector<float> qkv(c.fused_qkv ? static_cast<size_t>(n) * (qd + 2 * kvd) : 0);
+  auto observe = [&](const float* in, uint64_t rows, uint32_t cols, int count) -> Status {
+    for (int r = 0; r < count; ++r, ++li)
+      if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, in, rows, cols));
+    return Status::Ok();
+  };
+  const Layer& L = layers_[slot];
+  const float* ain = x;
+  if (!L.pre_attn.empty()) {
+    RmsNormRows(x, L.pre_attn, n, c.rms_eps, xn.data());
+    ain = xn.data();
+  }
+  const RopeTable& rt = c.local_rope[l] ? local : global;
+  if (c.mla) {
+    LMKIT_RETURN_IF_ERROR(
+        MlaProject(L, ain, n, rt.half, rt.cos.data(), rt.sin.data(), q.data(), k.data(), v.data(), pool, observer, li));
+  } else if (c.fused_qkv) {
+    LMKIT_RETURN_IF_ERROR(observe(ain, n, H, 1));
+    L.q.Apply(ain, n, qkv.data(), pool);
+    for (uint32_t t = 0; t < n; ++t) {
+      const float* r = &qkv[size_t{t} * (qd + 2 * kvd)];
+      std::copy_n(r, qd, &q[size_t{t} * qd]);
+      std::copy_n(r + qd, kvd, &k[size_t{t} * kvd]);
+      std::copy_n(r + qd + kvd, kvd, &v[size_t{t} * kvd]);
+    }
+  } else {
+    LMKIT_RETURN_IF_ERROR(observe(ain, n, H, 3));
+    L.q.Apply(ain, n, q.data(), pool);
+    L.k.Apply(ain, n, k.data(), pool);
+    L.v.Apply(ain, n, v.data(), pool);
+  }
+  if (c.qk_norm == io::QkNorm::kPerHead) {
+    RmsNormRows(q.data(), L.q_norm, n * c.heads, c.rms_eps, q.data());
+    RmsNormRows(k.data(), L.k_norm, n * c.kv_heads, c.rms_eps, k.data());
+  } else if (c.qk_norm == io::QkNorm::kFullWidth) {
+    RmsNormRows(q.data(), L.q_norm, n, c.rms_eps, q.data());
+    RmsNormRows(k.data(), L.k_norm, n, c.rms_eps, k.data());
+  }
+  float* kc = cache.k_.data() + slot * cache.capacity_ * kvd;
+  float* vc = cache.v_.data() + slot * cache.capacity_ * vd;
+  for (uint32_t t = 0; t < n; ++t) {
+    const float* cs = &rt.cos[size_t{t} * rt.half];
+    const float* sn = &rt.sin[size_t{t} * rt.half];
+    if (!c.mla) {  // MlaProject rotated its own
+      for (uint32_t h = 0; h < c.heads; ++h) ApplyRope(&q[size_t{t} * qd + h * hd], 2 * rt.half, cs, sn);
+      for (uint32_t h = 0; h < c.kv_heads; ++h) ApplyRope(&k[size_t{t} * kvd + h * hd], 2 * rt.half, cs, sn);
+    }
+    std::copy_n(&k[size_t{t} * kvd], kvd, kc + size_t{p0 + t} * kvd);
+    std::copy_n(&v[size_t{t} * vd], vd, vc + size_t{p0 + t} * vd);
+  }
+  Attention({q.data(), kc, vc, att.data(), n, p0, c.heads, c.kv_heads, hd, c.v_head_dim, c.window[l],
+             static_cast<float>(c.attn_scale), static_cast<float>(c.attn_softcap)},
+            pool);
+  LMKIT_RETURN_IF_ERROR(observe(att.data(), n, od, 1));
+  L.o.Apply(att.data(), n, tmp.data(), pool);
+  if (!L.post_attn.empty()) RmsNormRows(tmp.data(), L.post_attn, n, c.rms_eps, tmp.data());
+  for (size_t i = 0; i < xs; ++i) x[i] += tmp[i];
+
+  const float* min = x;
+  if (!L.pre_mlp.empty()) {
+    RmsNormRows(x, L.pre_mlp, n, c.rms_eps, xn.data());
+    min = xn.data();
+  }
+  if (!L.moe) {
+    LMKIT_RETURN_IF_ERROR(RunMlp(L.mlp, min, n, tmp.data(), pool, observer, li, true));
+    li += L.mlp.up.name.empty() ? 2 : 3;
+  } else {
+    LMKIT_RETURN_IF_ERROR(MoeBlock(L, min, n, tmp.data(), pool, observer, li));
+  }
+  if (!L.post_mlp.empty()) RmsNormRows(tmp.data(), L.post_mlp, n, c.rms_eps, tmp.data());
+  for (size_t i = 0; i < xs; ++i) x[i] += tmp[i];
   return Status::Ok();
 }
 

@@ -27,9 +27,16 @@
 // (for calibration; a routed expert sees only the rows routed to it, and is not called when none is, unless the
 // observer asks for RouteAllExperts). A model is immutable: Forward may run concurrently with separate caches and
 // pools. Output is the same for any pool size.
+//
+// Parts (layer-by-layer work, e.g. sequential GPTQ): Load(PATH, parts) reads only the embeddings, the decoder layers
+// [first_layer, first_layer + layer_count) and/or the final norm and head that `parts` names, each checked as above;
+// tensors of the other parts are neither read nor checked (no "not part of the model" error). `parts.replace` gives
+// fp32 values read instead of the file's tensors of those names (a Linear given there loads as fp32). Embed and
+// ForwardLayer run the pieces of Forward: the same code, the same bytes. Forward needs every part.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,7 +59,9 @@ const char* WeightModeName(WeightMode m);
 class KvCache {
  public:
   KvCache() = default;
-  KvCache(const LlamaConfig& c, uint32_t capacity);
+  KvCache(const LlamaConfig& c, uint32_t capacity) : KvCache(c, capacity, c.layers) {}
+  // With `layers` slots (a model holding that many decoder layers).
+  KvCache(const LlamaConfig& c, uint32_t capacity, uint32_t layers);
   uint32_t length() const { return length_; }
   uint32_t capacity() const { return capacity_; }
   void Clear() { length_ = 0; }
@@ -75,9 +84,25 @@ class ActivationObserver {
   virtual bool RouteAllExperts() const { return false; }
 };
 
+namespace detail {
+struct RopeTable;
+}
+
+// Which parts of a checkpoint LlamaModel::Load reads.
+struct ModelParts {
+  bool embeddings = true;
+  uint32_t first_layer = 0;
+  uint32_t layer_count = UINT32_MAX;  // clipped to num_hidden_layers
+  bool head = true;                   // the final norm and lm_head
+  // Tensor name -> fp32 values of its shape (as the file would hold them, before gemma's 1 + w), used instead of the
+  // file's; may be null.
+  const std::map<std::string, std::vector<float>>* replace = nullptr;
+};
+
 class LlamaModel {
  public:
-  static Result<LlamaModel> Load(const std::string& path);
+  static Result<LlamaModel> Load(const std::string& path) { return Load(path, ModelParts{}); }
+  static Result<LlamaModel> Load(const std::string& path, const ModelParts& parts);
 
   const LlamaConfig& config() const { return config_; }
   WeightMode mode() const { return mode_; }
@@ -92,9 +117,23 @@ class LlamaModel {
   // expert's gate/up their own (the rows routed to it); MLA's q_a_proj (or q_proj) and kv_a_proj_with_mqa one.
   std::vector<size_t> LinearInputSource() const;
 
-  KvCache NewCache(uint32_t capacity) const { return KvCache(config_, capacity); }
+  // The decoder layers loaded: [first_layer(), first_layer() + layer_count()).
+  uint32_t first_layer() const { return first_layer_; }
+  uint32_t layer_count() const { return static_cast<uint32_t>(layers_.size()); }
+
+  // A cache with one slot per loaded layer.
+  KvCache NewCache(uint32_t capacity) const { return KvCache(config_, capacity, layer_count()); }
   Status Forward(std::span<const uint32_t> tokens, KvCache& cache, ThreadPool* pool, float* logits, bool all_logits,
                  ActivationObserver* observer = nullptr) const;
+  // x [n, hidden] = the (gemma: scaled) embeddings of `tokens`. Errors: kInvalidInput for an id >= vocab_size;
+  // kInvalidArgument when the embeddings are not loaded.
+  Status Embed(std::span<const uint32_t> tokens, float* x) const;
+  // Runs decoder layer `layer` (loaded) over the n rows of x [n, hidden] in place, at positions cache.length() ...
+  // cache.length() + n - 1, writing its keys and values to the layer's slot of `cache`; cache.length() is not
+  // advanced (Forward does that after its last layer). `observer` sees this layer's Linears, indexed as in
+  // LinearNames(). Errors: kInvalidArgument for a layer not loaded, kInvalidInput for a cache overflow.
+  Status ForwardLayer(uint32_t layer, float* x, uint32_t n, KvCache& cache, ThreadPool* pool,
+                      ActivationObserver* observer = nullptr) const;
 
  private:
   struct Mlp {
@@ -116,6 +155,13 @@ class LlamaModel {
   };
   // Every Linear in LinearNames() order with the index of the Linear whose input it shares.
   std::vector<std::pair<const Linear*, size_t>> Linears() const;
+  // Appends layer L's Linears to `out` (as Linears()).
+  static void AddLinears(const Layer& L, std::vector<std::pair<const Linear*, size_t>>& out);
+  // Layer slot `slot` (global index first_layer_ + slot) over x [n, hidden] at positions p0..., `li` its first
+  // Linear's index in LinearNames().
+  Status RunLayer(size_t slot, float* x, uint32_t n, uint32_t p0, const detail::RopeTable& global,
+                  const detail::RopeTable& local, KvCache& cache, ThreadPool* pool, ActivationObserver* observer,
+                  size_t li) const;
   // MLA's queries, keys and values of n rows of `x`, rotated by `rope_cos`/`rope_sin` ([n][half], half = rotated
   // dims / 2): q [n, heads * head_dim], k the same, v [n, heads * v_head_dim]. Observes q_a/q/kv_a/kv_b from
   // LinearNames()[li] on.
@@ -133,6 +179,8 @@ class LlamaModel {
   std::vector<float> final_norm_;
   Linear head_;  // lm_head (the embedding itself when tied)
   std::vector<Layer> layers_;
+  uint32_t first_layer_ = 0;
+  bool has_embeddings_ = false, has_head_ = false;
   RopeSchedule rope_, rope_local_;
   float embed_scale_ = 1.0f;  // gemma: sqrt(hidden) in the embeddings' dtype
 

@@ -266,8 +266,9 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     io::SafetensorsWriter& w = writers_[si];
     const uint64_t base = s.file.data_offset() + t.begin;
     const PreparedTensor* pt = nullptr;
-    if (prepared_)
-      if (auto it = prepared_->tensors.find(t.name); it != prepared_->tensors.end()) pt = &it->second;
+    if (prepared_) {
+      LMKIT_ASSIGN_OR_RETURN(pt, prepared_->Find(t.name));
+    }
     if (!selected_[si][ti] && pt && !pt->values.empty()) {
       std::vector<uint8_t> bytes(t.num_bytes());
       LMKIT_RETURN_IF_ERROR(io::ConvertFromF32(t.dtype, pt->values.data(), bytes.data(), pt->values.size()));

@@ -8,9 +8,11 @@
 
 #include "lmkit/common/atomic_file.h"
 #include "lmkit/common/file_reader.h"
+#include "lmkit/common/json.h"
 #include "lmkit/common/output_check.h"
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
+#include "lmkit/model/config.h"
 #include "lmkit/model/eval.h"
 #include "lmkit/quant/calibrated.h"
 #include "lmkit/quant/checkpoint_writer.h"
@@ -164,10 +166,32 @@ Result<QuantizeResult> Quantize(const QuantizeRequest& o, ProgressSink* progress
   // The format's own request checks run before the calibration run, not after it.
   LMKIT_RETURN_IF_ERROR(detail::MakeCompressedTensorsWriter(o)->CheckRequest());
   ThreadPool pool(std::max(1u, o.threads));
-  LMKIT_ASSIGN_OR_RETURN(detail::CalibrationStats stats,
-                         detail::CalibrationStats::Collect(o, plan, matchers, o.smoothquant_auto, pool, progress));
+  std::optional<detail::CalibrationStats> stats;
+  std::optional<detail::CalibrationWindows> windows;
+  CalibrationRunReport run;
+  if (o.sequential) {
+    LMKIT_ASSIGN_OR_RETURN(Json cj, ParseJson(plan.config_text, plan.config_path));
+    LMKIT_ASSIGN_OR_RETURN(model::LlamaConfig c, model::ParseLlamaConfig(cj, plan.config_path));
+    LMKIT_ASSIGN_OR_RETURN(windows, detail::ReadCalibrationWindows(o, c.max_positions, c.vocab, o.smoothquant_auto));
+    run.tokens = o.calibration_tokens;
+    run.samples = windows->samples;
+    run.held_out = windows->held_out;
+    run.seq_len = windows->seq_len;
+  } else {
+    LMKIT_ASSIGN_OR_RETURN(stats,
+                           detail::CalibrationStats::Collect(o, plan, matchers, o.smoothquant_auto, pool, progress));
+    run = stats->report();
+  }
+  // The replaced tensors for `a`: sequential runs calibrate again for each alpha (the later layers' inputs depend on
+  // it); the one-pass statistics are shared.
+  auto build = [&](std::optional<double> a, ProgressSink* p) -> Result<detail::Prepared> {
+    if (windows) return detail::RunSequential(o, plan, matchers, a, *windows, o.keep_in_memory, pool, p);
+    return stats->Build(o, a, pool);
+  };
   std::optional<double> alpha = o.smoothquant_alpha;
   std::vector<AlphaTrial> trials;
+  std::optional<detail::Prepared> best;  // the sweep's best alpha's tensors
+  std::optional<size_t> best_index;
   if (o.smoothquant_auto) {
     // Each alpha's checkpoint is written beside OUTPUT and scored against the float model on the held-out windows.
     ScratchDir scratch{o.output + ".lmkit-alpha-sweep"};
@@ -176,11 +200,11 @@ Result<QuantizeResult> Quantize(const QuantizeRequest& o, ProgressSink* progress
     if (!fs::create_directory(scratch.path, ec) || ec)
       return Status::Io(scratch.path, "cannot create the alpha sweep's scratch directory: " + ec.message());
     const std::string held = scratch.path + "/held-out.bin";
-    const std::vector<uint32_t>& ids = stats.held_out_tokens();
+    const std::vector<uint32_t>& ids = windows ? windows->held_out_tokens : stats->held_out_tokens();
     LMKIT_RETURN_IF_ERROR(WriteFileAtomically(
         held, std::string_view(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(uint32_t))));
     for (double a : kAlphas) {
-      LMKIT_ASSIGN_OR_RETURN(detail::Prepared p, stats.Build(o, a, pool));
+      LMKIT_ASSIGN_OR_RETURN(detail::Prepared p, build(a, nullptr));
       QuantizeRequest t = o;
       t.output = scratch.path + "/alpha";
       t.extra_outputs.clear();
@@ -190,23 +214,31 @@ Result<QuantizeResult> Quantize(const QuantizeRequest& o, ProgressSink* progress
       eo.compare = t.output;
       eo.tokens = held;
       eo.bin_dtype = io::TokenDtype::kU32;
-      eo.seq_len = stats.report().seq_len;
+      eo.seq_len = run.seq_len;
       eo.threads = o.threads;
       LMKIT_ASSIGN_OR_RETURN(model::EvalResult er, model::Evaluate(eo, nullptr));
       trials.push_back({a, er.compare->mean_kl, er.compare->top1_agreement});
       fs::remove_all(t.output, ec);
+      if (!best || er.compare->mean_kl < trials[*best_index].mean_kl) {
+        best = std::move(p);
+        best_index = trials.size() - 1;
+      }
     }
     // The smallest KL; ties go to the smaller alpha (the first).
     alpha = std::min_element(trials.begin(), trials.end(), [](const AlphaTrial& x, const AlphaTrial& y) {
               return x.mean_kl < y.mean_kl;
             })->alpha;
   }
-  LMKIT_ASSIGN_OR_RETURN(detail::Prepared prepared, stats.Build(o, alpha, pool));
+  if (!best) {
+    LMKIT_ASSIGN_OR_RETURN(best, build(alpha, progress));
+  }
+  const detail::Prepared& prepared = *best;
+  run.seconds = MonotonicSeconds() - t0;
   return Write(
       o, &prepared, progress,
       [&](QuantizeResult* r) {
         r->method = std::string(InfoOf(o.method).name);
-        r->calibration_run = stats.report();
+        r->calibration_run = run;
         r->smoothquant_alpha = alpha;
         r->alpha_sweep = trials;
         r->smoothquant = prepared.smooth;

@@ -49,6 +49,11 @@ struct QuantizeRequest {
   double dampening = 0.01;  // GPTQ: fraction of mean(diag H) added to the diagonal
   // GPTQ: columns in descending diag H, scales of the original groups (llm-compressor 0.14's default, "static").
   bool act_order = true;
+  // Sequential (quant/calibrated.h): layer by layer, each on the outputs of the layers quantized before it, with one
+  // layer's weights in memory; false: one pass of the whole float model collects every statistic (all in memory).
+  bool sequential = true;
+  // Sequential: keep the finished layers' tensors in memory instead of a scratch file (the same output bytes).
+  bool keep_in_memory = false;
   // Further outputs rendered from the finished report by the caller's RenderQuantizeOutput (the CLI's --report JSON
   // and --svg chart, present/quant*.h): opened before any work, written and renamed into place before the checkpoint,
   // so the checkpoint is not replaced when one of them fails.
