@@ -29,6 +29,7 @@ class Chunker {
         cut_(rule != Tokenizer::CutRule::kNone),
         rule_(rule),
         enders_(std::move(enders)) {
+    for (const auto& e : enders_) ender_last_[static_cast<unsigned char>(e.text.back())] = true;
     for (const auto& s : specials) look_ = std::max(look_, s.text.size());
     carry_.clear();
   }
@@ -67,13 +68,20 @@ class Chunker {
       case Tokenizer::CutRule::kWordStart:
         return IsWordStartCutOutsideSpecials(buf, c, specials_);
       case Tokenizer::CutRule::kNewlineLetter:
-        return IsNewlineLetterCutOutsideSpecials(buf, c, specials_) || IsSpecialEndCut(buf, c, enders_, specials_);
+        return IsNewlineLetterCutOutsideSpecials(buf, c, specials_) || MaybeSpecialEnd(buf, c);
       case Tokenizer::CutRule::kSpecialEnd:
-        return IsSpecialEndCut(buf, c, enders_, specials_);
+        return MaybeSpecialEnd(buf, c);
       case Tokenizer::CutRule::kNone:
         break;
     }
     return false;
+  }
+
+  // IsSpecialEndCut, after a look at the byte before c (Mistral v3 has 770 added tokens to compare otherwise, at
+  // every position the cut search passes).
+  bool MaybeSpecialEnd(std::string_view buf, size_t c) const {
+    return c > 0 && c <= buf.size() && ender_last_[static_cast<unsigned char>(buf[c - 1])] &&
+           IsSpecialEndCut(buf, c, enders_, specials_);
   }
 
   Status Fill(std::string* buf, size_t want) {
@@ -101,6 +109,7 @@ class Chunker {
   bool cut_;
   Tokenizer::CutRule rule_;
   std::vector<SpecialToken> enders_;
+  bool ender_last_[256] = {};  // the last bytes of enders_
   bool eof_ = false;
 };
 
