@@ -14,6 +14,7 @@
 #include "lmkit/bpe/encode/encoder.h"
 #include "lmkit/bpe/files/tokenizer_files.h"
 #include "lmkit/bpe/pretokenize/cut_rules.h"
+#include "support/run_lmkit.h"
 
 using namespace lmkit;
 using namespace lmkit::bpe;
@@ -216,5 +217,64 @@ TEST_CASE("pipeline tokenizers: tiny chunks on 1 and 2 threads give the whole te
       CHECK(sink.ids() == whole);
       CHECK(st->chunks > ((*tok)->cut_rule() == Tokenizer::CutRule::kNewlineLetter ? 300u : 50u));
     }
+  }
+}
+
+TEST_CASE("character-level segments cut before each \"▁\" give the ids of one merge over the segment",
+          "[bpe][pipeline_chunks]") {
+  // A SentencePiece-style vocabulary (no token holds "▁" after another character), Llama 2's normalizer, no
+  // pre-tokenizer: the encoder cuts each segment before every "▁" that follows another character. The reference is
+  // BPE over the whole segment, written out here: merge the lowest-ranked adjacent pair, leftmost first.
+  const std::string m = "\xE2\x96\x81";
+  const std::vector<std::string> vocab = {"a", "b", m, m + "a", m + "b", "ab", m + "ab", "ba", m + m, "bab", m + "ba"};
+  const std::vector<std::pair<std::string, std::string>> merges = {{m, "a"},   {"a", "b"}, {m, "b"},    {m + "a", "b"},
+                                                                   {"b", "a"}, {m, m},     {"b", "ab"}, {m + "b", "a"}};
+  std::string v = "{\"<unk>\":0", mg;
+  for (size_t i = 0; i < vocab.size(); ++i) v += ",\"" + vocab[i] + "\":" + std::to_string(i + 1);
+  for (const auto& [a, b] : merges) mg += (mg.empty() ? "\"" : ",\"") + a + " " + b + "\"";
+  const std::string json =
+      R"({"version":"1.0","added_tokens":[{"id":0,"content":"<unk>","single_word":false,"lstrip":false,)"
+      R"("rstrip":false,"normalized":false,"special":true}],"normalizer":{"type":"Sequence","normalizers":[)"
+      R"({"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"}]},)"
+      R"("pre_tokenizer":null,"post_processor":null,"decoder":null,"model":{"type":"BPE","dropout":null,)"
+      R"("unk_token":"<unk>","fuse_unk":true,"byte_fallback":false,"ignore_merges":false,"vocab":)" +
+      v + "},\"merges\":[" + mg + "]}}";
+  lmkit::test::TempDir dir;
+  lmkit::test::WriteAll(dir.file("spm.json"), json);
+  auto tok = ReadHfTokenizerJson(dir.file("spm.json"), {});
+  REQUIRE(tok.ok());
+  const Tokenizer& t = **tok;
+  auto reference = [&](const std::string& text) {
+    std::string seg = m;  // Prepend, then Replace(" ", "▁")
+    for (char c : text) seg += c == ' ' ? m : std::string(1, c);
+    std::vector<std::string> sym;
+    for (size_t i = 0; i < seg.size();) {
+      const size_t len = static_cast<unsigned char>(seg[i]) >= 0xE0 ? 3 : 1;
+      sym.push_back(seg.substr(i, len));
+      i += len;
+    }
+    for (;;) {
+      size_t best = merges.size(), at = 0;
+      for (size_t i = 0; i + 1 < sym.size(); ++i)
+        for (size_t r = 0; r < best; ++r)
+          if (merges[r].first == sym[i] && merges[r].second == sym[i + 1]) best = r, at = i;
+      if (best == merges.size()) break;
+      sym[at] += sym[at + 1];
+      sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    }
+    std::vector<uint32_t> ids;
+    for (const auto& s : sym) ids.push_back(t.TokenId(s));
+    return ids;
+  };
+  Encoder enc(t, 64);
+  std::mt19937 rnd(5);
+  for (int trial = 0; trial < 500; ++trial) {
+    std::string text;
+    const size_t n = 1 + rnd() % 24;
+    for (size_t i = 0; i < n; ++i) text += "ab  "[rnd() % 4];
+    std::vector<uint32_t> ids;
+    enc.Encode(text, &ids);
+    INFO("text '" << text << "'");
+    CHECK(ids == reference(text));
   }
 }
