@@ -7,6 +7,10 @@
 #     --encodings  which encodings (default all three; gpt2 always runs first and is the one with the full sequence)
 #     --rss-gb N also stream debmix repeated to N GB through `lmkit bpe encode -` at 1, 2 and 8 threads and record the
 #                peak RSS (/usr/bin/time -v)
+#     --families MB  instead of the above: per model family, lmkit's whole process on 2 threads against HF
+#                tokenizers' encode_batch on 2 threads over the first MB megabytes of debmix, with the real
+#                tokenizer files of scripts/interop/check_hf_families.py, ids checked (bench/bpe_families.py);
+#                writes docs/benchmarks/bpe-families.md
 # Env: LMKIT (binary), LMKIT_CORPORA (/tmp/lmkit-corpora), LMKIT_PEERS (/tmp/lmkit-peers), OUT (docs/benchmarks/bpe-encode.md),
 #      RSS_GB (as --rss-gb).
 # Throughput is MB/s of input over the encode phase (tokenizer load excluded for every tool; tiktoken and HF also
@@ -16,11 +20,12 @@ set -euo pipefail
 here=$REPO
 OUT=${OUT:-$REPO/docs/benchmarks/bpe-encode.md}
 SHARED=$SHARED_BENCH
-quick=0; hf=1; rss_gb=${RSS_GB:-0}; encodings="gpt2 cl100k_base o200k_base"
+quick=0; hf=1; rss_gb=${RSS_GB:-0}; encodings="gpt2 cl100k_base o200k_base"; families_mb=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;; --no-hf) hf=0 ;; --rss-gb) rss_gb=$2; shift ;; --encodings) encodings=$2; shift ;;
-    *) sed -n '2,16p' "$0"; exit 2 ;;
+    --families) families_mb=$2; shift ;;
+    *) sed -n '2,20p' "$0"; exit 2 ;;
   esac; shift
 done
 EXPECT_SHA=97b20718e1712ecd8e0a29d4e7c05a4c128d8458f2cd226c4e8bcdf04a2bd211
@@ -28,6 +33,18 @@ EXPECT_TOKENS=46749208
 bench_need_lmkit
 bench_need_corpora
 bench_pip_peers
+if [ "$families_mb" != 0 ]; then
+  fout=$(dirname "$OUT")/bpe-families.md
+  {
+    echo "# \`lmkit bpe encode\` per model family vs HF tokenizers \`encode_batch\` (2 threads)"
+    echo
+    echo "Written by \`bench/bpe_encode.sh --families $families_mb\` on $(date -u +%Y-%m-%d\ %H:%M) UTC; $(bench_machine) at the start (a shared machine: CPU seconds are the steadier figure)."
+    echo
+    "$PEERS_PY" "$REPO/bench/bpe_families.py" "$LMKIT" "$CORPORA/debmix.txt" "$families_mb"
+  } > "$fout.tmp" && mv "$fout.tmp" "$fout"
+  cat "$fout"
+  exit 0
+fi
 TIK=$(peer_label tiktoken)
 HFL=$(peer_label tokenizers)
 # Outputs go to tmpfs when there is one: lmkit's timed phase ends after the output file is fsync'ed and renamed, and on

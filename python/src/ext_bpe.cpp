@@ -270,9 +270,10 @@ void RegisterBpe(nb::module_& m) {
             const Utf8Text utf8(text);
             const std::string_view t = utf8.view;
             const bpe::SpecialRules& rules = RulesOf(c, allowed, disallowed);
-            // A tokenizer.json pipeline has no proved cut points: the whole text is one piece (cut 0: none).
-            const size_t cut =
-                c.tokenizer().cut_safe() ? bpe::LastWordStartCutOutsideSpecials(t, 0, rules.watched()) : 0;
+            // Only the word-start rules here; any other tokenizer's text is one piece (cut 0: none).
+            const size_t cut = c.tokenizer().cut_rule() == bpe::Tokenizer::CutRule::kWordStart
+                                   ? bpe::LastWordStartCutOutsideSpecials(t, 0, rules.watched())
+                                   : 0;
             RefuseDisallowed(rules, t.substr(0, cut));
             std::vector<uint32_t> ids;
             size_t chars = 0;

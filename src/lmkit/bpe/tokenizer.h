@@ -334,9 +334,18 @@ class Tokenizer {
       if (f.lstrip || f.rstrip) return false;
     return !char_level_ && (pipeline_ == nullptr || pipeline_->lossless());
   }
-  // True when the word-start cut rules of pretokenize/cut_rules.h hold (proved for the three hand-written patterns
-  // only): a tokenizer with a pipeline or added-token flags is encoded in one piece per input.
-  bool cut_safe() const { return pipeline_ == nullptr && added_flags_.empty(); }
+  // Where pretokenize/cut_rules.h may cut this tokenizer's input into chunks that encode as the whole does: the
+  // word-start rules for the three hand-written patterns alone; the newline-letter rule (and the end of an added
+  // token) for a byte-level tokenizer.json pipeline that Pipeline::newline_cut_safe accepts, or for added-token
+  // flags; only the end of an added token (IsSpecialEndCut) for other pipelines, unless Metaspace's "first" scheme
+  // tells the input's start apart (Pipeline::special_end_cut_safe); else nowhere (one piece per input).
+  enum class CutRule { kNone, kWordStart, kNewlineLetter, kSpecialEnd };
+  CutRule cut_rule() const {
+    if (pipeline_ == nullptr && !char_level_)
+      return added_flags_.empty() ? CutRule::kWordStart : CutRule::kNewlineLetter;
+    if (pipeline_ != nullptr && !char_level_ && pipeline_->newline_cut_safe()) return CutRule::kNewlineLetter;
+    return pipeline_ == nullptr || pipeline_->special_end_cut_safe() ? CutRule::kSpecialEnd : CutRule::kNone;
+  }
 
  private:
   struct Span {

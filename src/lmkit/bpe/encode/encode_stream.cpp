@@ -1,6 +1,7 @@
 #include "lmkit/bpe/encode/encode_stream.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "lmkit/bpe/pretokenize/cut_rules.h"
 #include "lmkit/common/ordered_pipeline.h"
@@ -16,15 +17,19 @@ namespace {
 class Chunker {
  public:
   // `carry` is a buffer the caller keeps (its contents are discarded here).
-  // `cut`: false for a tokenizer whose pipeline the cut rules are not proved for (tokenizer.h cut_safe): the input is
-  // then one chunk.
-  Chunker(ByteSource& source, size_t chunk, const std::vector<SpecialToken>& specials, std::string& carry, bool cut)
+  // `rule`: the tokenizer's (tokenizer.h cut_rule); kNone makes the input one chunk. `enders`: the added tokens a
+  // chunk may end with under kNewlineLetter and kSpecialEnd (IsSpecialEndCut).
+  Chunker(ByteSource& source, size_t chunk, const std::vector<SpecialToken>& specials, std::string& carry,
+          Tokenizer::CutRule rule, std::vector<SpecialToken> enders)
       : source_(source),
         chunk_(chunk),
         read_block_(std::clamp<size_t>(chunk, 4096, size_t{1} << 20)),
         specials_(specials),
         carry_(carry),
-        cut_(cut) {
+        cut_(rule != Tokenizer::CutRule::kNone),
+        rule_(rule),
+        enders_(std::move(enders)) {
+    for (const auto& e : enders_) ender_last_[static_cast<unsigned char>(e.text.back())] = true;
     for (const auto& s : specials) look_ = std::max(look_, s.text.size());
     carry_.clear();
   }
@@ -43,11 +48,11 @@ class Chunker {
     }
     if (buf.size() > chunk_ + look_) {
       for (size_t k = chunk_; k >= 2 && c == 0; --k)
-        if (IsWordStartCutOutsideSpecials(buf, k, specials_)) c = k;
+        if (IsCut(buf, k)) c = k;
       for (size_t pos = chunk_ + 1; c == 0; ++pos) {
         LMKIT_RETURN_IF_ERROR(Fill(&buf, pos + look_ + 1));
         if (buf.size() <= pos + look_) break;
-        if (IsWordStartCutOutsideSpecials(buf, pos, specials_)) c = pos;
+        if (IsCut(buf, pos)) c = pos;
       }
     }
     if (c != 0) {
@@ -58,6 +63,27 @@ class Chunker {
   }
 
  private:
+  bool IsCut(std::string_view buf, size_t c) const {
+    switch (rule_) {
+      case Tokenizer::CutRule::kWordStart:
+        return IsWordStartCutOutsideSpecials(buf, c, specials_);
+      case Tokenizer::CutRule::kNewlineLetter:
+        return IsNewlineLetterCutOutsideSpecials(buf, c, specials_) || MaybeSpecialEnd(buf, c);
+      case Tokenizer::CutRule::kSpecialEnd:
+        return MaybeSpecialEnd(buf, c);
+      case Tokenizer::CutRule::kNone:
+        break;
+    }
+    return false;
+  }
+
+  // IsSpecialEndCut, after a look at the byte before c (Mistral v3 has 770 added tokens to compare otherwise, at
+  // every position the cut search passes).
+  bool MaybeSpecialEnd(std::string_view buf, size_t c) const {
+    return c > 0 && c <= buf.size() && ender_last_[static_cast<unsigned char>(buf[c - 1])] &&
+           IsSpecialEndCut(buf, c, enders_, specials_);
+  }
+
   Status Fill(std::string* buf, size_t want) {
     while (!eof_ && buf->size() < want) {
       const size_t old = buf->size();
@@ -81,6 +107,9 @@ class Chunker {
   size_t look_ = 2;  // bytes a cut decision needs beyond the cut
   std::string& carry_;
   bool cut_;
+  Tokenizer::CutRule rule_;
+  std::vector<SpecialToken> enders_;
+  bool ender_last_[256] = {};  // the last bytes of enders_
   bool eof_ = false;
 };
 
@@ -115,7 +144,16 @@ Result<StreamStats> EncodeStream(const Tokenizer& tokenizer, ByteSource& source,
   EncoderPool& pool = options.encoders ? *options.encoders : local_pool;
   if (&pool.tokenizer() != &tokenizer) return Status::Internal("EncodeStream: encoder pool of another tokenizer");
   // No chunk cut may split an allowed or a disallowed special.
-  Chunker chunker(source, chunk, rules.watched(), pool.Carry(), tokenizer.cut_safe());
+  // Added tokens a chunk may end with: matched whatever surrounds them (no lstrip, rstrip, single_word) and ending in
+  // a byte that no flag of a following token reads as whitespace or a word character.
+  std::vector<SpecialToken> enders;
+  for (const SpecialToken& s : rules.watched()) {
+    const Tokenizer::AddedFlags f = tokenizer.added_flags(s.id);
+    const unsigned char last = s.text.empty() ? 0 : static_cast<unsigned char>(s.text.back());
+    if (!f.lstrip && !f.rstrip && !f.single_word && last >= 0x21 && last <= 0x7E && !std::isalnum(last))
+      enders.push_back(s);
+  }
+  Chunker chunker(source, chunk, rules.watched(), pool.Carry(), tokenizer.cut_rule(), std::move(enders));
 
   // One thread: the calling thread reads, encodes and writes. More: `threads` workers encode.
   PipelineOptions po;

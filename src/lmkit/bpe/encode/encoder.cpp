@@ -38,6 +38,28 @@
 
 namespace lmkit::bpe {
 
+namespace {
+
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+// True when a character-level word may be cut before every "▁" that follows another character without changing its
+// ids: no token holds "▁" after another character (so no merge result, hence no symbol, ever spans such a point,
+// and BPE on the pieces apart makes the whole's merges), "▁" is a token (never unk: no unk fuses across), and no
+// whole-word shortcut (ignore_merges) looks at the word as one. SentencePiece-style vocabularies (Llama 2, Mistral
+// v1/v3, Phi-3) are such; their segments (no pre-tokenizer) are otherwise one word each.
+bool SplitsBeforeMetaspace(const Tokenizer& t) {
+  if (!t.char_level() || t.whole_piece_shortcut() || t.TokenId(kMetaspace) == kNoId) return false;
+  for (uint32_t id = 0; id < t.id_limit(); ++id) {
+    std::string_view b;
+    if (!t.TokenBytes(id, &b)) continue;
+    for (size_t at = b.find(kMetaspace, 1); at != std::string_view::npos; at = b.find(kMetaspace, at + 1))
+      if (at < kMetaspace.size() || b.substr(at - kMetaspace.size(), kMetaspace.size()) != kMetaspace) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_slots)
     : tok_(tokenizer),
       pipeline_(tokenizer.pipeline()),
@@ -46,7 +68,8 @@ Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_slots)
       ids_per_byte_(tokenizer.max_ids_per_byte()),
       own_rules_(SpecialRules::AllowAll(tokenizer)),
       pattern_(tokenizer.pattern()),
-      shortcut_(tokenizer.whole_piece_shortcut()) {
+      shortcut_(tokenizer.whole_piece_shortcut()),
+      split_meta_(SplitsBeforeMetaspace(tokenizer)) {
   size_t slots = 1;
   while (slots < cache_slots) slots *= 2;
   cache_mask_ = slots - 1;
@@ -198,7 +221,21 @@ void Encoder::EncodeValidSegment(std::string_view text, bool at_start, std::vect
     t = norm_;
   }
   if (pipeline_->pre_tokenizer.empty()) {
-    if (!t.empty()) EncodePiece(t, out);
+    if (!split_meta_) {
+      if (!t.empty()) EncodePiece(t, out);
+      return;
+    }
+    // The segment is one word; cut before each "▁" that follows another character (SplitsBeforeMetaspace): short
+    // pieces reach the piece cache instead of one heap merge over the segment (Llama 2 on debmix: 85% of the time
+    // in MergeHeapTo before).
+    constexpr std::string_view kMeta = kMetaspace;
+    size_t begin = 0;
+    for (size_t at = t.find(kMeta, 1); at != std::string_view::npos; at = t.find(kMeta, at + kMeta.size())) {
+      if (at >= kMeta.size() && t.substr(at - kMeta.size(), kMeta.size()) == kMeta) continue;
+      EncodePiece(t.substr(begin, at - begin), out);
+      begin = at;
+    }
+    EncodePiece(t.substr(begin), out);
     return;
   }
   pipeline_->PreTokenize(t, at_start, &pre_);

@@ -111,6 +111,7 @@ class Encoder {
   const SpecialRules* rules_ = nullptr;
   PretokPattern pattern_;
   bool shortcut_;
+  bool split_meta_;  // cut a character-level segment before each "▁" (encoder.cpp SplitsBeforeMetaspace)
   std::vector<uint32_t> ids_;
   std::vector<uint64_t> ranks_;
   std::vector<uint32_t> next_, prev_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "lmkit/bpe/pretokenize/ascii_runs.h"
 
@@ -67,6 +68,56 @@ size_t LastWordStartCutOutsideSpecials(std::string_view text, size_t from, const
     if (c == from) break;
   }
   return 0;
+}
+
+bool IsNewlineLetterCut(std::string_view text, size_t c) {
+  if (c < 2 || c >= text.size()) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  return p[c - 1] == '\n' && AsciiGraph(p[c - 2]) && ascii::IsLetter(p[c]);
+}
+
+bool IsNewlineLetterCutOutsideSpecials(std::string_view text, size_t c, const std::vector<SpecialToken>& specials) {
+  if (!IsNewlineLetterCut(text, c)) return false;
+  for (const auto& s : specials) {
+    const size_t len = s.text.size();
+    if (len == 0) continue;
+    for (size_t start = c >= len ? c - len : 0; start <= c; ++start) {
+      if (start + len > text.size()) return false;  // cannot tell yet: not safe
+      if (std::memcmp(text.data() + start, s.text.data(), len) == 0) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// Whether an occurrence of a special starts in (c - len, c) and ends after c; nullopt when the text ends too soon to
+// tell.
+std::optional<bool> StraddledKnown(std::string_view text, size_t c, const std::vector<SpecialToken>& specials) {
+  for (const auto& s : specials) {
+    const size_t len = s.text.size();
+    if (len < 2) continue;
+    for (size_t start = c >= len - 1 ? c - (len - 1) : 0; start < c; ++start) {
+      if (start + len > text.size()) return std::nullopt;
+      if (std::memcmp(text.data() + start, s.text.data(), len) == 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsSpecialEndCut(std::string_view text, size_t c, const std::vector<SpecialToken>& enders,
+                     const std::vector<SpecialToken>& specials) {
+  if (c == 0 || c >= text.size()) return false;
+  for (const auto& e : enders) {
+    const size_t len = e.text.size();
+    if (len == 0 || len > c || std::memcmp(text.data() + c - len, e.text.data(), len) != 0) continue;
+    const auto at_end = StraddledKnown(text, c, specials);
+    const auto at_start = StraddledKnown(text, c - len, specials);
+    return at_end.has_value() && at_start.has_value() && !*at_end && !*at_start;
+  }
+  return false;
 }
 
 bool IsWordStartOrSpecialEndCut(std::string_view text, size_t c, const std::vector<std::string>& specials) {

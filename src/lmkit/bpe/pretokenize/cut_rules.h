@@ -1,7 +1,8 @@
 // Where a text may be cut so that its two sides pre-tokenize as the whole does: one function per rule, named by the
-// bytes around the cut. The rules look only at ASCII bytes (a cut never falls inside a UTF-8 character) and are
-// proved for the gpt2, cl100k and o200k patterns only (docs/bpe-encoding.md, "Streaming"); a tokenizer with another
-// pipeline is never cut (Tokenizer::cut_safe). Pure functions, thread-safe.
+// bytes around the cut. The rules look only at ASCII bytes (a cut never falls inside a UTF-8 character). The word-start
+// rules are proved for the gpt2, cl100k and o200k patterns (docs/bpe-encoding.md, "Streaming"), the newline-letter
+// rule also for the tokenizer.json pipelines Pipeline::newline_cut_safe accepts ("Cutting pipelines"); any other
+// tokenizer is never cut (Tokenizer::cut_rule). Pure functions, thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,23 @@ bool IsWordStartCut(std::string_view text, size_t c);
 bool IsWordStartCutOutsideSpecials(std::string_view text, size_t c, const std::vector<SpecialToken>& specials);
 // The largest c in [max(from, 2), text.size() - 2] that IsWordStartCutOutsideSpecials accepts, or 0 when there is none.
 size_t LastWordStartCutOutsideSpecials(std::string_view text, size_t from, const std::vector<SpecialToken>& specials);
+
+// "X\n|Y" with X printable non-space ASCII and Y an ASCII letter (rule N without digits), 2 <= c < text.size().
+bool IsNewlineLetterCut(std::string_view text, size_t c);
+
+// IsNewlineLetterCut and no occurrence of any of `specials` starts in [c - len, c] (so none straddles c, ends at c
+// or starts at c: an added token's lstrip, rstrip and single_word then look at the same neighbours in the whole and
+// in the parts); an occurrence that might, but runs past the text's end, makes c unsafe. The encoder's chunk cut for
+// tokenizer.json pipelines.
+bool IsNewlineLetterCutOutsideSpecials(std::string_view text, size_t c, const std::vector<SpecialToken>& specials);
+
+// c ends an occurrence of one of `enders` (added tokens without lstrip/rstrip/single_word whose last byte is printable
+// non-alphanumeric ASCII, e.g. "</s>", "<|endoftext|>") and no occurrence of any of `specials` straddles that
+// occurrence's start or c: the occurrence is matched as a token in the whole text too, so the text after it is a
+// segment of its own, normalized and pre-tokenized alone either way (Pipeline::special_end_cut_safe). False when the
+// bytes needed to tell run past the text's end, and for c == 0 or c >= text.size().
+bool IsSpecialEndCut(std::string_view text, size_t c, const std::vector<SpecialToken>& enders,
+                     const std::vector<SpecialToken>& specials);
 
 // The shard cut (dist/shard.h): no special straddles c, and IsWordStartCut holds or c ends a special whose own start
 // no occurrence straddles (a document boundary), so the special-token split and the pre-tokens are the whole's. `text`

@@ -9,9 +9,11 @@
 // - PreTokenize(text, at_start, splits) cuts the normalized segment into the words the model encodes; a step may also
 //   rewrite the text (Metaspace: ' ' -> '▁' and a prepended '▁'; ByteLevel's add_prefix_space). `at_start` says the
 //   segment starts the whole input (Metaspace's prepend_scheme "first"). Empty words are dropped.
-// Regexes: patterns are written for Oniguruma (Hugging Face's engine) and compiled by PCRE2 with UTF, UCP and JIT;
-// \s, \S, \w, \W are rewritten to Oniguruma's Unicode meaning (White_Space; Letter, Mark, Decimal_Number,
-// Connector_Punctuation) before compiling.
+// Regexes: patterns are written for Oniguruma (Hugging Face's engine, Unicode 16.0) and compiled by PCRE2 with UTF,
+// UCP and JIT; \s, \S, \w, \W are rewritten to Oniguruma's Unicode meaning (White_Space; Letter, Mark,
+// Decimal_Number, Connector_Punctuation) and general-category properties (\p{L}, \P{N}, \p{^P}, inside classes too)
+// are spelled by lmkit's Unicode 16.0 tables (unicode_categories.h) before compiling, so the system PCRE2's older
+// tables (Debian 12: Unicode 14.0) do not matter; inside a case-insensitive group PCRE2's own \p{..} is kept.
 #pragma once
 
 #include <cstddef>
@@ -40,16 +42,22 @@ class HfRegex {
   // True when the regex matches somewhere in text.
   bool Matches(std::string_view text) const;
   const std::string& pcre2_pattern() const { return pattern_; }
+  // The pattern as the file spells it (Oniguruma).
+  const std::string& onig_pattern() const { return onig_; }
 
  private:
   HfRegex() = default;
-  std::string pattern_;
+  // The compiled code for `text`: code_, or fast_ when the text holds no code point new since Unicode 14.0.
+  void* CodeFor(std::string_view text) const;
+  std::string pattern_, onig_;
   void* code_ = nullptr;  // pcre2_code_8
+  void* fast_ = nullptr;  // the pattern with PCRE2's own \p{..} (when PCRE2 is at Unicode 14.0-16.0), or null
 };
 
-// Oniguruma's \s \S \w \W (and the same inside brackets) spelled for PCRE2. kInvalidArgument for \W or \S inside a
-// negated bracket, which has no PCRE2 spelling here.
-Result<std::string> OnigToPcre2(std::string_view pattern);
+// Oniguruma's \s \S \w \W and general-category \p{..} (and the same inside brackets) spelled for PCRE2 by Unicode
+// 16.0 (`unicode16`; else \p{..} is left to PCRE2's own tables). kInvalidArgument for \W or \S inside a negated
+// bracket, which has no PCRE2 spelling here.
+Result<std::string> OnigToPcre2(std::string_view pattern, bool unicode16 = true);
 
 // Hugging Face's SplitDelimiterBehavior.
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
@@ -108,6 +116,16 @@ class Pipeline {
   void PreTokenize(std::string_view text, bool at_start, PreTokenized* out) const;
   // True when encoding never changes the bytes (no normalizer, no step that rewrites text).
   bool lossless() const;
+  // True when a text cut at "X\n|Y" (X printable non-space ASCII, Y an ASCII letter: IsNewlineLetterCut,
+  // cut_rules.h) normalizes and pre-tokenizes as its two sides do, one after the other: every normalizer step is
+  // NFC, NFD, NFKC, NFKD or Lowercase (each maps the three bytes to themselves and never joins a character across an
+  // ASCII starter), and the pre-tokenizer steps are Isolated splits whose regexes leave the bytes at the cut in words
+  // apart (the hand-written patterns, ByteLevel's GPT-2 regex, and the families' regexes listed in hf_pipeline.cpp,
+  // each checked by hand in docs/bpe-encoding.md "Cutting pipelines") until one of them puts a word boundary there.
+  bool newline_cut_safe() const;
+  // True when a segment (the text between two added tokens) encodes alike wherever the input starts: no Metaspace
+  // step with prepend_scheme "first".
+  bool special_end_cut_safe() const;
 };
 
 // Unicode White_Space (Rust's char::is_whitespace).

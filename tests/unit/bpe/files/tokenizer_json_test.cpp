@@ -136,7 +136,8 @@ TEST_CASE("the known regexes take the hand-written scanner, others a pipeline", 
   REQUIRE(llama3.ok());
   CHECK((*llama3)->pipeline() == nullptr);
   CHECK((*llama3)->pattern() == PretokPattern::kCl100k);
-  CHECK_FALSE((*llama3)->cut_safe());  // its added tokens with lstrip/rstrip/single_word are not cut-proved
+  // Its added tokens with lstrip/rstrip/single_word allow only the newline-letter cut away from them.
+  CHECK((*llama3)->cut_rule() == Tokenizer::CutRule::kNewlineLetter);
   // OLMo 2 writes the same split as Removed + invert: the matches, which cover every character.
   TempDir dir;
   Json olmo2 = ReadJson(kDir + "/llama3_known_regex.json");
@@ -155,11 +156,12 @@ TEST_CASE("the known regexes take the hand-written scanner, others a pipeline", 
   auto qwen = ReadHfTokenizerJson(kDir + "/qwen2_nfc_split.json", {});
   REQUIRE(qwen.ok());
   CHECK((*qwen)->pipeline() != nullptr);
-  CHECK_FALSE((*qwen)->cut_safe());
+  CHECK((*qwen)->cut_rule() == Tokenizer::CutRule::kNewlineLetter);
   auto llama2 = ReadHfTokenizerJson(kDir + "/llama2_prepend_replace.json", {});
   REQUIRE(llama2.ok());
   CHECK((*llama2)->char_level());
   CHECK_FALSE((*llama2)->lossless());
+  CHECK((*llama2)->cut_rule() == Tokenizer::CutRule::kSpecialEnd);  // only after an added token
 }
 
 TEST_CASE("a 128k-vocabulary tokenizer.json loads in linear time", "[bpe][tokenizer_json]") {
