@@ -93,7 +93,7 @@ std::vector<int8_t> Codes(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("sequential GPTQ: one layer gives the one-pass bytes; the first layer of five too, the later ones not",
+TEST_CASE("sequential GPTQ: one layer gives the one-pass bytes, the first layer of five too, the later ones not",
           "[quant][gptq][sequential]") {
   TempDir d;
   const std::string tokens = Tokens(d);
