@@ -69,10 +69,10 @@ Status ReadDeepSeek(const Json& j, const std::string& subject, LlamaConfig& c) {
     return refuse("scoring_func", std::string("is not implemented for ") + c.model_type + " (" +
                                       (v3 ? "sigmoid" : "softmax") + " only)");
   if (has("routed_scaling_factor")) {
-    if (!j["routed_scaling_factor"].is_number() || !(j["routed_scaling_factor"].get<double>() > 0) ||
-        !std::isfinite(j["routed_scaling_factor"].get<double>()))
+    const auto& scale = j.at("routed_scaling_factor");
+    if (!scale.is_number() || !(scale.get<double>() > 0) || !std::isfinite(scale.get<double>()))
       return bad("routed_scaling_factor", "must be a positive number");
-    c.routed_scale = j["routed_scaling_factor"].get<double>();
+    c.routed_scale = scale.get<double>();
   } else {
     c.routed_scale = v3 ? 2.5 : 1.0;
   }
