@@ -1,5 +1,6 @@
 // `lmkit quantize` and `lmkit calibrate` end to end: outputs read back by lmkit's reader and by an independent Python
 // reader (tests/scripts/check_quantized.py, standard library + numpy), golden calibration values, errors, determinism.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -934,6 +935,21 @@ TEST_CASE("quantize --report and calibrate --trt-cache are written before the ma
                      "--trt-cache", "/dev/full"});
   CHECK(c.exit_code == 1);
   CHECK_FALSE(fs::exists(dir.file("c.json")));
+}
+
+TEST_CASE("quantize --smoothquant refuses Gemma and DeepSeek, whose norms the Llama mapping would fold wrongly",
+          "[quant][cli][gptq]") {
+  TempDir dir;
+  for (const char* fixture : {"gemma2", "gemma3", "deepseek_v2", "deepseek_v3_fused"}) {
+    const std::string tokens = lmkit::test::WriteTokenFile(dir, 256, 200);
+    auto r = RunLmkit({"quantize", TestData(std::string("model/") + fixture), "-o", dir.file(fixture), "--scheme",
+                       "w8a8", "--smoothquant", "0.5", "--calibration-tokens", tokens, "--seq-len", "64"});
+    INFO(fixture << ": " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("SmoothQuant's norm mapping for model_type '") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(dir.file(fixture)));
+  }
 }
 
 TEST_CASE("quantize --method gptq --smoothquant: exit codes, --json report and text tables", "[quant][cli][gptq]") {

@@ -124,6 +124,12 @@ class StatsObserver : public model::ActivationObserver {
 Status AddInputs(const QuantizeRequest& o, const Plan& plan, const Matchers& matchers,
                  const std::vector<std::string>& names, bool gptq, bool smooth, std::vector<Input>& inputs,
                  std::vector<size_t>& input_of) {
+  // The mapping below is Llama's (input_layernorm -> q/k/v, post_attention_layernorm -> gate/up). Folding it into
+  // Gemma's (1 + w) norms, whose MLP reads pre_feedforward_layernorm, or into DeepSeek's MLA, where
+  // kv_a_proj_with_mqa reads input_layernorm beside q_proj, would change the model, so those families are refused.
+  if (smooth && (plan.model_type.starts_with("gemma") || plan.model_type.starts_with("deepseek")))
+    return Status::Unsupported(o.input, "SmoothQuant's norm mapping for model_type '" + plan.model_type +
+                                            "' is not implemented (quantize without --smoothquant)");
   for (const std::string& module : names) {
     std::string key, norm;
     KeyOf(module, &key, &norm);

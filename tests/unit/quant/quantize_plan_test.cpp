@@ -48,7 +48,7 @@ TEST_CASE("quantize plan: the default selection keeps embeddings, norms and the 
   CHECK_FALSE(Selected(Weight("model.layers.0.mlp.up_proj.weight", {8, 8}, io::DType::kI32), none));
 }
 
-TEST_CASE("quantize plan: MoE routers stay in 16 bits by default; experts are selected", "[quant][quantize_plan]") {
+TEST_CASE("quantize plan: MoE routers stay in 16 bits by default, experts are selected", "[quant][quantize_plan]") {
   const Matchers none = PlanMatchers({}, {});
   CHECK_FALSE(Selected(Weight("model.layers.1.mlp.gate.weight", {4, 32}), none));
   CHECK_FALSE(Selected(Weight("model.layers.1.block_sparse_moe.gate.weight", {4, 32}), none));
