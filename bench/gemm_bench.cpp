@@ -1,8 +1,12 @@
 // The GEMM side of bench/model.sh: Linear::Apply on the shapes of one Llama layer and its head, timed on data
 // already in memory. Built on demand (`cmake --build build --target lmkit_bench_gemm`), never in CI.
 //   gemm_bench ROWS THREADS KIND OUT,IN [OUT,IN ...]
-// KIND: f32, bf16, fp16, int8 (dynamic per-row activations). Prints one line per shape (best of 3 runs: seconds,
-// GFLOP/s with 2 * rows * out * in flops, by wall time and by process CPU time) and a total line.
+// KIND: f32, bf16, fp16, int8 (dynamic per-row activations), or blas: the same fp32 product through a CBLAS library's
+// cblas_sgemm (x times W^T, row-major), loaded at run time from $LMKIT_BENCH_CBLAS (default libopenblas.so.0, e.g.
+// Debian's libopenblas0-pthread), with its thread count set to THREADS where it exports openblas_set_num_threads.
+// Prints one line per shape (best of 3 runs: seconds, GFLOP/s with 2 * rows * out * in flops, by wall time and by
+// process CPU time) and a total line.
+#include <dlfcn.h>
 #include <time.h>
 
 #include <chrono>
@@ -31,13 +35,34 @@ double CpuSeconds() {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s ROWS THREADS f32|bf16|fp16|int8 OUT,IN [OUT,IN ...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s ROWS THREADS f32|bf16|fp16|int8|blas OUT,IN [OUT,IN ...]\n", argv[0]);
     return 2;
   }
   const uint64_t rows = std::strtoull(argv[1], nullptr, 10);
   const unsigned threads = static_cast<unsigned>(std::atoi(argv[2]));
   const std::string kind = argv[3];
   ThreadPool pool(threads);
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+  Sgemm sgemm = nullptr;
+  std::string blas_name;
+  if (kind == "blas") {
+    const char* lib = std::getenv("LMKIT_BENCH_CBLAS");
+    blas_name = lib && *lib ? lib : "libopenblas.so.0";
+    void* h = dlopen(blas_name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      std::fprintf(stderr, "gemm_bench: cannot load %s: %s\n", blas_name.c_str(), dlerror());
+      return 1;
+    }
+    sgemm = reinterpret_cast<Sgemm>(dlsym(h, "cblas_sgemm"));
+    if (!sgemm) {
+      std::fprintf(stderr, "gemm_bench: %s has no cblas_sgemm\n", blas_name.c_str());
+      return 1;
+    }
+    if (auto set = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads")))
+      set(static_cast<int>(threads));
+    if (auto config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config")))
+      blas_name += std::string(" (") + config() + ")";
+  }
   double total_s = 0, total_cpu = 0, total_flop = 0;
   for (int a = 4; a < argc; ++a) {
     unsigned out = 0, in = 0;
@@ -68,12 +93,18 @@ int main(int argc, char** argv) {
     } else {
       l.weight = w;
     }
-    l.Pack();
+    if (!sgemm) l.Pack();
     double best = 1e30, best_cpu = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = CpuSeconds();
-      l.Apply(x.data(), rows, y.data(), &pool);
+      if (sgemm) {
+        constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+        const int m = static_cast<int>(rows), n = static_cast<int>(out), k = static_cast<int>(in);
+        sgemm(kRowMajor, kNoTrans, kTrans, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, y.data(), n);
+      } else {
+        l.Apply(x.data(), rows, y.data(), &pool);
+      }
       best_cpu = std::min(best_cpu, CpuSeconds() - c0);
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
@@ -86,6 +117,7 @@ int main(int argc, char** argv) {
     total_flop += flop;
   }
   std::printf("%s total (%s): %.4f s, %.1f GFLOP/s; %.1f GFLOP per CPU second\n", kind.c_str(),
-              model::gemm::GemmF32Isa(), total_s, total_flop / total_s / 1e9, total_flop / total_cpu / 1e9);
+              sgemm ? blas_name.c_str() : model::gemm::GemmF32Isa(), total_s, total_flop / total_s / 1e9,
+              total_flop / total_cpu / 1e9);
   return 0;
 }

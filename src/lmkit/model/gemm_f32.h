@@ -3,8 +3,8 @@
 // Definition (GemmF32Ref): every output element is one fused multiply-add chain over k in increasing order,
 //   acc = 0; for k in [0, in): acc = fma(x[r][k], W[c][k], acc); y[r][c] = acc,
 // with 16-bit weights widened to fp32 exactly first. GemmF32 computes the same chains with AVX2/FMA
-// vectors across 16 output columns, so its bytes equal the reference's on every machine and for any split of the
-// work into tiles or threads.
+// vectors across 16 output columns (blocked over rows and k, partial sums kept in y between k blocks: fp32 either
+// way), so its bytes equal the reference's on every machine and for any split of the work into tiles or threads.
 //
 // Packed weights: panel p holds outputs [16p, 16p + 16) (rows past `out` are zero), k-major, so element (c, k) of W
 // is at p * 16 * in + k * 16 + (c - 16 p). Weights may also be given unpacked ([out, in] as stored); each tile then
@@ -14,25 +14,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <new>
 #include <vector>
 
 namespace lmkit::model::gemm {
 
 inline constexpr uint32_t kPanel = 16;
 
-// std::allocator with 64-byte alignment (one cache line, one AVX-512 vector) for packed panels.
+// Storage for packed panels and scratch: 64-byte aligned (one cache line, one AVX-512 vector); blocks of 2 MiB and
+// more are 2 MiB aligned and marked for transparent huge pages where the OS offers them, since the GEMM walks its
+// weights a panel at a time across many pages, and 4 KiB pages cost a TLB miss every 4 KiB.
+void* AllocatePanels(size_t bytes);
+void FreePanels(void* p, size_t bytes);
+
+// std::allocator over AllocatePanels.
 template <class T>
 struct AlignedAllocator {
   using value_type = T;
   AlignedAllocator() = default;
   template <class U>
   AlignedAllocator(const AlignedAllocator<U>&) {}
-  T* allocate(size_t n) {
-    void* p = ::operator new (n * sizeof(T), std::align_val_t{64});
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
+  T* allocate(size_t n) { return static_cast<T*>(AllocatePanels(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { FreePanels(p, n * sizeof(T)); }
   template <class U>
   bool operator==(const AlignedAllocator<U>&) const {
     return true;
@@ -68,10 +70,11 @@ void GemmF32(const WeightView& w, const float* x, size_t ldx, size_t rows, uint3
 void GemmF32Ref(const WeightView& w, const float* x, size_t ldx, size_t rows, uint32_t c0, uint32_t c1, float* y,
                 size_t ldy);
 
-// Which kernel GemmF32 uses on this CPU: "avx2" or "scalar" (the reference, on CPUs without AVX2 and FMA). Dispatch
-// is AVX2+FMA or nothing: AVX-512 CPUs run the AVX2 kernels at half their vector width, and there are no AVX-512,
-// AVX-512 BF16 or AMX kernels, because the machines these were written and measured on (AMD Zen 2) cannot run them
-// and an untested kernel is not shipped. Any such kernel must keep the chains above (same bytes as the reference).
+// Which kernel GemmF32 uses on this CPU: "avx2" or "scalar" (the reference, on CPUs without AVX2, FMA and F16C).
+// Dispatch is AVX2 or nothing: AVX-512 CPUs run the AVX2 kernels at half their vector width, and there are no
+// AVX-512, AVX-512 BF16 or AMX kernels, because the machines these were written and measured on (AMD Zen 2/3) cannot
+// run them and an untested kernel is not shipped. Any such kernel must keep the chains above (same bytes as the
+// reference).
 const char* GemmF32Isa();
 
 }  // namespace lmkit::model::gemm

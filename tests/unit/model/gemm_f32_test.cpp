@@ -7,7 +7,9 @@
 #include <random>
 #include <vector>
 
+#include "lmkit/common/thread_pool.h"
 #include "lmkit/io/dtype.h"
+#include "lmkit/model/linear.h"
 
 using namespace lmkit;
 using namespace lmkit::model::gemm;
@@ -101,4 +103,73 @@ TEST_CASE("gemm f32: bf16 and fp16 weights compute as their exact fp32 values", 
       CHECK(SameBits(got_u, want));
     }
   }
+}
+
+TEST_CASE("gemm f32: the blocked prefill keeps the chains across row and k blocks, on any pool", "[model][gemm]") {
+  // Rows around the micro-tile (6) and the packed row block (96), k around the k block (256), outputs with a partial
+  // panel; every weight type through its load policy; then Linear::Apply on 1, 2 and 3 threads.
+  ThreadPool pool2(2), pool3(3);
+  for (uint32_t in : {255u, 257u, 600u})
+    for (uint32_t out : {40u, 100u})
+      for (size_t rows : {4u, 5u, 95u, 97u, 200u}) {
+        const auto wf = Random(size_t{out} * in, in + out);
+        const auto x = Random(rows * in, static_cast<uint32_t>(rows) + 7);
+        for (WeightType t : {WeightType::kF32, WeightType::kBf16, WeightType::kF16}) {
+          INFO("in " << in << " out " << out << " rows " << rows << " type " << static_cast<int>(t));
+          std::vector<uint16_t> bits(wf.size());
+          std::vector<float> widened = wf;
+          if (t == WeightType::kBf16) io::F32ToBf16(wf.data(), bits.data(), wf.size());
+          if (t == WeightType::kF16) io::F32ToF16(wf.data(), bits.data(), wf.size());
+          for (size_t i = 0; t != WeightType::kF32 && i < bits.size(); ++i)
+            widened[i] = t == WeightType::kBf16 ? io::Bf16ToF32(bits[i]) : io::F16ToF32(bits[i]);
+          std::vector<float> want(rows * out);
+          GemmF32Ref(WeightView{WeightType::kF32, false, widened.data(), out, in}, x.data(), in, rows, 0, out,
+                     want.data(), out);
+          // Against a double-precision sum: an fp32 chain of `in` terms is within about in * 2^-24 * sum |x w| of it.
+          bool close = true;
+          for (size_t r = 0; r < rows; ++r)
+            for (uint32_t c = 0; c < out; ++c) {
+              double sum = 0, mag = 0;
+              for (uint32_t k = 0; k < in; ++k) {
+                const double p = double{x[r * in + k]} * double{widened[size_t{c} * in + k]};
+                sum += p;
+                mag += std::fabs(p);
+              }
+              close = close && std::fabs(want[r * out + c] - sum) <= (in + 2) * 0x1p-24 * mag + 1e-30;
+            }
+          CHECK(close);
+
+          Linear l;
+          l.out = out;
+          l.in = in;
+          if (t == WeightType::kF32) {
+            l.weight = wf;
+          } else {
+            l.kind = t == WeightType::kBf16 ? Linear::Kind::kBf16 : Linear::Kind::kFp16;
+            l.half = bits;
+          }
+          l.Pack();
+          std::vector<float> y1(rows * out, -1.0f), y2(rows * out, -2.0f), y3(rows * out, -3.0f);
+          l.Apply(x.data(), rows, y1.data(), nullptr);
+          l.Apply(x.data(), rows, y2.data(), &pool2);
+          l.Apply(x.data(), rows, y3.data(), &pool3);
+          CHECK(SameBits(y1, want));
+          CHECK(SameBits(y2, want));
+          CHECK(SameBits(y3, want));
+          // A column range from panel 1 to mid-panel, straight through GemmF32: only its own columns change.
+          const auto packed_f = PackPanels(wf.data(), out, in);
+          const auto packed_h = PackPanels(bits.data(), out, in);
+          const WeightView pv{
+              t, true, t == WeightType::kF32 ? static_cast<const void*>(packed_f.data()) : packed_h.data(), out, in};
+          std::vector<float> part(rows * out, -1.0f);
+          GemmF32(pv, x.data(), in, rows, 16, out - 3, part.data(), out);
+          bool ok = true;
+          for (size_t r = 0; r < rows; ++r)
+            for (uint32_t c = 0; c < out; ++c) {
+              const float e = c >= 16 && c < out - 3 ? want[r * out + c] : -1.0f;
+              ok = ok && std::memcmp(&part[r * out + c], &e, sizeof e) == 0;
+            }
+          CHECK(ok);
+        }
+      }
 }
