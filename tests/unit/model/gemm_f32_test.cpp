@@ -139,13 +139,13 @@ TEST_CASE("gemm f32: the blocked prefill keeps the chains across row and k block
             }
           CHECK(close);
 
-          Linear l;
+          model::Linear l;
           l.out = out;
           l.in = in;
           if (t == WeightType::kF32) {
             l.weight = wf;
           } else {
-            l.kind = t == WeightType::kBf16 ? Linear::Kind::kBf16 : Linear::Kind::kFp16;
+            l.kind = t == WeightType::kBf16 ? model::Linear::Kind::kBf16 : model::Linear::Kind::kFp16;
             l.half = bits;
           }
           l.Pack();
