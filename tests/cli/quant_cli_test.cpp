@@ -1004,7 +1004,7 @@ TEST_CASE("quantize --calibration-text: text and JSONL through a tokenizer give 
   // One JSONL document holding the whole text: the same ids.
   Json doc = Json::object();
   doc["text"] = ReadAll(text);
-  WriteAll(dir.file("docs.jsonl"), doc.dump() + "\n");
+  lmkit::test::WriteAll(dir.file("docs.jsonl"), doc.dump() + "\n");
   const std::string model = TestData("model/stories260K");
   const std::vector<std::string> common = {"--scheme", "w8a8",     "--method", "gptq", "--smoothquant", "0.5",
                                            "--seq-len", "64",      "--samples", "4",   "--quiet"};
