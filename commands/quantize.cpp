@@ -174,8 +174,8 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
       if (!a->o.calibration_tokens.empty())
         return UsageError("quantize", "give --calibration-tokens or --calibration-text, not both");
       for (const std::string& f : a->calibration_text) text_label += (text_label.empty() ? "" : " ") + f;
-      if (Status st = EncodeCalibrationText(a->calibration_text, a->tokenizer, a->corpus, a->o.output, a->o.threads,
-                                            &ids);
+      if (Status st =
+              EncodeCalibrationText(a->calibration_text, a->tokenizer, a->corpus, a->o.output, a->o.threads, &ids);
           !st.ok())
         return ReportError("quantize", st, BpeFlagNames());
       a->o.calibration_tokens = ids.path;

@@ -1006,8 +1006,8 @@ TEST_CASE("quantize --calibration-text: text and JSONL through a tokenizer give 
   doc["text"] = ReadAll(text);
   lmkit::test::WriteAll(dir.file("docs.jsonl"), doc.dump() + "\n");
   const std::string model = TestData("model/stories260K");
-  const std::vector<std::string> common = {"--scheme", "w8a8",     "--method", "gptq", "--smoothquant", "0.5",
-                                           "--seq-len", "64",      "--samples", "4",   "--quiet"};
+  const std::vector<std::string> common = {"--scheme",  "w8a8", "--method",  "gptq", "--smoothquant", "0.5",
+                                           "--seq-len", "64",   "--samples", "4",    "--quiet"};
   auto run = [&](const std::string& out, std::vector<std::string> calib) {
     std::vector<std::string> args = {"quantize", model, "-o", dir.file(out)};
     args.insert(args.end(), common.begin(), common.end());
@@ -1034,7 +1034,8 @@ TEST_CASE("quantize --calibration-text: text and JSONL through a tokenizer give 
   r = run("c", {"--calibration-text", text});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "lmkit quantize: --calibration-text and --tokenizer go together\n");
-  r = run("c", {"--calibration-text", text, "--tokenizer", dir.file("tok"), "--calibration-tokens", dir.file("ids.bin")});
+  r = run("c",
+          {"--calibration-text", text, "--tokenizer", dir.file("tok"), "--calibration-tokens", dir.file("ids.bin")});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "lmkit quantize: give --calibration-tokens or --calibration-text, not both\n");
   r = run("c", {"--calibration-text", dir.file("missing.txt"), "--tokenizer", dir.file("tok")});

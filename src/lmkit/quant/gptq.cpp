@@ -116,7 +116,6 @@ Status OriginalScales(const float* w, uint64_t rows, uint64_t cols, const GptqOp
   return Status::Ok();
 }
 
-
 // H in fp32 panels, the "weights" of y = a H (H is symmetric, so a Hᵀ = a H).
 struct PackedHessian {
   model::gemm::AlignedVector<float> panels;
@@ -147,7 +146,8 @@ double QuadraticForm(const PackedHessian& h, const float* a, uint64_t rows, Thre
     model::gemm::GemmF32(w, a + r0 * n, n, r1 - r0, 0, n, y.data(), n);
     for (uint64_t r = r0; r < r1; ++r) {
       double s = 0;
-      for (uint32_t i = 0; i < n; ++i) s += static_cast<double>(a[r * n + i]) * static_cast<double>(y[(r - r0) * n + i]);
+      for (uint32_t i = 0; i < n; ++i)
+        s += static_cast<double>(a[r * n + i]) * static_cast<double>(y[(r - r0) * n + i]);
       per_row[r] = s;
     }
   };
@@ -166,8 +166,9 @@ std::vector<float> Residual(const float* w, const int8_t* codes, const float* sc
   std::vector<float> d(rows * cols);
   for (uint64_t r = 0; r < rows; ++r)
     for (uint64_t c = 0; c < cols; ++c)
-      d[r * cols + c] = static_cast<float>(static_cast<double>(w[r * cols + c]) -
-                                           static_cast<double>(codes[r * cols + c]) * scales[ScaleIndex(g, cols, r, c)]);
+      d[r * cols + c] =
+          static_cast<float>(static_cast<double>(w[r * cols + c]) -
+                             static_cast<double>(codes[r * cols + c]) * scales[ScaleIndex(g, cols, r, c)]);
   return d;
 }
 
@@ -192,7 +193,8 @@ void HessianAccumulator::AddChunk(const float* xt, uint64_t rows, uint64_t cols,
   for (uint64_t r0 = 0; r0 < n; r0 += kTileRows) {
     const uint64_t r1 = std::min<uint64_t>(n, r0 + kTileRows);
     for (uint64_t c0 = r0 / model::gemm::kPanel * model::gemm::kPanel; c0 < n; c0 += kTileCols)
-      tiles.push_back({r0, r1, static_cast<uint32_t>(c0), static_cast<uint32_t>(std::min<uint64_t>(n, c0 + kTileCols))});
+      tiles.push_back(
+          {r0, r1, static_cast<uint32_t>(c0), static_cast<uint32_t>(std::min<uint64_t>(n, c0 + kTileCols))});
   }
   auto item = [&](size_t t, unsigned) {
     const Tile& tl = tiles[t];
@@ -243,8 +245,7 @@ std::vector<double> HessianAccumulator::Hessian(ThreadPool* pool) const {
   if (pending_rows_ > 0) {
     // The partial chunk, compacted to [n, pending_rows_].
     std::vector<float> xt(n * pending_rows_);
-    for (uint64_t i = 0; i < n; ++i)
-      std::copy_n(&pending_[i * kChunkRows], pending_rows_, &xt[i * pending_rows_]);
+    for (uint64_t i = 0; i < n; ++i) std::copy_n(&pending_[i * kChunkRows], pending_rows_, &xt[i * pending_rows_]);
     AddChunk(xt.data(), pending_rows_, n, sum.data(), pool);
   }
   const double f = 2.0 / static_cast<double>(samples_);

@@ -35,7 +35,7 @@ class HessianAccumulator {
   // Adds the chunk `xt` ([cols, rows] column-major rows, i.e. the transposed chunk) to `sum`.
   static void AddChunk(const float* xt, uint64_t rows, uint64_t cols, double* sum, ThreadPool* pool);
   uint64_t cols_ = 0, samples_ = 0;
-  std::vector<double> sum_;    // upper triangle filled by Add, mirrored by Hessian()
+  std::vector<double> sum_;     // upper triangle filled by Add, mirrored by Hessian()
   std::vector<float> pending_;  // rows not yet in a full chunk, transposed: [cols, kChunkRows]
   uint64_t pending_rows_ = 0;
 };
