@@ -110,7 +110,8 @@ TEST_CASE("GPTQ matches the independent numpy derivation (scripts/gptq_reference
     uint64_t same = 0;
     for (uint64_t i = 0; i < kRows * kCols; ++i) same += r->codes[i] == c.codes[i] ? 1 : 0;
     CHECK(same == kRows * kCols);
-    CHECK(r->error == Approx(c.error).epsilon(1e-9));
+    // The script's error is an fp64 quadratic form; lmkit's sums H in fp32 chunks and forms (W - Ŵ) H on the fp32 GEMM.
+    CHECK(r->error == Approx(c.error).epsilon(1e-5));
     CHECK(r->dead_columns == 1);
     CHECK(!r->cholesky_failed);
     for (uint64_t row = 0; row < kRows; ++row) CHECK(r->codes[row * kCols + 3] == 0);  // the dead column
