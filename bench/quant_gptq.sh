@@ -6,13 +6,13 @@
 # SAMPLES x SEQ_LEN calibration tokens, THREADS threads each (lmkit --threads, torch.set_num_threads). Each process
 # runs under /usr/bin/time -v: wall, user+sys CPU seconds and peak RSS. On a shared machine wall time also measures the
 # other tenants: read CPU seconds beside it.
-# Environment: LMKIT (default build/release/lmkit), LLMC_PY (default ~/.cache/lmkit-llmc-overlay/bin/python),
+# Environment: LMKIT (default build/release/lmkit), LLMC_PY (default ~/.cache/lmkit-llmcompressor-venv/bin/python),
 # HEAVY (a python with numpy; default ~/.cache/lmkit-heavy-venv/bin/python), WORK (default /tmp/lmkit-gptq-bench, kept),
 # SAMPLES (128), SEQ_LEN (512), THREADS (2). Prints one line per tool and writes WORK/result.txt.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 LMKIT=${LMKIT:-$REPO/build/release/lmkit}
-LLMC_PY=${LLMC_PY:-$HOME/.cache/lmkit-llmc-overlay/bin/python}
+LLMC_PY=${LLMC_PY:-$HOME/.cache/lmkit-llmcompressor-venv/bin/python}
 HEAVY=${HEAVY:-$HOME/.cache/lmkit-heavy-venv/bin/python}
 WORK=${WORK:-/tmp/lmkit-gptq-bench}
 SAMPLES=${SAMPLES:-128}

@@ -2,10 +2,16 @@
 #include "lmkit/quant/quantize.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 
 #include "command.h"
+#include "corpus_flags.h"
+#include "lmkit/bpe/encode/encode_file.h"
 #include "lmkit/present/quant.h"
 
 namespace lmkit::cli {
@@ -21,6 +27,37 @@ std::string SchemeHelp() {
   return out + " (default: w8a16; --list-schemes shows which loaders serve each)";
 }
 
+// A file beside `near` that is removed when this goes out of scope (the ids of --calibration-text).
+struct TempFile {
+  std::string path;
+  ~TempFile() {
+    if (!path.empty()) unlink(path.c_str());
+  }
+};
+
+// Encodes `text` (text, JSONL or Parquet, as `bpe encode` reads it) with `tokenizer` into a u32 .bin file beside
+// `near`, named in `out->path`.
+Status EncodeCalibrationText(const std::vector<std::string>& text, const std::string& tokenizer,
+                             const CorpusFlags& flags, const std::string& near, unsigned threads, TempFile* out) {
+  std::filesystem::path dir = std::filesystem::path(near).parent_path();
+  if (dir.empty()) dir = ".";
+  std::string tmpl = (dir / ".lmkit-calibration-ids.XXXXXX").string();
+  const int fd = mkstemp(tmpl.data());
+  if (fd < 0) return Status::Io(tmpl, std::string("cannot create a scratch file: ") + std::strerror(errno));
+  close(fd);
+  out->path = tmpl;
+  bpe::EncodeRequest req;
+  req.tokenizer = tokenizer;
+  LMKIT_ASSIGN_OR_RETURN(req.corpus, CorpusOptionsFrom(flags, text));
+  req.output = tmpl;
+  req.format = bpe::IdFormat::kBin;
+  req.dtype = io::TokenDtype::kU32;
+  req.threads = threads;
+  LMKIT_ASSIGN_OR_RETURN(bpe::EncodeResult r, bpe::EncodeFile(req, nullptr));
+  (void)r;
+  return Status::Ok();
+}
+
 std::string FormatHelp() {
   std::string out;
   for (const quant::FormatInfo& f : quant::Formats())
@@ -34,7 +71,9 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   struct Args {
     quant::QuantizeRequest o;
     std::string scheme = "w8a16", granularity, format = "compressed-tensors", report, svg, method = "rtn", smoothquant,
-                tokens_dtype = "u16";
+                tokens_dtype = "u16", tokenizer;
+    std::vector<std::string> calibration_text;
+    CorpusFlags corpus;
     bool list_schemes = false;
   };
   auto a = std::make_shared<Args>();
@@ -65,6 +104,15 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
   sub.add_option("--calibration-tokens", a->o.calibration_tokens,
                  "token ids the model runs over for --method gptq and --smoothquant (.npy, or .bin from `lmkit bpe "
                  "encode`)");
+  sub.add_option("--calibration-text", a->calibration_text,
+                 "text, JSONL or Parquet files to encode with --tokenizer into the calibration tokens (instead of "
+                 "--calibration-tokens; read as `lmkit bpe encode` reads them, documents joined, cut into windows of "
+                 "--seq-len)")
+      ->allow_extra_args(false);
+  sub.add_option("--tokenizer", a->tokenizer,
+                 "the tokenizer of --calibration-text: gpt2 | cl100k_base | o200k_base | DIR | tokenizer.json | ... "
+                 "(as for `lmkit bpe encode`)");
+  AddCorpusFlags(sub, &a->corpus);
   sub.add_option("--tokens-dtype", a->tokens_dtype, "id type of a .bin calibration token file: u16 (default) or u32");
   sub.add_option("--samples", a->o.samples, "calibration windows to run (default: every full window of the file)");
   sub.add_option("--seq-len", a->o.seq_len, "calibration window length (default: min(max_position_embeddings, 512))");
@@ -118,10 +166,32 @@ RunFn SetupQuantize(CLI::App& sub, const GlobalOptions& g) {
     a->o.granularity = *gran;
     a->o.format = *format;
     a->o.threads = g.ResolvedThreads();
+    TempFile ids;
+    std::string text_label;
+    if (!a->calibration_text.empty() || !a->tokenizer.empty()) {
+      if (a->calibration_text.empty() || a->tokenizer.empty())
+        return UsageError("quantize", "--calibration-text and --tokenizer go together");
+      if (!a->o.calibration_tokens.empty())
+        return UsageError("quantize", "give --calibration-tokens or --calibration-text, not both");
+      for (const std::string& f : a->calibration_text) text_label += (text_label.empty() ? "" : " ") + f;
+      if (Status st =
+              EncodeCalibrationText(a->calibration_text, a->tokenizer, a->corpus, a->o.output, a->o.threads, &ids);
+          !st.ok())
+        return ReportError("quantize", st, BpeFlagNames());
+      a->o.calibration_tokens = ids.path;
+      a->o.tokens_dtype = io::TokenDtype::kU32;
+      a->o.calibration_label = text_label;
+    }
     const quant::RenderQuantizeOutput render = present::AddQuantizeOutputs(&a->o, a->report, a->svg);
     auto progress = MakeProgress(g);
     auto rep = quant::Quantize(a->o, progress.get(), render);
-    if (!rep.ok()) return ReportError("quantize", rep.status(), kQuantizeFlags);
+    if (!rep.ok()) {
+      // The scratch ids are the text's: errors about them name the text.
+      Status st = rep.status();
+      if (!ids.path.empty() && st.subject() == ids.path)
+        st = st.WithSubjectReplaced(text_label + " (encoded by " + a->tokenizer + ")");
+      return ReportError("quantize", st, kQuantizeFlags);
+    }
     for (const std::string& w : rep->warnings)
       Note(g, "quantize", "warning: " + RenderFields(w, [](std::string_view f) { return FlagFor(f, kQuantizeFlags); }));
     if (g.json)

@@ -991,3 +991,56 @@ TEST_CASE("quantize --method gptq --smoothquant: exit codes, --json report and t
   CHECK(r.out.find("GPTQ reconstruction error") != std::string::npos);
   CHECK(r.out.find("model.layers.4.mlp.down_proj.weight") != std::string::npos);
 }
+
+TEST_CASE("quantize --calibration-text: text and JSONL through a tokenizer give the --calibration-tokens bytes",
+          "[quant][cli][gptq]") {
+  TempDir dir;
+  const std::string text = TestData("bpe/tinystories_sample.txt");
+  auto r = RunLmkit({"bpe", "train", text, "--vocab-size", "300", "--quiet", "-o", dir.file("tok")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  r = RunLmkit({"bpe", "encode", text, "-t", dir.file("tok"), "--dtype", "u32", "--quiet", "-o", dir.file("ids.bin")});
+  REQUIRE(r.exit_code == 0);
+  // One JSONL document holding the whole text: the same ids.
+  Json doc = Json::object();
+  doc["text"] = ReadAll(text);
+  lmkit::test::WriteAll(dir.file("docs.jsonl"), doc.dump() + "\n");
+  const std::string model = TestData("model/stories260K");
+  const std::vector<std::string> common = {"--scheme",  "w8a8", "--method",  "gptq", "--smoothquant", "0.5",
+                                           "--seq-len", "64",   "--samples", "4",    "--quiet"};
+  auto run = [&](const std::string& out, std::vector<std::string> calib) {
+    std::vector<std::string> args = {"quantize", model, "-o", dir.file(out)};
+    args.insert(args.end(), common.begin(), common.end());
+    args.insert(args.end(), calib.begin(), calib.end());
+    return RunLmkit(args);
+  };
+  r = run("ids", {"--calibration-tokens", dir.file("ids.bin"), "--tokens-dtype", "u32"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string want = ReadAll(dir.file("ids/model.safetensors"));
+  REQUIRE(!want.empty());
+  for (const std::string& in : {text, dir.file("docs.jsonl")}) {
+    INFO(in);
+    const std::string out = in == text ? "text" : "jsonl";
+    r = run(out, {"--calibration-text", in, "--tokenizer", dir.file("tok"), "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(ParseOut(r.out)["calibration_run"]["tokens"] == in);
+    CHECK(ReadAll(dir.file(out + "/model.safetensors")) == want);
+  }
+  // No scratch ids are left beside the output.
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    CHECK(e.path().filename().string().find(".lmkit-calibration-ids") == std::string::npos);
+  r = run("c", {"--calibration-text", text});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit quantize: --calibration-text and --tokenizer go together\n");
+  r = run("c",
+          {"--calibration-text", text, "--tokenizer", dir.file("tok"), "--calibration-tokens", dir.file("ids.bin")});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lmkit quantize: give --calibration-tokens or --calibration-text, not both\n");
+  r = run("c", {"--calibration-text", dir.file("missing.txt"), "--tokenizer", dir.file("tok")});
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("missing.txt") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(dir.file("c")));
+}

@@ -292,7 +292,7 @@ Result<CalibrationStats> CalibrationStats::Collect(const QuantizeRequest& o, con
   }
   if (progress) progress->Finish();
   st.held_out_ = std::move(cw.held_out_tokens);
-  st.report_.tokens = o.calibration_tokens;
+  st.report_.tokens = o.calibration_label.empty() ? o.calibration_tokens : o.calibration_label;
   st.report_.samples = samples;
   st.report_.held_out = held;
   st.report_.seq_len = T;
@@ -410,7 +410,7 @@ Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const
   // The current layer's inputs, [samples, T, hidden] each: through the float (smoothed) layers for SmoothQuant's
   // ranges, through the quantized layers for GPTQ's Hessians (llm-compressor's independent pipeline: a sequential
   // pass per modifier, SmoothQuant's first).
-  std::vector<float> float_acts, quant_acts;
+  std::vector<float> float_acts, quant_acts, acts;
   {
     model::ModelParts parts;
     parts.layer_count = 0;
@@ -418,12 +418,13 @@ Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const
     LMKIT_ASSIGN_OR_RETURN(model::LlamaModel m, model::LlamaModel::Load(o.input, parts));
     layers = m.config().layers;
     H = m.config().hidden;
-    std::vector<float> acts(samples * T * H);
+    acts.resize(samples * T * H);
     for (uint64_t w = 0; w < samples; ++w)
       LMKIT_RETURN_IF_ERROR(m.Embed(std::span<const uint32_t>(cw.ids.data() + w * T, T), acts.data() + w * T * H));
-    if (smooth && gptq) float_acts = acts;
-    (smooth && !gptq ? float_acts : quant_acts) = std::move(acts);
   }
+  // The second stream is copied once the embedding table is gone, so that the two are never resident together.
+  if (smooth && gptq) float_acts = acts;
+  (smooth && !gptq ? float_acts : quant_acts) = std::move(acts);
   Prepared all;
   std::vector<float> x(size_t{T} * H);
   if (progress) progress->Begin("calibrating", layers, "layers");
@@ -439,15 +440,17 @@ Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const
       std::vector<size_t> input_of;
       LMKIT_RETURN_IF_ERROR(AddInputs(o, plan, matchers, m.LinearNames(), gptq, smooth, inputs, input_of));
       model::KvCache cache = m.NewCache(T);
+      // The first layer's two streams are the same embeddings: one pass feeds both statistics.
+      const bool one_pass = smooth && gptq && l == 0;
       if (smooth) {
         // The float stream goes through the float layer in place: smoothing keeps the float function.
-        StatsObserver ranges(inputs, input_of, pool, false, true);
+        StatsObserver ranges(inputs, input_of, pool, one_pass, true);
         for (uint64_t w = 0; w < samples; ++w) {
           cache.Clear();
           LMKIT_RETURN_IF_ERROR(m.ForwardLayer(l, float_acts.data() + w * T * H, T, cache, &pool, &ranges));
         }
       }
-      if (gptq) {
+      if (gptq && !one_pass) {
         StatsObserver hessians(inputs, input_of, pool, true, false);
         for (uint64_t w = 0; w < samples; ++w) {
           std::copy_n(quant_acts.data() + w * T * H, x.size(), x.data());

@@ -1,11 +1,15 @@
 // GPTQ, as gptq.h describes. Performance notes:
+// - The Hessian sums (2·N·n² flops for N tokens: ~0.8 TFLOP a layer for a 125M model and 65536 tokens) run on the
+//   fp32 GEMM kernels (model/gemm_f32.h), Xᵀ X in tiles of the upper triangle, 512 tokens per fp32 chain, the chunks
+//   added in fp64. The reconstruction errors ((W - Ŵ) H (W - Ŵ)ᵀ) use the same kernels on H rounded to fp32.
 // - Given the scales, GPTQ's updates never cross rows (column i's error moves only later columns of the same row), so
-//   each row runs the whole column loop on its own fp64 copy; rows are split over the pool. The lazy batches keep the
-//   order of llm-compressor's arithmetic (in-batch updates one column at a time, later columns once per batch).
+//   rows run the whole column loop on their own fp64 copies, in groups of 8 that share each read of U; groups are split
+//   over the pool. The lazy batches keep the order of llm-compressor's arithmetic (in-batch updates one column at a
+//   time, later columns once per batch).
 // - The factorization (Cholesky, triangular inverse, H⁻¹, Cholesky again: ~n³ flops) depends only on H, which q/k/v
-//   and gate/up share: FactorHessian runs once per input and GptqQuantize reuses it. Its inner loops are contiguous
-//   fp64 dot products and row updates that the compiler vectorizes; rows of the factor are split over the pool in
-//   chunks, each element computed by one thread in one order.
+//   and gate/up share: FactorHessian runs once per input and GptqQuantize reuses it. Its dot products run in four
+//   chains; its row updates are contiguous fp64 loops the compiler vectorizes, blocked so that a row read serves 32
+//   rows; rows of the factor are split over the pool in chunks, each element computed by one thread in one order.
 #include "lmkit/quant/gptq.h"
 
 #include <algorithm>
@@ -13,6 +17,7 @@
 #include <numeric>
 
 #include "lmkit/formats/int8.h"
+#include "lmkit/model/gemm_f32.h"
 #include "lmkit/quant/quantizer.h"
 
 namespace lmkit::quant {
@@ -32,21 +37,34 @@ void ForChunks(ThreadPool* pool, uint64_t begin, uint64_t end, const std::functi
     for (size_t c = 0; c < n; ++c) item(c, 0);
 }
 
+// Σ a_k b_k in four interleaved chains (k mod 4), combined as (c0 + c1) + (c2 + c3), then the tail: independent chains
+// hide the add latency and vectorize without reassociation, and the order depends only on n.
+double Dot(const double* a, const double* b, uint64_t n) {
+  double c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  uint64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    c0 += a[k] * b[k];
+    c1 += a[k + 1] * b[k + 1];
+    c2 += a[k + 2] * b[k + 2];
+    c3 += a[k + 3] * b[k + 3];
+  }
+  double s = (c0 + c1) + (c2 + c3);
+  for (; k < n; ++k) s += a[k] * b[k];
+  return s;
+}
+
 // In-place lower Cholesky factor of the [n, n] row-major matrix a (only the lower triangle is read and written).
 bool CholeskyLower(std::vector<double>& a, uint64_t n, ThreadPool* pool) {
   for (uint64_t j = 0; j < n; ++j) {
     const double* rj = &a[j * n];
-    double s = rj[j];
-    for (uint64_t k = 0; k < j; ++k) s -= rj[k] * rj[k];
+    const double s = rj[j] - Dot(rj, rj, j);
     if (!(s > 0) || !std::isfinite(s)) return false;
     const double d = std::sqrt(s);
     a[j * n + j] = d;
     ForChunks(pool, j + 1, n, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) {
         double* ri = &a[i * n];
-        double t = ri[j];
-        for (uint64_t k = 0; k < j; ++k) t -= ri[k] * rj[k];
-        ri[j] = t / d;
+        ri[j] = (ri[j] - Dot(ri, rj, j)) / d;
       }
     });
   }
@@ -98,32 +116,141 @@ Status OriginalScales(const float* w, uint64_t rows, uint64_t cols, const GptqOp
   return Status::Ok();
 }
 
+// H in fp32 panels, the "weights" of y = a H (H is symmetric, so a Hᵀ = a H).
+struct PackedHessian {
+  model::gemm::AlignedVector<float> panels;
+  uint32_t n = 0;
+};
+PackedHessian PackHessian(const double* h, uint64_t n) {
+  std::vector<float> f(n * n);
+  for (uint64_t i = 0; i < n * n; ++i) f[i] = static_cast<float>(h[i]);
+  return {model::gemm::PackPanels(f.data(), static_cast<uint32_t>(n), static_cast<uint32_t>(n)),
+          static_cast<uint32_t>(n)};
+}
+
+// Σ_r a_r H a_rᵀ for the rows of `a` ([rows, n] fp32): a H on the fp32 GEMM in tiles, each row's dot product in fp64,
+// the rows summed in order (same bytes for any pool).
+double QuadraticForm(const PackedHessian& h, const float* a, uint64_t rows, ThreadPool* pool) {
+  constexpr uint64_t kTileRows = 48;
+  const uint32_t n = h.n;
+  model::gemm::WeightView w;
+  w.packed = true;
+  w.data = h.panels.data();
+  w.out = n;
+  w.in = n;
+  std::vector<double> per_row(rows, 0.0);
+  const uint64_t tiles = (rows + kTileRows - 1) / kTileRows;
+  auto item = [&](size_t t, unsigned) {
+    const uint64_t r0 = t * kTileRows, r1 = std::min(rows, r0 + kTileRows);
+    std::vector<float> y((r1 - r0) * n);
+    model::gemm::GemmF32(w, a + r0 * n, n, r1 - r0, 0, n, y.data(), n);
+    for (uint64_t r = r0; r < r1; ++r) {
+      double s = 0;
+      for (uint32_t i = 0; i < n; ++i)
+        s += static_cast<double>(a[r * n + i]) * static_cast<double>(y[(r - r0) * n + i]);
+      per_row[r] = s;
+    }
+  };
+  if (pool && tiles > 1)
+    pool->ParallelFor(tiles, item);
+  else
+    for (size_t t = 0; t < tiles; ++t) item(t, 0);
+  double s = 0;
+  for (double v : per_row) s += v;
+  return s;
+}
+
+// W - codes * scales, [rows, cols] fp32.
+std::vector<float> Residual(const float* w, const int8_t* codes, const float* scales, uint64_t rows, uint64_t cols,
+                            const Granularity& g) {
+  std::vector<float> d(rows * cols);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < cols; ++c)
+      d[r * cols + c] =
+          static_cast<float>(static_cast<double>(w[r * cols + c]) -
+                             static_cast<double>(codes[r * cols + c]) * scales[ScaleIndex(g, cols, r, c)]);
+  return d;
+}
+
 }  // namespace
+
+void HessianAccumulator::AddChunk(const float* xt, uint64_t rows, uint64_t cols, double* sum, ThreadPool* pool) {
+  // Σ_t x_t x_tᵀ = Xᵀ X, i.e. y = a bᵀ with a = b = Xᵀ ([cols, rows]): the GEMM's "weights" are Xᵀ in panels. Tiles of
+  // kTileRows rows of the upper triangle by at most kTileCols columns; each writes its own part of `sum`.
+  constexpr uint64_t kTileRows = 48, kTileCols = 256;
+  const uint32_t n = static_cast<uint32_t>(cols), k = static_cast<uint32_t>(rows);
+  const model::gemm::AlignedVector<float> panels = model::gemm::PackPanels(xt, n, k);
+  model::gemm::WeightView w;
+  w.packed = true;
+  w.data = panels.data();
+  w.out = n;
+  w.in = k;
+  struct Tile {
+    uint64_t r0, r1;
+    uint32_t c0, c1;
+  };
+  std::vector<Tile> tiles;
+  for (uint64_t r0 = 0; r0 < n; r0 += kTileRows) {
+    const uint64_t r1 = std::min<uint64_t>(n, r0 + kTileRows);
+    for (uint64_t c0 = r0 / model::gemm::kPanel * model::gemm::kPanel; c0 < n; c0 += kTileCols)
+      tiles.push_back(
+          {r0, r1, static_cast<uint32_t>(c0), static_cast<uint32_t>(std::min<uint64_t>(n, c0 + kTileCols))});
+  }
+  auto item = [&](size_t t, unsigned) {
+    const Tile& tl = tiles[t];
+    const uint32_t width = tl.c1 - tl.c0;
+    // The GEMM writes output column c of tile row r at y[r * width + c], c in [c0, c1).
+    std::vector<float> y((tl.r1 - tl.r0) * width + tl.c0);
+    model::gemm::GemmF32(w, xt + tl.r0 * k, k, tl.r1 - tl.r0, tl.c0, tl.c1, y.data(), width);
+    for (uint64_t i = tl.r0; i < tl.r1; ++i) {
+      const float* yr = &y[(i - tl.r0) * width];
+      double* si = sum + i * cols;
+      for (uint64_t j = std::max<uint64_t>(i, tl.c0); j < tl.c1; ++j) si[j] += static_cast<double>(yr[j]);
+    }
+  };
+  if (pool && tiles.size() > 1)
+    pool->ParallelFor(tiles.size(), item);
+  else
+    for (size_t t = 0; t < tiles.size(); ++t) item(t, 0);
+}
 
 void HessianAccumulator::Add(const float* x, uint64_t rows, ThreadPool* pool) {
   const uint64_t n = cols_;
-  std::vector<double> xd(x, x + rows * n);
-  ForChunks(pool, 0, n, [&](uint64_t b, uint64_t e) {
-    for (uint64_t r = 0; r < rows; ++r) {
-      const double* xr = &xd[r * n];
-      for (uint64_t i = b; i < e; ++i) {
-        const double xi = xr[i];
-        if (xi == 0) continue;
-        double* si = &sum_[i * n];
-        for (uint64_t j = i; j < n; ++j) si[j] += xi * xr[j];
-      }
+  if (n == 0) {
+    samples_ += rows;
+    return;
+  }
+  if (pending_.empty()) pending_.assign(n * kChunkRows, 0.0f);
+  for (uint64_t r = 0; r < rows;) {
+    const uint64_t take = std::min(rows - r, kChunkRows - pending_rows_);
+    for (uint64_t i = 0; i < n; ++i) {
+      float* dst = &pending_[i * kChunkRows + pending_rows_];
+      for (uint64_t t = 0; t < take; ++t) dst[t] = x[(r + t) * n + i];
     }
-  });
+    pending_rows_ += take;
+    r += take;
+    if (pending_rows_ == kChunkRows) {
+      AddChunk(pending_.data(), kChunkRows, n, sum_.data(), pool);
+      pending_rows_ = 0;
+    }
+  }
   samples_ += rows;
 }
 
-std::vector<double> HessianAccumulator::Hessian() const {
+std::vector<double> HessianAccumulator::Hessian(ThreadPool* pool) const {
   const uint64_t n = cols_;
   std::vector<double> h(n * n, 0.0);
   if (samples_ == 0) return h;
+  std::vector<double> sum = sum_;
+  if (pending_rows_ > 0) {
+    // The partial chunk, compacted to [n, pending_rows_].
+    std::vector<float> xt(n * pending_rows_);
+    for (uint64_t i = 0; i < n; ++i) std::copy_n(&pending_[i * kChunkRows], pending_rows_, &xt[i * pending_rows_]);
+    AddChunk(xt.data(), pending_rows_, n, sum.data(), pool);
+  }
   const double f = 2.0 / static_cast<double>(samples_);
   for (uint64_t i = 0; i < n; ++i)
-    for (uint64_t j = i; j < n; ++j) h[i * n + j] = h[j * n + i] = f * sum_[i * n + j];
+    for (uint64_t j = i; j < n; ++j) h[i * n + j] = h[j * n + i] = f * sum[i * n + j];
   return h;
 }
 
@@ -168,25 +295,41 @@ Result<GptqFactor> FactorHessian(const double* hessian, uint64_t cols, double da
     for (uint64_t i = 0; i < n; ++i) f.upper[i * n + i] = 1;
     return f;
   }
-  std::vector<double> li(n * n, 0.0);  // L⁻¹, lower: row i = (e_i - Σ_{k<i} L_ik row_k) / L_ii
-  for (uint64_t i = 0; i < n; ++i) {
-    double* ri = &li[i * n];
-    ri[i] = 1;
-    for (uint64_t k = 0; k < i; ++k) {
-      const double c = h[i * n + k];
+  // L⁻¹, lower: row i = (e_i - Σ_{k<i} L_ik row_k) / L_ii, each element's terms in ascending k. Rows go in blocks of
+  // kFactorRowsPerItem: a block first takes the rows before it (k outer, so each is read once per block, not once per
+  // row), then its own rows in order; the per-element order is unchanged.
+  std::vector<double> li(n * n, 0.0);
+  for (uint64_t b = 0; b < n; b += kFactorRowsPerItem) {
+    const uint64_t e = std::min(n, b + kFactorRowsPerItem);
+    for (uint64_t i = b; i < e; ++i) li[i * n + i] = 1;
+    for (uint64_t k = 0; k < b; ++k) {
       const double* rk = &li[k * n];
-      for (uint64_t j = 0; j <= k; ++j) ri[j] -= c * rk[j];
+      for (uint64_t i = b; i < e; ++i) {
+        const double c = h[i * n + k];
+        double* ri = &li[i * n];
+        for (uint64_t j = 0; j <= k; ++j) ri[j] -= c * rk[j];
+      }
     }
-    const double d = h[i * n + i];
-    for (uint64_t j = 0; j <= i; ++j) ri[j] /= d;
-  }
-  std::vector<double> hinv(n * n, 0.0);  // lower triangle of L⁻ᵀ L⁻¹: (i, j <= i) = Σ_{k >= i} li[k][i] li[k][j]
-  ForChunks(pool, 0, n, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) {
-      double* out = &hinv[i * n];
-      for (uint64_t k = i; k < n; ++k) {
-        const double c = li[k * n + i];
+      double* ri = &li[i * n];
+      for (uint64_t k = b; k < i; ++k) {
+        const double c = h[i * n + k];
         const double* rk = &li[k * n];
+        for (uint64_t j = 0; j <= k; ++j) ri[j] -= c * rk[j];
+      }
+      const double d = h[i * n + i];
+      for (uint64_t j = 0; j <= i; ++j) ri[j] /= d;
+    }
+  }
+  // Lower triangle of L⁻ᵀ L⁻¹: (i, j <= i) = Σ_{k >= i} li[k][i] li[k][j], terms in ascending k; k outer within a
+  // chunk of rows, so each row of L⁻¹ is read once per chunk.
+  std::vector<double> hinv(n * n, 0.0);
+  ForChunks(pool, 0, n, [&](uint64_t b, uint64_t e) {
+    for (uint64_t k = b; k < n; ++k) {
+      const double* rk = &li[k * n];
+      for (uint64_t i = b; i < std::min(e, k + 1); ++i) {
+        const double c = rk[i];
+        double* out = &hinv[i * n];
         for (uint64_t j = 0; j <= i; ++j) out[j] += c * rk[j];
       }
     }
@@ -228,47 +371,67 @@ Result<GptqResult> GptqQuantize(const float* w, uint64_t rows, uint64_t cols, co
   const bool at_start = o.group_scales_at_group_start && o.granularity.kind == Granularity::Kind::kGroup;
   const uint64_t g = o.granularity.group_size;
   const uint64_t B = o.block_size;
-  auto row_fn = [&](size_t r, unsigned) {
-    std::vector<double> wr(n), err(B);
-    for (uint64_t i = 0; i < n; ++i) wr[i] = f.dead[f.perm[i]] ? 0.0 : w[r * n + f.perm[i]];
+  // Rows in groups of kGroupRows: each row of U a batch reads is then read once per group, not once per row (for 2048
+  // columns a batch of U is 2 MiB). Every weight sees the same subtractions in the same order as one row alone.
+  constexpr uint64_t kGroupRows = 8;
+  const uint64_t groups = (rows + kGroupRows - 1) / kGroupRows;
+  auto group_fn = [&](size_t gi, unsigned) {
+    const uint64_t r0 = gi * kGroupRows, r1 = std::min<uint64_t>(rows, r0 + kGroupRows), nr = r1 - r0;
+    std::vector<double> wr(nr * n), err(nr * B);
+    for (uint64_t r = r0; r < r1; ++r)
+      for (uint64_t i = 0; i < n; ++i) wr[(r - r0) * n + i] = f.dead[f.perm[i]] ? 0.0 : w[r * n + f.perm[i]];
     for (uint64_t i1 = 0; i1 < n; i1 += B) {
       const uint64_t i2 = std::min(n, i1 + B);
-      if (at_start)  // no permutation here (CheckOptions): position i is column i
-        for (uint64_t c = (i1 + g - 1) / g * g; c < i2; c += g) {
-          double m = 0;
-          for (uint64_t k = c; k < c + g; ++k) m = std::max(m, std::fabs(wr[k]));
-          res.scales[r * (n / g) + c / g] = StoredScale(static_cast<float>(m), grid.divisor, o.scale_dtype);
+      for (uint64_t r = r0; r < r1; ++r) {
+        double* x = &wr[(r - r0) * n];
+        if (at_start)  // no permutation here (CheckOptions): position i is column i
+          for (uint64_t c = (i1 + g - 1) / g * g; c < i2; c += g) {
+            double m = 0;
+            for (uint64_t k = c; k < c + g; ++k) m = std::max(m, std::fabs(x[k]));
+            res.scales[r * (n / g) + c / g] = StoredScale(static_cast<float>(m), grid.divisor, o.scale_dtype);
+          }
+        for (uint64_t i = i1; i < i2; ++i) {
+          const uint64_t col = f.perm[i];
+          const float s = res.scales[ScaleIndex(o.granularity, n, r, col)];
+          const int8_t q =
+              formats::QuantizeValue(static_cast<float>(x[i]), s, formats::InverseScale(s), grid.lo, grid.hi);
+          res.codes[r * n + col] = q;
+          const double* u = &f.upper[i * n];
+          const double e = (x[i] - static_cast<double>(q) * s) / u[i];
+          for (uint64_t j = i + 1; j < i2; ++j) x[j] -= e * u[j];
+          err[(r - r0) * B + (i - i1)] = e;
         }
-      for (uint64_t i = i1; i < i2; ++i) {
-        const uint64_t col = f.perm[i];
-        const float s = res.scales[ScaleIndex(o.granularity, n, r, col)];
-        const int8_t q =
-            formats::QuantizeValue(static_cast<float>(wr[i]), s, formats::InverseScale(s), grid.lo, grid.hi);
-        res.codes[r * n + col] = q;
-        const double* u = &f.upper[i * n];
-        const double e = (wr[i] - static_cast<double>(q) * s) / u[i];
-        for (uint64_t j = i + 1; j < i2; ++j) wr[j] -= e * u[j];
-        err[i - i1] = e;
       }
       for (uint64_t i = i1; i < i2; ++i) {
-        const double e = err[i - i1];
         const double* u = &f.upper[i * n];
-        for (uint64_t j = i2; j < n; ++j) wr[j] -= e * u[j];
+        for (uint64_t r = 0; r < nr; ++r) {
+          const double e = err[r * B + (i - i1)];
+          double* x = &wr[r * n];
+          for (uint64_t j = i2; j < n; ++j) x[j] -= e * u[j];
+        }
       }
     }
   };
-  if (pool)
-    pool->ParallelFor(rows, row_fn);
+  if (pool && groups > 1)
+    pool->ParallelFor(groups, group_fn);
   else
-    for (size_t r = 0; r < rows; ++r) row_fn(r, 0);
+    for (size_t gi = 0; gi < groups; ++gi) group_fn(gi, 0);
   if (hessian) {
-    res.error = ReconstructionError(w, res.codes.data(), res.scales.data(), rows, cols, o.granularity, hessian, pool);
+    // ||W X||² once for both errors.
+    const PackedHessian h = PackHessian(hessian, cols);
+    const double den = QuadraticForm(h, w, rows, pool);
+    auto error_of = [&](const int8_t* codes, const float* scales) {
+      if (!(den > 0)) return 0.0;
+      const std::vector<float> d = Residual(w, codes, scales, rows, cols, o.granularity);
+      return QuadraticForm(h, d.data(), rows, pool) / den;
+    };
+    res.error = error_of(res.codes.data(), res.scales.data());
     GptqOptions ro = o;
     ro.group_scales_at_group_start = false;
     std::vector<int8_t> rc(rows * cols);
     std::vector<float> rs(res.scales.size());
     LMKIT_RETURN_IF_ERROR(RtnQuantize(w, rows, cols, ro, rc.data(), rs.data()));
-    res.rtn_error = ReconstructionError(w, rc.data(), rs.data(), rows, cols, o.granularity, hessian, pool);
+    res.rtn_error = error_of(rc.data(), rs.data());
   }
   return res;
 }
@@ -282,37 +445,11 @@ Result<GptqResult> GptqQuantize(const float* w, uint64_t rows, uint64_t cols, co
 
 double ReconstructionError(const float* w, const int8_t* codes, const float* scales, uint64_t rows, uint64_t cols,
                            const Granularity& granularity, const double* hessian, ThreadPool* pool) {
-  std::vector<double> num(rows, 0.0), den(rows, 0.0);
-  auto row_fn = [&](size_t r, unsigned) {
-    std::vector<double> x(cols), d(cols);
-    for (uint64_t c = 0; c < cols; ++c) {
-      x[c] = w[r * cols + c];
-      d[c] = x[c] - static_cast<double>(codes[r * cols + c]) * scales[ScaleIndex(granularity, cols, r, c)];
-    }
-    double a = 0, b = 0;
-    for (uint64_t i = 0; i < cols; ++i) {
-      const double* hi = &hessian[i * cols];
-      double hx = 0, hd = 0;
-      for (uint64_t j = 0; j < cols; ++j) {
-        hx += hi[j] * x[j];
-        hd += hi[j] * d[j];
-      }
-      a += d[i] * hd;
-      b += x[i] * hx;
-    }
-    num[r] = a;
-    den[r] = b;
-  };
-  if (pool)
-    pool->ParallelFor(rows, row_fn);
-  else
-    for (size_t r = 0; r < rows; ++r) row_fn(r, 0);
-  double a = 0, b = 0;
-  for (uint64_t r = 0; r < rows; ++r) {
-    a += num[r];
-    b += den[r];
-  }
-  return b > 0 ? a / b : 0.0;
+  const PackedHessian h = PackHessian(hessian, cols);
+  const double den = QuadraticForm(h, w, rows, pool);
+  if (!(den > 0)) return 0.0;
+  const std::vector<float> d = Residual(w, codes, scales, rows, cols, granularity);
+  return QuadraticForm(h, d.data(), rows, pool) / den;
 }
 
 }  // namespace lmkit::quant

@@ -16,21 +16,28 @@
 
 namespace lmkit::quant {
 
-// Sums x xᵀ over the rows fed to it, in fp64 (fp32 sums over 10^5 tokens lose the small eigenvalues GPTQ inverts).
-// Not thread-safe; Add splits its work over `pool` by output row of the sum, so the bytes do not depend on the pool.
+// Sums x xᵀ over the rows fed to it. The rows are taken in chunks of kChunkRows, whatever the calls' split: each
+// chunk's products are summed in fp32 on the GEMM kernels (model/gemm_f32.h; fp32, as llm-compressor accumulates), and
+// the chunks' sums in fp64, so that 10^5 tokens do not lose H's small eigenvalues to one long fp32 sum. Not
+// thread-safe; the chunk's work is split over `pool` in tiles of the upper triangle, so the bytes do not depend on it.
 class HessianAccumulator {
  public:
+  static constexpr uint64_t kChunkRows = 512;
   explicit HessianAccumulator(uint64_t cols) : cols_(cols), sum_(cols * cols, 0.0) {}
   uint64_t cols() const { return cols_; }
   uint64_t samples() const { return samples_; }
   // Adds `rows` input rows of `cols` values each (row-major).
   void Add(const float* x, uint64_t rows, ThreadPool* pool);
   // H = 2 Σ x xᵀ / samples, full and symmetric, [cols, cols] row-major (all zeros before any Add).
-  std::vector<double> Hessian() const;
+  std::vector<double> Hessian(ThreadPool* pool = nullptr) const;
 
  private:
+  // Adds the chunk `xt` ([cols, rows] column-major rows, i.e. the transposed chunk) to `sum`.
+  static void AddChunk(const float* xt, uint64_t rows, uint64_t cols, double* sum, ThreadPool* pool);
   uint64_t cols_ = 0, samples_ = 0;
-  std::vector<double> sum_;  // upper triangle filled by Add, mirrored by Hessian()
+  std::vector<double> sum_;     // upper triangle filled by Add, mirrored by Hessian()
+  std::vector<float> pending_;  // rows not yet in a full chunk, transposed: [cols, kChunkRows]
+  uint64_t pending_rows_ = 0;
 };
 
 // The integer grid a symmetric scheme codes to: codes in [lo, hi], scale = absmax / divisor.
@@ -56,8 +63,8 @@ struct GptqOptions {
 struct GptqResult {
   std::vector<int8_t> codes;  // [rows, cols], in the original column order
   std::vector<float> scales;  // granularity.ScaleCount(rows, cols), stored-dtype values
-  // ||(W - Ŵ) X||^2 / ||W X||^2 over the calibration inputs (computed from H), for GPTQ's and round-to-nearest's codes
-  // with the same scales.
+  // ||(W - Ŵ) X||^2 / ||W X||^2 over the calibration inputs (computed from H rounded to fp32, fp64 sums), for GPTQ's
+  // and round-to-nearest's codes with the same scales.
   double error = 0, rtn_error = 0;
   uint64_t dead_columns = 0;     // input channels no calibration token reached (diag H = 0): their weights become 0
   bool cholesky_failed = false;  // H + damp I was not positive definite: the codes are round-to-nearest's
@@ -96,7 +103,7 @@ Status RtnQuantize(const float* w, uint64_t rows, uint64_t cols, const GptqOptio
                    float* scales);
 
 // The relative reconstruction error ||(W - Ŵ) X||^2 / ||W X||^2 of codes * scales against w under `hessian` (0 when
-// ||W X|| is 0).
+// ||W X|| is 0): the products on the fp32 GEMM kernels with H rounded to fp32, each row's sum in fp64.
 double ReconstructionError(const float* w, const int8_t* codes, const float* scales, uint64_t rows, uint64_t cols,
                            const Granularity& granularity, const double* hessian, ThreadPool* pool);
 

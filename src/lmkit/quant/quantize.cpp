@@ -173,7 +173,7 @@ Result<QuantizeResult> Quantize(const QuantizeRequest& o, ProgressSink* progress
     LMKIT_ASSIGN_OR_RETURN(Json cj, ParseJson(plan.config_text, plan.config_path));
     LMKIT_ASSIGN_OR_RETURN(model::LlamaConfig c, model::ParseLlamaConfig(cj, plan.config_path));
     LMKIT_ASSIGN_OR_RETURN(windows, detail::ReadCalibrationWindows(o, c.max_positions, c.vocab, o.smoothquant_auto));
-    run.tokens = o.calibration_tokens;
+    run.tokens = o.calibration_label.empty() ? o.calibration_tokens : o.calibration_label;
     run.samples = windows->samples;
     run.held_out = windows->held_out;
     run.seq_len = windows->seq_len;

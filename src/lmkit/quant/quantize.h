@@ -44,6 +44,7 @@ struct QuantizeRequest {
   bool smoothquant_auto = false;  // pick it from SmoothQuantAlphas() by KL(float || quantized) on held-out windows
   std::string calibration_tokens;
   io::TokenDtype tokens_dtype = io::TokenDtype::kU16;  // for a headerless .bin token file
+  std::string calibration_label;  // what the report names as the tokens (empty: calibration_tokens)
   uint64_t samples = 0;
   uint32_t seq_len = 0;
   double dampening = 0.01;  // GPTQ: fraction of mean(diag H) added to the diagonal

@@ -80,7 +80,11 @@ TEST_CASE("SmoothQuant folding keeps the float function and smooths the Hessian"
   std::vector<double> hd = h.Hessian();
   const std::vector<double> want = hs.Hessian();
   SmoothHessian(s, hd.data());
-  for (size_t i = 0; i < hd.size(); ++i) CHECK(hd[i] == Approx(want[i]).epsilon(1e-5).margin(1e-9));
+  // H is summed in fp32 chunks: entries agree within 1e-5 of their scale sqrt(H_ii H_jj).
+  for (uint64_t i = 0; i < cols; ++i)
+    for (uint64_t j = 0; j < cols; ++j)
+      CHECK(std::fabs(hd[i * cols + j] - want[i * cols + j]) <=
+            1e-5 * std::sqrt(want[i * cols + i] * want[j * cols + j]) + 1e-12);
 }
 
 }  // namespace lmkit::quant
