@@ -323,6 +323,8 @@ class Tokenizer {
     return -1;
   }
   uint32_t unk_id() const { return unk_; }
+  // An ordinary token (byte-fallback tokens included), not a special one.
+  bool is_ordinary(uint32_t id) const { return IsOrdinary(id); }
   bool fuse_unk() const { return fuse_unk_; }
   bool has_added_flags() const { return !added_flags_.empty(); }
   // The flags of added token `id` (all false when none were set).

@@ -36,13 +36,11 @@ Status DecodeSentencePiece(const Tokenizer& tokenizer, const uint32_t* ids, size
     const uint32_t id = ids[i];
     if (!tokenizer.TokenBytes(id, &bytes)) return UnknownId(tokenizer, id, first_index + i);
     const size_t start = out->size();
-    if (tokenizer.FallbackByteOf(id) >= 0) {
-      out->append(bytes);
-    } else if (id == tokenizer.unk_id()) {
+    if (id == tokenizer.unk_id()) {
       out->append(rules.unk_surface);
-    } else if (!tokenizer.IsOrdinary(id)) {
+    } else if (!tokenizer.is_ordinary(id)) {
       continue;  // CONTROL: invisible, and the start is still the start
-    } else {
+    } else {  // a piece, or a byte-fallback token (one byte: no metaspace)
       if (state->sp_at_start && rules.metaspace_drop_first && bytes.substr(0, ms.size()) == ms)
         bytes.remove_prefix(ms.size());
       for (size_t at; (at = bytes.find(ms)) != std::string_view::npos; bytes.remove_prefix(at + ms.size())) {
