@@ -105,6 +105,7 @@ def write_table():
         "",
         "namespace lmkit::bpe {",
         "",
+        "// clang-format off",
         f"const CodePointRun kLaterNormalizing[{len(r)}] = {{",
     ]
     row = []
@@ -115,7 +116,8 @@ def write_table():
             row = []
     if row:
         lines.append("    " + " ".join(row))
-    lines += ["};", f"const size_t kLaterNormalizingCount = {len(r)};", "", "}  // namespace lmkit::bpe", ""]
+    lines += ["};", "// clang-format on", f"const size_t kLaterNormalizingCount = {len(r)};", "",
+              "}  // namespace lmkit::bpe", ""]
     TABLE.write_text("\n".join(lines))
     print(f"{TABLE}: {len(r)} runs, {sum(b - a + 1 for a, b in r)} code points")
 

@@ -40,7 +40,8 @@ Status DecodeSentencePiece(const Tokenizer& tokenizer, const uint32_t* ids, size
       out->append(rules.unk_surface);
     } else if (!tokenizer.is_ordinary(id)) {
       continue;  // CONTROL: invisible, and the start is still the start
-    } else {  // a piece, or a byte-fallback token (one byte: no metaspace)
+    } else {
+      // A piece, or a byte-fallback token (one byte: no metaspace).
       if (state->sp_at_start && rules.metaspace_drop_first && bytes.substr(0, ms.size()) == ms)
         bytes.remove_prefix(ms.size());
       for (size_t at; (at = bytes.find(ms)) != std::string_view::npos; bytes.remove_prefix(at + ms.size())) {

@@ -13,9 +13,9 @@
 #include <cstring>
 
 #include "lmkit/bpe/files/byte_unicode.h"
+#include "lmkit/bpe/pretokenize/unicode9_normalization.h"
 #include "lmkit/bpe/pretokenize/unicode_categories.h"
 #include "lmkit/bpe/pretokenize/unicode_classes.h"
-#include "lmkit/bpe/pretokenize/unicode9_normalization.h"
 
 namespace lmkit::bpe {
 namespace {

@@ -22,7 +22,7 @@ struct CodePointRun {
 extern const CodePointRun kLaterNormalizing[];
 extern const size_t kLaterNormalizingCount;
 
-// All runs lie at U+07FD and above: a smaller code point answers at once.
+// A code point below the first run answers at once.
 bool IsLaterNormalizing(uint32_t cp);
 
 }  // namespace lmkit::bpe
