@@ -18,10 +18,10 @@ code (this repository's src/ and scripts/), the edge strings of tests/data/bpe/h
 tokenizer test strings (tests/data/bpe/families/llamacpp_vocab_test.txt), each string encoded as a document of its own
 (joined by the family's first special token, which both sides split off first), and 20,000 of check 1's property
 strings. Property strings are reported apart (a difference there is a note, not a failure): lmkit spells \\p{..} by its
-own Unicode 16.0 tables as HF's Oniguruma does (Debian 12's PCRE2 10.42 is at Unicode 14), but HF's NFC/NFKC use
-Unicode 9.0 tables (unicode-normalization-alignments 0.1.12), so strings with later combining marks or compatibility
-characters differ in the NFC families; the same strings without the code points unassigned in Unicode 14 and
-without those normalization differences must be identical.
+own Unicode 16.0 tables as HF's Oniguruma does (Debian 12's PCRE2 10.42 is at Unicode 14), and normalizes at HF's
+Unicode 9.0 (unicode-normalization-alignments 0.1.12; lmkit's bpe/pretokenize/unicode9_normalization.h); the same
+strings without the code points unassigned in Unicode 14 and without the strings on which HF's NFC/NFKC differ from
+the standard's must be identical.
 
 Decoding: `lmkit bpe decode` of HF's ids of the edge and llama.cpp strings must give HF's `decode`.
 
