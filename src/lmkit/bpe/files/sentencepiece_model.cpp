@@ -127,6 +127,8 @@ Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& pat
         break;
       case Piece::CONTROL:
         st = tok->AddSpecial(p.piece(), id, false);
+        // --add-special-tokens: sentencepiece's encode(add_bos=True), as Llama 2's and Mistral's tokenizers add it.
+        if (p.piece() == trainer.bos_piece()) tok->set_template({id}, {});
         break;
       case Piece::UNKNOWN:
         if (unk != kNoId) return Status::InvalidInput(where(), "a second UNKNOWN piece");
@@ -223,6 +225,9 @@ Result<std::unique_ptr<Tokenizer>> ReadSentencePieceModel(const std::string& pat
   rules.metaspace = space;
   rules.metaspace_drop_first = norm.add_dummy_prefix();
   rules.byte_fallback_decoder = trainer.byte_fallback();
+  rules.sentencepiece = true;
+  rules.sp_drop_while_empty = norm.remove_extra_whitespaces();
+  rules.unk_surface = trainer.unk_surface();
   tok->set_decode_rules(std::move(rules));
   tok->set_description("SentencePiece model " + path);
   LMKIT_RETURN_IF_ERROR(detail::FinishTokenizer(*tok, options, path));

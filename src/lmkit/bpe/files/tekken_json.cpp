@@ -115,8 +115,11 @@ Result<std::unique_ptr<Tokenizer>> ReadTekkenJson(const std::string& path, const
                                           " special tokens, more than config default_num_special_tokens (" +
                                           std::to_string(num_special) + ")");
   for (size_t i = specials.size(); i < num_special; ++i) specials.push_back("<SPECIAL_" + std::to_string(i) + ">");
-  for (size_t i = 0; i < specials.size(); ++i)
+  for (size_t i = 0; i < specials.size(); ++i) {
     if (Status s = tok->AddSpecial(specials[i], static_cast<uint32_t>(i), false); !s.ok()) return s.WithSubject(path);
+    // --add-special-tokens: mistral-common's Tekkenizer.encode(text, bos=True, eos=False).
+    if (specials[i] == "<s>") tok->set_template({static_cast<uint32_t>(i)}, {});
+  }
 
   if (options.pattern) {
     tok->set_pattern(*options.pattern);

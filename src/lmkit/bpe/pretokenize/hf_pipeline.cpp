@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "lmkit/bpe/files/byte_unicode.h"
+#include "lmkit/bpe/pretokenize/unicode9_normalization.h"
 #include "lmkit/bpe/pretokenize/unicode_categories.h"
 #include "lmkit/bpe/pretokenize/unicode_classes.h"
 
@@ -248,6 +249,43 @@ void Utf8ProcMap(std::string_view in, int options, std::string* out) {
   std::free(dst);
 }
 
+// Hugging Face's normalization form (unicode9_normalization.h): utf8proc's between the code points that only
+// Unicode versions after 9.0 normalize, which stay as they are.
+void HfNormalForm(std::string_view in, int options, std::string* out) {
+  size_t cut = std::string_view::npos;
+  for (size_t i = 0; i < in.size();) {
+    if (static_cast<unsigned char>(in[i]) < 0xDF) {  // below U+07C0: no later code point
+      ++i;
+      continue;
+    }
+    const DecodedChar d = DecodeUtf8At(in, i);
+    if (IsLaterNormalizing(d.cp)) {
+      cut = i;
+      break;
+    }
+    i += d.len;
+  }
+  if (cut == std::string_view::npos) {
+    Utf8ProcMap(in, options, out);
+    return;
+  }
+  out->clear();
+  std::string part;
+  size_t seg = 0;
+  for (size_t i = cut; i < in.size();) {
+    const DecodedChar d = DecodeUtf8At(in, i);
+    if (IsLaterNormalizing(d.cp)) {
+      Utf8ProcMap(in.substr(seg, i - seg), options, &part);
+      out->append(part);
+      out->append(in.substr(i, d.len));
+      seg = i + d.len;
+    }
+    i += d.len;
+  }
+  Utf8ProcMap(in.substr(seg), options, &part);
+  out->append(part);
+}
+
 // Rust's char::to_lowercase per code point (Hugging Face's Lowercase; no final-sigma rule): utf8proc's simple
 // mapping, plus U+0130 -> "i\u0307", the one full mapping that differs.
 void Lowercase(std::string_view in, std::string* out) {
@@ -402,16 +440,16 @@ void Pipeline::Normalize(std::string_view text, std::string* out) const {
     switch (s.kind) {
       case NormalizerStep::Kind::kNfc:
         if (NfcStable(cur)) continue;
-        Utf8ProcMap(cur, UTF8PROC_COMPOSE, &next);
+        HfNormalForm(cur, UTF8PROC_COMPOSE, &next);
         break;
       case NormalizerStep::Kind::kNfd:
-        Utf8ProcMap(cur, UTF8PROC_DECOMPOSE, &next);
+        HfNormalForm(cur, UTF8PROC_DECOMPOSE, &next);
         break;
       case NormalizerStep::Kind::kNfkc:
-        Utf8ProcMap(cur, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, &next);
+        HfNormalForm(cur, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, &next);
         break;
       case NormalizerStep::Kind::kNfkd:
-        Utf8ProcMap(cur, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, &next);
+        HfNormalForm(cur, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, &next);
         break;
       case NormalizerStep::Kind::kLowercase:
         Lowercase(cur, &next);

@@ -114,3 +114,28 @@ TEST_CASE("a malformed tekken.json is a one-line error naming the file", "[bpe][
     CHECK(msg.find("t.json") != std::string::npos);
   }
 }
+
+TEST_CASE("tekken.json --add-special-tokens gives mistral-common's encode with bos", "[bpe][tekken]") {
+  // tests/data/bpe/native/goldens_extra.json (scripts/native_goldens_extra.py): mistral-common 1.13.1's
+  // Tekkenizer.encode(s, bos=True, eos=False).
+  const Json g = ReadTekkenJsonFile(kTekkenDir + "/goldens_extra.json");
+  const Json& strings = g["strings"];
+  size_t files = 0;
+  for (const char* name : {"tekken_small.json", "tekken_small_specials.json"}) {
+    INFO(name);
+    auto tok = LoadTokenizer(kTekkenDir + "/" + name, {});
+    REQUIRE(tok.ok());
+    REQUIRE((*tok)->has_template());
+    CHECK((*tok)->template_suffix().empty());
+    Encoder enc(**tok, 64);
+    for (size_t i = 0; i < strings.size(); ++i) {
+      INFO("string " << i);
+      std::vector<uint32_t> body, ids = (*tok)->template_prefix();
+      enc.Encode(strings[i].get<std::string>(), &body);
+      ids.insert(ids.end(), body.begin(), body.end());
+      CHECK(ids == TekkenIds(g["files"][name]["ids_with_bos"][i]));
+    }
+    ++files;
+  }
+  CHECK(files == 2);
+}

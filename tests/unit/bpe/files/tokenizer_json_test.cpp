@@ -238,3 +238,32 @@ TEST_CASE("a pipeline tokenizer streams in one chunk: the ids of a whole-text en
   CHECK(stats->chunks == 1);
   CHECK(sink.ids() == whole);
 }
+
+TEST_CASE("Falcon-7B's vocabulary gives Hugging Face tokenizers' ids", "[bpe][tokenizer_json]") {
+  // tests/data/bpe/families/README.md: Falcon-7B's tokens and merges from llama.cpp's ggml-vocab-falcon.gguf with
+  // Falcon's pipeline (Punctuation, ByteLevel, Digits, Split of three digits), cut to the merges that encoding these
+  // strings applies; the last 46 cases are llama.cpp's test strings, whose ids are those llama.cpp recorded from HF's
+  // tokenizer of tiiuae/falcon-7b (ggml-vocab-falcon.gguf.out).
+  const std::string dir = std::string(LMKIT_TEST_DATA_DIR) + "/bpe/families/";
+  const Json g = ReadJson(dir + "falcon-7b-cut.goldens.json");
+  auto tok = ReadHfTokenizerJson(dir + g["file"].get<std::string>(), {});
+  if (!tok.ok()) FAIL(tok.status().ToString());
+  CHECK((*tok)->pipeline() != nullptr);
+  Encoder enc(**tok, 64);
+  REQUIRE(g["cases"].size() == 121);
+  std::ifstream out_file(dir + "ggml-vocab-falcon.gguf.out");
+  std::vector<std::vector<uint32_t>> recorded;
+  for (std::string line; std::getline(out_file, line);) {
+    std::istringstream in(line);
+    recorded.emplace_back();
+    for (uint32_t id = 0; in >> id;) recorded.back().push_back(id);
+  }
+  REQUIRE(recorded.size() >= 46);
+  for (size_t i = 0; i < g["cases"].size(); ++i) {
+    INFO("case " << i << ": " << DumpJson(g["cases"][i], -1));
+    std::vector<uint32_t> ids;
+    enc.Encode(g["cases"][i].get<std::string>(), &ids);
+    CHECK(ids == Ids(g["ids"][i]));
+    if (i >= 75) CHECK(ids == recorded[i - 75]);
+  }
+}
