@@ -154,8 +154,8 @@ Status AddInputs(const QuantizeRequest& o, const Plan& plan, const Matchers& mat
     Input& in = inputs[lead];
     const Found nf = Find(plan, g.norm + ".weight");
     if (!nf.info || nf.info->num_elements() != in.cols)
-      return Status::InvalidInput(o.input, fmt::format("no {}-element '{}.weight' to fold SmoothQuant's scales into",
-                                                       in.cols, g.norm));
+      return Status::InvalidInput(
+          o.input, fmt::format("no {}-element '{}.weight' to fold SmoothQuant's scales into", in.cols, g.norm));
     in.norm = g.norm;
     in.unit_offset = g.unit_offset;
     in.range.emplace(in.cols);
@@ -166,8 +166,8 @@ Status AddInputs(const QuantizeRequest& o, const Plan& plan, const Matchers& mat
 
 // SmoothQuant with `alpha` on the group whose norm inputs[lead] holds: the smoothed norm and the smoothed weights of
 // every Linear whose input is smoothed by it (rounded to their dtypes) into `p`; returns the scales.
-Result<std::vector<float>> SmoothGroup(const Plan& plan, const std::vector<Input>& inputs, size_t lead, double alpha,
-                                       Prepared& p) {
+Result<std::vector<float>> FoldGroup(const Plan& plan, const std::vector<Input>& inputs, size_t lead, double alpha,
+                                     Prepared& p) {
   const Input& in = inputs[lead];
   std::vector<std::string> linears;
   std::vector<std::vector<float>> weights;
@@ -216,7 +216,7 @@ Result<std::vector<float>> SmoothGroup(const Plan& plan, const std::vector<Input
   return s;
 }
 
-// The replaced tensors of `inputs` into `p`: SmoothQuant with `alpha` (each group whose leading input has ranges),
+// The replaced tensors of `inputs` into `p`: SmoothQuant with `alpha` (FoldGroup on each input holding a norm),
 // then GPTQ (each input with a Hessian) on the weights as smoothed. `smooth_hessian`: GPTQ uses the Hessian of the
 // smoothed input (D⁻¹ H D⁻¹), else H as recorded.
 Status BuildInputs(const QuantizeRequest& o, const Plan& plan, const std::vector<Input>& inputs,
@@ -225,7 +225,7 @@ Status BuildInputs(const QuantizeRequest& o, const Plan& plan, const std::vector
   if (alpha)
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].range && !inputs[i].norm.empty()) {
-        LMKIT_ASSIGN_OR_RETURN(scales[i], SmoothGroup(plan, inputs, i, *alpha, p));
+        LMKIT_ASSIGN_OR_RETURN(scales[i], FoldGroup(plan, inputs, i, *alpha, p));
       }
   for (const Input& in : inputs) {
     if (!in.hessian) continue;

@@ -81,8 +81,8 @@ SmoothMapping MapSmoothing(const model::LlamaConfig& c, std::span<const std::str
     }
     std::string norm = layer + ".input_layernorm";
     if (reads == Reads::kMlpInput)
-      norm = layer + (c.norms == model::NormPlacement::kSandwich ? ".pre_feedforward_layernorm"
-                                                                 : ".post_attention_layernorm");
+      norm = layer +
+             (c.norms == model::NormPlacement::kSandwich ? ".pre_feedforward_layernorm" : ".post_attention_layernorm");
     auto [it, added] = group_of.emplace(norm, out.groups.size());
     if (added) out.groups.push_back({norm, c.unit_offset_norms, {}});
     out.groups[it->second].linears.push_back(name);

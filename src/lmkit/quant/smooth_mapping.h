@@ -8,8 +8,8 @@
 //   post_feedforward norms), q_norm/k_norm (feed RoPE and attention), the final norm (lm_head stays 16-bit), and MLA's
 //   q_a_layernorm / kv_a_layernorm (llm-compressor 0.14's DeepSeek mapping leaves them, and so does lmkit).
 // llm-compressor 0.14 (modifiers/transform/smoothquant/utils.py) differs by design in two places: it smooths Gemma's
-// gate/up against post_attention_layernorm, which Gemma applies to the attention output (a changed model), and it leaves
-// MoE MLPs unsmoothed; docs/quant.md ("Families against llm-compressor") has the table. Pure.
+// gate/up against post_attention_layernorm, which Gemma applies to the attention output (a changed model), and it
+// leaves MoE MLPs unsmoothed; docs/quant.md ("Families against llm-compressor") has the table. Pure.
 #pragma once
 
 #include <span>

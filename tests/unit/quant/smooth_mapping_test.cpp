@@ -1,6 +1,8 @@
 // SmoothQuant's mapping per family (quant/smooth_mapping.h) on the tiny checkpoints of tests/data/model: which Linear
 // layers share which norm, what stays unsmoothed, and that a smoothed model computes what the original does (the
 // folded norm times each balanced weight equals the original product, Gemma's 1 + w included, and the logits agree).
+#include "lmkit/quant/smooth_mapping.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -12,7 +14,6 @@
 #include "lmkit/model/generate.h"
 #include "lmkit/model/llama.h"
 #include "lmkit/quant/quantize.h"
-#include "lmkit/quant/smooth_mapping.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
@@ -91,9 +92,9 @@ TEST_CASE("SmoothQuant mapping: Phi-3's fused Linears, OLMo 2's post-norms, Deep
 
   const SmoothMapping olmo = SqMapOf("olmo2");
   CHECK(olmo.groups.empty());
-  CHECK(olmo.unsmoothed == std::vector<std::string>{
-                               "model.layers.*: the attention and MLP inputs are no norm's output (post-norms), "
-                               "not smoothed"});
+  CHECK(olmo.unsmoothed ==
+        std::vector<std::string>{"model.layers.*: the attention and MLP inputs are no norm's output (post-norms), "
+                                 "not smoothed"});
 
   // V2 without q_lora_rank: q_proj and kv_a_proj_with_mqa read input_layernorm; layer 0 is dense.
   const SmoothMapping v2 = SqMapOf("deepseek_v2");
@@ -116,7 +117,7 @@ TEST_CASE("SmoothQuant mapping: a MoE block's router, every expert and the share
   const std::string p = "model.layers.1.block_sparse_moe.";
   CHECK(SqGroupOf(mix, "model.layers.1.post_attention_layernorm").linears ==
         SqNames(p, {"gate", "experts.0.w1", "experts.0.w3", "experts.1.w1", "experts.1.w3", "experts.2.w1",
-                  "experts.2.w3", "experts.3.w1", "experts.3.w3"}));
+                    "experts.2.w3", "experts.3.w1", "experts.3.w3"}));
 
   const SmoothMapping q2 = SqMapOf("qwen2_moe");
   const std::vector<std::string>& g = SqGroupOf(q2, "model.layers.1.post_attention_layernorm").linears;
@@ -159,7 +160,7 @@ std::string SqSampledTokens(const TempDir& d, const std::string& family) {
 // One Linear outside every SmoothQuant group quantized (w8a16, round to nearest), so both checkpoints differ from the
 // original by the same rounding; with `alpha`, the rest smoothed and written in float.
 Result<QuantizeResult> SqOnlyOProj(const std::string& family, const std::string& tokens, const std::string& out,
-                                 std::optional<double> alpha) {
+                                   std::optional<double> alpha) {
   QuantizeRequest o;
   o.input = SqFixture(family);
   o.output = out;
