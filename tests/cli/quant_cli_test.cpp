@@ -966,8 +966,10 @@ TEST_CASE("quantize --smoothquant maps Gemma and DeepSeek norms to every Linear 
         CHECK(g["balanced"].get<std::vector<std::string>>() == balanced);
       }
     CHECK(found);
-    for (const Json& g : j["smoothquant"])
-      CHECK(g["norm"] != "model.layers.0.post_attention_layernorm" || fixture != "gemma2");
+    // Gemma's post_attention_layernorm normalizes the attention output: never smoothed.
+    if (fixture.starts_with("gemma"))
+      for (const Json& g : j["smoothquant"])
+        CHECK(g["norm"].get<std::string>().find("post_attention") == std::string::npos);
   }
 }
 

@@ -166,10 +166,12 @@ Result<QuantizeResult> SqOnlyOProj(const std::string& family, const std::string&
   o.output = out;
   o.scheme = QuantScheme::kW8A16;
   o.include = {"layers\\.0\\.self_attn\\.o_proj\\.weight$"};
-  o.calibration_tokens = tokens;
-  o.seq_len = 32;
   o.threads = 2;
-  o.smoothquant_alpha = alpha;
+  if (alpha) {
+    o.calibration_tokens = tokens;
+    o.seq_len = 32;
+    o.smoothquant_alpha = alpha;
+  }
   return Quantize(o, nullptr);
 }
 
