@@ -5,7 +5,7 @@
 # transformers, torch and compressed-tensors older than the interop venv's. Prints one JSON document.
 # Usage: scripts/llmcompressor-compare.sh [MODEL_DIR]     (default tests/data/model/stories260K)
 # Environment: LMKIT (default build/release/lmkit), LMKIT_LLMC_VENV (default ~/.cache/lmkit-llmcompressor-venv),
-# CALIB_SAMPLES (calibration windows, default 64).
+# CALIB_SAMPLES (calibration windows, default 64), CONFIGS (comma-separated configuration labels to run, default all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-tests/data/model/stories260K}

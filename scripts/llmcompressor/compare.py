@@ -10,6 +10,7 @@ run by transformers + compressed-tensors on the evaluation windows, with the iss
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -54,6 +55,8 @@ def tokenizer():
 
 
 def run_llmcompressor(out, recipe):
+    """oneshot with `recipe`; MoE experts calibrated on the tokens routed to them, as lmkit does (llm-compressor's
+    default, moe_calibrate_all_experts=True, runs every expert on every token)."""
     from datasets import Dataset
     from llmcompressor import oneshot
     from transformers import AutoModelForCausalLM
@@ -61,7 +64,7 @@ def run_llmcompressor(out, recipe):
     ds = Dataset.from_dict({"input_ids": calib.tolist(), "attention_mask": np.ones_like(calib).tolist()})
     model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
     oneshot(model=model, dataset=ds, recipe=recipe, max_seq_length=SEQ, num_calibration_samples=len(calib),
-            processor=tokenizer(), output_dir=out)
+            processor=tokenizer(), output_dir=out, moe_calibrate_all_experts=False)
 
 
 def run_lmkit(out, args):
@@ -115,26 +118,34 @@ def rel_error(w, q, h):
     return float(np.einsum("ij,jk,ik->", d, h, d) / np.einsum("ij,jk,ik->", w, h, w))
 
 
-ATTN_INPUTS = ("q_proj", "k_proj", "v_proj", "qkv_proj", "q_a_proj", "kv_a_proj_with_mqa")
+def canon(name):
+    """A module name as transformers 5 + llm-compressor name it: Mixtral's checkpoint names (block_sparse_moe, w1/w3/w2,
+    which lmkit writes back) become mlp and gate_proj/up_proj/down_proj."""
+    name = name.replace(".block_sparse_moe.", ".mlp.")
+    return re.sub(r"\.experts\.(\d+)\.w([123])(?=\.|$)",
+                  lambda m: ".experts.%s.%s" % (m.group(1), {"1": "gate_proj", "2": "down_proj", "3": "up_proj"}[
+                      m.group(2)]), name)
 
 
-def feeding_norm(m, st):
-    """The norm whose output is Linear m's input (None for o_proj, down_proj, kv_b_proj...)."""
-    layer = m.split(".self_attn.")[0] if ".self_attn." in m else m.split(".mlp.")[0]
-    if ".self_attn." in m:
-        return layer + ".input_layernorm.weight" if m.rsplit(".", 1)[1] in ATTN_INPUTS else None
-    if ".mlp." in m and not m.endswith("down_proj") and not m.endswith(".w2"):
-        pre = layer + ".pre_feedforward_layernorm.weight"
-        return pre if pre in st else layer + ".post_attention_layernorm.weight"
-    return None
+def lmkit_groups(report):
+    """lmkit's SmoothQuant groups from its --report: [(norm, [balanced Linear, ...])], canonical names."""
+    return [(canon(g["norm"]), [canon(b) for b in g["balanced"]]) for g in report.get("smoothquant", [])]
 
 
-def smoothing(m, orig, st):
+def sq_mappings(groups):
+    """llm-compressor SmoothQuantModifier mappings that smooth exactly lmkit's groups (one exact-name set each)."""
+    exact = lambda n: "re:^" + re.escape(n) + "$"  # noqa: E731
+    return [[[exact(b) for b in bal], exact(norm)] for norm, bal in groups]
+
+
+def smoothing(m, groups, orig, st):
     """Per input channel s_j = norm_j / smoothed norm_j of the norm feeding m in checkpoint st (1 where unsmoothed)."""
-    k = feeding_norm(m, orig)
-    if k is None or k not in st:
-        return 1.0
-    return (orig[k].astype(np.float64) + NORM_OFFSET) / (st[k].astype(np.float64) + NORM_OFFSET)
+    for norm, bal in groups:
+        if m in bal:
+            k = norm + ".weight"
+            if k in st and k in orig:
+                return (orig[k].astype(np.float64) + NORM_OFFSET) / (st[k].astype(np.float64) + NORM_OFFSET)
+    return 1.0
 
 
 def kl(out, f_logits, evalw):
@@ -166,17 +177,27 @@ def main():
                                                              "strategy": "group", "group_size": GROUP}}}
     channel8 = {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "int", "symmetric": True,
                                                                "strategy": "channel"}}}
+    # Recipes are built from lmkit's report: SmoothQuant is given lmkit's mapping (smooth_mapping.h), so that the two
+    # tools' arithmetic is compared on the same groups; where llm-compressor's own registry maps a family differently
+    # (Gemma's MLP, MoE MLPs, DeepSeek's dense MLP) "llmc-own-mapping" runs that too (KL only).
     configs = [
-        ("w8a8 gptq", ["--scheme", "w8a8", "--method", "gptq"], [GPTQModifier(scheme="W8A8", ignore=IGNORE)]),
+        ("w8a8 gptq", ["--scheme", "w8a8", "--method", "gptq"], lambda g: [GPTQModifier(scheme="W8A8", ignore=IGNORE)]),
         # compressed-tensors' W8A16 preset is group 128; lmkit's w8a16 default is channel, so the group is spelled out.
         ("w8a16 gptq", ["--scheme", "w8a16", "--method", "gptq"],
-         [GPTQModifier(config_groups=channel8, ignore=IGNORE)]),
+         lambda g: [GPTQModifier(config_groups=channel8, ignore=IGNORE)]),
         ("w4a16 group:%d gptq" % GROUP, ["--scheme", "w4a16", "--granularity", "group:%d" % GROUP, "--method", "gptq"],
-         [GPTQModifier(config_groups=group4, ignore=IGNORE)]),
+         lambda g: [GPTQModifier(config_groups=group4, ignore=IGNORE)]),
         ("w8a8 smoothquant 0.8 + gptq", ["--scheme", "w8a8", "--smoothquant", "0.8", "--method", "gptq"],
-         [SmoothQuantModifier(smoothing_strength=0.8), GPTQModifier(scheme="W8A8", ignore=IGNORE)]),
+         lambda g: [SmoothQuantModifier(smoothing_strength=0.8, mappings=sq_mappings(g)),
+                    GPTQModifier(scheme="W8A8", ignore=IGNORE)]),
+        ("w8a8 smoothquant 0.8 + gptq llmc-own-mapping", ["--scheme", "w8a8", "--smoothquant", "0.8", "--method", "gptq"],
+         lambda g: [SmoothQuantModifier(smoothing_strength=0.8), GPTQModifier(scheme="W8A8", ignore=IGNORE)]),
     ]
-    orig = load_file(os.path.join(MODEL, "model.safetensors"))
+    # CONFIGS: comma-separated label prefixes to run (default: all).
+    if os.environ.get("CONFIGS"):
+        want = os.environ["CONFIGS"].split(",")
+        configs = [c for c in configs if any(c[0] == w or c[0].startswith(w + " ") for w in want)]
+    orig0 = load_file(os.path.join(MODEL, "model.safetensors"))
     H = hessians()
     evalw = windows("eval.npy")
     fmodel = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
@@ -199,7 +220,8 @@ def main():
             doc["configs"].append({"config": label, "error": "lmkit: " + (e.stderr or b"").decode().strip()})
             continue
         try:
-            run_llmcompressor(co, recipe)
+            groups = lmkit_groups(json.load(open(lo + ".json")))
+            run_llmcompressor(co, recipe(groups))
         except Exception as e:  # noqa: BLE001 -- whatever llm-compressor raises is the finding
             doc["configs"].append({"config": label, "error": "llmcompressor: %s: %s" % (type(e).__name__, e)})
             continue
@@ -207,6 +229,10 @@ def main():
         ql = json.load(open(os.path.join(lo, "config.json")))["quantization_config"]
         qm = json.load(open(os.path.join(co, "config.json")))["quantization_config"]
         layers, same, total = [], 0, 0
+        # Tensors by canonical module name (Mixtral's lmkit output keeps the checkpoint's w1/w2/w3 names).
+        sl = {canon(k[: -len(".weight")]) + ".weight" if k.endswith(".weight") else
+              canon(k.rsplit(".", 1)[0]) + "." + k.rsplit(".", 1)[1]: v for k, v in sl.items()}
+        orig = {canon(k[: -len(".weight")]) + ".weight" if k.endswith(".weight") else k: v for k, v in orig0.items()}
         both = sorted(k[: -len(".weight_scale")] for k in sl if k.endswith(".weight_scale") and k in sc)
         only_lmkit = sorted(k[: -len(".weight_scale")] for k in sl if k.endswith(".weight_scale") and k not in sc)
         only_llmc = sorted(k[: -len(".weight_scale")] for k in sc if k.endswith(".weight_scale") and k not in sl)
@@ -217,8 +243,8 @@ def main():
             if m in H and m + ".weight" in orig:  # fused 3-D experts have no nn.Linear to hook
                 w = orig[m + ".weight"].astype(np.float64)
                 if "smoothquant" in label:  # back to the unsmoothed domain
-                    dl = dl / np.broadcast_to(smoothing(m, orig, sl), (dl.shape[1],))[None, :]
-                    dc = dc / np.broadcast_to(smoothing(m, orig, sc), (dc.shape[1],))[None, :]
+                    dl = dl / np.broadcast_to(smoothing(m, groups, orig, sl), (dl.shape[1],))[None, :]
+                    dc = dc / np.broadcast_to(smoothing(m, groups, orig, sc), (dc.shape[1],))[None, :]
                 el, ec = rel_error(w, dl, H[m]), rel_error(w, dc, H[m])
             s = int((cl == cc).sum())
             same += s
@@ -227,9 +253,10 @@ def main():
                 np.abs(sc_), 1e-30))), "codes_identical": s / cl.size, "error_lmkit": el, "error_llmcompressor": ec,
                 "error_ratio": el / ec if ec else None})
         norms = None
-        if "smoothquant" in label:
-            norms = max(float(np.max(np.abs(sl[k].astype(np.float64) - sc[k]) / np.abs(sc[k])))
-                        for k in sl if k.endswith("layernorm.weight"))
+        if "smoothquant" in label and "own-mapping" not in label:
+            # Relative to the effective weight (1 + w for Gemma), as the norm multiplies by it.
+            norms = max((float(np.max(np.abs(sl[k].astype(np.float64) - sc[k]) / np.abs(sc[k] + NORM_OFFSET)))
+                         for k in sl if k.endswith("layernorm.weight") and k in sc), default=None)
         kl_l = kl(lo, f_logits, evalw)
         try:  # llm-compressor's MoE outputs do not always load back into transformers
             kl_c = kl(co, f_logits, evalw)

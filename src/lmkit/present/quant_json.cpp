@@ -81,7 +81,8 @@ LMKIT_JSON_FIELDS(quant::QuantizeResult,  //
                   Field("granularity", &T::granularity), Field("format", &T::format), Field("tensors", &T::tensors),
                   Field("method", &T::method), Optional("calibration_run", &T::calibration_run),
                   Field("smoothquant_alpha", &T::smoothquant_alpha), Field("alpha_sweep", &T::alpha_sweep),
-                  Field("smoothquant", &T::smoothquant), Field("kept_unquantized", &T::kept_unquantized),
+                  Field("smoothquant", &T::smoothquant), Field("smoothquant_unsmoothed", &T::smoothquant_unsmoothed),
+                  Field("kept_unquantized", &T::kept_unquantized),
                   Computed("warnings",
                            [](const T& r) {
                              std::vector<std::string> out;

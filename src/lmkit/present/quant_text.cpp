@@ -43,6 +43,7 @@ std::string QuantizeReportText(const quant::QuantizeResult& r) {
       out += fmt::format("{:<{}}  {:>10.4g}  {:>10.4g}  {:>10.4g}  {:>12.4g}\n", m.norm, nw, m.scale_min, m.scale_max,
                          m.scale_min > 0 ? m.scale_max / m.scale_min : 0.0, m.activation_range_max);
   }
+  for (const auto& n : r.smoothquant_unsmoothed) out += "smoothquant: " + n + "\n";
   if (std::any_of(r.tensors.begin(), r.tensors.end(), [](const auto& t) { return t.gptq_error.has_value(); })) {
     out += fmt::format(
         "GPTQ reconstruction error ||(W - Q) X||^2 / ||W X||^2 on the calibration inputs\n"

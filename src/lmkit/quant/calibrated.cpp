@@ -20,6 +20,7 @@
 #include "lmkit/io/token_file.h"
 #include "lmkit/model/llama.h"
 #include "lmkit/quant/quantizer.h"
+#include "lmkit/quant/smooth_mapping.h"
 
 namespace lmkit::quant::detail {
 namespace {
@@ -69,28 +70,6 @@ Status RoundToDtype(const Plan& plan, const std::string& name, std::vector<float
   return Status::Ok();
 }
 
-// Which input a Linear module reads: q/k/v share one, gate/up another (the Llama family's Linears; LinearNames()).
-void KeyOf(const std::string& module, std::string* key, std::string* norm) {
-  const size_t dot = module.rfind('.');
-  const std::string leaf = dot == std::string::npos ? module : module.substr(dot + 1);
-  const std::string parent = dot == std::string::npos ? "" : module.substr(0, dot);
-  auto strip = [](const std::string& p, const std::string& suffix) {
-    return p.size() > suffix.size() && p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0
-               ? p.substr(0, p.size() - suffix.size())
-               : std::string();
-  };
-  *norm = "";
-  if (leaf == "q_proj" || leaf == "k_proj" || leaf == "v_proj") {
-    *key = parent + ".qkv";
-    if (std::string layer = strip(parent, ".self_attn"); !layer.empty()) *norm = layer + ".input_layernorm";
-  } else if (leaf == "gate_proj" || leaf == "up_proj") {
-    *key = parent + ".gate_up";
-    if (std::string layer = strip(parent, ".mlp"); !layer.empty()) *norm = layer + ".post_attention_layernorm";
-  } else {
-    *key = module;
-  }
-}
-
 class StatsObserver : public model::ActivationObserver {
  public:
   // `hessians` / `ranges`: which statistics this pass feeds.
@@ -99,11 +78,8 @@ class StatsObserver : public model::ActivationObserver {
       : inputs_(inputs), input_of_(input_of), pool_(pool), hessians_(hessians), ranges_(ranges) {}
   Status Observe(size_t linear, const float* x, uint64_t rows, uint64_t cols) override {
     if (linear >= input_of_.size()) return Status::Internal("observer: Linear index out of range");
-    if (linear == 0) last_ = SIZE_MAX;
-    const size_t i = input_of_[linear];
-    if (i == last_) return Status::Ok();  // the same input as the Linear before
-    last_ = i;
-    Input& in = inputs_[i];
+    Input& in = inputs_[input_of_[linear]];
+    if (linear != in.first) return Status::Ok();  // the rows its first reader saw
     if (cols != in.cols)
       return Status::Internal(fmt::format("observer: '{}' has {} input channels, expected {}", in.key, cols, in.cols));
     if (in.hessian && hessians_) in.hessian->Add(x, rows, &pool_);
@@ -116,117 +92,181 @@ class StatsObserver : public model::ActivationObserver {
   const std::vector<size_t>& input_of_;
   ThreadPool& pool_;
   bool hessians_, ranges_;
-  size_t last_ = SIZE_MAX;
 };
 
-// Appends the inputs of the Linears `names` (a model's LinearNames(), in forward order) to `inputs`, and each Linear's
-// input index (into `inputs`) to `input_of`.
-Status AddInputs(const QuantizeRequest& o, const Plan& plan, const Matchers& matchers,
-                 const std::vector<std::string>& names, bool gptq, bool smooth, std::vector<Input>& inputs,
-                 std::vector<size_t>& input_of) {
-  // The mapping below is Llama's (input_layernorm -> q/k/v, post_attention_layernorm -> gate/up). Folding it into
-  // Gemma's (1 + w) norms, whose MLP reads pre_feedforward_layernorm, or into DeepSeek's MLA, where
-  // kv_a_proj_with_mqa reads input_layernorm beside q_proj, would change the model, so those families are refused.
-  if (smooth && (plan.model_type.starts_with("gemma") || plan.model_type.starts_with("deepseek")))
-    return Status::Unsupported(o.input, "SmoothQuant's norm mapping for model_type '" + plan.model_type +
-                                            "' is not implemented (quantize without --smoothquant)");
-  for (const std::string& module : names) {
-    std::string key, norm;
-    KeyOf(module, &key, &norm);
+// Appends the inputs of the model's Linears (LinearNames(), in forward order) to `inputs`, and each Linear's input
+// index (into `inputs`) to `input_of`. With `smooth`, the groups of MapSmoothing: the input that holds a norm's whole
+// output (q/k/v's, a MoE router's) records its range, and the inputs of the group's other Linears (the routed experts')
+// take its scales; what stays unsmoothed is appended to `unsmoothed` (once).
+Status AddInputs(const QuantizeRequest& o, const Plan& plan, const Matchers& matchers, const model::LlamaModel& m,
+                 bool gptq, bool smooth, std::vector<Input>& inputs, std::vector<size_t>& input_of,
+                 std::vector<std::string>& unsmoothed) {
+  const std::vector<std::string> names = m.LinearNames();
+  const std::vector<size_t> source = m.LinearInputSource();
+  const size_t first = input_of.size();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& module = names[i];
     const Found w = Find(plan, module + ".weight");
     if (!w.info || w.info->shape.size() != 2)
       return Status::InvalidInput(o.input, "no 2-D tensor '" + module + ".weight' for the model's Linear");
-    if (inputs.empty() || inputs.back().key != key) {
+    size_t k = 0;
+    if (source[i] == i) {
       Input in;
-      in.key = key;
+      in.key = module + " input";
+      in.first = i;
       in.cols = w.info->shape[1];
-      if (smooth && !norm.empty()) {
-        if (!Find(plan, norm + ".weight").info)
-          return Status::InvalidInput(o.input, "no '" + norm + ".weight' to fold SmoothQuant's scales into");
-        in.norm = norm;
-        in.range.emplace(in.cols);
-      }
+      k = inputs.size();
       inputs.push_back(std::move(in));
+    } else {
+      k = input_of[first + source[i]];
     }
-    Input& in = inputs.back();
+    Input& in = inputs[k];
     in.linears.push_back(module);
     in.selected.push_back(Selected(*w.info, matchers));
     if (gptq && in.selected.back() && !in.hessian) in.hessian.emplace(in.cols);
-    input_of.push_back(inputs.size() - 1);
+    input_of.push_back(k);
+  }
+  if (!smooth) return Status::Ok();
+  const SmoothMapping map = MapSmoothing(m.config(), names);
+  auto add_note = [&](const std::string& line) {
+    if (std::find(unsmoothed.begin(), unsmoothed.end(), line) == unsmoothed.end()) unsmoothed.push_back(line);
+  };
+  for (const std::string& line : map.unsmoothed) add_note(line);
+  std::map<std::string, size_t> index_of;
+  for (size_t i = 0; i < names.size(); ++i) index_of[names[i]] = i;
+  for (const SmoothGroup& g : map.groups) {
+    // The inputs the group's Linears read; every Linear reading one of them must be in the group (a Linear reading
+    // the smoothed rows without its weights balanced would change the model).
+    std::vector<size_t> members;
+    for (const std::string& l : g.linears) {
+      const size_t k = input_of[first + index_of.at(l)];
+      if (std::find(members.begin(), members.end(), k) == members.end()) members.push_back(k);
+    }
+    std::string outside;
+    for (size_t k : members)
+      for (const std::string& l : inputs[k].linears)
+        if (std::find(g.linears.begin(), g.linears.end(), l) == g.linears.end()) outside = l;
+    if (!outside.empty()) {
+      add_note(g.norm + ": not smoothed ('" + outside + "' reads its output too)");
+      continue;
+    }
+    const size_t lead = members.front();
+    Input& in = inputs[lead];
+    const Found nf = Find(plan, g.norm + ".weight");
+    if (!nf.info || nf.info->num_elements() != in.cols)
+      return Status::InvalidInput(
+          o.input, fmt::format("no {}-element '{}.weight' to fold SmoothQuant's scales into", in.cols, g.norm));
+    in.norm = g.norm;
+    in.unit_offset = g.unit_offset;
+    in.range.emplace(in.cols);
+    for (size_t k : members) inputs[k].smoothed_by = lead;
   }
   return Status::Ok();
 }
 
-// The replaced tensors of one input into `p`: SmoothQuant with `alpha` (when the input has ranges), then GPTQ (when it
-// has a Hessian). `smooth_hessian`: GPTQ uses the Hessian of the smoothed input (D⁻¹ H D⁻¹), else H as recorded.
-Status BuildInput(const QuantizeRequest& o, const Plan& plan, const Input& in, std::optional<double> alpha,
-                  bool smooth_hessian, ThreadPool& pool, Prepared& p) {
-  std::vector<double> h;
-  if (in.hessian) h = in.hessian->Hessian();
-  // The Linear weights as GPTQ (or the writer) will see them: smoothed when asked.
-  std::vector<std::vector<float>> weights(in.linears.size());
-  std::vector<uint64_t> rows(in.linears.size());
-  for (size_t k = 0; k < in.linears.size(); ++k) {
-    const Found f = Find(plan, in.linears[k] + ".weight");
-    rows[k] = f.info->shape[0];
-  }
-  const bool smooth = alpha && in.range;
-  if (smooth || in.hessian)
-    for (size_t k = 0; k < in.linears.size(); ++k) {
-      LMKIT_ASSIGN_OR_RETURN(weights[k], ReadFloat(plan, in.linears[k] + ".weight", rows[k] * in.cols));
+// SmoothQuant with `alpha` on the group whose norm inputs[lead] holds: the smoothed norm and the smoothed weights of
+// every Linear whose input is smoothed by it (rounded to their dtypes) into `p`; returns the scales.
+Result<std::vector<float>> FoldGroup(const Plan& plan, const std::vector<Input>& inputs, size_t lead, double alpha,
+                                     Prepared& p) {
+  const Input& in = inputs[lead];
+  std::vector<std::string> linears;
+  std::vector<std::vector<float>> weights;
+  std::vector<uint64_t> rows;
+  for (const Input& m : inputs) {
+    if (m.smoothed_by != lead) continue;
+    for (const std::string& l : m.linears) {
+      rows.push_back(Find(plan, l + ".weight").info->shape[0]);
+      LMKIT_ASSIGN_OR_RETURN(std::vector<float> w, ReadFloat(plan, l + ".weight", rows.back() * in.cols));
+      linears.push_back(l);
+      weights.push_back(std::move(w));
     }
-  if (smooth) {
-    std::vector<BalancedWeight> bw;
-    for (size_t k = 0; k < weights.size(); ++k) bw.push_back({weights[k].data(), rows[k]});
-    const std::vector<float> range = in.range->Range();
-    const std::vector<float> s = SmoothingScales(range, bw, *alpha);
-    const std::string norm_name = in.norm + ".weight";
-    LMKIT_ASSIGN_OR_RETURN(std::vector<float> norm, ReadFloat(plan, norm_name, in.cols));
+  }
+  std::vector<BalancedWeight> bw;
+  for (size_t k = 0; k < weights.size(); ++k) bw.push_back({weights[k].data(), rows[k]});
+  const std::vector<float> range = in.range->Range();
+  const std::vector<float> s = SmoothingScales(range, bw, alpha);
+  const std::string norm_name = in.norm + ".weight";
+  LMKIT_ASSIGN_OR_RETURN(std::vector<float> norm, ReadFloat(plan, norm_name, in.cols));
+  if (in.unit_offset) {
+    // Gemma's norm multiplies by (1 + w): (1 + w) / s is stored as ((1 + w) / s) - 1, each step rounded to the
+    // tensor's dtype (llm-compressor's offset-norm calibration module does the same).
+    for (float& v : norm) v = 1.0f + v;
+    LMKIT_RETURN_IF_ERROR(RoundToDtype(plan, norm_name, norm));
     FoldIntoNorm(s, norm.data());
     LMKIT_RETURN_IF_ERROR(RoundToDtype(plan, norm_name, norm));
-    p.tensors[norm_name].values = std::move(norm);
-    for (size_t k = 0; k < weights.size(); ++k) {
-      FoldIntoWeight(s, weights[k].data(), rows[k]);
-      const std::string name = in.linears[k] + ".weight";
-      LMKIT_RETURN_IF_ERROR(RoundToDtype(plan, name, weights[k]));
-      p.tensors[name].values = weights[k];
-    }
-    if (!h.empty() && smooth_hessian) SmoothHessian(s, h.data());
-    SmoothReport r;
-    r.norm = in.norm;
-    r.balanced = in.linears;
-    r.scale_min = *std::min_element(s.begin(), s.end());
-    r.scale_max = *std::max_element(s.begin(), s.end());
-    r.activation_range_max = *std::max_element(range.begin(), range.end());
-    p.smooth.push_back(std::move(r));
+    for (float& v : norm) v -= 1.0f;
+  } else {
+    FoldIntoNorm(s, norm.data());
   }
-  if (!in.hessian) return Status::Ok();
-  LMKIT_ASSIGN_OR_RETURN(GptqFactor factor, FactorHessian(h.data(), in.cols, o.dampening, o.act_order, &pool));
-  for (size_t k = 0; k < in.linears.size(); ++k) {
-    const std::string name = in.linears[k] + ".weight";
-    const Found f = Find(plan, name);
-    if (!in.selected[k]) continue;  // a Linear left out by --include/--exclude keeps its (smoothed) weights
-    GptqOptions go;
-    go.bits = InfoOf(o.scheme).weight_bits;
-    go.granularity = o.granularity;
-    go.scale_dtype = f.info->dtype;
-    go.dampening = o.dampening;
-    go.act_order = o.act_order;
-    auto r = GptqQuantize(weights[k].data(), rows[k], in.cols, factor, h.data(), go, &pool);
-    if (!r.ok()) {
-      if (r.status().code() == ErrorCode::kInvalidInput)
-        return Status::InvalidInput(f.shard->in_path, "tensor '" + name + "': " + r.status().message());
-      return Status::InvalidArgument("tensor '" + name + "': " + r.status().message());
+  LMKIT_RETURN_IF_ERROR(RoundToDtype(plan, norm_name, norm));
+  p.tensors[norm_name].values = std::move(norm);
+  for (size_t k = 0; k < weights.size(); ++k) {
+    FoldIntoWeight(s, weights[k].data(), rows[k]);
+    const std::string name = linears[k] + ".weight";
+    LMKIT_RETURN_IF_ERROR(RoundToDtype(plan, name, weights[k]));
+    p.tensors[name].values = std::move(weights[k]);
+  }
+  SmoothReport r;
+  r.norm = in.norm;
+  r.balanced = std::move(linears);
+  r.scale_min = *std::min_element(s.begin(), s.end());
+  r.scale_max = *std::max_element(s.begin(), s.end());
+  r.activation_range_max = *std::max_element(range.begin(), range.end());
+  p.smooth.push_back(std::move(r));
+  return s;
+}
+
+// The replaced tensors of `inputs` into `p`: SmoothQuant with `alpha` (FoldGroup on each input holding a norm),
+// then GPTQ (each input with a Hessian) on the weights as smoothed. `smooth_hessian`: GPTQ uses the Hessian of the
+// smoothed input (D⁻¹ H D⁻¹), else H as recorded.
+Status BuildInputs(const QuantizeRequest& o, const Plan& plan, const std::vector<Input>& inputs,
+                   std::optional<double> alpha, bool smooth_hessian, ThreadPool& pool, Prepared& p) {
+  std::vector<std::vector<float>> scales(inputs.size());
+  if (alpha)
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].range && !inputs[i].norm.empty()) {
+        LMKIT_ASSIGN_OR_RETURN(scales[i], FoldGroup(plan, inputs, i, *alpha, p));
+      }
+  for (const Input& in : inputs) {
+    if (!in.hessian) continue;
+    std::vector<double> h = in.hessian->Hessian();
+    if (smooth_hessian && in.smoothed_by < inputs.size() && !scales[in.smoothed_by].empty())
+      SmoothHessian(scales[in.smoothed_by], h.data());
+    LMKIT_ASSIGN_OR_RETURN(GptqFactor factor, FactorHessian(h.data(), in.cols, o.dampening, o.act_order, &pool));
+    for (size_t k = 0; k < in.linears.size(); ++k) {
+      if (!in.selected[k]) continue;  // a Linear left out by --include/--exclude keeps its (smoothed) weights
+      const std::string name = in.linears[k] + ".weight";
+      const Found f = Find(plan, name);
+      const uint64_t rows = f.info->shape[0];
+      // The weights as GPTQ sees them: smoothed when SmoothGroup replaced them.
+      std::vector<float> w;
+      if (auto it = p.tensors.find(name); it != p.tensors.end() && !it->second.values.empty()) {
+        w = it->second.values;
+      } else {
+        LMKIT_ASSIGN_OR_RETURN(w, ReadFloat(plan, name, rows * in.cols));
+      }
+      GptqOptions go;
+      go.bits = InfoOf(o.scheme).weight_bits;
+      go.granularity = o.granularity;
+      go.scale_dtype = f.info->dtype;
+      go.dampening = o.dampening;
+      go.act_order = o.act_order;
+      auto r = GptqQuantize(w.data(), rows, in.cols, factor, h.data(), go, &pool);
+      if (!r.ok()) {
+        if (r.status().code() == ErrorCode::kInvalidInput)
+          return Status::InvalidInput(f.shard->in_path, "tensor '" + name + "': " + r.status().message());
+        return Status::InvalidArgument("tensor '" + name + "': " + r.status().message());
+      }
+      PreparedTensor& t = p.tensors[name];
+      t.values = std::move(w);
+      t.has_codes = true;
+      t.codes = std::move(r->codes);
+      t.scales = std::move(r->scales);
+      t.gptq_error = r->error;
+      t.rtn_error = r->rtn_error;
+      t.dead_columns = r->dead_columns;
+      t.cholesky_failed = r->cholesky_failed;
     }
-    PreparedTensor& t = p.tensors[name];
-    t.values = weights[k];
-    t.has_codes = true;
-    t.codes = std::move(r->codes);
-    t.scales = std::move(r->scales);
-    t.gptq_error = r->error;
-    t.rtn_error = r->rtn_error;
-    t.dead_columns = r->dead_columns;
-    t.cholesky_failed = r->cholesky_failed;
   }
   return Status::Ok();
 }
@@ -278,7 +318,7 @@ Result<CalibrationStats> CalibrationStats::Collect(const QuantizeRequest& o, con
   const bool gptq = o.method == QuantMethod::kGptq;
   const bool smooth = o.smoothquant_alpha.has_value() || o.smoothquant_auto;
   std::vector<size_t> input_of;
-  LMKIT_RETURN_IF_ERROR(AddInputs(o, plan, matchers, m.LinearNames(), gptq, smooth, st.inputs_, input_of));
+  LMKIT_RETURN_IF_ERROR(AddInputs(o, plan, matchers, m, gptq, smooth, st.inputs_, input_of, st.unsmoothed_));
   StatsObserver obs(st.inputs_, input_of, pool);
   model::KvCache cache = m.NewCache(T);
   std::vector<float> logits(V);
@@ -303,7 +343,8 @@ Result<CalibrationStats> CalibrationStats::Collect(const QuantizeRequest& o, con
 Result<Prepared> CalibrationStats::Build(const QuantizeRequest& o, std::optional<double> alpha,
                                          ThreadPool& pool) const {
   Prepared p;
-  for (const Input& in : inputs_) LMKIT_RETURN_IF_ERROR(BuildInput(o, *plan_, in, alpha, true, pool, p));
+  LMKIT_RETURN_IF_ERROR(BuildInputs(o, *plan_, inputs_, alpha, true, pool, p));
+  if (alpha) p.unsmoothed = unsmoothed_;
   return p;
 }
 
@@ -438,7 +479,7 @@ Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const
     {
       LMKIT_ASSIGN_OR_RETURN(model::LlamaModel m, model::LlamaModel::Load(o.input, parts));
       std::vector<size_t> input_of;
-      LMKIT_RETURN_IF_ERROR(AddInputs(o, plan, matchers, m.LinearNames(), gptq, smooth, inputs, input_of));
+      LMKIT_RETURN_IF_ERROR(AddInputs(o, plan, matchers, m, gptq, smooth, inputs, input_of, all.unsmoothed));
       model::KvCache cache = m.NewCache(T);
       // The first layer's two streams are the same embeddings: one pass feeds both statistics.
       const bool one_pass = smooth && gptq && l == 0;
@@ -461,7 +502,7 @@ Result<Prepared> RunSequential(const QuantizeRequest& o, const Plan& plan, const
     }
     // GPTQ's Hessians are of the smoothed inputs (D⁻¹ H D⁻¹), as GPTQ's hooks see the smoothed model.
     Prepared layer;
-    for (const Input& in : inputs) LMKIT_RETURN_IF_ERROR(BuildInput(o, plan, in, alpha, true, pool, layer));
+    LMKIT_RETURN_IF_ERROR(BuildInputs(o, plan, inputs, alpha, true, pool, layer));
     inputs.clear();
     if (gptq && l + 1 < layers) {
       std::map<std::string, std::vector<float>> replace;

@@ -16,7 +16,7 @@
 // One pass (CalibrationStats, `QuantizeRequest::sequential` false): CalibrationStats::Collect loads the model
 // (model::LlamaModel, a Llama-family directory), runs it over the calibration windows once and keeps, per shared Linear
 // input (q/k/v, o, gate/up, down of each layer), the Hessian 2 X Xᵀ / n (GPTQ; only for inputs whose Linears are
-// selected) and the per-channel range (SmoothQuant; the inputs after input_layernorm and post_attention_layernorm).
+// selected) and the per-channel range (SmoothQuant; the inputs that are a norm's whole output, quant/smooth_mapping.h).
 // Build turns them into replaced tensors: the smoothed norms and Linear weights (rounded to the checkpoint's dtype, as
 // the checkpoint stores them) and, for GPTQ, every selected Linear's codes and scales. All Hessians are of the float
 // model's inputs from the one run: GPTQ is not sequential (a block does not see the outputs of the blocks quantized
@@ -24,6 +24,7 @@
 // Deterministic for any thread count.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,6 +57,7 @@ class SpillFile;
 struct Prepared {
   std::map<std::string, PreparedTensor> tensors;
   std::vector<SmoothReport> smooth;
+  std::vector<std::string> unsmoothed;  // SmoothQuant: what the mapping leaves unsmoothed (smooth_mapping.h)
 
   // Moves every tensor of `tensors` into the scratch file (created on the first call as an unlinked file in the
   // directory of `near`), keeping only its small fields in memory. Errors: kIo naming the scratch file.
@@ -102,12 +104,17 @@ class CalibrationStats {
   // The held-out tokens (ids, in file order); empty without hold_out.
   const std::vector<uint32_t>& held_out_tokens() const { return held_out_; }
 
-  // One Linear input shared by the Linears that read it.
+  // One Linear input shared by the Linears that read it (LlamaModel::LinearInputSource).
   struct Input {
-    std::string key;                   // "model.layers.0.self_attn.qkv" etc.
+    std::string key;                   // "model.layers.0.self_attn.q_proj input" etc.
     std::vector<std::string> linears;  // module names that read it, in forward order
     std::vector<bool> selected;        // by linear: quantized (quantize_plan.h's selection)
-    std::string norm;                  // the norm whose output it is ("" when not smoothable)
+    size_t first = 0;                  // its first reader's index in LinearNames(): the observer records there
+    // SmoothQuant (smooth_mapping.h): the norm whose whole output this input is, when smoothed ("" otherwise; a
+    // routed expert's input is part of a norm's output and takes the scales of the input that holds the norm).
+    std::string norm;
+    bool unit_offset = false;       // the norm multiplies by (1 + w)
+    size_t smoothed_by = SIZE_MAX;  // the index of the input holding the norm whose scales this one takes
     uint64_t cols = 0;
     std::optional<HessianAccumulator> hessian;
     std::optional<ChannelRange> range;
@@ -116,6 +123,7 @@ class CalibrationStats {
  private:
   const Plan* plan_ = nullptr;
   std::vector<Input> inputs_;
+  std::vector<std::string> unsmoothed_;
   CalibrationRunReport report_;
   std::vector<uint32_t> held_out_;
 };

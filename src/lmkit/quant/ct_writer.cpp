@@ -277,6 +277,28 @@ class CompressedTensorsWriter final : public CheckpointWriter {
       out->bytes_written = t.num_bytes();
       return Status::Ok();
     }
+    if (!selected_[si][ti] && prepared_) {
+      // A fused 3-D expert tensor left unquantized whose experts SmoothQuant changed: the smoothed matrices in place.
+      bool smoothed = false;
+      std::vector<uint8_t> bytes;
+      for (const io::TensorInfo& x : FusedExpertSlices(t, plan_->model_type)) {
+        LMKIT_ASSIGN_OR_RETURN(const PreparedTensor* xt, prepared_->Find(x.name));
+        if (!xt || xt->values.empty()) continue;
+        if (!smoothed) {
+          bytes.resize(t.num_bytes());
+          LMKIT_RETURN_IF_ERROR(in.ReadAt(base, bytes.data(), bytes.size()));
+          smoothed = true;
+        }
+        LMKIT_RETURN_IF_ERROR(
+            io::ConvertFromF32(x.dtype, xt->values.data(), bytes.data() + (x.begin - t.begin), xt->values.size()));
+      }
+      if (smoothed) {
+        LMKIT_RETURN_IF_ERROR(w.Write(bytes.data(), bytes.size()));
+        out->kind = TensorOutcome::Kind::kCopied;
+        out->bytes_written = t.num_bytes();
+        return Status::Ok();
+      }
+    }
     if (!selected_[si][ti]) {
       copy_buf_.resize(std::min<uint64_t>(kCopyPiece, t.num_bytes()));
       for (uint64_t off = 0; off < t.num_bytes(); off += kCopyPiece) {
@@ -323,8 +345,10 @@ class CompressedTensorsWriter final : public CheckpointWriter {
     for (const io::TensorInfo& x : slices_[si][ti]) {
       TensorOutcome part;
       const PreparedTensor* pt = nullptr;
-      if (prepared_)
-        if (auto it = prepared_->tensors.find(x.name); it != prepared_->tensors.end()) pt = &it->second;
+      if (prepared_) {
+        // Find, not tensors: the sequential run spills the finished layers' tensors to its scratch file.
+        LMKIT_ASSIGN_OR_RETURN(pt, prepared_->Find(x.name));
+      }
       std::vector<uint8_t> smoothed;
       if (pt && !pt->values.empty() && !pt->has_codes) {
         smoothed.resize(x.num_bytes());

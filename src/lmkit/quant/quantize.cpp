@@ -242,6 +242,7 @@ Result<QuantizeResult> Quantize(const QuantizeRequest& o, ProgressSink* progress
         r->smoothquant_alpha = alpha;
         r->alpha_sweep = trials;
         r->smoothquant = prepared.smooth;
+        r->smoothquant_unsmoothed = prepared.unsmoothed;
         r->seconds = MonotonicSeconds() - t0;
       },
       render);

@@ -112,6 +112,8 @@ struct QuantizeResult {
   std::optional<double> smoothquant_alpha;
   std::vector<AlphaTrial> alpha_sweep;  // --smoothquant auto: every alpha tried, in order
   std::vector<SmoothReport> smoothquant;
+  // What SmoothQuant's mapping leaves unsmoothed in this model and why (quant/smooth_mapping.h), one line each.
+  std::vector<std::string> smoothquant_unsmoothed;
   uint64_t tensors_copied = 0;
   uint64_t params_quantized = 0;
   uint64_t bytes_before = 0;  // tensor data read
