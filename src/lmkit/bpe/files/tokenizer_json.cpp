@@ -586,7 +586,7 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
   size_t fill = 0;
   uint32_t rank = 0;
   std::string sa, sb;
-  const std::string& prefix = tok->subword_prefix();
+  const std::string& sub_prefix = tok->subword_prefix();
   auto flush = [&]() -> Status {
     for (size_t i = 0; i < fill; ++i, ++rank) {
       const Pending& p = block[i];
@@ -614,10 +614,10 @@ Result<std::unique_ptr<Tokenizer>> ReadHfTokenizerJson(const std::string& path, 
       p.right.assign(p.b);
       p.ok = true;
     }
-    p.ok = p.ok && p.right.compare(0, prefix.size(), prefix) == 0;
+    p.ok = p.ok && p.right.compare(0, sub_prefix.size(), sub_prefix) == 0;
     if (p.ok) {
       p.joined.assign(p.left);
-      p.joined.append(p.right, prefix.size());
+      p.joined.append(p.right, sub_prefix.size());
       p.hl = detail::HashBytes(p.left.data(), p.left.size());
       p.hr = detail::HashBytes(p.right.data(), p.right.size());
       p.hj = detail::HashBytes(p.joined.data(), p.joined.size());
