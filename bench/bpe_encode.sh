@@ -73,7 +73,8 @@ run_lmkit() {  # encoding threads
   secs=$(j "['seconds']" < "$W/sum.json"); tok=$(j "['tokens']" < "$W/sum.json")
   mbs=$(python3 -c "print(f'{$bytes/1e6/$secs:.1f}')"); sha=$(sha256sum "$W/lmkit.u32" | cut -d' ' -f1)
   rss=$(tv "Maximum resident" "$W/time"); cpu=$(python3 -c "print(f'{$(tv 'User time' "$W/time")+$(tv 'System time' "$W/time"):.2f}')")
-  echo "lmkit $enc t=$t: $mbs MB/s encode, ${secs}s, $tok tokens, sha $sha, rss ${rss}kB, cpu ${cpu}s" >&2
+  LAST_WALL=$(tv "Elapsed" "$W/time" | awk -F: '{s=0; for(i=1;i<=NF;i++) s=s*60+$i; print s}'); LAST_CPU=$cpu
+  echo "lmkit $enc t=$t: $mbs MB/s encode, ${secs}s, process ${LAST_WALL}s wall ${cpu}s cpu, $tok tokens, sha $sha, rss ${rss}kB" >&2
   LAST_MBS=$mbs; LAST_SHA=$sha; LAST_TOK=$tok
   rows+=("| $enc | **lmkit** $(git -C "$here" describe --always --dirty 2>/dev/null) | $t | $mbs | $(printf %.2f "$secs") | ${cpu} | $((rss/1024)) | $tok | ${sha:0:12} |")
 }
@@ -84,8 +85,8 @@ run_peer() {  # encoding label threads cmd...
   mbs=$(j "['MB_per_s']" < "$W/peer.json"); secs=$(j "['encode_s']" < "$W/peer.json")
   sha=$(j "['ids_sha256']" < "$W/peer.json"); tok=$(j "['tokens']" < "$W/peer.json")
   rss=$(tv "Maximum resident" "$W/time"); cpu=$(python3 -c "print(f'{$(tv 'User time' "$W/time")+$(tv 'System time' "$W/time"):.2f}')")
-  echo "$enc $label: $mbs MB/s, sha $sha, rss ${rss}kB" >&2
-  LAST_MBS=$mbs; LAST_SHA=$sha; LAST_TOK=$tok
+  echo "$enc $label: $mbs MB/s, encode ${secs}s, process cpu ${cpu}s, sha $sha, rss ${rss}kB" >&2
+  LAST_MBS=$mbs; LAST_SHA=$sha; LAST_TOK=$tok; LAST_ENC_S=$secs; LAST_CPU=$cpu
   rows+=("| $enc | $label | $t | $mbs | $secs | $cpu (whole process) | $((rss/1024)) | $tok | ${sha:0:12} |")
 }
 tiktoken() {  # encoding threads: pip's tiktoken, encode() per chunk (1) or encode_batch(num_threads=N)
@@ -111,8 +112,8 @@ r() { python3 -c "print(f'{$1:.${2:-1}f}')"; }
 
 # GPT-2, back to back: tiktoken, lmkit 1 thread, lmkit 2 threads, two 1-thread processes, lmkit 1 thread again,
 # tiktoken again, tiktoken encode_batch on 2 threads, then HF.
-tiktoken gpt2 1; tik1=$LAST_MBS; tik_sha=$LAST_SHA
-run_lmkit gpt2 1; l1a=$LAST_MBS; sha1=$LAST_SHA; tok1=$LAST_TOK
+tiktoken gpt2 1; tik1=$LAST_MBS; tik_sha=$LAST_SHA; tik1_s=$LAST_ENC_S; tik1_cpu=$LAST_CPU
+run_lmkit gpt2 1; l1a=$LAST_MBS; sha1=$LAST_SHA; tok1=$LAST_TOK; l1a_wall=$LAST_WALL; l1a_cpu=$LAST_CPU
 run_lmkit gpt2 2; l2=$LAST_MBS; sha2=$LAST_SHA
 run_pair
 run_lmkit gpt2 1; l1b=$LAST_MBS
@@ -137,6 +138,8 @@ ratio2b=$(r "$l2/$tikb")
 ceiling=$(r "$PAIR_MBS/max($l1a,$l1b)" 2)
 summary_row "GPT-2 encode, 1 thread" "$in_label" "$TIK encode: $(r "max($tik1,$tik2)") MB/s" \
   "**${ratio1b}** the throughput (two back-to-back pairs); ids identical: $ok" "≥ 10× (#33)"
+summary_row "GPT-2 encode, 1 thread, whole process" "$in_label" "$TIK encode calls: ${tik1_s} s" \
+  "**$(r "$tik1_s/$l1a_wall")×** wall (lmkit process ${l1a_wall} s), $(r "$tik1_cpu/$l1a_cpu")× CPU s (whole processes)" "≥ 10× (#41)"
 summary_row "GPT-2 encode, 2 threads" "$in_label" "$TIK encode_batch, 2 threads: $tikb MB/s" \
   "**${ratio2b}×** ($l2 MB/s)" ""
 summary_row "GPT-2 encode, 2 threads vs 1" "$in_label" "two independent 1-thread lmkit processes: ${ceiling}×" \
@@ -150,13 +153,16 @@ fi
 other=()
 for enc in $encodings; do
   [ "$enc" = gpt2 ] && continue
-  tiktoken "$enc" 1; t1=$LAST_MBS; ts=$LAST_SHA
-  run_lmkit "$enc" 1; m1=$LAST_MBS; ms1=$LAST_SHA
+  tiktoken "$enc" 1; t1=$LAST_MBS; ts=$LAST_SHA; t1_s=$LAST_ENC_S; t1_cpu=$LAST_CPU
+  run_lmkit "$enc" 1; m1=$LAST_MBS; ms1=$LAST_SHA; m1_wall=$LAST_WALL; m1_cpu=$LAST_CPU
   tiktoken "$enc" 2; t2=$LAST_MBS; ts2=$LAST_SHA
   run_lmkit "$enc" 2; m2=$LAST_MBS; ms2=$LAST_SHA
   same=yes; for s in "$ms1" "$ts2" "$ms2"; do [ "$s" = "$ts" ] || same=NO; done
   [ $same = yes ] || ok=NO
   other+=("- $enc: lmkit / tiktoken $(r "$m1/$t1")× on 1 thread, $(r "$m2/$t2")× on 2 threads (encode_batch); ids identical: **$same**")
+  other+=("  - whole lmkit process (1 thread, loading included) against tiktoken's encode calls alone: $(r "$t1_s/$m1_wall")× wall; CPU seconds, both whole processes: $(r "$t1_cpu/$m1_cpu")×")
+  summary_row "$enc encode, 1 thread, whole process" "$in_label" "$TIK encode calls: ${t1_s} s" \
+    "**$(r "$t1_s/$m1_wall")×** wall (lmkit process ${m1_wall} s), $(r "$t1_cpu/$m1_cpu")× CPU s (whole processes)" "≥ 10× (#41)"
   summary_row "$enc encode, 1 / 2 threads" "$in_label" "$TIK encode / encode_batch: $t1 / $t2 MB/s" \
     "**$(r "$m1/$t1")× / $(r "$m2/$t2")×**; ids identical: $same" ""
 done

@@ -103,9 +103,13 @@ class BytesIdMap {
   bool Insert(std::string_view key, uint32_t id);
   uint32_t Find(std::string_view key) const {
     if (slots_.empty()) return kNoId;
+    return FindHashed(key, detail::HashBytes(key.data(), key.size()));
+  }
+  // Find with h = detail::HashBytes(key): a caller that hashes several keys first can Prefetch them all.
+  uint32_t FindHashed(std::string_view key, uint64_t h) const {
+    if (slots_.empty()) return kNoId;
     const size_t n = key.size();
     const uint64_t prefix = detail::LoadUpTo8(key.data(), n < 8 ? n : 8);
-    const uint64_t h = detail::HashBytes(key.data(), n);
     if (!filter_.MayContain(h)) return kNoId;
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
@@ -115,6 +119,12 @@ class BytesIdMap {
           (n <= 8 || std::memcmp(arena_.data() + s.offset + 8, key.data() + 8, n - 8) == 0))
         return s.id;
     }
+  }
+  // A hint that FindHashed(key, h) comes soon (starts loading its filter word and first slot); needs a non-empty map.
+  void Prefetch(uint64_t h) const {
+    if (slots_.empty()) return;
+    filter_.Prefetch(h);
+    __builtin_prefetch(&slots_[h & mask_]);
   }
   void Reserve(size_t count);
   size_t size() const { return size_; }
@@ -144,6 +154,9 @@ class PairMap {
   void Reserve(size_t count);
   // Keeps the lower rank when the pair is already present.
   void Insert(uint32_t left, uint32_t right, uint64_t packed);
+  // Insert of every {(left << 32) | right, packed}, sized once and with the slots loaded ahead (a table larger than
+  // the caches costs one miss per rule otherwise).
+  void InsertMany(const std::vector<std::pair<uint64_t, uint64_t>>& rules);
   uint64_t Find(uint32_t left, uint32_t right) const {
     const uint64_t key = (uint64_t{left} << 32) | right;
     if (!filter_.MayContain(key)) return kNoPair;
@@ -194,6 +207,8 @@ class Tokenizer {
   // Merges-based files add their list as is (rank = line). Errors: kInvalidInput when an id is not an ordinary token
   // or result is not left + right (less right's subword prefix, set_subword_affixes).
   Status AddMerge(uint32_t left, uint32_t right, uint32_t rank, uint32_t result);
+  // Sizes the merge table for `count` rules in all (one allocation instead of doublings).
+  void ReserveMerges(size_t count) { merges_.Reserve(count); }
   // For rank files, which carry no merges: for every token t and every cut t = x + y with x, y tokens, the rule
   // (x, y) → t ranked id(t) — exactly tiktoken's "merge the adjacent pair whose concatenation has the lowest rank".
   void AddAllSplitsAsMerges();
@@ -289,6 +304,9 @@ class Tokenizer {
   uint32_t ByteId(uint8_t b) const { return byte_ids_[b]; }
   // The id of the ordinary token with exactly these bytes, or kNoId.
   uint32_t TokenId(std::string_view bytes) const { return tokens_.Find(bytes); }
+  // TokenId with h = detail::HashBytes(bytes), and a hint that it comes soon (readers batch their look-ups).
+  uint32_t TokenIdHashed(std::string_view bytes, uint64_t h) const { return tokens_.FindHashed(bytes, h); }
+  void PrefetchToken(uint64_t h) const { tokens_.Prefetch(h); }
   // Packed (rank << 32 | result) of the merge rule for (left, right), or kNoPair.
   uint64_t Merge(uint32_t left, uint32_t right) const { return merges_.Find(left, right); }
   // A hint that Merge(left, right) comes soon (starts loading its slot).

@@ -53,6 +53,13 @@ Result<std::unique_ptr<Tokenizer>> ReadTekkenJson(const std::string& path, const
   sj::dom::element root;
   if (sj::error_code err = parser.parse(text.data(), text.size(), true).get(root))
     return Status::InvalidInput(path, std::string("malformed JSON (") + sj::error_message(err) + ")");
+  return detail::TekkenFromDom(root, path, options);
+}
+
+namespace detail {
+
+Result<std::unique_ptr<Tokenizer>> TekkenFromDom(const sj::dom::element& root, const std::string& path,
+                                                 const TokenizerOptions& options) {
   sj::dom::object top, config;
   if (root.get_object().get(top) || top["config"].get_object().get(config))
     return Status::InvalidInput(path, "not a tekken.json (no \"config\" object)");
@@ -142,5 +149,7 @@ Result<std::unique_ptr<Tokenizer>> ReadTekkenJson(const std::string& path, const
   LMKIT_RETURN_IF_ERROR(detail::FinishTokenizer(*tok, options, path));
   return tok;
 }
+
+}  // namespace detail
 
 }  // namespace lmkit::bpe

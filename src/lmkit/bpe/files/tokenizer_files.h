@@ -11,6 +11,10 @@
 #include "lmkit/bpe/tokenizer.h"
 #include "lmkit/common/status.h"
 
+namespace simdjson::dom {
+class element;
+}
+
 namespace lmkit::bpe {
 
 struct TokenizerOptions {
@@ -64,6 +68,9 @@ bool DecodeBase64(std::string_view in, std::string* out);
 bool LooksLikeSentencePiece(std::string_view head);
 // The hand-written pattern whose regex is exactly `re`, if any.
 std::optional<PretokPattern> PatternFromRegex(std::string_view re);
+// ReadTekkenJson on a document already parsed (tokenizer.json's reader finds a tekken.json by its keys).
+Result<std::unique_ptr<Tokenizer>> TekkenFromDom(const simdjson::dom::element& root, const std::string& path,
+                                                 const TokenizerOptions& options);
 // Enables options.specials, then tok.Finish(); errors name `subject`.
 Status FinishTokenizer(Tokenizer& tok, const TokenizerOptions& options, const std::string& subject);
 // Removes the first line from *text and returns it without its "\n" or "\r\n" (rank and merges files come from

@@ -13,6 +13,7 @@
 #include "lmkit/bpe/encode/encoder.h"
 #include "lmkit/bpe/files/tokenizer_files.h"
 #include "lmkit/common/json.h"
+#include "support/goldens.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
@@ -24,20 +25,9 @@ namespace {
 
 const std::string kSpmDir = std::string(LMKIT_TEST_DATA_DIR) + "/bpe/native";
 
-Json ReadSpmJson(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto j = ParseJson(ss.str(), path);
-  REQUIRE(j.ok());
-  return *j;
-}
-
-std::vector<uint32_t> SpmIds(const Json& a) {
-  std::vector<uint32_t> v;
-  for (const Json& x : a) v.push_back(x.get<uint32_t>());
-  return v;
-}
+// The shared golden-file readers (support/goldens.h), under the names this file's cases use.
+constexpr auto& ReadSpmJson = test::ReadGoldenJson;
+constexpr auto& SpmIds = test::GoldenIds;
 
 // Protobuf wire format, enough to write a ModelProto (field numbers of sentencepiece_model.proto).
 std::string PbVarint(uint64_t v) {

@@ -9,6 +9,7 @@
 #include "lmkit/bpe/encode/encoder.h"
 #include "lmkit/bpe/files/tokenizer_files.h"
 #include "lmkit/common/json.h"
+#include "support/goldens.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
@@ -20,20 +21,9 @@ namespace {
 
 const std::string kTekkenDir = std::string(LMKIT_TEST_DATA_DIR) + "/bpe/native";
 
-Json ReadTekkenJsonFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto j = ParseJson(ss.str(), path);
-  REQUIRE(j.ok());
-  return *j;
-}
-
-std::vector<uint32_t> TekkenIds(const Json& a) {
-  std::vector<uint32_t> v;
-  for (const Json& x : a) v.push_back(x.get<uint32_t>());
-  return v;
-}
+// The shared golden-file readers (support/goldens.h), under the names this file's cases use.
+constexpr auto& ReadTekkenJsonFile = test::ReadGoldenJson;
+constexpr auto& TekkenIds = test::GoldenIds;
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "lmkit/bpe/files/byte_unicode.h"
 #include "lmkit/bpe/files/tokenizer_files.h"
 #include "lmkit/common/json.h"
+#include "support/goldens.h"
 #include "support/run_lmkit.h"
 
 using namespace lmkit;
@@ -25,20 +26,9 @@ namespace {
 
 const std::string kDir = std::string(LMKIT_TEST_DATA_DIR) + "/bpe/hf";
 
-Json ReadJson(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto j = ParseJson(ss.str(), path);
-  REQUIRE(j.ok());
-  return *j;
-}
-
-std::vector<uint32_t> Ids(const Json& a) {
-  std::vector<uint32_t> v;
-  for (const Json& x : a) v.push_back(x.get<uint32_t>());
-  return v;
-}
+// The shared golden-file readers (support/goldens.h), under the names this file's cases use.
+constexpr auto& ReadJson = test::ReadGoldenJson;
+constexpr auto& Ids = test::GoldenIds;
 
 // A byte-level tokenizer.json of `n` tokens: the 256 bytes, then random concatenations of earlier tokens, each with
 // its merge.
