@@ -53,6 +53,9 @@ struct Linear {
   // so that the loader can check them and drop their pages.
   void PackHalf(Kind half_kind, const void* bits,
                 const std::function<void(uint32_t r0, uint32_t r1)>& packed_rows = nullptr);
+  // kFloat straight from the checkpoint's F32 bytes (out * in little-endian floats, any alignment), as PackHalf: no
+  // fp32 copy in `weight` before the panels.
+  void PackF32(const void* bits, const std::function<void(uint32_t r0, uint32_t r1)>& packed_rows = nullptr);
   bool packed() const { return packed_; }
   // Bytes the weights take now (packed or not), for memory accounting and tests.
   size_t WeightBytes() const;
