@@ -75,7 +75,7 @@ struct Linear {
 // at a time with the same bits as the scalar formats::E4M3ToF32(formats::E4M3FromF32(x / s)) * s (exposed for tests).
 void RoundThroughE4M3(const float* x, uint32_t n, float s, float* out);
 
-// Dot product of n floats (the fp32 kernel, exposed for the attention code and tests).
+// Dot product of n floats (8 lanes, then a fixed tree; exposed for tests).
 float Dot(const float* a, const float* b, uint32_t n);
 
 }  // namespace lmkit::model
