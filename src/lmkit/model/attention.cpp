@@ -53,7 +53,8 @@ float ExpScalar(float x) {
 __attribute__((target("avx2,fma"))) inline __m256 Exp8(__m256 x) {
   const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   const __m256 c = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLo)), _mm256_set1_ps(kExpHi));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Hi), c);
   r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Lo), r);
   __m256 p = _mm256_set1_ps(kC[6]);
@@ -148,12 +149,24 @@ __attribute__((target("avx2,fma"))) void QkAvx2(const float* q, uint32_t rows, u
       const float* qr = q + size_t{r} * hd;
       float* sr = s + size_t{r} * kBk + j;
       switch (mr) {
-        case 6: QkMicro<6>(qr, hd, kt + j, sr); break;
-        case 5: QkMicro<5>(qr, hd, kt + j, sr); break;
-        case 4: QkMicro<4>(qr, hd, kt + j, sr); break;
-        case 3: QkMicro<3>(qr, hd, kt + j, sr); break;
-        case 2: QkMicro<2>(qr, hd, kt + j, sr); break;
-        default: QkMicro<1>(qr, hd, kt + j, sr); break;
+        case 6:
+          QkMicro<6>(qr, hd, kt + j, sr);
+          break;
+        case 5:
+          QkMicro<5>(qr, hd, kt + j, sr);
+          break;
+        case 4:
+          QkMicro<4>(qr, hd, kt + j, sr);
+          break;
+        case 3:
+          QkMicro<3>(qr, hd, kt + j, sr);
+          break;
+        case 2:
+          QkMicro<2>(qr, hd, kt + j, sr);
+          break;
+        default:
+          QkMicro<1>(qr, hd, kt + j, sr);
+          break;
       }
     }
   }
@@ -226,12 +239,24 @@ __attribute__((target("avx2,fma"))) void PvCols(const float* p, uint32_t rows, u
     const float* pr = p + size_t{r} * ldp;
     float* ar = acc + size_t{r} * vd;
     switch (mr) {
-      case 6: PvMicro<6, W>(pr, ldp, v, ldv, nk, vd, ar); break;
-      case 5: PvMicro<5, W>(pr, ldp, v, ldv, nk, vd, ar); break;
-      case 4: PvMicro<4, W>(pr, ldp, v, ldv, nk, vd, ar); break;
-      case 3: PvMicro<3, W>(pr, ldp, v, ldv, nk, vd, ar); break;
-      case 2: PvMicro<2, W>(pr, ldp, v, ldv, nk, vd, ar); break;
-      default: PvMicro<1, W>(pr, ldp, v, ldv, nk, vd, ar); break;
+      case 6:
+        PvMicro<6, W>(pr, ldp, v, ldv, nk, vd, ar);
+        break;
+      case 5:
+        PvMicro<5, W>(pr, ldp, v, ldv, nk, vd, ar);
+        break;
+      case 4:
+        PvMicro<4, W>(pr, ldp, v, ldv, nk, vd, ar);
+        break;
+      case 3:
+        PvMicro<3, W>(pr, ldp, v, ldv, nk, vd, ar);
+        break;
+      case 2:
+        PvMicro<2, W>(pr, ldp, v, ldv, nk, vd, ar);
+        break;
+      default:
+        PvMicro<1, W>(pr, ldp, v, ldv, nk, vd, ar);
+        break;
     }
   }
 }

@@ -57,11 +57,11 @@ std::vector<double> Reference(const Case& c, const std::vector<float>& q, const 
 TEST_CASE("attention: blocked online softmax equals the double reference, same bytes for 1-3 threads and decoding",
           "[model][attention]") {
   const Case cases[] = {
-      {37, 0, 6, 2, 20, 12, 0, 0.2236f, 0},        // GQA 6/2, odd lengths, head dims not multiples of 8
-      {150, 13, 4, 4, 64, 64, 17, 0.125f, 0},      // sliding window over a cache already holding 13 positions
-      {131, 0, 3, 1, 33, 7, 0, 0.9f, 5.0f},        // soft-capped scores, MQA, value dim != key dim (MLA-like)
-      {1, 200, 12, 4, 64, 64, 0, 0.125f, 0},       // one decoding step over a long cache
-      {70, 0, 8, 8, 48, 48, 64, 0.144f, 50.0f},    // MHA, window, softcap together
+      {37, 0, 6, 2, 20, 12, 0, 0.2236f, 0},      // GQA 6/2, odd lengths, head dims not multiples of 8
+      {150, 13, 4, 4, 64, 64, 17, 0.125f, 0},    // sliding window over a cache already holding 13 positions
+      {131, 0, 3, 1, 33, 7, 0, 0.9f, 5.0f},      // soft-capped scores, MQA, value dim != key dim (MLA-like)
+      {1, 200, 12, 4, 64, 64, 0, 0.125f, 0},     // one decoding step over a long cache
+      {70, 0, 8, 8, 48, 48, 64, 0.144f, 50.0f},  // MHA, window, softcap together
   };
   std::mt19937 rng(43);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -77,8 +77,8 @@ TEST_CASE("attention: blocked online softmax equals the double reference, same b
     const std::vector<double> ref = Reference(c, q, k, v);
     std::vector<float> o1(ref.size()), o2(ref.size()), o3(ref.size()), os(ref.size());
     auto args = [&](float* out) {
-      return AttnArgs{q.data(), k.data(), v.data(), out, c.n, c.p0, c.heads, c.kv_heads, c.hd, c.vd, c.window,
-                      c.scale, c.softcap};
+      return AttnArgs{q.data(),   k.data(), v.data(), out,      c.n,     c.p0,     c.heads,
+                      c.kv_heads, c.hd,     c.vd,     c.window, c.scale, c.softcap};
     };
     ThreadPool p1(1), p2(2), p3(3);
     Attention(args(o1.data()), &p1);
@@ -132,8 +132,8 @@ TEST_CASE("attention: Exp is within 2 ulp of exp, with exact special values, vec
   CHECK(std::isinf(Exp(INFINITY)));
   CHECK(std::isinf(Exp(100.0f)));
   CHECK(std::isnan(Exp(std::numeric_limits<float>::quiet_NaN())));
-  const float special[8] = {-INFINITY, INFINITY, std::numeric_limits<float>::quiet_NaN(), 0.0f, -200.0f, 100.0f, 1.0f,
-                            -1.0f};
+  const float special[8] = {-INFINITY, INFINITY, std::numeric_limits<float>::quiet_NaN(), 0.0f, -200.0f, 100.0f,
+                            1.0f,      -1.0f};
   float out[8];
   Exp(special, out, 8);
   CHECK(out[0] == 0.0f);
