@@ -15,14 +15,14 @@ using namespace lmkit::model;
 
 namespace {
 
-struct Case {
+struct AttnCase {
   uint32_t n, p0, heads, kv_heads, hd, vd, window;
   float scale, softcap;
 };
 
 // out[t][h] = sum_j softmax_j(cap(q.k_j * scale)) v_j over the keys query t sees, in double.
-std::vector<double> Reference(const Case& c, const std::vector<float>& q, const std::vector<float>& k,
-                              const std::vector<float>& v) {
+std::vector<double> AttnReference(const AttnCase& c, const std::vector<float>& q, const std::vector<float>& k,
+                                  const std::vector<float>& v) {
   const uint32_t group = c.heads / c.kv_heads, qd = c.heads * c.hd, kvd = c.kv_heads * c.hd;
   const uint32_t vvd = c.kv_heads * c.vd, od = c.heads * c.vd;
   std::vector<double> out(size_t{c.n} * od);
@@ -56,7 +56,7 @@ std::vector<double> Reference(const Case& c, const std::vector<float>& q, const 
 
 TEST_CASE("attention: blocked online softmax equals the double reference, same bytes for 1-3 threads and decoding",
           "[model][attention]") {
-  const Case cases[] = {
+  const AttnCase cases[] = {
       {37, 0, 6, 2, 20, 12, 0, 0.2236f, 0},      // GQA 6/2, odd lengths, head dims not multiples of 8
       {150, 13, 4, 4, 64, 64, 17, 0.125f, 0},    // sliding window over a cache already holding 13 positions
       {131, 0, 3, 1, 33, 7, 0, 0.9f, 5.0f},      // soft-capped scores, MQA, value dim != key dim (MLA-like)
@@ -65,7 +65,7 @@ TEST_CASE("attention: blocked online softmax equals the double reference, same b
   };
   std::mt19937 rng(43);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (const Case& c : cases) {
+  for (const AttnCase& c : cases) {
     INFO("n " << c.n << " p0 " << c.p0 << " heads " << c.heads << "/" << c.kv_heads << " window " << c.window
               << " softcap " << c.softcap);
     const uint32_t keys = c.p0 + c.n;
@@ -74,7 +74,7 @@ TEST_CASE("attention: blocked online softmax equals the double reference, same b
     for (float& x : q) x = 2.0f * u(rng);
     for (float& x : k) x = 2.0f * u(rng);
     for (float& x : v) x = u(rng);
-    const std::vector<double> ref = Reference(c, q, k, v);
+    const std::vector<double> ref = AttnReference(c, q, k, v);
     std::vector<float> o1(ref.size()), o2(ref.size()), o3(ref.size()), os(ref.size());
     auto args = [&](float* out) {
       return AttnArgs{q.data(),   k.data(), v.data(), out,      c.n,     c.p0,     c.heads,
