@@ -9,6 +9,7 @@
 #include "lmkit/common/sysinfo.h"
 #include "lmkit/common/thread_pool.h"
 #include "lmkit/io/token_file.h"
+#include "lmkit/model/attention.h"
 #include "lmkit/model/llama.h"
 
 namespace lmkit::model {
@@ -23,6 +24,18 @@ void LogSoftmax(const float* z, uint32_t n, std::vector<double>& out) {
   for (uint32_t i = 0; i < n; ++i) s += std::exp(z[i] - mx);
   const double lse = mx + std::log(s);
   for (uint32_t i = 0; i < n; ++i) out[i] = z[i] - lse;
+}
+
+// log sum_i exp(z[i]): the max in fp32, the exps of z - max by the vectorised Exp (<= 2 ulp each), summed in double;
+// within ~1e-7 of the double-exp value (the NLL is compared with transformers' at 1e-5), several times faster.
+double LogSumExp(const float* z, uint32_t n, std::vector<float>& tmp) {
+  const float mx = *std::max_element(z, z + n);
+  tmp.resize(n);
+  for (uint32_t i = 0; i < n; ++i) tmp[i] = z[i] - mx;
+  Exp(tmp.data(), tmp.data(), n);
+  double s = 0;
+  for (uint32_t i = 0; i < n; ++i) s += tmp[i];
+  return mx + std::log(s);
 }
 
 uint32_t ArgMax(const float* z, uint32_t n) { return static_cast<uint32_t>(std::max_element(z, z + n) - z); }
@@ -67,7 +80,8 @@ Result<EvalResult> Evaluate(const EvalRequest& o, ProgressSink* progress) {
   KvCache cache = model.NewCache(T), cache2 = other ? other->NewCache(T) : KvCache();
   std::vector<float> logits(static_cast<size_t>(T) * V), logits2(other ? logits.size() : 0);
   std::vector<uint32_t> ids(T);
-  std::vector<double> lp, lq, kls;
+  std::vector<double> lp, lq, kls, tok_nll(T), tok_nll2(other ? T : 0);
+  std::vector<std::vector<float>> lse_tmp(pool.size());
   std::vector<double> kl_sum(other ? T - 1 : 0, 0.0), kl_max(other ? T - 1 : 0, 0.0);
   std::vector<uint64_t> kl_count(other ? T - 1 : 0, 0);
   double nll = 0, nll2 = 0;
@@ -86,14 +100,20 @@ Result<EvalResult> Evaluate(const EvalRequest& o, ProgressSink* progress) {
       cache2.Clear();
       LMKIT_RETURN_IF_ERROR(other->Forward(seq, cache2, &pool, logits2.data(), true));
     }
+    // Each position's NLL on the pool (one worker per position), summed in position order below.
+    pool.ParallelFor(len - 1, [&](size_t t, unsigned wk) {
+      const size_t at = t * V + ids[t + 1];
+      tok_nll[t] = LogSumExp(&logits[t * V], V, lse_tmp[wk]) - logits[at];
+      if (other) tok_nll2[t] = LogSumExp(&logits2[t * V], V, lse_tmp[wk]) - logits2[at];
+    });
     for (uint32_t t = 0; t + 1 < len; ++t) {
       const float* z = logits.data() + static_cast<size_t>(t) * V;
-      LogSoftmax(z, V, lp);
-      nll -= lp[ids[t + 1]];
+      nll += tok_nll[t];
       if (other) {
         const float* z2 = logits2.data() + static_cast<size_t>(t) * V;
+        LogSoftmax(z, V, lp);
         LogSoftmax(z2, V, lq);
-        nll2 -= lq[ids[t + 1]];
+        nll2 += tok_nll2[t];
         double kl = 0;
         for (uint32_t i = 0; i < V; ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
         kl = std::max(0.0, kl);  // rounding can leave -1e-17 for identical rows

@@ -134,6 +134,20 @@ void Linear::PackHalf(Kind half_kind, const void* bits,
   packed_ = true;
 }
 
+void Linear::PackF32(const void* bits, const std::function<void(uint32_t r0, uint32_t r1)>& packed_rows) {
+  kind = Kind::kFloat;
+  std::vector<float>().swap(weight);
+  const size_t panels = (size_t{out} + gemm::kPanel - 1) / gemm::kPanel;
+  packed_f32_.assign(panels * gemm::kPanel * in, 0.0f);
+  const uint32_t chunk = HalfRowChunk(in);
+  for (uint32_t r0 = 0; r0 < out; r0 += chunk) {
+    const uint32_t r1 = std::min(out, r0 + chunk);
+    gemm::PackPanelRows(static_cast<const float*>(bits), in, r0, r1, packed_f32_.data());
+    if (packed_rows) packed_rows(r0, r1);
+  }
+  packed_ = true;
+}
+
 void Linear::Row(uint32_t r, float* dst) const {
   const bool f32 = kind != Kind::kBf16 && kind != Kind::kFp16;
   auto widen = [&](uint16_t v) { return kind == Kind::kBf16 ? io::Bf16ToF32(v) : io::F16ToF32(v); };

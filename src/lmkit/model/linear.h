@@ -53,6 +53,9 @@ struct Linear {
   // so that the loader can check them and drop their pages.
   void PackHalf(Kind half_kind, const void* bits,
                 const std::function<void(uint32_t r0, uint32_t r1)>& packed_rows = nullptr);
+  // kFloat straight from the checkpoint's F32 bytes (out * in little-endian floats, any alignment), as PackHalf: no
+  // fp32 copy in `weight` before the panels.
+  void PackF32(const void* bits, const std::function<void(uint32_t r0, uint32_t r1)>& packed_rows = nullptr);
   bool packed() const { return packed_; }
   // Bytes the weights take now (packed or not), for memory accounting and tests.
   size_t WeightBytes() const;
@@ -72,7 +75,7 @@ struct Linear {
 // at a time with the same bits as the scalar formats::E4M3ToF32(formats::E4M3FromF32(x / s)) * s (exposed for tests).
 void RoundThroughE4M3(const float* x, uint32_t n, float s, float* out);
 
-// Dot product of n floats (the fp32 kernel, exposed for the attention code and tests).
+// Dot product of n floats (8 lanes, then a fixed tree; exposed for tests).
 float Dot(const float* a, const float* b, uint32_t n);
 
 }  // namespace lmkit::model

@@ -1,7 +1,7 @@
-// Performance notes: everything is fp32 with per-element work owned by one worker (Linear tiles, one (token, head)
-// pair per attention item), so the output is the same for any thread count. The fp32 path reproduces the float64
-// reference logits of stories260K within 1e-5 (tests/unit/model/llama_test.cpp); RoPE angles are computed in double
-// for that reason (fp32 angles drift by ~1e-4 rad at position 500).
+// Performance notes: everything is fp32 with per-element work owned by one worker (Linear tiles, one (query block,
+// kv head) per attention item, attention.h), so the output is the same for any thread count. The fp32 path reproduces
+// the float64 reference logits of stories260K within 1e-5 (tests/unit/model/llama_test.cpp); RoPE angles are computed
+// in double for that reason (fp32 angles drift by ~1e-4 rad at position 500).
 #include "lmkit/model/llama.h"
 
 #include <fmt/format.h>
@@ -20,6 +20,7 @@
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/io/dtype.h"
 #include "lmkit/io/safetensors.h"
+#include "lmkit/model/attention.h"
 #include "lmkit/quant/quantizer.h"
 
 namespace lmkit::model {
@@ -164,6 +165,38 @@ struct ModelLoader {
     return bad;
   }
 
+  // Whether no element [b, e) of the little-endian T words at `bytes` has all exponent bits (`mask`) set: a
+  // branch-free pass the compiler vectorises; the caller then looks for the element only when one is there.
+  template <class T>
+  static bool AllFinite(const uint8_t* bytes, uint64_t b, uint64_t e, T mask) {
+    T any = 0;
+    for (uint64_t i = b; i < e; ++i) {
+      T v;
+      std::memcpy(&v, bytes + sizeof(T) * i, sizeof(T));
+      any |= static_cast<T>((v & mask) == mask);
+    }
+    return any == 0;
+  }
+
+  // An F32 [out, in] tensor packed into `l` straight from the mapped file, as PackHalfReleasing (no fp32 copy
+  // before the panels: one pass over the bytes instead of convert, copy and pack).
+  static Status PackF32Releasing(const std::string& name, const io::SafetensorsFile& f, const io::TensorInfo& t,
+                                 uint32_t in, Linear* l) {
+    Status bad = Status::Ok();
+    const uint8_t* bytes = f.Data(t).data();
+    l->PackF32(bytes, [&](uint32_t r0, uint32_t r1) {
+      const uint64_t b = uint64_t{r0} * in, e = uint64_t{r1} * in;
+      if (bad.ok() && !AllFinite<uint32_t>(bytes, b, e, 0x7F800000u))
+        for (uint64_t i = b; bad.ok() && i < e; ++i) {
+          float v;
+          std::memcpy(&v, bytes + 4 * i, 4);
+          if (!std::isfinite(v)) bad = NonFinite(f, name, t.shape, i);
+        }
+      Release(f, t, b * 4, (e - b) * 4);
+    });
+    return bad;
+  }
+
   // A float [out, in] matrix used by rows (the embedding) into `l`, kept in its stored form: BF16/F16 as 16-bit values,
   // other float dtypes as fp32. With `pack` (a tied head) the values go straight into the GEMM's panels (one copy;
   // the embedding then reads its rows from there). Errors as Float.
@@ -186,6 +219,8 @@ struct ModelLoader {
       }
       return Status::Ok();
     }
+    if (pack && t && t->shape == shape && t->dtype == io::DType::kF32 && !Replaced(name))
+      return PackF32Releasing(name, *f, *t, in, l);
     LMKIT_ASSIGN_OR_RETURN(l->weight, Float(name, shape));
     if (pack) l->Pack();
     return Status::Ok();
@@ -206,6 +241,7 @@ struct ModelLoader {
     const uint16_t exp_mask = t.dtype == io::DType::kBF16 ? 0x7F80 : 0x7C00;
     const uint8_t* bytes = f.Data(t).data();
     const uint64_t n = std::min(end, t.num_elements());
+    if (AllFinite<uint16_t>(bytes, first, n, exp_mask)) return Status::Ok();
     for (uint64_t i = first; i < n; ++i) {
       uint16_t v;
       std::memcpy(&v, bytes + 2 * i, 2);
@@ -318,6 +354,8 @@ struct ModelLoader {
                w->shape == std::vector<uint64_t>{out, in}) {
       // Kept as stored (2 bytes a weight, widened inside the GEMM): a bf16 checkpoint is never upcast whole.
       LMKIT_RETURN_IF_ERROR(PackHalfReleasing(m + ".weight", *f, *w, in, &l));
+    } else if (w && w->dtype == io::DType::kF32 && w->shape == std::vector<uint64_t>{out, in}) {
+      LMKIT_RETURN_IF_ERROR(PackF32Releasing(m + ".weight", *f, *w, in, &l));
     } else if (w && w->dtype != io::DType::kI8) {
       used.erase(m + ".weight");
       LMKIT_ASSIGN_OR_RETURN(l.weight, Float(m + ".weight", {out, in}));
@@ -660,7 +698,6 @@ Result<LlamaModel> LlamaModel::Load(const std::string& path, const ModelParts& p
     }
     model.head_.Pack();
   }
-  if (!parts.embeddings) model.embed_ = {};
   // The GEMMs read weights as panels (linear.h): packed once, after everything above that reads rows.
   for (const auto& [l, source] : model.Linears()) const_cast<Linear*>(l)->Pack();
   // deepseek_v3's multi-token-prediction layers follow the decoder's (model.layers.61. in DeepSeek-V3); transformers
@@ -754,7 +791,7 @@ void RmsNormRows(const float* x, const std::vector<float>& w, uint32_t rows, dou
 float Act(Activation a, float g) {
   switch (a) {
     case Activation::kSilu:
-      return g / (1.0f + std::exp(-g));
+      return g / (1.0f + Exp(-g));
     case Activation::kGeluTanh: {
       const float k = 0.7978845608028654f;  // sqrt(2 / pi)
       return 0.5f * g * (1.0f + std::tanh(k * (g + 0.044715f * g * g * g)));
@@ -763,14 +800,6 @@ float Act(Activation a, float g) {
       return 0.5f * g * (1.0f + std::erf(g * 0.7071067811865476f));
   }
   return g;
-}
-
-void ForEach(ThreadPool* pool, size_t n, const std::function<void(size_t, unsigned)>& fn) {
-  if (pool && n > 1) {
-    pool->ParallelFor(n, fn);
-  } else {
-    for (size_t i = 0; i < n; ++i) fn(i, 0);
-  }
 }
 
 }  // namespace
@@ -801,83 +830,6 @@ RopeTable MakeTable(const RopeSchedule& s, uint32_t p0, uint32_t n) {
   return t;
 }
 
-struct AttnArgs {
-  const float* q;   // [n, heads * hd]
-  const float* kc;  // the layer's cache, [capacity, kv_heads * hd]
-  const float* vc;  // [capacity, kv_heads * vd]
-  float* out;       // [n, heads * vd]
-  uint32_t n, p0, heads, kv_heads, hd, vd, window;
-  float scale, softcap;
-};
-
-// Causal attention in blocks of queries x keys with an online softmax (running max and sum per query, no score
-// matrix): each (query block, head) item is computed by one worker in a fixed order, so the output does not depend on
-// the thread count. A query at position p sees keys (p - window, p] (window 0: all of [0, p]).
-void Attention(const AttnArgs& a, ThreadPool* pool) {
-  constexpr uint32_t kBq = 16, kBk = 64;
-  const uint32_t qd = a.heads * a.hd, kvd = a.kv_heads * a.hd, group = a.heads / a.kv_heads;
-  const uint32_t od = a.heads * a.vd, vvd = a.kv_heads * a.vd;
-  const uint32_t qblocks = (a.n + kBq - 1) / kBq;
-  const unsigned workers = pool ? pool->size() : 1;
-  struct Scratch {
-    std::vector<float> s, m, l, acc;
-  };
-  std::vector<Scratch> scratch(workers);
-  for (Scratch& s : scratch) {
-    s.s.resize(kBk);
-    s.m.resize(kBq);
-    s.l.resize(kBq);
-    s.acc.resize(size_t{kBq} * a.vd);
-  }
-  // A single decoding step over a short cache is too little work to hand out (see linear.cpp).
-  ThreadPool* attn_pool = uint64_t{a.n} * a.heads * (a.p0 + a.n) * a.hd >= (uint64_t{1} << 16) ? pool : nullptr;
-  ForEach(attn_pool, size_t{qblocks} * a.heads, [&](size_t item, unsigned w) {
-    Scratch& S = scratch[w];
-    const uint32_t qb = static_cast<uint32_t>(item / a.heads), h = static_cast<uint32_t>(item % a.heads);
-    const uint32_t t0 = qb * kBq, t1 = std::min(a.n, t0 + kBq), kvh = h / group;
-    std::fill(S.m.begin(), S.m.end(), -INFINITY);
-    std::fill(S.l.begin(), S.l.end(), 0.0f);
-    std::fill(S.acc.begin(), S.acc.end(), 0.0f);
-    auto lo_of = [&](uint32_t pos) { return a.window && pos + 1 > a.window ? pos + 1 - a.window : 0u; };
-    const uint32_t first = lo_of(a.p0 + t0), last = a.p0 + t1;
-    for (uint32_t kb = first; kb < last; kb += kBk) {
-      const uint32_t ke = std::min(last, kb + kBk);
-      for (uint32_t t = t0; t < t1; ++t) {
-        const uint32_t pos = a.p0 + t, lo = std::max(kb, lo_of(pos)), hi = std::min(ke, pos + 1);
-        if (lo >= hi) continue;
-        const uint32_t r = t - t0;
-        const float* qv = a.q + size_t{t} * qd + size_t{h} * a.hd;
-        float bm = -INFINITY;
-        for (uint32_t j = lo; j < hi; ++j) {
-          float s = Dot(qv, a.kc + size_t{j} * kvd + size_t{kvh} * a.hd, a.hd) * a.scale;
-          if (a.softcap > 0) s = a.softcap * std::tanh(s / a.softcap);
-          S.s[j - kb] = s;
-          bm = std::max(bm, s);
-        }
-        const float mn = std::max(S.m[r], bm), corr = std::exp(S.m[r] - mn);
-        float* acc = &S.acc[size_t{r} * a.vd];
-        if (corr != 1.0f) {
-          S.l[r] *= corr;
-          for (uint32_t i = 0; i < a.vd; ++i) acc[i] *= corr;
-        }
-        for (uint32_t j = lo; j < hi; ++j) {
-          const float p = std::exp(S.s[j - kb] - mn);
-          S.l[r] += p;
-          const float* vv = a.vc + size_t{j} * vvd + size_t{kvh} * a.vd;
-          for (uint32_t i = 0; i < a.vd; ++i) acc[i] += p * vv[i];
-        }
-        S.m[r] = mn;
-      }
-    }
-    for (uint32_t t = t0; t < t1; ++t) {
-      const uint32_t r = t - t0;
-      float* o = a.out + size_t{t} * od + size_t{h} * a.vd;
-      const float inv = 1.0f / S.l[r];
-      for (uint32_t i = 0; i < a.vd; ++i) o[i] = S.acc[size_t{r} * a.vd + i] * inv;
-    }
-  });
-}
-
 }  // namespace
 
 Status LlamaModel::RunMlp(const Mlp& m, const float* x, uint64_t rows, float* y, ThreadPool* pool,
@@ -898,22 +850,26 @@ Status LlamaModel::RunMlp(const Mlp& m, const float* x, uint64_t rows, float* y,
     // phi3's gate_up_proj: the first half of each row is the gate, the second the up projection.
     const float* gr = fused ? &g[t * 2 * I] : &g[t * I];
     const float* ur = fused ? gr + I : &u[t * I];
-    for (uint32_t i = 0; i < I; ++i) a[t * I + i] = Act(config_.act, gr[i]) * ur[i];
+    if (config_.act == Activation::kSilu) {
+      SiluMul(gr, ur, &a[t * I], I);
+    } else {
+      for (uint32_t i = 0; i < I; ++i) a[t * I + i] = Act(config_.act, gr[i]) * ur[i];
+    }
   }
   if (observer) LMKIT_RETURN_IF_ERROR(observer->Observe(li, a.data(), rows, I));
   m.down.Apply(a.data(), rows, y, pool);
   return Status::Ok();
 }
 
-Status LlamaModel::Embed(std::span<const uint32_t> tokens, float* x) const {
+Status LlamaModel::Embed(std::span<const uint32_t> tokens, float* x, uint32_t p0) const {
   const LlamaConfig& c = config_;
   if (!has_embeddings_) return Status::InvalidArgument("the embeddings are not loaded");
   const uint32_t H = c.hidden;
   const Linear& embed = c.tie_embeddings ? head_ : embed_;
   for (size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] >= c.vocab)
-      return Status::InvalidInput("",
-                                  fmt::format("token id {} at position {} is >= vocab_size {}", tokens[t], t, c.vocab));
+      return Status::InvalidInput(
+          "", fmt::format("token id {} at position {} is >= vocab_size {}", tokens[t], p0 + t, c.vocab));
     float* xt = x + t * H;
     embed.Row(tokens[t], xt);
     if (c.scale_embeddings)
@@ -945,17 +901,13 @@ Status LlamaModel::Forward(std::span<const uint32_t> tokens, KvCache& cache, Thr
     return Status::InvalidArgument("Forward needs the whole model loaded");
   const uint32_t n = static_cast<uint32_t>(tokens.size());
   if (n == 0) return Status::Ok();
-  for (uint32_t t = 0; t < n; ++t)
-    if (tokens[t] >= c.vocab)
-      return Status::InvalidInput(
-          "", fmt::format("token id {} at position {} is >= vocab_size {}", tokens[t], cache.length_ + t, c.vocab));
   if (static_cast<uint64_t>(cache.length_) + n > cache.capacity_)
     return Status::InvalidInput(
         "", fmt::format("sequence of {} tokens exceeds the KV cache capacity {}", cache.length_ + n, cache.capacity_));
   const uint32_t H = c.hidden;
   const uint32_t p0 = cache.length_;
   std::vector<float> x(static_cast<size_t>(n) * H), xn(x.size());
-  LMKIT_RETURN_IF_ERROR(Embed(tokens, x.data()));
+  LMKIT_RETURN_IF_ERROR(Embed(tokens, x.data(), p0));
   const RopeTable global = MakeTable(rope_, p0, n);
   RopeTable local;
   if (std::find(c.local_rope.begin(), c.local_rope.end(), true) != c.local_rope.end())

@@ -125,9 +125,9 @@ class LlamaModel {
   KvCache NewCache(uint32_t capacity) const { return KvCache(config_, capacity, layer_count()); }
   Status Forward(std::span<const uint32_t> tokens, KvCache& cache, ThreadPool* pool, float* logits, bool all_logits,
                  ActivationObserver* observer = nullptr) const;
-  // x [n, hidden] = the (gemma: scaled) embeddings of `tokens`. Errors: kInvalidInput for an id >= vocab_size;
-  // kInvalidArgument when the embeddings are not loaded.
-  Status Embed(std::span<const uint32_t> tokens, float* x) const;
+  // x [n, hidden] = the (gemma: scaled) embeddings of `tokens`, the first at position p0 (for errors). Errors:
+  // kInvalidInput for an id >= vocab_size; kInvalidArgument when the embeddings are not loaded.
+  Status Embed(std::span<const uint32_t> tokens, float* x, uint32_t p0 = 0) const;
   // Runs decoder layer `layer` (loaded) over the n rows of x [n, hidden] in place, at positions cache.length() ...
   // cache.length() + n - 1, writing its keys and values to the layer's slot of `cache`; cache.length() is not
   // advanced (Forward does that after its last layer). `observer` sees this layer's Linears, indexed as in
