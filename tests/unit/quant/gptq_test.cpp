@@ -106,7 +106,14 @@ TEST_CASE("GPTQ matches the independent numpy derivation (scripts/gptq_reference
     auto r = GptqQuantize(in.w.data(), kRows, kCols, h.data(), o, nullptr);
     REQUIRE(r.ok());
     REQUIRE(r->scales.size() == c.scale_count);
-    for (size_t i = 0; i < c.scale_count; ++i) CHECK(r->scales[i] == c.scales[i]);
+    // Scales taken at a group's start come from weights already updated by earlier columns, whose last bits follow
+    // the row-grouped update loop rather than the derivation's; the bound against llm-compressor is 1e-5.
+    for (size_t i = 0; i < c.scale_count; ++i) {
+      if (c.at_start)
+        CHECK(r->scales[i] == Approx(c.scales[i]).epsilon(1e-6));
+      else
+        CHECK(r->scales[i] == c.scales[i]);
+    }
     uint64_t same = 0;
     for (uint64_t i = 0; i < kRows * kCols; ++i) same += r->codes[i] == c.codes[i] ? 1 : 0;
     CHECK(same == kRows * kCols);
@@ -184,7 +191,7 @@ TEST_CASE("GPTQ's act order is a permutation: permuting the input channels permu
   REQUIRE(b.ok());
   for (uint64_t r = 0; r < in.rows; ++r)
     for (uint64_t c = 0; c < in.cols; ++c) CHECK(b->codes[r * in.cols + c] == a->codes[r * in.cols + perm[c]]);
-  CHECK(b->error == Approx(a->error).epsilon(1e-9));
+  CHECK(b->error == Approx(a->error).epsilon(1e-5));  // the error is a GEMM over the permuted order
   // The factor's permutation sorts diag H in descending order.
   auto f = FactorHessian(h.data(), in.cols, 0.01, true, nullptr);
   REQUIRE(f.ok());
