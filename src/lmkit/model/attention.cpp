@@ -141,6 +141,10 @@ __attribute__((target("avx2,fma"))) void QkMicro(const float* q, uint32_t hd, co
 
 constexpr uint32_t kMr = 6;
 
+// The micro-kernels by row count (index mr - 1): the row tail of a block picks its instantiation.
+constexpr void (*kQkMicro[kMr])(const float*, uint32_t, const float*, float*) = {QkMicro<1>, QkMicro<2>, QkMicro<3>,
+                                                                                 QkMicro<4>, QkMicro<5>, QkMicro<6>};
+
 __attribute__((target("avx2,fma"))) void QkAvx2(const float* q, uint32_t rows, uint32_t hd, const float* kt,
                                                 uint32_t nk16, float* s) {
   for (uint32_t r = 0; r < rows; r += kMr) {
@@ -148,26 +152,7 @@ __attribute__((target("avx2,fma"))) void QkAvx2(const float* q, uint32_t rows, u
     for (uint32_t j = 0; j < nk16; j += 16) {
       const float* qr = q + size_t{r} * hd;
       float* sr = s + size_t{r} * kBk + j;
-      switch (mr) {
-        case 6:
-          QkMicro<6>(qr, hd, kt + j, sr);
-          break;
-        case 5:
-          QkMicro<5>(qr, hd, kt + j, sr);
-          break;
-        case 4:
-          QkMicro<4>(qr, hd, kt + j, sr);
-          break;
-        case 3:
-          QkMicro<3>(qr, hd, kt + j, sr);
-          break;
-        case 2:
-          QkMicro<2>(qr, hd, kt + j, sr);
-          break;
-        default:
-          QkMicro<1>(qr, hd, kt + j, sr);
-          break;
-      }
+      kQkMicro[mr - 1](qr, hd, kt + j, sr);
     }
   }
 }
@@ -232,32 +217,17 @@ __attribute__((target("avx2,fma"))) void PvMicro(const float* p, uint32_t ldp, c
 }
 
 template <int W>
+constexpr void (*kPvMicro[kMr])(const float*, uint32_t, const float*, size_t, uint32_t, uint32_t, float*) = {
+    PvMicro<1, W>, PvMicro<2, W>, PvMicro<3, W>, PvMicro<4, W>, PvMicro<5, W>, PvMicro<6, W>};
+
+template <int W>
 __attribute__((target("avx2,fma"))) void PvCols(const float* p, uint32_t rows, uint32_t ldp, const float* v, size_t ldv,
                                                 uint32_t nk, uint32_t vd, float* acc) {
   for (uint32_t r = 0; r < rows; r += kMr) {
     const uint32_t mr = std::min(kMr, rows - r);
     const float* pr = p + size_t{r} * ldp;
     float* ar = acc + size_t{r} * vd;
-    switch (mr) {
-      case 6:
-        PvMicro<6, W>(pr, ldp, v, ldv, nk, vd, ar);
-        break;
-      case 5:
-        PvMicro<5, W>(pr, ldp, v, ldv, nk, vd, ar);
-        break;
-      case 4:
-        PvMicro<4, W>(pr, ldp, v, ldv, nk, vd, ar);
-        break;
-      case 3:
-        PvMicro<3, W>(pr, ldp, v, ldv, nk, vd, ar);
-        break;
-      case 2:
-        PvMicro<2, W>(pr, ldp, v, ldv, nk, vd, ar);
-        break;
-      default:
-        PvMicro<1, W>(pr, ldp, v, ldv, nk, vd, ar);
-        break;
-    }
+    kPvMicro<W>[mr - 1](pr, ldp, v, ldv, nk, vd, ar);
   }
 }
 
