@@ -33,8 +33,17 @@ src=$cache/src-$version
 if [ ! -f "$src/vendor/llama.cpp/include/llama.h" ]; then
   say "downloading llama-cpp-python $version (sdist, ~75 MB) from PyPI"
   rm -rf "$cache/sdist" "$src"
-  "$cache/venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
-    -d "$cache/sdist" "llama-cpp-python==$version" >&2
+  # PyPI's JSON API names the sdist; `pip download --no-binary :all:` would also build its build backend from source.
+  mkdir -p "$cache/sdist"
+  "$cache/venv/bin/python" - "$version" "$cache/sdist/llama_cpp_python-$version.tar.gz" <<'PY' >&2
+import json, sys, urllib.parse, urllib.request
+version, out = sys.argv[1], sys.argv[2]
+index = "https://pypi.org/pypi/llama-cpp-python/json"
+meta = json.load(urllib.request.urlopen(index, timeout=60))
+# A PyPI mirror may answer with file addresses relative to the index page.
+url = urllib.parse.urljoin(index, next(f["url"] for f in meta["releases"][version] if f["packagetype"] == "sdist"))
+urllib.request.urlretrieve(url, out)
+PY
   mkdir -p "$src.tmp"
   tar xzf "$cache/sdist/llama_cpp_python-$version.tar.gz" -C "$src.tmp" --strip-components=1
   mv "$src.tmp" "$src"
